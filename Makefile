@@ -1,0 +1,29 @@
+# Makefile
+#   PGXS build of async_fdw, its pg_regress suite and its TAP tests.
+
+MODULE_big = async_fdw
+OBJS = \
+	$(WIN32RES) \
+	src/async_fdw.o \
+	src/connection.o \
+	src/deparse.o \
+	src/option.o \
+	src/scan.o
+
+EXTENSION = async_fdw
+DATA = async_fdw--1.0.sql
+PGFILEDESC = "async_fdw - asynchronous foreign data wrapper for PostgreSQL servers"
+
+# The server headers are not -Wextra clean: treat them as system headers.
+PG_CPPFLAGS = -I$(libpq_srcdir) -isystem $(includedir_server)
+SHLIB_LINK_INTERNAL = $(libpq)
+
+REGRESS = setup options connection xact scan types pushdown errors planner
+
+# TAP tests (several servers, restarts) live in test/t.
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# scripts/test.sh
+#   README command 2: install what the tests need, build and install async_fdw,
+#   start a throwaway PostgreSQL server, run `make installcheck` (pg_regress and
+#   the TAP tests), stop the server.  Exits non-zero on any failure.
+#
+# Environment:
+#   EXTRA_CFLAGS   extra compiler flags (default: -Wall -Wextra -Werror)
+#   TEST_PORT      port of the throwaway server (default: 55432)
+#   SKIP_TAP=1     run pg_regress only
+#   SKIP_DEPS=1    do not apt-get anything
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+port=${TEST_PORT:-55432}
+cflags=${EXTRA_CFLAGS:--Wall -Wextra -Werror}
+
+log() { printf '\n=== %s\n' "$*"; }
+
+# 1. Dependencies (Debian 12 packages only).
+if [ -z "${SKIP_DEPS:-}" ]; then
+	need=()
+	for p in postgresql-15 postgresql-server-dev-15 libipc-run-perl make gcc; do
+		dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+	done
+	if [ ${#need[@]} -gt 0 ]; then
+		[ "$(id -u)" -eq 0 ] || { echo "missing packages: ${need[*]} (run as root to install them)" >&2; exit 1; }
+		log "installing ${need[*]}"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq
+		apt-get install -y -qq "${need[@]}" >/dev/null
+	fi
+fi
+
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+[ -x "$PG_CONFIG" ] || PG_CONFIG=$(command -v pg_config)
+bindir=$("$PG_CONFIG" --bindir)
+export PG_CONFIG
+
+# 2. Build and install.
+log "building async_fdw (COPT=$cflags)"
+make -C "$here" -s clean PG_CONFIG="$PG_CONFIG"
+make -C "$here" -s PG_CONFIG="$PG_CONFIG" COPT="$cflags"
+log "installing async_fdw"
+if [ "$(id -u)" -eq 0 ]; then
+	make -C "$here" -s install PG_CONFIG="$PG_CONFIG"
+else
+	sudo -n make -C "$here" -s install PG_CONFIG="$PG_CONFIG" 2>/dev/null ||
+		make -C "$here" -s install PG_CONFIG="$PG_CONFIG"
+fi
+
+# 3. A throwaway server, run by an unprivileged user (PostgreSQL refuses root).
+if [ "$(id -u)" -eq 0 ]; then
+	runuser=postgres
+	id "$runuser" >/dev/null 2>&1 || useradd --system --create-home "$runuser"
+	as_user() { runuser -u "$runuser" -- env "$@"; }
+else
+	runuser=$(id -un)
+	as_user() { env "$@"; }
+fi
+work=$(mktemp -d /tmp/async_fdw_test.XXXXXX)
+chmod 755 "$work"
+data=$work/data
+sock=$work/sock
+mkdir -p "$sock"
+# pg_regress and prove write into the tree they run in: give them a copy.
+mkdir -p "$work/src"
+tar -C "$here" --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' -cf - . | tar -C "$work/src" -xf -
+chown -R "$runuser" "$work"
+
+stop_server() {
+	if [ -f "$data/postmaster.pid" ]; then
+		as_user PATH="$bindir:$PATH" pg_ctl -D "$data" -m immediate -w stop >/dev/null 2>&1 || true
+	fi
+}
+cleanup() {
+	stop_server
+	if [ -z "${KEEP_TEST_DIR:-}" ]; then rm -rf "$work"; else echo "kept $work"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log "starting a throwaway server on 127.0.0.1:$port"
+as_user PATH="$bindir:$PATH" initdb -D "$data" -A trust -U postgres --no-sync >/dev/null
+cat >> "$data/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+port = $port
+unix_socket_directories = '$sock'
+fsync = off
+max_connections = 100
+max_prepared_transactions = 10
+log_min_messages = warning
+CONF
+as_user PATH="$bindir:$PATH" pg_ctl -D "$data" -l "$work/server.log" -w start >/dev/null
+
+# 4. The tests.
+status=0
+log "make installcheck"
+if [ -n "${SKIP_TAP:-}" ]; then tap="TAP_TESTS="; else tap=; fi
+if ! as_user PATH="$bindir:$PATH" PGHOST="$sock" PGPORT="$port" PGUSER=postgres \
+	make -C "$work/src" installcheck PG_CONFIG="$PG_CONFIG" $tap; then
+	status=1
+	if [ -f "$work/src/regression.diffs" ]; then
+		log "regression.diffs"
+		cat "$work/src/regression.diffs"
+	fi
+	for f in "$work"/src/tmp_check/log/regress_log_*; do
+		[ -f "$f" ] || continue
+		log "$f (last 60 lines)"
+		tail -n 60 "$f"
+	done
+	log "server log (last 40 lines)"
+	tail -n 40 "$work/server.log" || true
+fi
+
+if [ $status -eq 0 ]; then log "all tests passed"; else log "TESTS FAILED"; fi
+exit $status

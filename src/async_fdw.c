@@ -1,0 +1,341 @@
+/*-------------------------------------------------------------------------
+ *
+ * async_fdw.c
+ *		Module entry points, the FDW handler and the planner callbacks.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/sysattr.h"
+#include "access/table.h"
+#include "fmgr.h"
+#include "foreign/fdwapi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "optimizer/planmain.h"
+#include "optimizer/restrictinfo.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "async_fdw.h"
+
+PG_MODULE_MAGIC;
+
+/*
+ * Indexes of the items of ForeignScan->fdw_private.  It is a List so that
+ * copyObject can copy plans.
+ */
+enum AfdwScanPrivate
+{
+	AFDW_PRIVATE_SQL,			/* String: the remote SELECT */
+	AFDW_PRIVATE_RETRIEVED,		/* List of Integer: local column numbers */
+	AFDW_PRIVATE_FETCH_SIZE		/* Integer: rows per FETCH */
+};
+
+void		_PG_init(void);
+
+/*
+ * _PG_init
+ *		Reserve the async_fdw. prefix of settings.
+ */
+void
+_PG_init(void)
+{
+	MarkGUCPrefixReserved("async_fdw");
+}
+
+/*
+ * afdwGetForeignRelSize
+ *		Look up the relation's options, split its conditions into remote and
+ *		local ones, and estimate its size.
+ */
+static void
+afdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
+{
+	AfdwRelInfo *fp = palloc0(sizeof(AfdwRelInfo));
+	Oid			userid;
+	ListCell   *lc;
+
+	baserel->fdw_private = fp;
+
+	fp->table = GetForeignTable(foreigntableid);
+	fp->server = GetForeignServer(fp->table->serverid);
+	userid = OidIsValid(baserel->userid) ? baserel->userid : GetUserId();
+	fp->user = GetUserMapping(userid, fp->server->serverid);
+
+	/* Table options override server options. */
+	fp->fetch_size = afdw_fetch_size_option(fp->server->options,
+											AFDW_DEFAULT_FETCH_SIZE);
+	fp->fetch_size = afdw_fetch_size_option(fp->table->options, fp->fetch_size);
+	fp->async_capable = afdw_bool_option(fp->server->options, "async_capable", true);
+	fp->async_capable = afdw_bool_option(fp->table->options, "async_capable",
+										 fp->async_capable);
+	fp->fdw_startup_cost = afdw_real_option(fp->server->options, "fdw_startup_cost",
+											AFDW_DEFAULT_STARTUP_COST);
+	fp->fdw_tuple_cost = afdw_real_option(fp->server->options, "fdw_tuple_cost",
+										  AFDW_DEFAULT_TUPLE_COST);
+
+	afdw_classify_conditions(root, baserel, baserel->baserestrictinfo,
+							 &fp->remote_conds, &fp->local_conds);
+
+	/* The columns to fetch: those needed above, and by local conditions. */
+	pull_varattnos((Node *) baserel->reltarget->exprs, baserel->relid,
+				   &fp->attrs_used);
+	foreach(lc, fp->local_conds)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+
+		pull_varattnos((Node *) ri->clause, baserel->relid, &fp->attrs_used);
+	}
+
+	cost_qual_eval(&fp->local_conds_cost, fp->local_conds, root);
+	fp->local_conds_sel = clauselist_selectivity(root, fp->local_conds,
+												 baserel->relid, JOIN_INNER, NULL);
+
+	/*
+	 * A table never analyzed has no row count: assume ten pages of rows of
+	 * the estimated width, a modest size that neither hides the table from
+	 * the planner nor makes it look huge.
+	 */
+	if (baserel->tuples < 0)
+	{
+		baserel->pages = 10;
+		baserel->tuples = (10.0 * BLCKSZ) /
+			(baserel->reltarget->width + MAXALIGN(SizeofHeapTupleHeader));
+	}
+
+	set_baserel_size_estimates(root, baserel);
+}
+
+/*
+ * estimate_costs
+ *		Startup and total cost of a scan of BASEREL returning ROWS rows.
+ *
+ * The remote side scans the whole table (without remote estimates nothing
+ * better is known), every row that passes the remote conditions crosses
+ * the network at fdw_tuple_cost, and local conditions are applied to it.
+ */
+static void
+estimate_costs(RelOptInfo *baserel, AfdwRelInfo *fp, double rows, Cost *startup, Cost *total)
+{
+	double		retrieved = clamp_row_est(rows / Max(fp->local_conds_sel, 1e-10));
+	Cost		run;
+
+	*startup = fp->fdw_startup_cost + fp->local_conds_cost.startup +
+		baserel->reltarget->cost.startup;
+
+	run = seq_page_cost * baserel->pages + cpu_tuple_cost * baserel->tuples;
+	run += (fp->fdw_tuple_cost + cpu_tuple_cost +
+			fp->local_conds_cost.per_tuple) * retrieved;
+	run += baserel->reltarget->cost.per_tuple * rows;
+
+	*total = *startup + run;
+}
+
+/*
+ * add_param_path
+ *		Add a path of BASEREL parameterized by REQUIRED_OUTER, unless one is
+ *		there already.
+ */
+static void
+add_param_path(PlannerInfo *root, RelOptInfo *baserel, AfdwRelInfo *fp,
+			   Relids required_outer, List **seen)
+{
+	ParamPathInfo *ppi;
+	Cost		startup;
+	Cost		total;
+
+	if (bms_is_empty(required_outer))
+		return;
+	ppi = get_baserel_parampathinfo(root, baserel, required_outer);
+	if (list_member_ptr(*seen, ppi))
+		return;
+	*seen = lappend(*seen, ppi);
+
+	estimate_costs(baserel, fp, ppi->ppi_rows, &startup, &total);
+	add_path(baserel, (Path *)
+			 create_foreignscan_path(root, baserel, NULL, ppi->ppi_rows,
+									 startup, total, NIL, ppi->ppi_req_outer,
+									 NULL, NIL));
+}
+
+/*
+ * ec_member_is_column
+ *		generate_implied_equalities_for_column callback: true for a member
+ *		that is the column *(AttrNumber *) ARG of REL.
+ */
+static bool
+ec_member_is_column(PlannerInfo *root pg_attribute_unused(), RelOptInfo *rel,
+					EquivalenceClass *ec pg_attribute_unused(),
+					EquivalenceMember *em, void *arg)
+{
+	Expr	   *expr = em->em_expr;
+
+	while (IsA(expr, RelabelType))
+		expr = ((RelabelType *) expr)->arg;
+
+	return IsA(expr, Var) &&
+		((Var *) expr)->varno == (int) rel->relid &&
+		((Var *) expr)->varlevelsup == 0 &&
+		((Var *) expr)->varattno == *(AttrNumber *) arg;
+}
+
+/*
+ * afdwGetForeignPaths
+ *		Add the plain path and paths parameterized by join clauses that can
+ *		be sent as remote parameters (nested loops with the foreign table
+ *		inside).
+ */
+static void
+afdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
+{
+	AfdwRelInfo *fp = (AfdwRelInfo *) baserel->fdw_private;
+	Cost		startup;
+	Cost		total;
+	List	   *seen = NIL;
+	ListCell   *lc;
+
+	estimate_costs(baserel, fp, baserel->rows, &startup, &total);
+	add_path(baserel, (Path *)
+			 create_foreignscan_path(root, baserel, NULL, baserel->rows,
+									 startup, total, NIL,
+									 baserel->lateral_relids, NULL, NIL));
+
+	/* Join clauses that are not equivalences. */
+	foreach(lc, baserel->joininfo)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+		Relids		outer;
+
+		if (!join_clause_is_movable_to(ri, baserel) ||
+			!afdw_is_shippable(root, baserel, ri->clause))
+			continue;
+		outer = bms_union(ri->clause_relids, baserel->lateral_relids);
+		outer = bms_del_member(outer, baserel->relid);
+		add_param_path(root, baserel, fp, outer, &seen);
+	}
+
+	/* Equivalences: one candidate per column that takes part in one. */
+	if (baserel->has_eclass_joins)
+	{
+		Relation	rel = table_open(foreigntableid, NoLock);
+		int			natts = RelationGetDescr(rel)->natts;
+
+		table_close(rel, NoLock);
+		for (AttrNumber attno = 1; attno <= natts; attno++)
+		{
+			List	   *clauses;
+			ListCell   *lc2;
+
+			clauses = generate_implied_equalities_for_column(root, baserel,
+															 ec_member_is_column,
+															 &attno,
+															 baserel->lateral_referencers);
+			foreach(lc2, clauses)
+			{
+				RestrictInfo *ri = lfirst_node(RestrictInfo, lc2);
+				Relids		outer;
+
+				if (!afdw_is_shippable(root, baserel, ri->clause))
+					continue;
+				outer = bms_union(ri->clause_relids, baserel->lateral_relids);
+				outer = bms_del_member(outer, baserel->relid);
+				add_param_path(root, baserel, fp, outer, &seen);
+			}
+		}
+	}
+}
+
+/*
+ * afdwGetForeignPlan
+ *		Build the ForeignScan: the remote SQL with every shippable condition,
+ *		including join clauses of a parameterized path, and the local rest.
+ */
+static ForeignScan *
+afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
+				   ForeignPath *best_path pg_attribute_unused(), List *tlist, List *scan_clauses,
+				   Plan *outer_plan)
+{
+	AfdwRelInfo *fp = (AfdwRelInfo *) baserel->fdw_private;
+	List	   *remote_conds = NIL;
+	List	   *remote_exprs = NIL;
+	List	   *local_exprs = NIL;
+	List	   *retrieved_attrs = NIL;
+	List	   *params = NIL;
+	Bitmapset  *attrs_used = bms_copy(fp->attrs_used);
+	StringInfoData sql;
+	Relation	rel;
+	ListCell   *lc;
+
+	foreach(lc, scan_clauses)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+
+		/* Gating quals are handled above the scan. */
+		if (ri->pseudoconstant)
+			continue;
+
+		if (list_member_ptr(fp->remote_conds, ri) ||
+			(!list_member_ptr(fp->local_conds, ri) &&
+			 afdw_is_shippable(root, baserel, ri->clause)))
+		{
+			remote_conds = lappend(remote_conds, ri);
+			remote_exprs = lappend(remote_exprs, ri->clause);
+		}
+		else
+		{
+			local_exprs = lappend(local_exprs, ri->clause);
+			pull_varattnos((Node *) ri->clause, baserel->relid, &attrs_used);
+		}
+	}
+
+	rel = table_open(foreigntableid, NoLock);
+	initStringInfo(&sql);
+	afdw_deparse_select(&sql, baserel, rel, attrs_used, remote_conds,
+						&retrieved_attrs, &params);
+	table_close(rel, NoLock);
+
+	return make_foreignscan(tlist, local_exprs, baserel->relid, params,
+							list_make3(makeString(sql.data), retrieved_attrs,
+									   makeInteger(fp->fetch_size)),
+							NIL, remote_exprs, outer_plan);
+}
+
+/*
+ * afdw_scan_sql
+ *		The remote SQL, column list and fetch size of a ForeignScan plan.
+ */
+void
+afdw_scan_private(ForeignScan *plan, char **sql, List **retrieved_attrs,
+				  int *fetch_size)
+{
+	*sql = strVal(list_nth(plan->fdw_private, AFDW_PRIVATE_SQL));
+	*retrieved_attrs = (List *) list_nth(plan->fdw_private, AFDW_PRIVATE_RETRIEVED);
+	*fetch_size = intVal(list_nth(plan->fdw_private, AFDW_PRIVATE_FETCH_SIZE));
+}
+
+PG_FUNCTION_INFO_V1(async_fdw_handler);
+
+/*
+ * async_fdw_handler
+ *		The FdwRoutine of async_fdw.
+ */
+Datum
+async_fdw_handler(PG_FUNCTION_ARGS)
+{
+	FdwRoutine *routine = makeNode(FdwRoutine);
+
+	routine->GetForeignRelSize = afdwGetForeignRelSize;
+	routine->GetForeignPaths = afdwGetForeignPaths;
+	routine->GetForeignPlan = afdwGetForeignPlan;
+	afdw_scan_routines(routine);
+
+	PG_RETURN_POINTER(routine);
+}

@@ -1,0 +1,102 @@
+/*-------------------------------------------------------------------------
+ *
+ * async_fdw.h
+ *		Shared types and cross-file declarations of async_fdw.
+ *
+ * Declarations are grouped by the file that defines them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ASYNC_FDW_H
+#define ASYNC_FDW_H
+
+#include "foreign/fdwapi.h"
+#include "foreign/foreign.h"
+#include "lib/stringinfo.h"
+#include "libpq-fe.h"
+#include "nodes/execnodes.h"
+#include "nodes/pathnodes.h"
+#include "nodes/plannodes.h"
+#include "utils/relcache.h"
+
+/* Defaults of the numeric options. */
+#define AFDW_DEFAULT_FETCH_SIZE			100
+#define AFDW_DEFAULT_STARTUP_COST		100.0
+#define AFDW_DEFAULT_TUPLE_COST			0.01
+#define AFDW_DEFAULT_MAX_CONNECTIONS	4
+
+/*
+ * Planner-side state of one foreign base relation, kept in
+ * RelOptInfo->fdw_private between the planner callbacks.
+ */
+typedef struct AfdwRelInfo
+{
+	/* Catalog objects of the relation. */
+	ForeignTable *table;
+	ForeignServer *server;
+	UserMapping *user;
+
+	/* Options after merging server and table level. */
+	int			fetch_size;
+	Cost		fdw_startup_cost;
+	Cost		fdw_tuple_cost;
+	bool		async_capable;
+
+	/* Restriction clauses split by where they can be evaluated. */
+	List	   *remote_conds;
+	List	   *local_conds;
+
+	/* Columns needed locally (offset by FirstLowInvalidHeapAttributeNumber). */
+	Bitmapset  *attrs_used;
+
+	/* Cost of evaluating local_conds, and their selectivity. */
+	QualCost	local_conds_cost;
+	Selectivity local_conds_sel;
+} AfdwRelInfo;
+
+/* Opaque handle of a pooled remote connection (connection.c). */
+typedef struct AfdwConn AfdwConn;
+
+/* option.c */
+extern int	afdw_fetch_size_option(List *options, int current);
+extern bool afdw_bool_option(List *options, const char *name, bool current);
+extern double afdw_real_option(List *options, const char *name, double current);
+extern int	afdw_int_option(List *options, const char *name, int current);
+extern bool afdw_is_libpq_option(const char *name);
+
+/* connection.c */
+extern AfdwConn *afdw_get_connection(UserMapping *user);
+extern PGconn *afdw_pgconn(AfdwConn *conn);
+extern unsigned int afdw_next_cursor_number(AfdwConn *conn);
+extern void afdw_send_query(AfdwConn *conn, const char *sql, int nparams,
+							const char *const *values);
+extern PGresult *afdw_wait_result(AfdwConn *conn, const char *sql);
+extern void afdw_run_command(AfdwConn *conn, const char *sql);
+extern PGresult *afdw_run_query(AfdwConn *conn, const char *sql, int nparams,
+								const char *const *values);
+extern void afdw_report_remote_error(PGresult *res, AfdwConn *conn,
+									 const char *sql) pg_attribute_noreturn();
+extern void afdw_connection_init(void);
+
+/* deparse.c */
+extern bool afdw_is_shippable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr);
+extern void afdw_classify_conditions(PlannerInfo *root, RelOptInfo *baserel,
+									 List *conds, List **remote, List **local);
+extern void afdw_deparse_select(StringInfo buf, RelOptInfo *baserel,
+								Relation rel,
+								Bitmapset *attrs_used, List *remote_conds,
+								List **retrieved_attrs, List **params);
+extern void afdw_deparse_relation(StringInfo buf, Relation rel);
+extern void afdw_deparse_analyze(StringInfo buf, Relation rel,
+								 List **retrieved_attrs);
+extern int	afdw_set_transmission_modes(void);
+extern void afdw_reset_transmission_modes(int nestlevel);
+
+/* async_fdw.c */
+extern void afdw_scan_private(ForeignScan *plan, char **sql,
+							  List **retrieved_attrs, int *fetch_size);
+
+/* scan.c */
+extern void afdw_scan_routines(FdwRoutine *routine);
+
+#endif							/* ASYNC_FDW_H */

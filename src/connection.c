@@ -1,0 +1,869 @@
+/*-------------------------------------------------------------------------
+ *
+ * connection.c
+ *		Remote connections of async_fdw and the remote transactions on them.
+ *
+ * A backend keeps its connections across local transactions, keyed by user
+ * mapping.  A connection opens a remote transaction at its first use inside
+ * a local one, with savepoints mirroring local subtransactions, and the
+ * transaction callbacks end it with the local transaction, whatever happens.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_user_mapping.h"
+#include "commands/defrem.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "async_fdw.h"
+
+/*
+ * Session settings every connection gets in its startup packet, so that
+ * values travel in formats both sides read alike and remote SQL resolves
+ * names in pg_catalog only.  They cost no round trip.
+ */
+#define AFDW_SESSION_OPTIONS \
+	"-c search_path=pg_catalog -c TimeZone=UTC -c DateStyle=ISO " \
+	"-c IntervalStyle=postgres -c extra_float_digits=3"
+
+/* How long cleanup after an abort may wait for a remote server. */
+#define AFDW_CLEANUP_TIMEOUT_MS		30000
+
+/* One remote connection and the state of its remote transaction. */
+struct AfdwConn
+{
+	Oid			umid;			/* hash key: the user mapping's OID */
+	PGconn	   *conn;			/* NULL when not connected */
+	Oid			serverid;
+	NameData	servername;		/* for messages */
+	uint32		server_hash;	/* syscache hash values, for invalidation */
+	uint32		mapping_hash;
+	int			xact_depth;		/* 0: no remote transaction; 1: one is
+								 * open; n > 1: savepoints s2 .. sn too */
+	bool		changing_xact_state;	/* a transaction command was cut
+										 * short: the remote state is unknown */
+	bool		invalidated;	/* server or mapping changed: reconnect */
+	bool		keep;			/* keep_connections */
+	unsigned int cursor_number; /* last cursor number used in this xact */
+};
+
+/*
+ * All connections of this backend.  The hash and its entries live in
+ * TopMemoryContext's child "async_fdw connections" because connections
+ * outlive transactions.
+ */
+static HTAB *conn_hash = NULL;
+
+/* Whether any connection was used in the current local transaction. */
+static bool xact_got_connection = false;
+
+static void connect_entry(AfdwConn *entry, UserMapping *user);
+static void disconnect_entry(AfdwConn *entry);
+static void begin_remote_xact(AfdwConn *entry);
+static void xact_callback(XactEvent event, void *arg);
+static void subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+							 SubTransactionId parentSubid, void *arg);
+static void inval_callback(Datum arg, int cacheid, uint32 hashvalue);
+static bool abort_remote(AfdwConn *entry, const char *sql);
+
+/*
+ * afdw_connection_init
+ *		Create the connection hash and register the callbacks, once.
+ */
+void
+afdw_connection_init(void)
+{
+	HASHCTL		ctl;
+
+	if (conn_hash != NULL)
+		return;
+
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(AfdwConn);
+	ctl.hcxt = AllocSetContextCreate(TopMemoryContext, "async_fdw connections",
+									 ALLOCSET_SMALL_SIZES);
+	conn_hash = hash_create("async_fdw connections", 8, &ctl,
+							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+
+	RegisterXactCallback(xact_callback, NULL);
+	RegisterSubXactCallback(subxact_callback, NULL);
+	CacheRegisterSyscacheCallback(FOREIGNSERVEROID, inval_callback, (Datum) 0);
+	CacheRegisterSyscacheCallback(USERMAPPINGOID, inval_callback, (Datum) 0);
+}
+
+/*
+ * afdw_get_connection
+ *		A connection for USER with a remote transaction open at the current
+ *		local nesting level.
+ *
+ * Connects on first use, and again when the previous connection broke or
+ * its server or user mapping changed since.
+ */
+AfdwConn *
+afdw_get_connection(UserMapping *user)
+{
+	AfdwConn   *entry;
+	bool		found;
+
+	afdw_connection_init();
+
+	entry = hash_search(conn_hash, &user->umid, HASH_ENTER, &found);
+	if (!found)
+	{
+		entry->conn = NULL;
+		entry->xact_depth = 0;
+		entry->changing_xact_state = false;
+		entry->invalidated = false;
+		entry->cursor_number = 0;
+	}
+
+	xact_got_connection = true;
+
+	/*
+	 * Outside a remote transaction, a stale or broken connection is simply
+	 * replaced.  Inside one, the remote transaction is gone with it.
+	 */
+	if (entry->conn != NULL && entry->xact_depth == 0 &&
+		(entry->invalidated || entry->changing_xact_state ||
+		 PQstatus(entry->conn) != CONNECTION_OK ||
+		 PQtransactionStatus(entry->conn) != PQTRANS_IDLE))
+		disconnect_entry(entry);
+
+	if (entry->conn != NULL &&
+		(entry->changing_xact_state || PQstatus(entry->conn) != CONNECTION_OK))
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("lost connection to server \"%s\"",
+						NameStr(entry->servername)),
+				 errdetail("The remote transaction of this local transaction is lost."),
+				 errhint("Roll back the local transaction and retry.")));
+
+	if (entry->conn == NULL)
+		connect_entry(entry, user);
+
+	begin_remote_xact(entry);
+	return entry;
+}
+
+/*
+ * afdw_pgconn
+ *		The libpq connection of a pooled connection.
+ */
+PGconn *
+afdw_pgconn(AfdwConn *conn)
+{
+	return conn->conn;
+}
+
+/*
+ * afdw_next_cursor_number
+ *		A cursor number unique within the connection's remote transaction.
+ */
+unsigned int
+afdw_next_cursor_number(AfdwConn *conn)
+{
+	return ++conn->cursor_number;
+}
+
+/*
+ * password_required
+ *		Whether USER's mapping demands that the remote server asks for a
+ *		password (true unless a superuser said otherwise).
+ */
+static bool
+password_required(UserMapping *user)
+{
+	return afdw_bool_option(user->options, "password_required", true);
+}
+
+/*
+ * check_password_rules
+ *		Refuse a non-superuser a connection that did not prove a password.
+ *
+ * Without this, a non-superuser could log in to the remote server as
+ * whatever the local server's operating system account is trusted as.
+ */
+static void
+check_password_rules(UserMapping *user, PGconn *conn, const char *servername)
+{
+	bool		has_password = false;
+	ListCell   *lc;
+
+	if (superuser_arg(user->userid) || !password_required(user))
+		return;
+
+	foreach(lc, user->options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, "password") == 0)
+			has_password = true;
+	}
+
+	if (conn == NULL && !has_password)
+		ereport(ERROR,
+				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+				 errmsg("password is required"),
+				 errdetail("A non-superuser must give a password in the user mapping for server \"%s\".",
+						   servername),
+				 errhint("Add option \"password\" to the user mapping, or have a superuser set password_required to false.")));
+
+	if (conn != NULL && !PQconnectionUsedPassword(conn))
+		ereport(ERROR,
+				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+				 errmsg("password is required"),
+				 errdetail("Server \"%s\" did not ask for the password, and a non-superuser may only connect with one.",
+						   servername),
+				 errhint("Make the remote server ask for a password, or have a superuser set password_required to false.")));
+}
+
+/*
+ * notice_receiver
+ *		Pass remote notices on at DEBUG1: they concern the remote session.
+ */
+static void
+notice_receiver(void *arg, const PGresult *res)
+{
+	char	   *msg = pchomp(PQresultErrorMessage(res));
+
+	ereport(DEBUG1,
+			(errmsg_internal("remote server \"%s\": %s", (char *) arg, msg)));
+	pfree(msg);
+}
+
+/*
+ * connect_deadline_ms
+ *		The connect_timeout of OPTIONS in milliseconds, or -1 for none.
+ *
+ * libpq ignores connect_timeout when the caller drives the connection with
+ * PQconnectPoll, so async_fdw enforces it itself, over the whole attempt.
+ */
+static long
+connect_timeout_ms(List *options)
+{
+	int			secs = afdw_int_option(options, "connect_timeout", 0);
+
+	if (secs <= 0)
+		return -1;
+	return (long) Max(secs, 2) * 1000L;
+}
+
+/*
+ * connect_entry
+ *		Open ENTRY's connection for USER, waiting interruptibly.
+ */
+static void
+connect_entry(AfdwConn *entry, UserMapping *user)
+{
+	ForeignServer *server = GetForeignServer(user->serverid);
+	const char **keywords;
+	const char **values;
+	int			n = 0;
+	int			max;
+	StringInfoData options;
+	ListCell   *lc;
+	PGconn	   *volatile conn = NULL;
+	long		timeout;
+	TimestampTz start = GetCurrentTimestamp();
+
+	entry->serverid = server->serverid;
+	namestrcpy(&entry->servername, server->servername);
+	entry->server_hash = GetSysCacheHashValue1(FOREIGNSERVEROID,
+											   ObjectIdGetDatum(server->serverid));
+	entry->mapping_hash = GetSysCacheHashValue1(USERMAPPINGOID,
+												ObjectIdGetDatum(user->umid));
+	entry->keep = afdw_bool_option(server->options, "keep_connections", true);
+	entry->invalidated = false;
+	entry->changing_xact_state = false;
+	entry->xact_depth = 0;
+	entry->cursor_number = 0;
+
+	check_password_rules(user, NULL, server->servername);
+
+	max = list_length(server->options) + list_length(user->options) + 4;
+	keywords = palloc(sizeof(char *) * max);
+	values = palloc(sizeof(char *) * max);
+
+	initStringInfo(&options);
+	foreach(lc, list_concat_copy(server->options, user->options))
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (!afdw_is_libpq_option(def->defname))
+			continue;
+		/* Users' own startup options go first, so that ours win. */
+		if (strcmp(def->defname, "options") == 0)
+		{
+			appendStringInfo(&options, "%s ", defGetString(def));
+			continue;
+		}
+		keywords[n] = def->defname;
+		values[n] = defGetString(def);
+		n++;
+	}
+	appendStringInfoString(&options, AFDW_SESSION_OPTIONS);
+	keywords[n] = "options";
+	values[n++] = options.data;
+	keywords[n] = "fallback_application_name";
+	values[n++] = "async_fdw";
+	keywords[n] = "client_encoding";
+	values[n++] = GetDatabaseEncodingName();
+	keywords[n] = NULL;
+	values[n] = NULL;
+
+	timeout = connect_timeout_ms(server->options);
+
+	PG_TRY();
+	{
+		PostgresPollingStatusType poll = PGRES_POLLING_WRITING;
+
+		conn = PQconnectStartParams(keywords, values, false);
+		if (conn == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory"),
+					 errdetail("Could not allocate a connection to server \"%s\".",
+							   server->servername)));
+
+		while (PQstatus(conn) != CONNECTION_BAD &&
+			   poll != PGRES_POLLING_OK && poll != PGRES_POLLING_FAILED)
+		{
+			int			events = WL_LATCH_SET | WL_EXIT_ON_PM_DEATH;
+			long		wait = -1;
+			int			rc;
+
+			events |= (poll == PGRES_POLLING_READING) ?
+				WL_SOCKET_READABLE : WL_SOCKET_WRITEABLE;
+			if (timeout >= 0)
+			{
+				wait = timeout - (long) (TimestampDifferenceMilliseconds(start,
+																		 GetCurrentTimestamp()));
+				if (wait <= 0)
+					ereport(ERROR,
+							(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+							 errmsg("could not connect to server \"%s\"",
+									server->servername),
+							 errdetail("The connection attempt took longer than connect_timeout.")));
+				events |= WL_TIMEOUT;
+			}
+
+			rc = WaitLatchOrSocket(MyLatch, events, PQsocket(conn), wait,
+								   PG_WAIT_EXTENSION);
+			if (rc & WL_LATCH_SET)
+			{
+				ResetLatch(MyLatch);
+				CHECK_FOR_INTERRUPTS();
+			}
+			if (rc & (WL_SOCKET_READABLE | WL_SOCKET_WRITEABLE))
+				poll = PQconnectPoll(conn);
+		}
+
+		if (PQstatus(conn) != CONNECTION_OK)
+		{
+			char	   *msg = pchomp(PQerrorMessage(conn));
+
+			ereport(ERROR,
+					(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+					 errmsg("could not connect to server \"%s\"",
+							server->servername),
+					 errdetail_internal("%s", msg)));
+		}
+
+		check_password_rules(user, conn, server->servername);
+	}
+	PG_CATCH();
+	{
+		if (conn != NULL)
+			PQfinish(conn);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	PQsetNoticeReceiver(conn, notice_receiver, NameStr(entry->servername));
+	entry->conn = conn;
+
+	pfree(keywords);
+	pfree(values);
+	pfree(options.data);
+}
+
+/*
+ * disconnect_entry
+ *		Close ENTRY's connection, if any.
+ */
+static void
+disconnect_entry(AfdwConn *entry)
+{
+	if (entry->conn != NULL)
+	{
+		PQfinish(entry->conn);
+		entry->conn = NULL;
+	}
+	entry->xact_depth = 0;
+	entry->changing_xact_state = false;
+	entry->invalidated = false;
+	entry->cursor_number = 0;
+}
+
+/*
+ * begin_remote_xact
+ *		Open the remote transaction and the savepoints the local nesting
+ *		level calls for, all in one round trip.
+ */
+static void
+begin_remote_xact(AfdwConn *entry)
+{
+	int			curlevel = GetCurrentTransactionNestLevel();
+	StringInfoData sql;
+
+	if (entry->xact_depth >= curlevel)
+		return;
+
+	initStringInfo(&sql);
+	if (entry->xact_depth == 0)
+	{
+		appendStringInfoString(&sql, IsolationIsSerializable() ?
+							   "START TRANSACTION ISOLATION LEVEL SERIALIZABLE" :
+							   "START TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+		entry->cursor_number = 0;
+	}
+	for (int level = Max(entry->xact_depth, 1) + 1; level <= curlevel; level++)
+		appendStringInfo(&sql, "%sSAVEPOINT s%d", sql.len > 0 ? "; " : "", level);
+
+	entry->changing_xact_state = true;
+	afdw_run_command(entry, sql.data);
+	entry->changing_xact_state = false;
+	entry->xact_depth = curlevel;
+	pfree(sql.data);
+}
+
+/*
+ * afdw_send_query
+ *		Send SQL with NPARAMS text parameters, without waiting.
+ */
+void
+afdw_send_query(AfdwConn *conn, const char *sql, int nparams,
+				const char *const *values)
+{
+	int			ok;
+
+	if (nparams > 0)
+		ok = PQsendQueryParams(conn->conn, sql, nparams, NULL, values,
+							   NULL, NULL, 0);
+	else
+		ok = PQsendQuery(conn->conn, sql);
+
+	if (!ok)
+		afdw_report_remote_error(NULL, conn, sql);
+}
+
+/*
+ * afdw_wait_result
+ *		Wait for the results of the query in flight and return the one
+ *		that matters: the first error, or else the last result.
+ *
+ * The wait reacts to interrupts and postmaster death; a query cancel here
+ * leaves the remote query running, and the abort callback cancels it.
+ */
+PGresult *
+afdw_wait_result(AfdwConn *conn, const char *sql)
+{
+	PGconn	   *pgconn = conn->conn;
+	PGresult   *volatile kept = NULL;
+
+	PG_TRY();
+	{
+		for (;;)
+		{
+			PGresult   *res;
+
+			while (PQisBusy(pgconn))
+			{
+				int			rc;
+
+				rc = WaitLatchOrSocket(MyLatch,
+									   WL_LATCH_SET | WL_SOCKET_READABLE |
+									   WL_EXIT_ON_PM_DEATH,
+									   PQsocket(pgconn), -1L, PG_WAIT_EXTENSION);
+				if (rc & WL_LATCH_SET)
+				{
+					ResetLatch(MyLatch);
+					CHECK_FOR_INTERRUPTS();
+				}
+				if ((rc & WL_SOCKET_READABLE) && !PQconsumeInput(pgconn))
+					afdw_report_remote_error(NULL, conn, sql);
+			}
+
+			res = PQgetResult(pgconn);
+			if (res == NULL)
+				break;
+
+			if (kept != NULL && PQresultStatus(kept) == PGRES_FATAL_ERROR)
+				PQclear(res);
+			else
+			{
+				PQclear(kept);
+				kept = res;
+			}
+		}
+	}
+	PG_CATCH();
+	{
+		PQclear(kept);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	return kept;
+}
+
+/*
+ * afdw_run_query
+ *		Run SQL and return its result, raising any remote error.
+ */
+PGresult *
+afdw_run_query(AfdwConn *conn, const char *sql, int nparams,
+			   const char *const *values)
+{
+	PGresult   *res;
+
+	afdw_send_query(conn, sql, nparams, values);
+	res = afdw_wait_result(conn, sql);
+	if (res == NULL ||
+		(PQresultStatus(res) != PGRES_TUPLES_OK &&
+		 PQresultStatus(res) != PGRES_COMMAND_OK))
+		afdw_report_remote_error(res, conn, sql);
+	return res;
+}
+
+/*
+ * afdw_run_command
+ *		Run SQL, which returns no rows, raising any remote error.
+ */
+void
+afdw_run_command(AfdwConn *conn, const char *sql)
+{
+	PQclear(afdw_run_query(conn, sql, 0, NULL));
+}
+
+/*
+ * afdw_report_remote_error
+ *		Raise the error RES (or, without one, the connection's) as a local
+ *		error carrying the remote SQLSTATE, message, detail, hint and context.
+ *
+ * RES is freed.  A failure of the connection itself, which has no SQLSTATE,
+ * names the server.
+ */
+void
+afdw_report_remote_error(PGresult *res, AfdwConn *conn, const char *sql)
+{
+	const char *f_sqlstate = NULL;
+	char	   *primary = NULL;
+	char	   *detail = NULL;
+	char	   *hint = NULL;
+	char	   *context = NULL;
+	char	   *connmsg;
+
+#define COPY_FIELD(f) \
+	(PQresultErrorField(res, (f)) ? pstrdup(PQresultErrorField(res, (f))) : NULL)
+
+	if (res != NULL)
+	{
+		f_sqlstate = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+		if (f_sqlstate != NULL)
+			f_sqlstate = pstrdup(f_sqlstate);
+		primary = COPY_FIELD(PG_DIAG_MESSAGE_PRIMARY);
+		detail = COPY_FIELD(PG_DIAG_MESSAGE_DETAIL);
+		hint = COPY_FIELD(PG_DIAG_MESSAGE_HINT);
+		context = COPY_FIELD(PG_DIAG_CONTEXT);
+		PQclear(res);
+	}
+#undef COPY_FIELD
+
+	connmsg = pchomp(PQerrorMessage(conn->conn));
+
+	if (f_sqlstate == NULL || PQstatus(conn->conn) != CONNECTION_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("lost connection to server \"%s\"",
+						NameStr(conn->servername)),
+				 errdetail_internal("%s", primary ? primary : connmsg),
+				 sql ? errcontext("remote SQL command: %s", sql) : 0));
+
+	ereport(ERROR,
+			(errcode(MAKE_SQLSTATE(f_sqlstate[0], f_sqlstate[1], f_sqlstate[2],
+								   f_sqlstate[3], f_sqlstate[4])),
+			 errmsg_internal("%s", primary ? primary : connmsg),
+			 detail ? errdetail_internal("%s", detail) : 0,
+			 hint ? errhint("%s", hint) : 0,
+			 context ? errcontext("%s", context) : 0,
+			 sql ? errcontext("remote SQL command: %s", sql) : 0));
+	pg_unreachable();
+}
+
+/*
+ * wait_cleanup
+ *		Wait at most until DEADLINE for the results of the command in flight,
+ *		without raising errors; true if it succeeded.
+ *
+ * Used while aborting, when an error must not be thrown and interrupts are
+ * held off.
+ */
+static bool
+wait_cleanup(PGconn *conn, TimestampTz deadline, bool ignore_errors)
+{
+	bool		ok = true;
+
+	for (;;)
+	{
+		PGresult   *res;
+
+		while (PQisBusy(conn))
+		{
+			long		wait;
+			int			rc;
+
+			wait = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+			if (wait <= 0)
+				return false;
+			rc = WaitLatchOrSocket(MyLatch,
+								   WL_LATCH_SET | WL_SOCKET_READABLE |
+								   WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								   PQsocket(conn), wait, PG_WAIT_EXTENSION);
+			if (rc & WL_LATCH_SET)
+				ResetLatch(MyLatch);
+			if ((rc & WL_SOCKET_READABLE) && !PQconsumeInput(conn))
+				return false;
+		}
+		res = PQgetResult(conn);
+		if (res == NULL)
+			break;
+		if (PQresultStatus(res) != PGRES_COMMAND_OK &&
+			PQresultStatus(res) != PGRES_TUPLES_OK && !ignore_errors)
+			ok = false;
+		PQclear(res);
+	}
+	return ok;
+}
+
+/*
+ * cancel_in_flight
+ *		Cancel the query running on CONN and swallow what it returns;
+ *		true if the connection is idle in its transaction afterwards.
+ */
+static bool
+cancel_in_flight(PGconn *conn, TimestampTz deadline)
+{
+	PGcancel   *cancel;
+	char		errbuf[256];
+
+	if (PQtransactionStatus(conn) != PQTRANS_ACTIVE)
+		return true;
+
+	cancel = PQgetCancel(conn);
+	if (cancel == NULL)
+		return false;
+	if (!PQcancel(cancel, errbuf, sizeof(errbuf)))
+	{
+		PQfreeCancel(cancel);
+		return false;
+	}
+	PQfreeCancel(cancel);
+
+	(void) wait_cleanup(conn, deadline, true);
+	return PQtransactionStatus(conn) != PQTRANS_ACTIVE;
+}
+
+/*
+ * abort_remote
+ *		Cancel what runs on ENTRY and send SQL (ABORT or ROLLBACK TO), never
+ *		raising an error; false if the connection must be dropped.
+ */
+static bool
+abort_remote(AfdwConn *entry, const char *sql)
+{
+	TimestampTz deadline;
+
+	/* A transaction command that was cut short left an unknown state. */
+	if (entry->changing_xact_state || PQstatus(entry->conn) != CONNECTION_OK)
+		return false;
+
+	entry->changing_xact_state = true;
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+										   AFDW_CLEANUP_TIMEOUT_MS);
+	if (!cancel_in_flight(entry->conn, deadline))
+		return false;
+	if (!PQsendQuery(entry->conn, sql) ||
+		!wait_cleanup(entry->conn, deadline, false))
+		return false;
+	entry->changing_xact_state = false;
+	return true;
+}
+
+/*
+ * xact_callback
+ *		Commit or roll back the remote transactions with the local one.
+ */
+static void
+xact_callback(XactEvent event, void *arg pg_attribute_unused())
+{
+	HASH_SEQ_STATUS scan;
+	AfdwConn   *entry;
+
+	if (!xact_got_connection)
+		return;
+
+	hash_seq_init(&scan, conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		if (entry->conn == NULL)
+			continue;
+
+		switch (event)
+		{
+			case XACT_EVENT_PRE_COMMIT:
+			case XACT_EVENT_PARALLEL_PRE_COMMIT:
+				if (entry->xact_depth > 0)
+				{
+					/* A failure here aborts the local transaction. */
+					entry->changing_xact_state = true;
+					afdw_run_command(entry, "COMMIT TRANSACTION");
+					entry->changing_xact_state = false;
+					entry->xact_depth = 0;
+				}
+				continue;
+
+			case XACT_EVENT_PRE_PREPARE:
+				if (entry->xact_depth > 0)
+					ereport(ERROR,
+							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							 errmsg("cannot prepare a transaction that has used async_fdw foreign tables"),
+							 errdetail("Server \"%s\" was used in this transaction.",
+									   NameStr(entry->servername)),
+							 errhint("Commit or roll back the transaction instead.")));
+				continue;
+
+			case XACT_EVENT_ABORT:
+			case XACT_EVENT_PARALLEL_ABORT:
+				if (entry->xact_depth > 0 &&
+					!abort_remote(entry, "ABORT TRANSACTION"))
+					entry->changing_xact_state = true;
+				break;
+
+			case XACT_EVENT_COMMIT:
+			case XACT_EVENT_PARALLEL_COMMIT:
+			case XACT_EVENT_PREPARE:
+				/* Pre-commit ended every remote transaction. */
+				Assert(entry->xact_depth == 0);
+				break;
+		}
+
+		/* The local transaction is over: so is the remote one. */
+		entry->xact_depth = 0;
+		entry->cursor_number = 0;
+		if (entry->changing_xact_state || entry->invalidated || !entry->keep ||
+			PQstatus(entry->conn) != CONNECTION_OK ||
+			PQtransactionStatus(entry->conn) != PQTRANS_IDLE)
+			disconnect_entry(entry);
+	}
+
+	if (event != XACT_EVENT_PRE_COMMIT &&
+		event != XACT_EVENT_PARALLEL_PRE_COMMIT &&
+		event != XACT_EVENT_PRE_PREPARE)
+		xact_got_connection = false;
+}
+
+/*
+ * subxact_callback
+ *		Release or roll back the remote savepoint of the subtransaction that
+ *		ends.
+ */
+static void
+subxact_callback(SubXactEvent event,
+				 SubTransactionId mySubid pg_attribute_unused(),
+				 SubTransactionId parentSubid pg_attribute_unused(),
+				 void *arg pg_attribute_unused())
+{
+	HASH_SEQ_STATUS scan;
+	AfdwConn   *entry;
+	int			curlevel;
+
+	if (event != SUBXACT_EVENT_PRE_COMMIT_SUB &&
+		event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	if (!xact_got_connection)
+		return;
+
+	curlevel = GetCurrentTransactionNestLevel();
+	hash_seq_init(&scan, conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		char		sql[100];
+
+		if (entry->conn == NULL || entry->xact_depth < curlevel)
+			continue;
+		if (entry->xact_depth > curlevel)
+			elog(ERROR, "remote savepoint level %d outlived its subtransaction",
+				 entry->xact_depth);
+
+		if (event == SUBXACT_EVENT_PRE_COMMIT_SUB)
+		{
+			snprintf(sql, sizeof(sql), "RELEASE SAVEPOINT s%d", curlevel);
+			entry->changing_xact_state = true;
+			afdw_run_command(entry, sql);
+			entry->changing_xact_state = false;
+		}
+		else
+		{
+			snprintf(sql, sizeof(sql),
+					 "ROLLBACK TO SAVEPOINT s%d; RELEASE SAVEPOINT s%d",
+					 curlevel, curlevel);
+			/* On failure the connection stays marked for disconnection. */
+			(void) abort_remote(entry, sql);
+		}
+		entry->xact_depth--;
+	}
+}
+
+/*
+ * inval_callback
+ *		Drop connections whose server or user mapping changed: at once when
+ *		idle, at the end of the local transaction otherwise.
+ */
+static void
+inval_callback(Datum arg pg_attribute_unused(), int cacheid, uint32 hashvalue)
+{
+	HASH_SEQ_STATUS scan;
+	AfdwConn   *entry;
+
+	if (conn_hash == NULL)
+		return;
+
+	hash_seq_init(&scan, conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		uint32		mine;
+
+		if (entry->conn == NULL)
+			continue;
+		mine = (cacheid == FOREIGNSERVEROID) ? entry->server_hash : entry->mapping_hash;
+		if (hashvalue != 0 && hashvalue != mine)
+			continue;
+
+		if (entry->xact_depth == 0)
+			disconnect_entry(entry);
+		else
+			entry->invalidated = true;
+	}
+}

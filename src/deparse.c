@@ -1,0 +1,818 @@
+/*-------------------------------------------------------------------------
+ *
+ * deparse.c
+ *		Remote SQL of async_fdw, and the rules of what may be sent.
+ *
+ * An expression is shipped to the remote server only when the remote
+ * server computes exactly what the local one would: built-in immutable
+ * operators and functions over the table's columns, constants and
+ * parameters, with no collation other than the default involved.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/sysattr.h"
+#include "access/transam.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/float.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "async_fdw.h"
+
+/* What the shippability walker needs to know. */
+typedef struct ShipContext
+{
+	PlannerInfo *root;
+	RelOptInfo *baserel;
+} ShipContext;
+
+/* State of deparsing one expression. */
+typedef struct DeparseContext
+{
+	StringInfo	buf;
+	RelOptInfo *baserel;
+	Relation	rel;
+	List	  **params;			/* expressions sent as $1, $2, ... */
+} DeparseContext;
+
+static void deparse_expr(Expr *node, DeparseContext *cxt);
+
+/*
+ * is_builtin
+ *		True for objects made by initdb, which every remote server of the
+ *		same or a later major version has with the same meaning.
+ */
+static bool
+is_builtin(Oid oid)
+{
+	return oid < FirstGenbkiObjectId;
+}
+
+/*
+ * collation_ok
+ *		True if COLL is no collation or the default one.  Any other would
+ *		need the remote server to have the same collation under the same
+ *		name, which nothing guarantees.
+ */
+static bool
+collation_ok(Oid coll)
+{
+	return !OidIsValid(coll) || coll == DEFAULT_COLLATION_OID;
+}
+
+/*
+ * type_shippable
+ *		True if a value of TYPE can be written as a literal or parameter and
+ *		read back remotely as the same value.
+ *
+ * The reg* types print names that the remote server would resolve to its
+ * own, different objects.
+ */
+static bool
+type_shippable(Oid type)
+{
+	switch (type)
+	{
+		case REGPROCOID:
+		case REGPROCEDUREOID:
+		case REGOPEROID:
+		case REGOPERATOROID:
+		case REGCLASSOID:
+		case REGTYPEOID:
+		case REGCOLLATIONOID:
+		case REGCONFIGOID:
+		case REGDICTIONARYOID:
+		case REGNAMESPACEOID:
+		case REGROLEOID:
+			return false;
+		default:
+			return is_builtin(type);
+	}
+}
+
+/*
+ * function_shippable
+ *		True for a built-in immutable function.
+ */
+static bool
+function_shippable(Oid funcid)
+{
+	return is_builtin(funcid) && func_volatile(funcid) == PROVOLATILE_IMMUTABLE;
+}
+
+/*
+ * ship_walker
+ *		True if every node of NODE can be evaluated remotely.
+ */
+static bool
+ship_walker(Node *node, ShipContext *cxt)
+{
+	if (node == NULL)
+		return true;
+
+	switch (nodeTag(node))
+	{
+		case T_Var:
+			{
+				Var		   *var = (Var *) node;
+
+				if (var->varlevelsup != 0 || !collation_ok(var->varcollid))
+					return false;
+				if (var->varno == (int) cxt->baserel->relid)
+					return var->varattno > 0;	/* no system or whole-row */
+				/* Another relation's column becomes a parameter. */
+				return type_shippable(var->vartype);
+			}
+
+		case T_Const:
+			{
+				Const	   *c = (Const *) node;
+
+				return type_shippable(c->consttype) && collation_ok(c->constcollid);
+			}
+
+		case T_Param:
+			{
+				Param	   *p = (Param *) node;
+
+				return (p->paramkind == PARAM_EXTERN || p->paramkind == PARAM_EXEC) &&
+					type_shippable(p->paramtype) && collation_ok(p->paramcollid);
+			}
+
+		case T_OpExpr:
+		case T_DistinctExpr:
+			{
+				OpExpr	   *op = (OpExpr *) node;
+
+				set_opfuncid(op);
+				if (!is_builtin(op->opno) || !function_shippable(op->opfuncid) ||
+					!collation_ok(op->inputcollid) || !collation_ok(op->opcollid))
+					return false;
+				return ship_walker((Node *) op->args, cxt);
+			}
+
+		case T_ScalarArrayOpExpr:
+			{
+				ScalarArrayOpExpr *op = (ScalarArrayOpExpr *) node;
+
+				set_sa_opfuncid(op);
+				if (!is_builtin(op->opno) || !function_shippable(op->opfuncid) ||
+					!collation_ok(op->inputcollid))
+					return false;
+				return ship_walker((Node *) op->args, cxt);
+			}
+
+		case T_FuncExpr:
+			{
+				FuncExpr   *f = (FuncExpr *) node;
+
+				if (!function_shippable(f->funcid) || !is_builtin(f->funcresulttype) ||
+					!collation_ok(f->inputcollid) || !collation_ok(f->funccollid))
+					return false;
+				return ship_walker((Node *) f->args, cxt);
+			}
+
+		case T_BoolExpr:
+			return ship_walker((Node *) ((BoolExpr *) node)->args, cxt);
+
+		case T_NullTest:
+			{
+				NullTest   *nt = (NullTest *) node;
+
+				/* IS NULL of a row is true only if every field is null. */
+				if (nt->argisrow)
+					return false;
+				return ship_walker((Node *) nt->arg, cxt);
+			}
+
+		case T_BooleanTest:
+			return ship_walker((Node *) ((BooleanTest *) node)->arg, cxt);
+
+		case T_RelabelType:
+			{
+				RelabelType *r = (RelabelType *) node;
+
+				if (!is_builtin(r->resulttype) || !collation_ok(r->resultcollid))
+					return false;
+				return ship_walker((Node *) r->arg, cxt);
+			}
+
+		case T_ArrayExpr:
+			{
+				ArrayExpr  *a = (ArrayExpr *) node;
+
+				if (!type_shippable(a->array_typeid) || !collation_ok(a->array_collid))
+					return false;
+				return ship_walker((Node *) a->elements, cxt);
+			}
+
+		case T_List:
+			{
+				ListCell   *lc;
+
+				foreach(lc, (List *) node)
+				{
+					if (!ship_walker((Node *) lfirst(lc), cxt))
+						return false;
+				}
+				return true;
+			}
+
+		default:
+			return false;
+	}
+}
+
+/*
+ * afdw_is_shippable
+ *		True if EXPR, a condition on BASEREL, can be evaluated remotely.
+ */
+bool
+afdw_is_shippable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr)
+{
+	ShipContext cxt;
+
+	cxt.root = root;
+	cxt.baserel = baserel;
+	return ship_walker((Node *) expr, &cxt);
+}
+
+/*
+ * afdw_classify_conditions
+ *		Split the RestrictInfos CONDS into those evaluated remotely and those
+ *		evaluated locally.
+ */
+void
+afdw_classify_conditions(PlannerInfo *root, RelOptInfo *baserel, List *conds,
+						 List **remote, List **local)
+{
+	ListCell   *lc;
+
+	*remote = NIL;
+	*local = NIL;
+	foreach(lc, conds)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+
+		if (afdw_is_shippable(root, baserel, ri->clause))
+			*remote = lappend(*remote, ri);
+		else
+			*local = lappend(*local, ri);
+	}
+}
+
+/*
+ * afdw_set_transmission_modes
+ *		Make values print the way the remote session reads them, until
+ *		afdw_reset_transmission_modes(the returned level).
+ *
+ * Remote sessions run with DateStyle ISO, IntervalStyle postgres and
+ * extra_float_digits 3; a local session may print dates as 01/02/2003 or
+ * round floats.
+ */
+int
+afdw_set_transmission_modes(void)
+{
+	int			nestlevel = NewGUCNestLevel();
+
+	if (DateStyle != USE_ISO_DATES)
+		(void) set_config_option("datestyle", "ISO", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	if (IntervalStyle != INTSTYLE_POSTGRES)
+		(void) set_config_option("intervalstyle", "postgres", PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	if (extra_float_digits < 3)
+		(void) set_config_option("extra_float_digits", "3", PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	return nestlevel;
+}
+
+/*
+ * afdw_reset_transmission_modes
+ *		Undo afdw_set_transmission_modes.
+ */
+void
+afdw_reset_transmission_modes(int nestlevel)
+{
+	AtEOXact_GUC(true, nestlevel);
+}
+
+/*
+ * remote_column_name
+ *		The remote name of column ATTNUM of REL: its column_name option, or
+ *		its local name.
+ */
+static const char *
+remote_column_name(Relation rel, AttrNumber attnum)
+{
+	List	   *options = GetForeignColumnOptions(RelationGetRelid(rel), attnum);
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, "column_name") == 0)
+			return defGetString(def);
+	}
+	return NameStr(TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attname);
+}
+
+/*
+ * afdw_deparse_relation
+ *		Append REL's remote name, schema-qualified and quoted, to BUF.
+ */
+void
+afdw_deparse_relation(StringInfo buf, Relation rel)
+{
+	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
+	const char *nspname = NULL;
+	const char *relname = NULL;
+	ListCell   *lc;
+
+	foreach(lc, table->options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, "schema_name") == 0)
+			nspname = defGetString(def);
+		else if (strcmp(def->defname, "table_name") == 0)
+			relname = defGetString(def);
+	}
+	if (nspname == NULL)
+		nspname = get_namespace_name(RelationGetNamespace(rel));
+	if (relname == NULL)
+		relname = RelationGetRelationName(rel);
+
+	appendStringInfo(buf, "%s.%s", quote_identifier(nspname),
+					 quote_identifier(relname));
+}
+
+/*
+ * deparse_target_list
+ *		Append the columns of REL in ATTRS_USED (all of them for a whole-row
+ *		reference) to BUF, and list their numbers in *RETRIEVED_ATTRS.
+ */
+static void
+deparse_target_list(StringInfo buf, Relation rel, Bitmapset *attrs_used,
+					List **retrieved_attrs)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	bool		all = bms_is_member(0 - FirstLowInvalidHeapAttributeNumber,
+									attrs_used);
+	bool		first = true;
+
+	*retrieved_attrs = NIL;
+	for (int i = 1; i <= tupdesc->natts; i++)
+	{
+		if (TupleDescAttr(tupdesc, i - 1)->attisdropped)
+			continue;
+		if (!all && !bms_is_member(i - FirstLowInvalidHeapAttributeNumber,
+								   attrs_used))
+			continue;
+		if (!first)
+			appendStringInfoString(buf, ", ");
+		first = false;
+		appendStringInfoString(buf, quote_identifier(remote_column_name(rel, i)));
+		*retrieved_attrs = lappend_int(*retrieved_attrs, i);
+	}
+
+	/* No column needed (count(*), say): rows still have to come. */
+	if (first)
+		appendStringInfoString(buf, "NULL");
+}
+
+/*
+ * afdw_deparse_select
+ *		The remote SELECT of a scan of BASEREL: the columns in ATTRS_USED and
+ *		the REMOTE_CONDS (RestrictInfos).
+ *
+ * *RETRIEVED_ATTRS gets the local column numbers of the result's columns;
+ * *PARAMS the expressions whose values are sent as $1, $2, ...
+ */
+void
+afdw_deparse_select(StringInfo buf, RelOptInfo *baserel,
+					Relation rel, Bitmapset *attrs_used, List *remote_conds,
+					List **retrieved_attrs, List **params)
+{
+	DeparseContext cxt;
+	ListCell   *lc;
+	bool		first = true;
+	int			nestlevel;
+
+	appendStringInfoString(buf, "SELECT ");
+	deparse_target_list(buf, rel, attrs_used, retrieved_attrs);
+	appendStringInfoString(buf, " FROM ");
+	afdw_deparse_relation(buf, rel);
+
+	cxt.buf = buf;
+	cxt.baserel = baserel;
+	cxt.rel = rel;
+	cxt.params = params;
+
+	nestlevel = afdw_set_transmission_modes();
+	foreach(lc, remote_conds)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+
+		appendStringInfoString(buf, first ? " WHERE " : " AND ");
+		first = false;
+		appendStringInfoChar(buf, '(');
+		deparse_expr(ri->clause, &cxt);
+		appendStringInfoChar(buf, ')');
+	}
+	afdw_reset_transmission_modes(nestlevel);
+}
+
+/*
+ * afdw_deparse_analyze
+ *		The remote SELECT of every column of REL, for ANALYZE.
+ */
+void
+afdw_deparse_analyze(StringInfo buf, Relation rel, List **retrieved_attrs)
+{
+	Bitmapset  *all = bms_make_singleton(0 - FirstLowInvalidHeapAttributeNumber);
+
+	appendStringInfoString(buf, "SELECT ");
+	deparse_target_list(buf, rel, all, retrieved_attrs);
+	appendStringInfoString(buf, " FROM ");
+	afdw_deparse_relation(buf, rel);
+}
+
+/*
+ * append_type_name
+ *		Append TYPE with TYPMOD as the remote server will read it.
+ */
+static void
+append_type_name(StringInfo buf, Oid type, int32 typmod)
+{
+	appendStringInfoString(buf, format_type_with_typemod(type, typmod));
+}
+
+/*
+ * append_literal
+ *		Append VAL as a quoted string literal, whatever
+ *		standard_conforming_strings says remotely.
+ */
+static void
+append_literal(StringInfo buf, const char *val)
+{
+	if (strchr(val, '\\') != NULL)
+		appendStringInfoChar(buf, 'E');
+	appendStringInfoChar(buf, '\'');
+	for (const char *p = val; *p; p++)
+	{
+		if (*p == '\'' || *p == '\\')
+			appendStringInfoChar(buf, *p);
+		appendStringInfoChar(buf, *p);
+	}
+	appendStringInfoChar(buf, '\'');
+}
+
+/*
+ * deparse_const
+ *		Append constant C, with a cast wherever the literal alone would be
+ *		read as another type.
+ */
+static void
+deparse_const(Const *c, DeparseContext *cxt)
+{
+	StringInfo	buf = cxt->buf;
+	Oid			typoutput;
+	bool		isvarlena;
+	char	   *val;
+	bool		cast = true;
+
+	if (c->constisnull)
+	{
+		appendStringInfoString(buf, "NULL::");
+		append_type_name(buf, c->consttype, c->consttypmod);
+		return;
+	}
+
+	getTypeOutputInfo(c->consttype, &typoutput, &isvarlena);
+	val = OidOutputFunctionCall(typoutput, c->constvalue);
+
+	switch (c->consttype)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case OIDOID:
+		case FLOAT4OID:
+		case FLOAT8OID:
+		case NUMERICOID:
+			/* Plain numbers go bare; NaN and Infinity need quotes. */
+			if (strspn(val, "0123456789+-eE.") == strlen(val))
+			{
+				if (val[0] == '-' || val[0] == '+')
+					appendStringInfo(buf, "(%s)", val);
+				else
+					appendStringInfoString(buf, val);
+				cast = (c->consttype != INT4OID);
+			}
+			else
+				append_literal(buf, val);
+			break;
+
+		case BOOLOID:
+			appendStringInfoString(buf, strcmp(val, "t") == 0 ? "true" : "false");
+			cast = false;
+			break;
+
+		default:
+			append_literal(buf, val);
+			break;
+	}
+
+	if (cast)
+	{
+		appendStringInfoString(buf, "::");
+		append_type_name(buf, c->consttype, c->consttypmod);
+	}
+	pfree(val);
+}
+
+/*
+ * deparse_param
+ *		Append $n for the parameter expression EXPR (a Param, or another
+ *		relation's column), registering it in *params.
+ */
+static void
+deparse_param(Expr *expr, DeparseContext *cxt)
+{
+	int			n = 0;
+	ListCell   *lc;
+	bool		found = false;
+
+	foreach(lc, *cxt->params)
+	{
+		n++;
+		if (equal(expr, lfirst(lc)))
+		{
+			found = true;
+			break;
+		}
+	}
+	if (!found)
+	{
+		*cxt->params = lappend(*cxt->params, expr);
+		n = list_length(*cxt->params);
+	}
+
+	appendStringInfo(cxt->buf, "$%d::", n);
+	append_type_name(cxt->buf, exprType((Node *) expr), exprTypmod((Node *) expr));
+}
+
+/*
+ * deparse_operator_name
+ *		Append the name of operator OPNO.
+ *
+ * Shipped operators are built-in, and remote sessions search pg_catalog
+ * only, so the bare name finds the same operator.
+ */
+static void
+deparse_operator_name(Oid opno, DeparseContext *cxt, char *kind)
+{
+	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
+	Form_pg_operator form;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator %u", opno);
+	form = (Form_pg_operator) GETSTRUCT(tup);
+	appendStringInfoString(cxt->buf, NameStr(form->oprname));
+	*kind = form->oprkind;
+	ReleaseSysCache(tup);
+}
+
+/*
+ * deparse_opexpr
+ *		Append an operator expression, prefix or infix.
+ */
+static void
+deparse_opexpr(OpExpr *op, DeparseContext *cxt, bool distinct)
+{
+	StringInfo	buf = cxt->buf;
+	char		kind;
+
+	appendStringInfoChar(buf, '(');
+	if (list_length(op->args) == 2)
+	{
+		deparse_expr(linitial(op->args), cxt);
+		appendStringInfoChar(buf, ' ');
+	}
+	if (distinct)
+		appendStringInfoString(buf, "IS DISTINCT FROM");
+	else
+		deparse_operator_name(op->opno, cxt, &kind);
+	appendStringInfoChar(buf, ' ');
+	deparse_expr(llast(op->args), cxt);
+	appendStringInfoChar(buf, ')');
+}
+
+/*
+ * deparse_funcexpr
+ *		Append a function call, or a cast when the call is one.
+ */
+static void
+deparse_funcexpr(FuncExpr *f, DeparseContext *cxt)
+{
+	StringInfo	buf = cxt->buf;
+	ListCell   *lc;
+	bool		first = true;
+
+	if (f->funcformat == COERCE_EXPLICIT_CAST ||
+		f->funcformat == COERCE_IMPLICIT_CAST)
+	{
+		int32		typmod;
+
+		/* A length coercion carries the typmod; the cast applies it. */
+		(void) exprIsLengthCoercion((Node *) f, &typmod);
+		appendStringInfoChar(buf, '(');
+		deparse_expr(linitial(f->args), cxt);
+		appendStringInfoString(buf, ")::");
+		append_type_name(buf, f->funcresulttype, typmod);
+		return;
+	}
+
+	appendStringInfo(buf, "%s(", quote_identifier(get_func_name(f->funcid)));
+	foreach(lc, f->args)
+	{
+		if (!first)
+			appendStringInfoString(buf, ", ");
+		if (f->funcvariadic && lnext(f->args, lc) == NULL)
+			appendStringInfoString(buf, "VARIADIC ");
+		first = false;
+		deparse_expr(lfirst(lc), cxt);
+	}
+	appendStringInfoChar(buf, ')');
+}
+
+/*
+ * deparse_expr
+ *		Append NODE, which ship_walker accepted, as remote SQL.
+ */
+static void
+deparse_expr(Expr *node, DeparseContext *cxt)
+{
+	StringInfo	buf = cxt->buf;
+
+	switch (nodeTag(node))
+	{
+		case T_Var:
+			{
+				Var		   *var = (Var *) node;
+
+				if (var->varno == (int) cxt->baserel->relid)
+					appendStringInfoString(buf,
+										   quote_identifier(remote_column_name(cxt->rel,
+																			   var->varattno)));
+				else
+					deparse_param(node, cxt);
+				break;
+			}
+
+		case T_Const:
+			deparse_const((Const *) node, cxt);
+			break;
+
+		case T_Param:
+			deparse_param(node, cxt);
+			break;
+
+		case T_OpExpr:
+			deparse_opexpr((OpExpr *) node, cxt, false);
+			break;
+
+		case T_DistinctExpr:
+			deparse_opexpr((OpExpr *) node, cxt, true);
+			break;
+
+		case T_ScalarArrayOpExpr:
+			{
+				ScalarArrayOpExpr *op = (ScalarArrayOpExpr *) node;
+				char		kind;
+
+				appendStringInfoChar(buf, '(');
+				deparse_expr(linitial(op->args), cxt);
+				appendStringInfoChar(buf, ' ');
+				deparse_operator_name(op->opno, cxt, &kind);
+				appendStringInfoString(buf, op->useOr ? " ANY (" : " ALL (");
+				deparse_expr(lsecond(op->args), cxt);
+				appendStringInfoString(buf, "))");
+				break;
+			}
+
+		case T_FuncExpr:
+			deparse_funcexpr((FuncExpr *) node, cxt);
+			break;
+
+		case T_BoolExpr:
+			{
+				BoolExpr   *b = (BoolExpr *) node;
+				ListCell   *lc;
+				bool		first = true;
+
+				if (b->boolop == NOT_EXPR)
+				{
+					appendStringInfoString(buf, "(NOT ");
+					deparse_expr(linitial(b->args), cxt);
+					appendStringInfoChar(buf, ')');
+					break;
+				}
+				appendStringInfoChar(buf, '(');
+				foreach(lc, b->args)
+				{
+					if (!first)
+						appendStringInfoString(buf, b->boolop == AND_EXPR ?
+											   " AND " : " OR ");
+					first = false;
+					deparse_expr(lfirst(lc), cxt);
+				}
+				appendStringInfoChar(buf, ')');
+				break;
+			}
+
+		case T_NullTest:
+			{
+				NullTest   *nt = (NullTest *) node;
+
+				appendStringInfoChar(buf, '(');
+				deparse_expr(nt->arg, cxt);
+				appendStringInfoString(buf, nt->nulltesttype == IS_NULL ?
+									   " IS NULL)" : " IS NOT NULL)");
+				break;
+			}
+
+		case T_BooleanTest:
+			{
+				BooleanTest *bt = (BooleanTest *) node;
+				static const char *const tests[] = {
+					[IS_TRUE] = " IS TRUE)",
+					[IS_NOT_TRUE] = " IS NOT TRUE)",
+					[IS_FALSE] = " IS FALSE)",
+					[IS_NOT_FALSE] = " IS NOT FALSE)",
+					[IS_UNKNOWN] = " IS UNKNOWN)",
+					[IS_NOT_UNKNOWN] = " IS NOT UNKNOWN)"
+				};
+
+				appendStringInfoChar(buf, '(');
+				deparse_expr(bt->arg, cxt);
+				appendStringInfoString(buf, tests[bt->booltesttype]);
+				break;
+			}
+
+		case T_RelabelType:
+			{
+				RelabelType *r = (RelabelType *) node;
+
+				if (r->relabelformat == COERCE_IMPLICIT_CAST)
+					deparse_expr(r->arg, cxt);
+				else
+				{
+					appendStringInfoChar(buf, '(');
+					deparse_expr(r->arg, cxt);
+					appendStringInfoString(buf, ")::");
+					append_type_name(buf, r->resulttype, r->resulttypmod);
+				}
+				break;
+			}
+
+		case T_ArrayExpr:
+			{
+				ArrayExpr  *a = (ArrayExpr *) node;
+				ListCell   *lc;
+				bool		first = true;
+
+				appendStringInfoString(buf, "ARRAY[");
+				foreach(lc, a->elements)
+				{
+					if (!first)
+						appendStringInfoString(buf, ", ");
+					first = false;
+					deparse_expr(lfirst(lc), cxt);
+				}
+				appendStringInfoString(buf, "]::");
+				append_type_name(buf, a->array_typeid, -1);
+				break;
+			}
+
+		default:
+			elog(ERROR, "unsupported expression type for deparse: %d",
+				 (int) nodeTag(node));
+	}
+}

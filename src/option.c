@@ -1,0 +1,409 @@
+/*-------------------------------------------------------------------------
+ *
+ * option.c
+ *		The option validator of async_fdw and the lookup of option values.
+ *
+ * The names follow postgres_fdw so that moving a table from postgres_fdw is
+ * a change of the wrapper's name.  The libpq connection options are taken
+ * from libpq itself at run time, so a newer libpq brings its new options.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/reloptions.h"
+#include "catalog/pg_foreign_data_wrapper.h"
+#include "catalog/pg_foreign_server.h"
+#include "catalog/pg_foreign_table.h"
+#include "catalog/pg_user_mapping.h"
+#include "catalog/pg_attribute.h"
+#include "commands/defrem.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+
+#include "async_fdw.h"
+
+/* Kinds of option value, used for validation. */
+typedef enum AfdwOptionKind
+{
+	AFDW_OPT_STRING,			/* anything goes; libpq checks it */
+	AFDW_OPT_BOOL,
+	AFDW_OPT_POSITIVE_INT,
+	AFDW_OPT_COST
+} AfdwOptionKind;
+
+/* One valid option: its name, where it may appear, how its value looks. */
+typedef struct AfdwOption
+{
+	const char *name;
+	Oid			catalog;		/* pg_foreign_server etc. */
+	AfdwOptionKind kind;
+	bool		is_libpq;		/* passed to PQconnectStartParams */
+} AfdwOption;
+
+/* Options of async_fdw's own, on top of libpq's. */
+static const AfdwOption own_options[] = {
+	/* servers */
+	{"fetch_size", ForeignServerRelationId, AFDW_OPT_POSITIVE_INT, false},
+	{"async_capable", ForeignServerRelationId, AFDW_OPT_BOOL, false},
+	{"fdw_startup_cost", ForeignServerRelationId, AFDW_OPT_COST, false},
+	{"fdw_tuple_cost", ForeignServerRelationId, AFDW_OPT_COST, false},
+	{"keep_connections", ForeignServerRelationId, AFDW_OPT_BOOL, false},
+	{"max_connections", ForeignServerRelationId, AFDW_OPT_POSITIVE_INT, false},
+	/* user mappings */
+	{"password_required", UserMappingRelationId, AFDW_OPT_BOOL, false},
+	{"sslcert", UserMappingRelationId, AFDW_OPT_STRING, true},
+	{"sslkey", UserMappingRelationId, AFDW_OPT_STRING, true},
+	/* foreign tables */
+	{"schema_name", ForeignTableRelationId, AFDW_OPT_STRING, false},
+	{"table_name", ForeignTableRelationId, AFDW_OPT_STRING, false},
+	{"fetch_size", ForeignTableRelationId, AFDW_OPT_POSITIVE_INT, false},
+	{"async_capable", ForeignTableRelationId, AFDW_OPT_BOOL, false},
+	/* columns of foreign tables */
+	{"column_name", AttributeRelationId, AFDW_OPT_STRING, false},
+	{NULL, InvalidOid, AFDW_OPT_STRING, false}
+};
+
+/*
+ * libpq options async_fdw sets itself, or that belong to the local user
+ * rather than to the server object.
+ */
+static const char *const reserved_libpq_options[] = {
+	"client_encoding",
+	"fallback_application_name",
+	NULL
+};
+
+/* All valid options, built on first use; lives as long as the backend. */
+static AfdwOption *all_options = NULL;
+
+/*
+ * is_reserved_libpq_option
+ *		True if libpq's option NAME may not be set by users.
+ */
+static bool
+is_reserved_libpq_option(const char *name)
+{
+	for (int i = 0; reserved_libpq_options[i] != NULL; i++)
+	{
+		if (strcmp(reserved_libpq_options[i], name) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * build_option_table
+ *		Merge libpq's connection options with async_fdw's own.
+ *
+ * The table is allocated in TopMemoryContext because libpq's list of
+ * options cannot change while the backend runs, so it is built once.
+ */
+static void
+build_option_table(void)
+{
+	PQconninfoOption *lopts;
+	PQconninfoOption *lopt;
+	int			n_libpq = 0;
+	int			n_own = lengthof(own_options) - 1;
+	int			n = 0;
+	AfdwOption *table;
+
+	lopts = PQconndefaults();
+	if (lopts == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory"),
+				 errdetail("Could not get the connection options of libpq.")));
+
+	for (lopt = lopts; lopt->keyword != NULL; lopt++)
+		n_libpq++;
+
+	table = MemoryContextAllocZero(TopMemoryContext,
+								   sizeof(AfdwOption) * (n_libpq + n_own + 1));
+
+	for (lopt = lopts; lopt->keyword != NULL; lopt++)
+	{
+		Oid			catalog;
+
+		/* Debug options are not for users; some options are ours. */
+		if (strchr(lopt->dispchar, 'D') != NULL ||
+			is_reserved_libpq_option(lopt->keyword))
+			continue;
+
+		/* Who one is and how one proves it belong to the user mapping. */
+		if (strcmp(lopt->keyword, "user") == 0 ||
+			strchr(lopt->dispchar, '*') != NULL)
+			catalog = UserMappingRelationId;
+		else
+			catalog = ForeignServerRelationId;
+
+		table[n].name = MemoryContextStrdup(TopMemoryContext, lopt->keyword);
+		table[n].catalog = catalog;
+		table[n].kind = AFDW_OPT_STRING;
+		table[n].is_libpq = true;
+		n++;
+	}
+	PQconninfoFree(lopts);
+
+	for (int i = 0; i < n_own; i++)
+		table[n++] = own_options[i];
+	table[n].name = NULL;
+
+	all_options = table;
+}
+
+/*
+ * find_option
+ *		The entry for option NAME in CATALOG, or NULL.
+ */
+static const AfdwOption *
+find_option(const char *name, Oid catalog)
+{
+	if (all_options == NULL)
+		build_option_table();
+
+	for (const AfdwOption *opt = all_options; opt->name != NULL; opt++)
+	{
+		if (opt->catalog == catalog && strcmp(opt->name, name) == 0)
+			return opt;
+	}
+	return NULL;
+}
+
+/*
+ * afdw_is_libpq_option
+ *		True if NAME is a libpq connection option a user may set.
+ */
+bool
+afdw_is_libpq_option(const char *name)
+{
+	if (all_options == NULL)
+		build_option_table();
+
+	for (const AfdwOption *opt = all_options; opt->name != NULL; opt++)
+	{
+		if (opt->is_libpq && strcmp(opt->name, name) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * report_unknown_option
+ *		Reject option NAME, listing the valid names for CATALOG in the hint.
+ */
+static void
+report_unknown_option(const char *name, Oid catalog)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (const AfdwOption *opt = all_options; opt->name != NULL; opt++)
+	{
+		if (opt->catalog != catalog)
+			continue;
+		/* Own and libpq options may share a name; list it once. */
+		if (find_option(opt->name, catalog) != opt)
+			continue;
+		appendStringInfo(&buf, "%s%s", buf.len > 0 ? ", " : "", opt->name);
+	}
+
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+			 errmsg("invalid option \"%s\"", name),
+			 buf.len > 0 ?
+			 errhint("Valid options in this context are: %s.", buf.data) :
+			 errhint("There are no valid options in this context.")));
+}
+
+/*
+ * check_option_value
+ *		Reject a value that does not fit the option's kind.
+ */
+static void
+check_option_value(const AfdwOption *opt, const char *value)
+{
+	switch (opt->kind)
+	{
+		case AFDW_OPT_STRING:
+			break;
+
+		case AFDW_OPT_BOOL:
+			{
+				bool		b;
+
+				if (!parse_bool(value, &b))
+					ereport(ERROR,
+							(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+							 errmsg("invalid value for option \"%s\": \"%s\"",
+									opt->name, value),
+							 errdetail("The option takes a Boolean value: true, false, on, off, yes, no, 1 or 0.")));
+				break;
+			}
+
+		case AFDW_OPT_POSITIVE_INT:
+			{
+				int			i;
+
+				if (!parse_int(value, &i, 0, NULL) || i <= 0)
+					ereport(ERROR,
+							(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+							 errmsg("invalid value for option \"%s\": \"%s\"",
+									opt->name, value),
+							 errdetail("The option takes an integer between 1 and %d.",
+									   INT_MAX)));
+				break;
+			}
+
+		case AFDW_OPT_COST:
+			{
+				double		d;
+
+				if (!parse_real(value, &d, 0, NULL) || d < 0 || isinf(d) || isnan(d))
+					ereport(ERROR,
+							(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+							 errmsg("invalid value for option \"%s\": \"%s\"",
+									opt->name, value),
+							 errdetail("The option takes a finite, non-negative number.")));
+				break;
+			}
+	}
+}
+
+PG_FUNCTION_INFO_V1(async_fdw_validator);
+
+/*
+ * async_fdw_validator
+ *		Check the options of a CREATE or ALTER of an object of async_fdw.
+ *
+ * Called with the options as a text[] of "name=value" and the OID of the
+ * catalog the object lives in.
+ */
+Datum
+async_fdw_validator(PG_FUNCTION_ARGS)
+{
+	List	   *options = untransformRelOptions(PG_GETARG_DATUM(0));
+	Oid			catalog = PG_GETARG_OID(1);
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+		const AfdwOption *opt;
+		char	   *value;
+
+		opt = find_option(def->defname, catalog);
+		if (opt == NULL)
+			report_unknown_option(def->defname, catalog);
+
+		value = defGetString(def);
+		check_option_value(opt, value);
+
+		/*
+		 * Without a password, libpq may authenticate with whatever the
+		 * server's operating system account has (a .pgpass, a peer or trust
+		 * rule, a certificate): only a superuser may allow that.
+		 */
+		if (strcmp(opt->name, "password_required") == 0)
+		{
+			bool		required;
+
+			(void) parse_bool(value, &required);
+			if (!required && !superuser())
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						 errmsg("only a superuser may set password_required to false"),
+						 errhint("Ask a superuser to create or alter this user mapping.")));
+		}
+		else if (catalog == UserMappingRelationId &&
+				 (strcmp(opt->name, "sslcert") == 0 ||
+				  strcmp(opt->name, "sslkey") == 0) &&
+				 !superuser())
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("only a superuser may set option \"%s\" on a user mapping",
+							opt->name),
+					 errdetail("A certificate file on the local server would let the user authenticate as the local server.")));
+	}
+
+	PG_RETURN_VOID();
+}
+
+/*
+ * find_def
+ *		The value of option NAME in OPTIONS, or NULL.
+ */
+static const char *
+find_def(List *options, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, name) == 0)
+			return defGetString(def);
+	}
+	return NULL;
+}
+
+/*
+ * afdw_bool_option
+ *		The Boolean option NAME from OPTIONS, or CURRENT when absent.
+ */
+bool
+afdw_bool_option(List *options, const char *name, bool current)
+{
+	const char *value = find_def(options, name);
+	bool		result = current;
+
+	if (value != NULL && !parse_bool(value, &result))
+		elog(ERROR, "invalid stored value for option \"%s\": \"%s\"", name, value);
+	return result;
+}
+
+/*
+ * afdw_int_option
+ *		The integer option NAME from OPTIONS, or CURRENT when absent.
+ */
+int
+afdw_int_option(List *options, const char *name, int current)
+{
+	const char *value = find_def(options, name);
+	int			result = current;
+
+	if (value != NULL && !parse_int(value, &result, 0, NULL))
+		elog(ERROR, "invalid stored value for option \"%s\": \"%s\"", name, value);
+	return result;
+}
+
+/*
+ * afdw_real_option
+ *		The numeric option NAME from OPTIONS, or CURRENT when absent.
+ */
+double
+afdw_real_option(List *options, const char *name, double current)
+{
+	const char *value = find_def(options, name);
+	double		result = current;
+
+	if (value != NULL && !parse_real(value, &result, 0, NULL))
+		elog(ERROR, "invalid stored value for option \"%s\": \"%s\"", name, value);
+	return result;
+}
+
+/*
+ * afdw_fetch_size_option
+ *		The fetch_size in OPTIONS, or CURRENT when absent.
+ */
+int
+afdw_fetch_size_option(List *options, int current)
+{
+	return afdw_int_option(options, "fetch_size", current);
+}
