@@ -150,9 +150,47 @@ afdw_get_connection(UserMapping *user)
 				 errhint("Roll back the local transaction and retry.")));
 
 	if (entry->conn == NULL)
+	{
 		connect_entry(entry, user);
+		begin_remote_xact(entry);
+		return entry;
+	}
 
-	begin_remote_xact(entry);
+	if (entry->xact_depth > 0)
+	{
+		begin_remote_xact(entry);
+		return entry;
+	}
+
+	/*
+	 * A kept connection may have died since its last use (a remote restart,
+	 * an idle timeout) without libpq noticing.  If starting the remote
+	 * transaction finds it dead, nothing of this transaction is lost yet:
+	 * connect again and retry once.
+	 */
+	{
+		MemoryContext cxt = CurrentMemoryContext;
+
+		PG_TRY();
+		{
+			begin_remote_xact(entry);
+		}
+		PG_CATCH();
+		{
+			if (entry->conn == NULL || PQstatus(entry->conn) != CONNECTION_BAD)
+				PG_RE_THROW();
+
+			MemoryContextSwitchTo(cxt);
+			FlushErrorState();
+			ereport(DEBUG1,
+					(errmsg_internal("reconnecting to server \"%s\" after losing the connection",
+									 NameStr(entry->servername))));
+			disconnect_entry(entry);
+			connect_entry(entry, user);
+			begin_remote_xact(entry);
+		}
+		PG_END_TRY();
+	}
 	return entry;
 }
 

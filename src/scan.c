@@ -113,7 +113,9 @@ make_tuple(PGresult *res, int row, Relation rel, AttInMetadata *attinmeta,
 	ListCell   *lc;
 	int			col = 0;
 
-	if (list_length(retrieved_attrs) != PQnfields(res))
+	/* With no column needed the remote SELECT list is a lone NULL. */
+	if (list_length(retrieved_attrs) != PQnfields(res) &&
+		!(retrieved_attrs == NIL && PQnfields(res) == 1))
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
 				 errmsg("remote query of foreign table \"%s\" returned %d columns, expected %d",

@@ -1,0 +1,33 @@
+--
+-- setup: the extension, a loopback server and the objects later tests share
+--
+CREATE EXTENSION async_fdw;
+\dx async_fdw
+SELECT fdwname, fdwhandler::regproc, fdwvalidator::regproc
+  FROM pg_foreign_data_wrapper WHERE fdwname = 'async_fdw';
+
+-- A server pointing back at this very instance and database.
+DO $$
+BEGIN
+  EXECUTE format('CREATE SERVER loopback FOREIGN DATA WRAPPER async_fdw
+                  OPTIONS (host %L, port %L, dbname %L)',
+                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
+                 current_setting('port'), current_database());
+  EXECUTE format('CREATE SERVER loopback2 FOREIGN DATA WRAPPER async_fdw
+                  OPTIONS (host %L, port %L, dbname %L)',
+                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
+                 current_setting('port'), current_database());
+END
+$$;
+CREATE USER MAPPING FOR CURRENT_USER SERVER loopback;
+CREATE USER MAPPING FOR CURRENT_USER SERVER loopback2;
+
+-- The remote side: a schema of plain tables.
+CREATE SCHEMA remote;
+CREATE TABLE remote.t1 (id int PRIMARY KEY, v text, n numeric);
+INSERT INTO remote.t1 SELECT g, 'v' || g, g * 1.5 FROM generate_series(1, 1000) g;
+ANALYZE remote.t1;
+CREATE FOREIGN TABLE ft1 (id int, v text, n numeric)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 't1');
+SELECT count(*), sum(id), max(v), sum(n) FROM ft1;
+SELECT count(*), sum(id), max(v), sum(n) FROM remote.t1;

@@ -1,0 +1,164 @@
+--
+-- xact: remote transactions start at first use, are REPEATABLE READ (or
+-- SERIALIZABLE), end with the local transaction, and mirror savepoints
+--
+CREATE EXTENSION IF NOT EXISTS dblink;
+
+-- What the remote sessions of async_fdw are doing right now.
+CREATE VIEW afdw_sessions AS
+  SELECT state
+    FROM pg_stat_activity
+   WHERE application_name = 'async_fdw' AND pid <> pg_backend_pid();
+
+-- The isolation level follows the local one.
+SELECT isolation FROM session_info;
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT isolation FROM session_info;
+COMMIT;
+BEGIN ISOLATION LEVEL READ COMMITTED;
+SELECT isolation FROM session_info;
+COMMIT;
+
+-- Inside a transaction the remote transaction stays open; after it, none.
+BEGIN;
+SELECT count(*) FROM ft1;
+SELECT state FROM afdw_sessions ORDER BY 1;
+COMMIT;
+SELECT state FROM afdw_sessions ORDER BY 1;
+BEGIN;
+SELECT count(*) FROM ft1;
+ROLLBACK;
+SELECT state FROM afdw_sessions ORDER BY 1;
+
+-- An error ends the remote transaction too.
+BEGIN;
+SELECT count(*) FROM ft1;
+SELECT 1 / 0;
+ROLLBACK;
+SELECT state FROM afdw_sessions ORDER BY 1;
+
+-- One snapshot per local transaction: rows committed remotely by another
+-- session between two scans are seen by neither.
+SELECT dblink_connect('other', format('host=%s port=%s dbname=%s',
+  coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
+  current_setting('port'), current_database()));
+CREATE TABLE remote.snap (id int);
+CREATE FOREIGN TABLE ft_snap (id int) SERVER loopback
+  OPTIONS (schema_name 'remote', table_name 'snap');
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT count(*) FROM ft_snap;
+SELECT dblink_exec('other', 'INSERT INTO remote.snap VALUES (1), (2)');
+SELECT count(*) FROM ft_snap;
+SELECT count(*) FROM ft_snap a, ft_snap b;
+COMMIT;
+SELECT count(*) FROM ft_snap;
+-- Under READ COMMITTED locally the remote transaction is still REPEATABLE
+-- READ: a statement's rows never change under it, nor does a transaction's.
+BEGIN ISOLATION LEVEL READ COMMITTED;
+SELECT count(*) FROM ft_snap;
+SELECT dblink_exec('other', 'INSERT INTO remote.snap VALUES (3)');
+SELECT count(*) FROM ft_snap;
+COMMIT;
+SELECT count(*) FROM ft_snap;
+
+-- Savepoints: the remote savepoint is made when the connection is first
+-- used inside the subtransaction, and rolled back or released with it.
+BEGIN;
+SELECT count(*) FROM ft1;
+SAVEPOINT a;
+SELECT count(*) FROM ft1 WHERE id > 500;
+SAVEPOINT b;
+SELECT count(*) FROM ft1 WHERE id > 900;
+ROLLBACK TO SAVEPOINT b;
+SELECT count(*) FROM ft1 WHERE id > 990;
+RELEASE SAVEPOINT a;
+SELECT count(*) FROM ft1;
+COMMIT;
+SELECT state FROM afdw_sessions ORDER BY 1;
+
+-- A remote error inside a subtransaction leaves the outer one usable.
+BEGIN;
+SELECT count(*) FROM ft1;
+SAVEPOINT a;
+SELECT * FROM ft1 WHERE 1 / (id - 5) > 0;
+ROLLBACK TO SAVEPOINT a;
+SELECT count(*) FROM ft1;
+SAVEPOINT c;
+SELECT count(*) FROM ft1 WHERE 1 / (id - 5000) > 0;
+RELEASE SAVEPOINT c;
+COMMIT;
+SELECT state FROM afdw_sessions ORDER BY 1;
+
+-- Subtransactions in PL/pgSQL exception blocks.
+DO $$
+DECLARE
+  n int;
+BEGIN
+  FOR i IN 1..3 LOOP
+    BEGIN
+      SELECT count(*) INTO n FROM ft1 WHERE 1 / (id - i) > 0;
+    EXCEPTION WHEN division_by_zero THEN
+      RAISE NOTICE 'caught division by zero in round %', i;
+    END;
+  END LOOP;
+  SELECT count(*) INTO n FROM ft1;
+  RAISE NOTICE 'count after the loop: %', n;
+END
+$$;
+SELECT state FROM afdw_sessions ORDER BY 1;
+
+-- Subtransactions opened before the first use.
+BEGIN;
+SAVEPOINT x;
+SAVEPOINT y;
+SELECT count(*) FROM ft1;
+ROLLBACK TO SAVEPOINT x;
+SELECT count(*) FROM ft1;
+COMMIT;
+
+-- PREPARE TRANSACTION is refused after using async_fdw, and nothing stays
+-- open remotely.
+BEGIN;
+SELECT count(*) FROM ft1;
+PREPARE TRANSACTION 'afdw_regress';
+SELECT count(*) FROM pg_prepared_xacts;
+SELECT state FROM afdw_sessions ORDER BY 1;
+-- Without async_fdw in the transaction it works as usual.
+BEGIN;
+SELECT 1;
+PREPARE TRANSACTION 'afdw_regress';
+COMMIT PREPARED 'afdw_regress';
+
+-- A cursor over a foreign table, read partly, closed or left open.
+BEGIN;
+DECLARE c CURSOR FOR SELECT id FROM ft1 ORDER BY id;
+FETCH 3 FROM c;
+FETCH 2 FROM c;
+CLOSE c;
+DECLARE d CURSOR FOR SELECT id FROM ft1 WHERE id > 995;
+FETCH 2 FROM d;
+COMMIT;
+SELECT state FROM afdw_sessions ORDER BY 1;
+
+-- statement_timeout interrupts a remote query that runs long, and the
+-- connection stays usable.
+CREATE FUNCTION remote.slow(s float8) RETURNS int
+  LANGUAGE sql AS 'SELECT 1 FROM pg_sleep(s)';
+CREATE VIEW remote.slow_view AS SELECT remote.slow(5) AS x;
+CREATE FOREIGN TABLE ft_slow (x int) SERVER loopback
+  OPTIONS (schema_name 'remote', table_name 'slow_view');
+SET statement_timeout = '300ms';
+SELECT * FROM ft_slow;
+RESET statement_timeout;
+SELECT count(*) FROM ft1;
+SELECT count(*) FROM pg_stat_activity
+ WHERE application_name = 'async_fdw' AND state = 'active'
+   AND pid <> pg_backend_pid();
+
+SELECT dblink_disconnect('other');
+DROP FOREIGN TABLE ft_snap, ft_slow;
+DROP VIEW remote.slow_view;
+DROP FUNCTION remote.slow(float8);
+DROP TABLE remote.snap;
+DROP VIEW afdw_sessions;
+DROP EXTENSION dblink;
