@@ -1,0 +1,117 @@
+# test/t/001_shards.pl
+#   async_fdw against real separate servers: a partitioned table over two
+#   shards, what travels on the wire, and a shard that goes down.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+# Two shards and a coordinator.
+my @shards;
+for my $i (1 .. 2)
+{
+	my $node = PostgreSQL::Test::Cluster->new("shard$i");
+	$node->init;
+	$node->append_conf('postgresql.conf', "log_statement = 'all'\nlog_line_prefix = '%a|'\n");
+	$node->start;
+	$node->safe_psql('postgres', qq{
+		CREATE TABLE items (id int, shard int, label text);
+		INSERT INTO items SELECT g, $i, 'item ' || g
+		  FROM generate_series(($i - 1) * 1000 + 1, $i * 1000) g;
+	});
+	push @shards, $node;
+}
+
+my $coord = PostgreSQL::Test::Cluster->new('coordinator');
+$coord->init;
+$coord->start;
+$coord->safe_psql('postgres', 'CREATE EXTENSION async_fdw');
+$coord->safe_psql('postgres',
+	'CREATE TABLE items (id int, shard int, label text) PARTITION BY RANGE (id)');
+for my $i (1 .. 2)
+{
+	my $node = $shards[ $i - 1 ];
+	my $host = $node->host;
+	my $port = $node->port;
+	my $lo = ($i - 1) * 1000 + 1;
+	my $hi = $i * 1000 + 1;
+	$coord->safe_psql('postgres', qq{
+		CREATE SERVER shard$i FOREIGN DATA WRAPPER async_fdw
+		  OPTIONS (host '$host', port '$port', dbname 'postgres');
+		CREATE USER MAPPING FOR CURRENT_USER SERVER shard$i;
+		CREATE FOREIGN TABLE items_$i PARTITION OF items
+		  FOR VALUES FROM ($lo) TO ($hi)
+		  SERVER shard$i OPTIONS (table_name 'items');
+	});
+}
+
+# The same rows as the shards hold, whole and filtered.
+is( $coord->safe_psql('postgres',
+		'SELECT count(*), sum(id), min(label), max(label) FROM items'),
+	'2000|2001000|item 1|item 999',
+	'a scan over two shards returns every row');
+is( $coord->safe_psql('postgres',
+		'SELECT shard, count(*) FROM items WHERE id % 10 = 0 GROUP BY shard ORDER BY shard'),
+	"1|100\n2|100",
+	'filtered scans agree with the shards');
+is( $coord->safe_psql('postgres', 'SELECT label FROM items WHERE id = 1500'),
+	'item 1500', 'a partition-pruned lookup');
+
+# What a query sends: the settings travel in the startup packet, so the
+# remote log shows no SET; the transaction, the cursor and COMMIT only.
+my $log_offset = -s $shards[0]->logfile;
+$coord->safe_psql('postgres', 'SELECT count(*) FROM items_1 WHERE id < 10');
+my $log = slurp_file($shards[0]->logfile, $log_offset);
+my @statements = map { /statement: (.*)$/ ? $1 : () }
+  grep { /^async_fdw\|/ } split /\n/, $log;
+is_deeply(
+	\@statements,
+	[
+		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ',
+		'DECLARE c1 CURSOR FOR SELECT NULL FROM public.items WHERE ((id < 10))',
+		'FETCH 100 FROM c1',
+		'CLOSE c1',
+		'COMMIT TRANSACTION'
+	],
+	'the remote statements of a simple scan');
+
+# A shard that is down: a clear error naming the server, and the other
+# shard's connection still works in the same session.
+$shards[1]->stop('fast');
+my ($ret, $stdout, $stderr) = $coord->psql('postgres', q{
+	SELECT count(*) FROM items_1;
+	SELECT count(*) FROM items;
+	SELECT count(*) FROM items_1;
+}, on_error_stop => 0);
+like($stderr, qr/could not connect to server "shard2"|lost connection to server "shard2"/,
+	'the error names the server that is down');
+like($stdout, qr/^1000\n1000$/m, 'the other shard stays usable in the same session');
+
+# When the shard is back, the next query reconnects.
+$shards[1]->start;
+($ret, $stdout, $stderr) = $coord->psql('postgres', q{
+	SELECT count(*) FROM items_2;
+});
+is($stdout, '1000', 'a restarted shard is usable again');
+
+# A shard restarted under a kept connection: the next transaction
+# reconnects without an error.
+my $session = $coord->background_psql('postgres');
+is($session->query_safe('SELECT count(*) FROM items_2'), '1000', 'first use');
+$shards[1]->restart;
+is($session->query_safe('SELECT count(*) FROM items_2'), '1000',
+	'a connection broken between transactions is replaced');
+$session->quit;
+
+# No remote transaction stays open on any shard.
+for my $node (@shards)
+{
+	is( $node->safe_psql('postgres',
+			"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'async_fdw' AND state <> 'idle'"),
+		'0', 'no remote transaction left open on ' . $node->name);
+}
+
+done_testing();
