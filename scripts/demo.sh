@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# scripts/demo.sh
+#   README command 1, the main job: on a fresh Debian 12 machine, install
+#   what is needed, build and install async_fdw, start a throwaway
+#   coordinator and four shards on loopback, build a partitioned table whose
+#   partitions are foreign tables on the shards, and run a query over it with
+#   async_fdw and with postgres_fdw, showing the plan and the times.
+#   Everything started is stopped and removed at the end.
+#
+# Environment:
+#   DEMO_ROWS    rows in all (default 1000000)
+#   DEMO_SHARDS  shards (default 4)
+#   DEMO_PORT    first port (default 56400)
+#   SKIP_DEPS=1  do not apt-get anything
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+rows=${DEMO_ROWS:-1000000}
+nshards=${DEMO_SHARDS:-4}
+port0=${DEMO_PORT:-56400}
+
+log() { printf '\n=== %s\n' "$*"; }
+
+if [ -z "${SKIP_DEPS:-}" ]; then
+	need=()
+	for p in postgresql-15 postgresql-contrib postgresql-server-dev-15 make gcc; do
+		dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+	done
+	if [ ${#need[@]} -gt 0 ]; then
+		[ "$(id -u)" -eq 0 ] || { echo "missing packages: ${need[*]} (run as root to install them)" >&2; exit 1; }
+		log "installing ${need[*]}"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq
+		apt-get install -y -qq "${need[@]}" >/dev/null
+	fi
+fi
+
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+[ -x "$PG_CONFIG" ] || PG_CONFIG=$(command -v pg_config)
+bindir=$("$PG_CONFIG" --bindir)
+
+log "building and installing async_fdw"
+make -C "$here" -s PG_CONFIG="$PG_CONFIG"
+if [ "$(id -u)" -eq 0 ]; then
+	make -C "$here" -s install PG_CONFIG="$PG_CONFIG"
+else
+	sudo -n make -C "$here" -s install PG_CONFIG="$PG_CONFIG"
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+	runuser=postgres
+	id "$runuser" >/dev/null 2>&1 || useradd --system --create-home "$runuser"
+	as_user() { runuser -u "$runuser" -- env PATH="$bindir:$PATH" "$@"; }
+else
+	as_user() { env PATH="$bindir:$PATH" "$@"; }
+	runuser=$(id -un)
+fi
+
+work=$(mktemp -d /tmp/async_fdw_demo.XXXXXX)
+chmod 755 "$work"
+chown "$runuser" "$work"
+started=()
+cleanup() {
+	for d in "${started[@]}"; do
+		as_user pg_ctl -D "$d" -m immediate -w stop >/dev/null 2>&1 || true
+	done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# start_instance NAME PORT: a throwaway server on 127.0.0.1:PORT.
+start_instance() {
+	local dir=$work/$1
+	as_user initdb -D "$dir" -A trust -U postgres --no-sync >/dev/null
+	cat >> "$dir/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+port = $2
+unix_socket_directories = '$work'
+fsync = off
+synchronous_commit = off
+shared_buffers = 256MB
+jit = off
+max_connections = 100
+CONF
+	as_user pg_ctl -D "$dir" -l "$dir.log" -w start >/dev/null
+	started+=("$dir")
+}
+
+psql_at() { as_user psql -X -q -v ON_ERROR_STOP=1 -h "$work" -U postgres -p "$1" -d postgres "${@:2}"; }
+
+log "starting a coordinator and $nshards shards on 127.0.0.1:$port0..$((port0 + nshards))"
+start_instance coordinator "$port0"
+per=$(( (rows + nshards - 1) / nshards ))
+for i in $(seq 1 "$nshards"); do
+	start_instance "shard$i" $((port0 + i))
+	lo=$(( (i - 1) * per + 1 )); hi=$(( i * per < rows ? i * per : rows ))
+	psql_at $((port0 + i)) <<SQL
+CREATE TABLE items (a int, b int, c text);
+INSERT INTO items SELECT g, g % 1000, md5(g::text) FROM generate_series($lo, $hi) g;
+VACUUM ANALYZE items;
+SQL
+done
+
+log "creating partitioned tables over the shards (async_fdw and postgres_fdw)"
+{
+	echo "CREATE EXTENSION async_fdw; CREATE EXTENSION postgres_fdw;"
+	for fdw in async_fdw postgres_fdw; do
+		echo "CREATE TABLE items_${fdw} (a int, b int, c text) PARTITION BY RANGE (a);"
+		for i in $(seq 1 "$nshards"); do
+			lo=$(( (i - 1) * per + 1 )); hi=$(( i * per + 1 ))
+			async=""
+			[ "$fdw" = postgres_fdw ] && async=", async_capable 'true'"
+			echo "CREATE SERVER ${fdw}_s$i FOREIGN DATA WRAPPER $fdw
+				OPTIONS (host '127.0.0.1', port '$((port0 + i))', dbname 'postgres'$async);
+			CREATE USER MAPPING FOR postgres SERVER ${fdw}_s$i OPTIONS (user 'postgres');
+			CREATE FOREIGN TABLE items_${fdw}_$i PARTITION OF items_${fdw}
+				FOR VALUES FROM ($lo) TO ($hi) SERVER ${fdw}_s$i OPTIONS (table_name 'items');"
+		done
+	done
+} | psql_at "$port0"
+
+query="SELECT count(*), sum(a), max(c) FROM (SELECT * FROM %s OFFSET 0) s"
+
+log "the plan with async_fdw"
+psql_at "$port0" -c "EXPLAIN (VERBOSE, COSTS OFF) $(printf "$query" items_async_fdw)"
+
+log "the result, each way (must be identical)"
+for t in items_async_fdw items_postgres_fdw; do
+	printf '%-20s ' "$t"
+	psql_at "$port0" -At -c "$(printf "$query" "$t")"
+done
+
+# time_query SETTINGS TABLE: median of 3 timed runs after one warm-up, in ms.
+time_query() {
+	local out
+	out=$(psql_at "$port0" -At <<SQL
+$1
+$(printf "$query" "$2");
+\timing on
+$(printf "$query" "$2");
+$(printf "$query" "$2");
+$(printf "$query" "$2");
+SQL
+)
+	echo "$out" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | sort -n | sed -n 2p
+}
+
+log "timing $rows rows over $nshards shards (median of 3 runs, ms)"
+printf '%-34s %10s\n' "configuration" "median ms"
+printf '%-34s %10s\n' "async_fdw, async append" "$(time_query "SET enable_async_append = on;" items_async_fdw)"
+printf '%-34s %10s\n' "async_fdw, async append off" "$(time_query "SET enable_async_append = off;" items_async_fdw)"
+printf '%-34s %10s\n' "postgres_fdw, async_capable" "$(time_query "SET enable_async_append = on;" items_postgres_fdw)"
+printf '%-34s %10s\n' "postgres_fdw, async append off" "$(time_query "SET enable_async_append = off;" items_postgres_fdw)"
+
+log "done; stopping every instance"
