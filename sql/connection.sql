@@ -86,6 +86,17 @@ SELECT count(*) FROM session_info;
 -- keep_connections off: closed at the end of each transaction.
 ALTER SERVER loopback2 OPTIONS (ADD keep_connections 'off');
 SELECT count(*) FROM session_info2;
+-- The remote backend exits asynchronously: give it up to ten seconds.
+DO $$
+BEGIN
+  FOR i IN 1..100 LOOP
+    EXIT WHEN NOT EXISTS (SELECT 1 FROM pg_stat_activity
+                           WHERE application_name = 'async_fdw'
+                             AND pid <> (SELECT pid FROM session_info));
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+END
+$$;
 SELECT count(*) FROM pg_stat_activity
  WHERE application_name = 'async_fdw' AND pid <> (SELECT pid FROM session_info);
 ALTER SERVER loopback2 OPTIONS (DROP keep_connections);

@@ -65,9 +65,23 @@ extern int	afdw_int_option(List *options, const char *name, int current);
 extern bool afdw_is_libpq_option(const char *name);
 
 /* connection.c */
+typedef void (*AfdwDrainFn) (void *owner);
+extern void afdw_connection_init(void);
+extern AfdwConn *afdw_acquire_connection(UserMapping *user);
+extern void afdw_release_connection(AfdwConn *conn);
 extern AfdwConn *afdw_get_connection(UserMapping *user);
 extern PGconn *afdw_pgconn(AfdwConn *conn);
 extern unsigned int afdw_next_cursor_number(AfdwConn *conn);
+extern void afdw_begin_xact(AfdwConn *conn);
+extern void afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner,
+							  AfdwDrainFn drain);
+extern void afdw_set_owner(AfdwConn *conn, void *owner, AfdwDrainFn drain);
+extern void afdw_set_idle(AfdwConn *conn);
+extern void afdw_forget_owner(AfdwConn *conn, void *owner);
+extern bool afdw_is_owner(AfdwConn *conn, void *owner);
+extern bool afdw_is_busy(AfdwConn *conn);
+extern void afdw_make_idle(AfdwConn *conn);
+extern void afdw_wait_socket(AfdwConn *conn, const char *sql);
 extern void afdw_send_query(AfdwConn *conn, const char *sql, int nparams,
 							const char *const *values);
 extern PGresult *afdw_wait_result(AfdwConn *conn, const char *sql);
@@ -76,7 +90,6 @@ extern PGresult *afdw_run_query(AfdwConn *conn, const char *sql, int nparams,
 								const char *const *values);
 extern void afdw_report_remote_error(PGresult *res, AfdwConn *conn,
 									 const char *sql) pg_attribute_noreturn();
-extern void afdw_connection_init(void);
 
 /* deparse.c */
 extern bool afdw_is_shippable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr);

@@ -12,6 +12,8 @@
  */
 #include "postgres.h"
 
+#include <poll.h>
+
 #include "access/xact.h"
 #include "catalog/pg_user_mapping.h"
 #include "commands/defrem.h"
@@ -40,10 +42,17 @@
 /* How long cleanup after an abort may wait for a remote server. */
 #define AFDW_CLEANUP_TIMEOUT_MS		30000
 
+/* Hash key of a connection: a user mapping and a slot in its pool. */
+typedef struct AfdwConnKey
+{
+	Oid			umid;
+	int			slot;
+} AfdwConnKey;
+
 /* One remote connection and the state of its remote transaction. */
 struct AfdwConn
 {
-	Oid			umid;			/* hash key: the user mapping's OID */
+	AfdwConnKey key;			/* hash key */
 	PGconn	   *conn;			/* NULL when not connected */
 	Oid			serverid;
 	NameData	servername;		/* for messages */
@@ -56,21 +65,46 @@ struct AfdwConn
 	bool		invalidated;	/* server or mapping changed: reconnect */
 	bool		keep;			/* keep_connections */
 	unsigned int cursor_number; /* last cursor number used in this xact */
+	int			nusers;			/* scans holding this connection */
+
+	/*
+	 * A command whose results are not all read yet.  Its owner, if still
+	 * there, reads them through drain(); otherwise they are thrown away
+	 * before the connection's next use.
+	 */
+	bool		busy;
+	void	   *owner;
+	AfdwDrainFn drain;
 };
+
+/*
+ * The remote snapshot of one server in the current local transaction: the
+ * first connection to the server (the leader) exports it when more than
+ * one connection needs it, the others import it.
+ */
+typedef struct ServerSnapshot
+{
+	Oid			serverid;		/* hash key */
+	AfdwConn   *leader;
+	char		snapshot[64];	/* exported snapshot id, or "" */
+} ServerSnapshot;
 
 /*
  * All connections of this backend.  The hash and its entries live in
  * TopMemoryContext's child "async_fdw connections" because connections
- * outlive transactions.
+ * outlive transactions; entries are never removed, so pointers to them
+ * stay valid.
  */
 static HTAB *conn_hash = NULL;
+
+/* ServerSnapshots of the current local transaction, or NULL. */
+static HTAB *snapshot_hash = NULL;
 
 /* Whether any connection was used in the current local transaction. */
 static bool xact_got_connection = false;
 
 static void connect_entry(AfdwConn *entry, UserMapping *user);
 static void disconnect_entry(AfdwConn *entry);
-static void begin_remote_xact(AfdwConn *entry);
 static void xact_callback(XactEvent event, void *arg);
 static void subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 							 SubTransactionId parentSubid, void *arg);
@@ -89,11 +123,11 @@ afdw_connection_init(void)
 	if (conn_hash != NULL)
 		return;
 
-	ctl.keysize = sizeof(Oid);
+	ctl.keysize = sizeof(AfdwConnKey);
 	ctl.entrysize = sizeof(AfdwConn);
 	ctl.hcxt = AllocSetContextCreate(TopMemoryContext, "async_fdw connections",
 									 ALLOCSET_SMALL_SIZES);
-	conn_hash = hash_create("async_fdw connections", 8, &ctl,
+	conn_hash = hash_create("async_fdw connections", 16, &ctl,
 							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 
 	RegisterXactCallback(xact_callback, NULL);
@@ -103,41 +137,96 @@ afdw_connection_init(void)
 }
 
 /*
- * afdw_get_connection
- *		A connection for USER with a remote transaction open at the current
- *		local nesting level.
+ * socket_has_data
+ *		True if the server sent something on an idle connection.
  *
- * Connects on first use, and again when the previous connection broke or
- * its server or user mapping changed since.
+ * Nothing is expected while no command runs: data or end-of-file means
+ * the server ended the session (restart, pg_terminate_backend, idle
+ * timeout), which libpq only notices at the next use.
+ */
+static bool
+socket_has_data(PGconn *conn)
+{
+	struct pollfd pfd;
+
+	pfd.fd = PQsocket(conn);
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	if (pfd.fd < 0)
+		return true;
+	return poll(&pfd, 1, 0) > 0;
+}
+
+/*
+ * usable_idle
+ *		True if ENTRY, outside a remote transaction, can be used as it is.
+ */
+static bool
+usable_idle(AfdwConn *entry)
+{
+	return !entry->invalidated && !entry->changing_xact_state &&
+		PQstatus(entry->conn) == CONNECTION_OK &&
+		PQtransactionStatus(entry->conn) == PQTRANS_IDLE &&
+		!socket_has_data(entry->conn);
+}
+
+/*
+ * afdw_acquire_connection
+ *		A connection of USER's pool for one scan, until
+ *		afdw_release_connection.
+ *
+ * Each scan gets a connection of its own while the pool has fewer than
+ * the server's max_connections; past that, scans share the connections
+ * with the fewest users and take turns on them.  A connection that broke
+ * or whose server or user mapping changed is replaced when no remote
+ * transaction is open on it.
  */
 AfdwConn *
-afdw_get_connection(UserMapping *user)
+afdw_acquire_connection(UserMapping *user)
 {
+	ForeignServer *server = GetForeignServer(user->serverid);
+	int			max = afdw_int_option(server->options, "max_connections",
+									  AFDW_DEFAULT_MAX_CONNECTIONS);
+	AfdwConn   *best = NULL;
 	AfdwConn   *entry;
-	bool		found;
 
 	afdw_connection_init();
-
-	entry = hash_search(conn_hash, &user->umid, HASH_ENTER, &found);
-	if (!found)
-	{
-		entry->conn = NULL;
-		entry->xact_depth = 0;
-		entry->changing_xact_state = false;
-		entry->invalidated = false;
-		entry->cursor_number = 0;
-	}
-
 	xact_got_connection = true;
 
-	/*
-	 * Outside a remote transaction, a stale or broken connection is simply
-	 * replaced.  Inside one, the remote transaction is gone with it.
-	 */
-	if (entry->conn != NULL && entry->xact_depth == 0 &&
-		(entry->invalidated || entry->changing_xact_state ||
-		 PQstatus(entry->conn) != CONNECTION_OK ||
-		 PQtransactionStatus(entry->conn) != PQTRANS_IDLE))
+	/* An unused open connection, else an unused slot, else the least used. */
+	for (int slot = 0; slot < max; slot++)
+	{
+		AfdwConnKey key;
+		bool		found;
+
+		key.umid = user->umid;
+		key.slot = slot;
+		entry = hash_search(conn_hash, &key, HASH_ENTER, &found);
+		if (!found)
+		{
+			memset(((char *) entry) + sizeof(AfdwConnKey), 0,
+				   sizeof(AfdwConn) - sizeof(AfdwConnKey));
+			entry->conn = NULL;
+		}
+
+		if (entry->nusers == 0 && entry->conn != NULL)
+		{
+			best = entry;
+			break;
+		}
+		if (entry->nusers == 0)
+		{
+			if (best == NULL || best->nusers > 0)
+				best = entry;
+			continue;
+		}
+		if (best == NULL || entry->nusers < best->nusers)
+			best = entry;
+	}
+	entry = best;
+
+	if (entry->conn != NULL && entry->xact_depth == 0 && !entry->busy &&
+		!usable_idle(entry))
 		disconnect_entry(entry);
 
 	if (entry->conn != NULL &&
@@ -150,48 +239,35 @@ afdw_get_connection(UserMapping *user)
 				 errhint("Roll back the local transaction and retry.")));
 
 	if (entry->conn == NULL)
-	{
 		connect_entry(entry, user);
-		begin_remote_xact(entry);
-		return entry;
-	}
 
-	if (entry->xact_depth > 0)
-	{
-		begin_remote_xact(entry);
-		return entry;
-	}
-
-	/*
-	 * A kept connection may have died since its last use (a remote restart,
-	 * an idle timeout) without libpq noticing.  If starting the remote
-	 * transaction finds it dead, nothing of this transaction is lost yet:
-	 * connect again and retry once.
-	 */
-	{
-		MemoryContext cxt = CurrentMemoryContext;
-
-		PG_TRY();
-		{
-			begin_remote_xact(entry);
-		}
-		PG_CATCH();
-		{
-			if (entry->conn == NULL || PQstatus(entry->conn) != CONNECTION_BAD)
-				PG_RE_THROW();
-
-			MemoryContextSwitchTo(cxt);
-			FlushErrorState();
-			ereport(DEBUG1,
-					(errmsg_internal("reconnecting to server \"%s\" after losing the connection",
-									 NameStr(entry->servername))));
-			disconnect_entry(entry);
-			connect_entry(entry, user);
-			begin_remote_xact(entry);
-		}
-		PG_END_TRY();
-	}
+	entry->nusers++;
 	return entry;
+}
+
+/*
+ * afdw_release_connection
+ *		Give back a connection taken with afdw_acquire_connection.
+ */
+void
+afdw_release_connection(AfdwConn *conn)
+{
+	if (conn->nusers > 0)
+		conn->nusers--;
+}
+
+/*
+ * afdw_get_connection
+ *		A connection of USER's pool with the remote transaction open, for
+ *		one-off work such as ANALYZE; release it when done.
+ */
+AfdwConn *
+afdw_get_connection(UserMapping *user)
+{
+	AfdwConn   *conn = afdw_acquire_connection(user);
+
+	afdw_begin_xact(conn);
+	return conn;
 }
 
 /*
@@ -326,6 +402,9 @@ connect_entry(AfdwConn *entry, UserMapping *user)
 	entry->changing_xact_state = false;
 	entry->xact_depth = 0;
 	entry->cursor_number = 0;
+	entry->busy = false;
+	entry->owner = NULL;
+	entry->drain = NULL;
 
 	check_password_rules(user, NULL, server->servername);
 
@@ -452,43 +531,290 @@ disconnect_entry(AfdwConn *entry)
 	entry->changing_xact_state = false;
 	entry->invalidated = false;
 	entry->cursor_number = 0;
+	entry->busy = false;
+	entry->owner = NULL;
+	entry->drain = NULL;
 }
 
 /*
- * begin_remote_xact
- *		Open the remote transaction and the savepoints the local nesting
- *		level calls for, all in one round trip.
+ * server_snapshot
+ *		The snapshot entry of SERVERID in the current local transaction.
+ */
+static ServerSnapshot *
+server_snapshot(Oid serverid)
+{
+	bool		found;
+	ServerSnapshot *ss;
+
+	if (snapshot_hash == NULL)
+	{
+		HASHCTL		ctl;
+
+		/* Dies with the transaction; xact_callback forgets the pointer. */
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(ServerSnapshot);
+		ctl.hcxt = TopTransactionContext;
+		snapshot_hash = hash_create("async_fdw snapshots", 8, &ctl,
+									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	ss = hash_search(snapshot_hash, &serverid, HASH_ENTER, &found);
+	if (!found)
+	{
+		ss->leader = NULL;
+		ss->snapshot[0] = '\0';
+	}
+	return ss;
+}
+
+/*
+ * server_connection_count
+ *		How many connections to SERVERID are open in this backend.
+ */
+static int
+server_connection_count(Oid serverid)
+{
+	HASH_SEQ_STATUS scan;
+	AfdwConn   *entry;
+	int			n = 0;
+
+	hash_seq_init(&scan, conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		if (entry->conn != NULL && entry->serverid == serverid)
+			n++;
+	}
+	return n;
+}
+
+/*
+ * export_snapshot
+ *		Export the snapshot of LEADER's remote transaction into SS.
  */
 static void
-begin_remote_xact(AfdwConn *entry)
+export_snapshot(ServerSnapshot *ss, AfdwConn *leader, const char *prefix)
+{
+	char	   *sql = psprintf("%s%sSELECT pg_catalog.pg_export_snapshot()",
+							   prefix, prefix[0] ? "; " : "");
+	PGresult   *res = afdw_run_query(leader, sql, 0, NULL);
+
+	if (PQntuples(res) != 1 || PQgetisnull(res, 0, 0) ||
+		strlen(PQgetvalue(res, 0, 0)) >= sizeof(ss->snapshot))
+	{
+		PQclear(res);
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_ERROR),
+				 errmsg("could not export the snapshot of server \"%s\"",
+						NameStr(leader->servername)),
+				 errdetail("pg_export_snapshot() returned no usable snapshot name.")));
+	}
+	strlcpy(ss->snapshot, PQgetvalue(res, 0, 0), sizeof(ss->snapshot));
+	PQclear(res);
+	pfree(sql);
+}
+
+/*
+ * xact_prefix
+ *		The commands that must run on ENTRY before the caller's next one so
+ *		that it runs in the remote transaction at the current local nesting
+ *		level; "" if there are none.  Counts them as done.
+ *
+ * The first connection to a server in a local transaction opens a
+ * REPEATABLE READ (or SERIALIZABLE) transaction.  When the server has
+ * several connections, the first one exports its snapshot (one round
+ * trip) and every other one imports it in the same send as its first
+ * command, so that all of them see the same data.
+ */
+static char *
+xact_prefix(AfdwConn *entry)
 {
 	int			curlevel = GetCurrentTransactionNestLevel();
 	StringInfoData sql;
 
-	if (entry->xact_depth >= curlevel)
-		return;
-
 	initStringInfo(&sql);
+	xact_got_connection = true;
+
 	if (entry->xact_depth == 0)
 	{
+		ServerSnapshot *ss = server_snapshot(entry->serverid);
+
 		appendStringInfoString(&sql, IsolationIsSerializable() ?
 							   "START TRANSACTION ISOLATION LEVEL SERIALIZABLE" :
 							   "START TRANSACTION ISOLATION LEVEL REPEATABLE READ");
-		entry->cursor_number = 0;
+
+		if (ss->leader == NULL)
+		{
+			ss->leader = entry;
+			entry->xact_depth = 1;
+			if (server_connection_count(entry->serverid) > 1)
+			{
+				export_snapshot(ss, entry, sql.data);
+				resetStringInfo(&sql);
+			}
+		}
+		else
+		{
+			if (ss->snapshot[0] == '\0')
+				export_snapshot(ss, ss->leader, "");
+			appendStringInfo(&sql, "; SET TRANSACTION SNAPSHOT '%s'", ss->snapshot);
+			entry->xact_depth = 1;
+		}
 	}
+
 	for (int level = Max(entry->xact_depth, 1) + 1; level <= curlevel; level++)
 		appendStringInfo(&sql, "%sSAVEPOINT s%d", sql.len > 0 ? "; " : "", level);
+	entry->xact_depth = Max(entry->xact_depth, curlevel);
 
-	entry->changing_xact_state = true;
-	afdw_run_command(entry, sql.data);
-	entry->changing_xact_state = false;
-	entry->xact_depth = curlevel;
-	pfree(sql.data);
+	return sql.data;
+}
+
+/*
+ * afdw_begin_xact
+ *		Open the remote transaction (and savepoints) on CONN now.
+ */
+void
+afdw_begin_xact(AfdwConn *conn)
+{
+	char	   *prefix;
+
+	afdw_make_idle(conn);
+	prefix = xact_prefix(conn);
+	if (prefix[0] != '\0')
+		afdw_run_command(conn, prefix);
+	pfree(prefix);
+}
+
+/*
+ * afdw_send_in_xact
+ *		Send SQL (no parameters) in the remote transaction without waiting,
+ *		with whatever opens the transaction in the same send; OWNER reads
+ *		the results, through DRAIN when someone else needs the connection.
+ */
+void
+afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner, AfdwDrainFn drain)
+{
+	char	   *prefix;
+	char	   *full;
+
+	afdw_make_idle(conn);
+	prefix = xact_prefix(conn);
+	full = prefix[0] ? psprintf("%s; %s", prefix, sql) : (char *) sql;
+	afdw_send_query(conn, full, 0, NULL);
+	afdw_set_owner(conn, owner, drain);
+	if (full != sql)
+		pfree(full);
+	pfree(prefix);
+}
+
+/*
+ * afdw_set_owner
+ *		Record who reads the results of the command in flight on CONN.
+ */
+void
+afdw_set_owner(AfdwConn *conn, void *owner, AfdwDrainFn drain)
+{
+	conn->busy = true;
+	conn->owner = owner;
+	conn->drain = drain;
+}
+
+/*
+ * afdw_set_idle
+ *		Note that every result of the command on CONN has been read.
+ */
+void
+afdw_set_idle(AfdwConn *conn)
+{
+	conn->busy = false;
+	conn->owner = NULL;
+	conn->drain = NULL;
+}
+
+/*
+ * afdw_forget_owner
+ *		OWNER is going away: whatever it left in flight on CONN will be
+ *		read and thrown away before the next use.
+ */
+void
+afdw_forget_owner(AfdwConn *conn, void *owner)
+{
+	if (conn->owner == owner)
+	{
+		conn->owner = NULL;
+		conn->drain = NULL;
+	}
+}
+
+/*
+ * afdw_is_owner
+ *		True if OWNER's command is the one in flight on CONN.
+ */
+bool
+afdw_is_owner(AfdwConn *conn, void *owner)
+{
+	return conn->busy && conn->owner == owner;
+}
+
+/*
+ * afdw_is_busy
+ *		True if a command on CONN still has results to be read.
+ */
+bool
+afdw_is_busy(AfdwConn *conn)
+{
+	return conn->busy;
+}
+
+/*
+ * afdw_make_idle
+ *		Make CONN ready for a new command: let the owner of the command in
+ *		flight read its results, or read and discard them if it is gone.
+ */
+void
+afdw_make_idle(AfdwConn *conn)
+{
+	if (!conn->busy)
+		return;
+
+	if (conn->owner != NULL)
+	{
+		conn->drain(conn->owner);
+		Assert(!conn->busy);
+	}
+	else
+	{
+		PGresult   *res = afdw_wait_result(conn, NULL);
+
+		afdw_set_idle(conn);
+		PQclear(res);
+	}
+}
+
+/*
+ * afdw_wait_socket
+ *		Wait until CONN's socket is readable and read what came, reacting to
+ *		interrupts and postmaster death.
+ */
+void
+afdw_wait_socket(AfdwConn *conn, const char *sql)
+{
+	int			rc;
+
+	rc = WaitLatchOrSocket(MyLatch,
+						   WL_LATCH_SET | WL_SOCKET_READABLE | WL_EXIT_ON_PM_DEATH,
+						   PQsocket(conn->conn), -1L, PG_WAIT_EXTENSION);
+	if (rc & WL_LATCH_SET)
+	{
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	if ((rc & WL_SOCKET_READABLE) && !PQconsumeInput(conn->conn))
+		afdw_report_remote_error(NULL, conn, sql);
 }
 
 /*
  * afdw_send_query
- *		Send SQL with NPARAMS text parameters, without waiting.
+ *		Send SQL with NPARAMS text parameters, without waiting.  The caller
+ *		reads the results.
  */
 void
 afdw_send_query(AfdwConn *conn, const char *sql, int nparams,
@@ -496,6 +822,7 @@ afdw_send_query(AfdwConn *conn, const char *sql, int nparams,
 {
 	int			ok;
 
+	afdw_make_idle(conn);
 	if (nparams > 0)
 		ok = PQsendQueryParams(conn->conn, sql, nparams, NULL, values,
 							   NULL, NULL, 0);
@@ -504,11 +831,13 @@ afdw_send_query(AfdwConn *conn, const char *sql, int nparams,
 
 	if (!ok)
 		afdw_report_remote_error(NULL, conn, sql);
+	conn->busy = true;
+	conn->owner = NULL;
 }
 
 /*
  * afdw_wait_result
- *		Wait for the results of the query in flight and return the one
+ *		Wait for the results of the command in flight and return the one
  *		that matters: the first error, or else the last result.
  *
  * The wait reacts to interrupts and postmaster death; a query cancel here
@@ -527,21 +856,7 @@ afdw_wait_result(AfdwConn *conn, const char *sql)
 			PGresult   *res;
 
 			while (PQisBusy(pgconn))
-			{
-				int			rc;
-
-				rc = WaitLatchOrSocket(MyLatch,
-									   WL_LATCH_SET | WL_SOCKET_READABLE |
-									   WL_EXIT_ON_PM_DEATH,
-									   PQsocket(pgconn), -1L, PG_WAIT_EXTENSION);
-				if (rc & WL_LATCH_SET)
-				{
-					ResetLatch(MyLatch);
-					CHECK_FOR_INTERRUPTS();
-				}
-				if ((rc & WL_SOCKET_READABLE) && !PQconsumeInput(pgconn))
-					afdw_report_remote_error(NULL, conn, sql);
-			}
+				afdw_wait_socket(conn, sql);
 
 			res = PQgetResult(pgconn);
 			if (res == NULL)
@@ -563,6 +878,7 @@ afdw_wait_result(AfdwConn *conn, const char *sql)
 	}
 	PG_END_TRY();
 
+	afdw_set_idle(conn);
 	return kept;
 }
 
@@ -696,29 +1012,16 @@ wait_cleanup(PGconn *conn, TimestampTz deadline, bool ignore_errors)
 }
 
 /*
- * cancel_in_flight
- *		Cancel the query running on CONN and swallow what it returns;
- *		true if the connection is idle in its transaction afterwards.
+ * finish_in_flight
+ *		Read and discard what the command on CONN (cancelled by the caller)
+ *		still returns; true if the connection is idle in its transaction
+ *		afterwards.
  */
 static bool
-cancel_in_flight(PGconn *conn, TimestampTz deadline)
+finish_in_flight(PGconn *conn, TimestampTz deadline)
 {
-	PGcancel   *cancel;
-	char		errbuf[256];
-
 	if (PQtransactionStatus(conn) != PQTRANS_ACTIVE)
 		return true;
-
-	cancel = PQgetCancel(conn);
-	if (cancel == NULL)
-		return false;
-	if (!PQcancel(cancel, errbuf, sizeof(errbuf)))
-	{
-		PQfreeCancel(cancel);
-		return false;
-	}
-	PQfreeCancel(cancel);
-
 	(void) wait_cleanup(conn, deadline, true);
 	return PQtransactionStatus(conn) != PQTRANS_ACTIVE;
 }
@@ -740,13 +1043,76 @@ abort_remote(AfdwConn *entry, const char *sql)
 	entry->changing_xact_state = true;
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 										   AFDW_CLEANUP_TIMEOUT_MS);
-	if (!cancel_in_flight(entry->conn, deadline))
+	if (!finish_in_flight(entry->conn, deadline))
 		return false;
+	entry->busy = false;
+	entry->owner = NULL;
 	if (!PQsendQuery(entry->conn, sql) ||
 		!wait_cleanup(entry->conn, deadline, false))
 		return false;
 	entry->changing_xact_state = false;
 	return true;
+}
+
+/*
+ * send_cancel
+ *		Ask the server to cancel what runs on ENTRY, without waiting for the
+ *		effect, so that the cancels of many connections run at once.
+ */
+static void
+send_cancel(AfdwConn *entry)
+{
+	PGcancel   *cancel;
+	char		errbuf[256];
+
+	if (entry->conn == NULL || PQtransactionStatus(entry->conn) != PQTRANS_ACTIVE)
+		return;
+	cancel = PQgetCancel(entry->conn);
+	if (cancel != NULL)
+	{
+		(void) PQcancel(cancel, errbuf, sizeof(errbuf));
+		PQfreeCancel(cancel);
+	}
+}
+
+/*
+ * commit_all
+ *		Send COMMIT on every connection in a remote transaction, then wait
+ *		for all the answers, so that commits of many servers overlap.
+ */
+static void
+commit_all(void)
+{
+	HASH_SEQ_STATUS scan;
+	AfdwConn   *entry;
+
+	hash_seq_init(&scan, conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		if (entry->conn == NULL || entry->xact_depth == 0)
+			continue;
+		afdw_make_idle(entry);
+		entry->changing_xact_state = true;
+		afdw_send_query(entry, "COMMIT TRANSACTION", 0, NULL);
+	}
+
+	hash_seq_init(&scan, conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		PGresult   *res;
+
+		if (entry->conn == NULL || entry->xact_depth == 0)
+			continue;
+		res = afdw_wait_result(entry, "COMMIT TRANSACTION");
+		if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
+		{
+			hash_seq_term(&scan);
+			afdw_report_remote_error(res, entry, "COMMIT TRANSACTION");
+		}
+		PQclear(res);
+		entry->changing_xact_state = false;
+		entry->xact_depth = 0;
+	}
 }
 
 /*
@@ -762,64 +1128,78 @@ xact_callback(XactEvent event, void *arg pg_attribute_unused())
 	if (!xact_got_connection)
 		return;
 
-	hash_seq_init(&scan, conn_hash);
-	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	switch (event)
 	{
-		if (entry->conn == NULL)
-			continue;
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+			/* A failure here aborts the local transaction. */
+			commit_all();
+			return;
 
-		switch (event)
-		{
-			case XACT_EVENT_PRE_COMMIT:
-			case XACT_EVENT_PARALLEL_PRE_COMMIT:
-				if (entry->xact_depth > 0)
+		case XACT_EVENT_PRE_PREPARE:
+			hash_seq_init(&scan, conn_hash);
+			while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+			{
+				if (entry->conn != NULL && entry->xact_depth > 0)
 				{
-					/* A failure here aborts the local transaction. */
-					entry->changing_xact_state = true;
-					afdw_run_command(entry, "COMMIT TRANSACTION");
-					entry->changing_xact_state = false;
-					entry->xact_depth = 0;
-				}
-				continue;
-
-			case XACT_EVENT_PRE_PREPARE:
-				if (entry->xact_depth > 0)
+					hash_seq_term(&scan);
 					ereport(ERROR,
 							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 							 errmsg("cannot prepare a transaction that has used async_fdw foreign tables"),
 							 errdetail("Server \"%s\" was used in this transaction.",
 									   NameStr(entry->servername)),
 							 errhint("Commit or roll back the transaction instead.")));
-				continue;
+				}
+			}
+			return;
 
-			case XACT_EVENT_ABORT:
-			case XACT_EVENT_PARALLEL_ABORT:
-				if (entry->xact_depth > 0 &&
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			/* Cancel everything at once, then clean up one by one. */
+			hash_seq_init(&scan, conn_hash);
+			while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+			{
+				if (entry->conn != NULL && entry->xact_depth > 0 &&
+					!entry->changing_xact_state)
+					send_cancel(entry);
+			}
+			hash_seq_init(&scan, conn_hash);
+			while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+			{
+				if (entry->conn != NULL && entry->xact_depth > 0 &&
 					!abort_remote(entry, "ABORT TRANSACTION"))
 					entry->changing_xact_state = true;
-				break;
+			}
+			break;
 
-			case XACT_EVENT_COMMIT:
-			case XACT_EVENT_PARALLEL_COMMIT:
-			case XACT_EVENT_PREPARE:
-				/* Pre-commit ended every remote transaction. */
-				Assert(entry->xact_depth == 0);
-				break;
-		}
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PREPARE:
+			break;
+	}
 
-		/* The local transaction is over: so is the remote one. */
+	/* The local transaction is over: so is every remote one. */
+	hash_seq_init(&scan, conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		entry->nusers = 0;
+		if (entry->conn == NULL)
+			continue;
+		/* Pre-commit ended every remote transaction. */
+		Assert(event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
+			   entry->xact_depth == 0);
 		entry->xact_depth = 0;
 		entry->cursor_number = 0;
-		if (entry->changing_xact_state || entry->invalidated || !entry->keep ||
-			PQstatus(entry->conn) != CONNECTION_OK ||
+		entry->owner = NULL;
+		entry->drain = NULL;
+		if (entry->busy || entry->changing_xact_state || entry->invalidated ||
+			!entry->keep || PQstatus(entry->conn) != CONNECTION_OK ||
 			PQtransactionStatus(entry->conn) != PQTRANS_IDLE)
 			disconnect_entry(entry);
 	}
 
-	if (event != XACT_EVENT_PRE_COMMIT &&
-		event != XACT_EVENT_PARALLEL_PRE_COMMIT &&
-		event != XACT_EVENT_PRE_PREPARE)
-		xact_got_connection = false;
+	xact_got_connection = false;
+	snapshot_hash = NULL;
 }
 
 /*
@@ -858,6 +1238,7 @@ subxact_callback(SubXactEvent event,
 		if (event == SUBXACT_EVENT_PRE_COMMIT_SUB)
 		{
 			snprintf(sql, sizeof(sql), "RELEASE SAVEPOINT s%d", curlevel);
+			afdw_make_idle(entry);
 			entry->changing_xact_state = true;
 			afdw_run_command(entry, sql);
 			entry->changing_xact_state = false;
@@ -867,7 +1248,14 @@ subxact_callback(SubXactEvent event,
 			snprintf(sql, sizeof(sql),
 					 "ROLLBACK TO SAVEPOINT s%d; RELEASE SAVEPOINT s%d",
 					 curlevel, curlevel);
-			/* On failure the connection stays marked for disconnection. */
+			/*
+			 * What was in flight is cancelled; its owner finds out at its
+			 * next use.  On failure the connection stays marked for
+			 * disconnection.
+			 */
+			send_cancel(entry);
+			entry->owner = NULL;
+			entry->drain = NULL;
 			(void) abort_remote(entry, sql);
 		}
 		entry->xact_depth--;
@@ -899,7 +1287,7 @@ inval_callback(Datum arg pg_attribute_unused(), int cacheid, uint32 hashvalue)
 		if (hashvalue != 0 && hashvalue != mine)
 			continue;
 
-		if (entry->xact_depth == 0)
+		if (entry->xact_depth == 0 && entry->nusers == 0 && !entry->busy)
 			disconnect_entry(entry);
 		else
 			entry->invalidated = true;

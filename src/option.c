@@ -222,6 +222,29 @@ report_unknown_option(const char *name, Oid catalog)
 }
 
 /*
+ * parse_positive_int
+ *		Parse VALUE as a whole number from 1 to INT_MAX into *RESULT (if not
+ *		NULL); false if it is anything else, fractions and exponents
+ *		included.
+ */
+static bool
+parse_positive_int(const char *value, int *result)
+{
+	char	   *end;
+	long		l;
+
+	errno = 0;
+	l = strtol(value, &end, 10);
+	while (*end == ' ')
+		end++;
+	if (errno != 0 || end == value || *end != '\0' || l <= 0 || l > INT_MAX)
+		return false;
+	if (result)
+		*result = (int) l;
+	return true;
+}
+
+/*
  * check_option_value
  *		Reject a value that does not fit the option's kind.
  */
@@ -248,9 +271,7 @@ check_option_value(const AfdwOption *opt, const char *value)
 
 		case AFDW_OPT_POSITIVE_INT:
 			{
-				int			i;
-
-				if (!parse_int(value, &i, 0, NULL) || i <= 0)
+				if (!parse_positive_int(value, NULL))
 					ereport(ERROR,
 							(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 							 errmsg("invalid value for option \"%s\": \"%s\"",

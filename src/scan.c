@@ -15,7 +15,11 @@
 #include "access/table.h"
 #include "commands/explain.h"
 #include "commands/vacuum.h"
+#include "executor/execAsync.h"
 #include "executor/executor.h"
+#include "executor/instrument.h"
+#include "lib/ilist.h"
+#include "nodes/execnodes.h"
 #include "foreign/fdwapi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -28,9 +32,19 @@
 
 #include "async_fdw.h"
 
+/* Where the scan's latest command to the remote server stands. */
+typedef enum AfdwRequest
+{
+	REQ_NONE,					/* nothing in flight */
+	REQ_INFLIGHT,				/* sent; results not all read */
+	REQ_DONE					/* all read; the rows wait in req_res */
+} AfdwRequest;
+
 /* State of one foreign scan, in ForeignScanState->fdw_state. */
 typedef struct AfdwScanState
 {
+	ForeignScanState *node;
+	EState	   *estate;
 	Relation	rel;
 	AttInMetadata *attinmeta;
 	char	   *sql;			/* remote SELECT */
@@ -38,8 +52,10 @@ typedef struct AfdwScanState
 	int			fetch_size;
 
 	AfdwConn   *conn;
+	bool		released;		/* conn given back to the pool */
 	unsigned int cursor_number;
 	bool		cursor_open;
+	unsigned int stale_cursor;	/* cursor to close before the next one */
 
 	/* Parameters: expressions and their output functions. */
 	int			nparams;
@@ -47,16 +63,39 @@ typedef struct AfdwScanState
 	FmgrInfo   *param_flinfo;
 	const char **param_values;
 
+	/* The command in flight: at most one FETCH ahead of the rows in use. */
+	AfdwRequest req;
+	PGresult   *req_res;		/* its rows, once read */
+	char	   *req_sql;		/* its text, for error messages */
+
 	/* The current batch. */
 	HeapTuple  *tuples;
 	int			ntuples;
 	int			next_tuple;
-	int			nbatches;		/* batches fetched since the cursor opened */
-	bool		eof;
+	int			nbatches;		/* batches received since the cursor opened */
+	bool		eof;			/* the last batch has been received */
 
+	/* Set while the Append asks for a row without waiting for it. */
+	bool		nowait;
+	bool		not_ready;		/* ... and no row had arrived */
+
+	/* Scans whose query is sent at the first fetch of any of them. */
+	dlist_node	pending_node;
+	bool		pending;
+
+	MemoryContext scan_cxt;		/* long-lived bits of the scan */
 	MemoryContext batch_cxt;	/* the tuples of the current batch */
 	MemoryContext row_cxt;		/* per-row garbage of input functions */
+	MemoryContextCallback cleanup;
 } AfdwScanState;
+
+/*
+ * Scans of this backend that have not sent their query yet.  The first
+ * fetch of any scan sends the queries of all the others of the same
+ * executor too, so that every remote server starts working at once, even
+ * under a MergeAppend or a plan that reads its children one by one.
+ */
+static dlist_head pending_scans = DLIST_STATIC_INIT(pending_scans);
 
 /* Where a conversion error happened, for its context line. */
 typedef struct ConversionPosition
@@ -180,8 +219,35 @@ scan_user(ForeignScan *plan, EState *estate, Relation rel)
 }
 
 /*
+ * scan_cleanup
+ *		Memory-context callback: the executor state of the scan is going
+ *		away, normally or on error.  Drop every reference to the scan held
+ *		elsewhere, and give its connection back.
+ */
+static void
+scan_cleanup(void *arg)
+{
+	AfdwScanState *st = (AfdwScanState *) arg;
+
+	if (st->pending)
+	{
+		dlist_delete(&st->pending_node);
+		st->pending = false;
+	}
+	afdw_forget_owner(st->conn, st);
+	if (!st->released)
+	{
+		afdw_release_connection(st->conn);
+		st->released = true;
+	}
+	PQclear(st->req_res);
+	st->req_res = NULL;
+}
+
+/*
  * afdwBeginForeignScan
- *		Connect and prepare the scan; nothing is sent yet.
+ *		Take a connection and prepare the scan.  The query is sent at the
+ *		first fetch of this or any other scan of the same query.
  */
 static void
 afdwBeginForeignScan(ForeignScanState *node, int eflags)
@@ -189,6 +255,7 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 	ForeignScan *plan = (ForeignScan *) node->ss.ps.plan;
 	EState	   *estate = node->ss.ps.state;
 	AfdwScanState *st;
+	MemoryContext oldcxt;
 	ListCell   *lc;
 	int			i = 0;
 
@@ -197,13 +264,15 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 
 	st = palloc0(sizeof(AfdwScanState));
 	node->fdw_state = st;
-
+	st->node = node;
+	st->estate = estate;
 	st->rel = node->ss.ss_currentRelation;
 	st->attinmeta = TupleDescGetAttInMetadata(RelationGetDescr(st->rel));
 	afdw_scan_private(plan, &st->sql, &st->retrieved_attrs, &st->fetch_size);
 
-	st->conn = afdw_get_connection(scan_user(plan, estate, st->rel));
-
+	st->scan_cxt = AllocSetContextCreate(estate->es_query_cxt,
+										 "async_fdw scan",
+										 ALLOCSET_SMALL_SIZES);
 	st->batch_cxt = AllocSetContextCreate(estate->es_query_cxt,
 										  "async_fdw batch",
 										  ALLOCSET_DEFAULT_SIZES);
@@ -226,6 +295,18 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 			fmgr_info(typoutput, &st->param_flinfo[i++]);
 		}
 	}
+
+	st->conn = afdw_acquire_connection(scan_user(plan, estate, st->rel));
+
+	/* From here on the scan is referenced from outside its memory. */
+	st->cleanup.func = scan_cleanup;
+	st->cleanup.arg = st;
+	MemoryContextRegisterResetCallback(estate->es_query_cxt, &st->cleanup);
+
+	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+	dlist_push_tail(&pending_scans, &st->pending_node);
+	st->pending = true;
+	MemoryContextSwitchTo(oldcxt);
 }
 
 /*
@@ -233,9 +314,9 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
  *		Evaluate the scan's parameters as text, as the remote side reads it.
  */
 static void
-compute_params(ForeignScanState *node, AfdwScanState *st)
+compute_params(AfdwScanState *st)
 {
-	ExprContext *econtext = node->ss.ps.ps_ExprContext;
+	ExprContext *econtext = st->node->ss.ps.ps_ExprContext;
 	MemoryContext oldcxt;
 	ListCell   *lc;
 	int			nestlevel;
@@ -243,6 +324,9 @@ compute_params(ForeignScanState *node, AfdwScanState *st)
 
 	/* The values live until the next batch. */
 	MemoryContextReset(st->batch_cxt);
+	st->tuples = NULL;
+	st->ntuples = 0;
+	st->next_tuple = 0;
 	oldcxt = MemoryContextSwitchTo(st->batch_cxt);
 	nestlevel = afdw_set_transmission_modes();
 	foreach(lc, st->param_exprs)
@@ -260,51 +344,205 @@ compute_params(ForeignScanState *node, AfdwScanState *st)
 }
 
 /*
- * open_cursor
- *		Declare the remote cursor of the scan.
+ * remember_sql
+ *		Keep the text of the command in flight, for error messages.
  */
 static void
-open_cursor(ForeignScanState *node, AfdwScanState *st)
+remember_sql(AfdwScanState *st, const char *sql)
 {
-	char	   *sql;
+	if (st->req_sql != NULL)
+		pfree(st->req_sql);
+	st->req_sql = MemoryContextStrdup(st->scan_cxt, sql);
+}
 
-	if (st->nparams > 0)
-		compute_params(node, st);
+static void drain_scan(void *arg);
 
+/*
+ * send_start
+ *		Open the scan's cursor and ask for its first batch.
+ *
+ * Without parameters, the remote transaction's start, the closing of the
+ * previous cursor, the DECLARE and the first FETCH go in one send, and
+ * the scan does not wait.  With parameters the DECLARE needs the extended
+ * protocol and its own round trip.
+ */
+static void
+send_start(AfdwScanState *st)
+{
+	StringInfoData sql;
+
+	Assert(!st->cursor_open && st->req == REQ_NONE);
+
+	if (st->pending)
+	{
+		dlist_delete(&st->pending_node);
+		st->pending = false;
+	}
+
+	initStringInfo(&sql);
+	if (st->stale_cursor != 0)
+		appendStringInfo(&sql, "CLOSE c%u; ", st->stale_cursor);
+	st->stale_cursor = 0;
 	st->cursor_number = afdw_next_cursor_number(st->conn);
-	sql = psprintf("DECLARE c%u CURSOR FOR %s", st->cursor_number, st->sql);
-	PQclear(afdw_run_query(st->conn, sql, st->nparams,
-						   (const char *const *) st->param_values));
-	pfree(sql);
+
+	if (st->nparams == 0)
+	{
+		appendStringInfo(&sql, "DECLARE c%u CURSOR FOR %s; FETCH %d FROM c%u",
+						 st->cursor_number, st->sql, st->fetch_size,
+						 st->cursor_number);
+		remember_sql(st, sql.data);
+		afdw_send_in_xact(st->conn, sql.data, st, drain_scan);
+	}
+	else
+	{
+		compute_params(st);
+		afdw_begin_xact(st->conn);
+		if (sql.len > 0)
+			afdw_run_command(st->conn, sql.data);
+		resetStringInfo(&sql);
+		appendStringInfo(&sql, "DECLARE c%u CURSOR FOR %s", st->cursor_number, st->sql);
+		PQclear(afdw_run_query(st->conn, sql.data, st->nparams,
+							   (const char *const *) st->param_values));
+		resetStringInfo(&sql);
+		appendStringInfo(&sql, "FETCH %d FROM c%u", st->fetch_size, st->cursor_number);
+		remember_sql(st, sql.data);
+		afdw_send_query(st->conn, sql.data, 0, NULL);
+		afdw_set_owner(st->conn, st, drain_scan);
+	}
+	pfree(sql.data);
 
 	st->cursor_open = true;
-	st->ntuples = 0;
-	st->next_tuple = 0;
+	st->req = REQ_INFLIGHT;
 	st->nbatches = 0;
 	st->eof = false;
 }
 
 /*
- * fetch_batch
- *		Fetch the next fetch_size rows into the batch.
+ * send_fetch
+ *		Ask for the next batch.
  */
 static void
-fetch_batch(AfdwScanState *st)
+send_fetch(AfdwScanState *st)
 {
 	char		sql[64];
-	PGresult   *volatile res;
+
+	Assert(st->cursor_open && st->req == REQ_NONE);
+	snprintf(sql, sizeof(sql), "FETCH %d FROM c%u", st->fetch_size, st->cursor_number);
+	remember_sql(st, sql);
+	afdw_send_query(st->conn, sql, 0, NULL);
+	afdw_set_owner(st->conn, st, drain_scan);
+	st->req = REQ_INFLIGHT;
+}
+
+/*
+ * read_request
+ *		Read the results of the scan's command in flight; true when all are
+ *		in.  Without BLOCK, reads only what has arrived.
+ */
+static bool
+read_request(AfdwScanState *st, bool block)
+{
+	PGconn	   *pgconn = afdw_pgconn(st->conn);
+
+	Assert(st->req == REQ_INFLIGHT);
+
+	/* A rollback to a savepoint cancelled it under us. */
+	if (!afdw_is_owner(st->conn, st))
+	{
+		st->req = REQ_NONE;
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_ERROR),
+				 errmsg("remote query of foreign table \"%s\" was cancelled",
+						RelationGetRelationName(st->rel)),
+				 errdetail("A rollback to a savepoint cancelled the query in flight on its connection.")));
+	}
+
+	if (!block && !PQconsumeInput(pgconn))
+		afdw_report_remote_error(NULL, st->conn, st->req_sql);
+
+	for (;;)
+	{
+		PGresult   *res;
+
+		if (PQisBusy(pgconn))
+		{
+			if (!block)
+				return false;
+			afdw_wait_socket(st->conn, st->req_sql);
+			continue;
+		}
+
+		res = PQgetResult(pgconn);
+		if (res == NULL)
+			break;
+
+		switch (PQresultStatus(res))
+		{
+			case PGRES_TUPLES_OK:
+				PQclear(st->req_res);
+				st->req_res = res;
+				break;
+			case PGRES_COMMAND_OK:
+				PQclear(res);
+				break;
+			default:
+				/* The rest is read before the connection's next use. */
+				afdw_forget_owner(st->conn, st);
+				st->req = REQ_NONE;
+				afdw_report_remote_error(res, st->conn, st->req_sql);
+		}
+	}
+
+	afdw_set_idle(st->conn);
+	st->req = REQ_DONE;
+	return true;
+}
+
+/*
+ * drain_scan
+ *		Another scan needs the connection: read this scan's results now,
+ *		to be used when it asks for rows.
+ */
+static void
+drain_scan(void *arg)
+{
+	(void) read_request((AfdwScanState *) arg, true);
+}
+
+/*
+ * take_batch
+ *		Turn the rows that arrived into the current batch, after asking for
+ *		the next batch so that the remote server works meanwhile.
+ */
+static void
+take_batch(AfdwScanState *st)
+{
+	PGresult   *volatile res = st->req_res;
+
+	Assert(st->req == REQ_DONE);
+	st->req_res = NULL;
+	st->req = REQ_NONE;
+
+	if (res == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_ERROR),
+				 errmsg("remote query of foreign table \"%s\" returned no rows result",
+						RelationGetRelationName(st->rel)),
+				 errcontext("remote SQL command: %s", st->req_sql)));
 
 	MemoryContextReset(st->batch_cxt);
 	st->tuples = NULL;
 	st->ntuples = 0;
 	st->next_tuple = 0;
 
-	snprintf(sql, sizeof(sql), "FETCH %d FROM c%u", st->fetch_size, st->cursor_number);
-	res = afdw_run_query(st->conn, sql, 0, NULL);
-
 	PG_TRY();
 	{
 		int			n = PQntuples(res);
+
+		st->nbatches++;
+		st->eof = (n < st->fetch_size);
+		if (!st->eof)
+			send_fetch(st);
 
 		st->tuples = MemoryContextAlloc(st->batch_cxt, sizeof(HeapTuple) * Max(n, 1));
 		for (int i = 0; i < n; i++)
@@ -312,8 +550,6 @@ fetch_batch(AfdwScanState *st)
 									   st->retrieved_attrs, st->batch_cxt,
 									   st->row_cxt);
 		st->ntuples = n;
-		st->eof = (n < st->fetch_size);
-		st->nbatches++;
 	}
 	PG_FINALLY();
 	{
@@ -323,49 +559,112 @@ fetch_batch(AfdwScanState *st)
 }
 
 /*
- * close_cursor
- *		Close the scan's remote cursor.
+ * start_pending_scans
+ *		Send the queries of every scan of ESTATE still waiting to start,
+ *		when they need no parameter and their connection is free.
  */
 static void
-close_cursor(AfdwScanState *st)
+start_pending_scans(EState *estate)
 {
-	char		sql[64];
+	dlist_mutable_iter it;
 
-	snprintf(sql, sizeof(sql), "CLOSE c%u", st->cursor_number);
-	st->cursor_open = false;
-	afdw_run_command(st->conn, sql);
+	dlist_foreach_modify(it, &pending_scans)
+	{
+		AfdwScanState *other = dlist_container(AfdwScanState, pending_node, it.cur);
+
+		if (other->estate != estate)
+			continue;
+		dlist_delete(it.cur);
+		other->pending = false;
+		if (other->nparams == 0 && !other->cursor_open &&
+			other->req == REQ_NONE && !afdw_is_busy(other->conn))
+			send_start(other);
+	}
+}
+
+/*
+ * next_row
+ *		The scan's next row in its slot, an empty slot at the end, or NULL
+ *		when BLOCK is false and the rows have not arrived yet.
+ */
+static TupleTableSlot *
+next_row(AfdwScanState *st, bool block)
+{
+	TupleTableSlot *slot = st->node->ss.ss_ScanTupleSlot;
+	ErrorContextCallback errcb;
+
+	errcb.callback = scan_error_context;
+	errcb.arg = st->rel;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+
+	for (;;)
+	{
+		if (st->next_tuple < st->ntuples)
+		{
+			ExecStoreHeapTuple(st->tuples[st->next_tuple++], slot, false);
+			break;
+		}
+		if (st->req == REQ_DONE)
+			take_batch(st);
+		else if (st->req == REQ_INFLIGHT)
+		{
+			if (!read_request(st, block))
+			{
+				slot = NULL;
+				break;
+			}
+		}
+		else if (!st->cursor_open)
+		{
+			start_pending_scans(st->estate);
+			if (!st->cursor_open)
+				send_start(st);
+		}
+		else if (st->eof)
+		{
+			ExecClearTuple(slot);
+			break;
+		}
+		else
+			send_fetch(st);
+	}
+
+	error_context_stack = errcb.previous;
+	return slot;
 }
 
 /*
  * afdwIterateForeignScan
- *		The next row, fetching a batch when the current one is used up.
+ *		The next row, waiting for it unless an asynchronous request asked
+ *		not to.
  */
 static TupleTableSlot *
 afdwIterateForeignScan(ForeignScanState *node)
 {
 	AfdwScanState *st = (AfdwScanState *) node->fdw_state;
-	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
-	ErrorContextCallback errcb;
+	TupleTableSlot *slot = next_row(st, !st->nowait);
 
-	if (st->next_tuple >= st->ntuples && (!st->cursor_open || !st->eof))
+	if (slot == NULL)
 	{
-		errcb.callback = scan_error_context;
-		errcb.arg = st->rel;
-		errcb.previous = error_context_stack;
-		error_context_stack = &errcb;
-
-		if (!st->cursor_open)
-			open_cursor(node, st);
-		fetch_batch(st);
-
-		error_context_stack = errcb.previous;
+		st->not_ready = true;
+		slot = ExecClearTuple(node->ss.ss_ScanTupleSlot);
 	}
-
-	if (st->next_tuple >= st->ntuples)
-		return ExecClearTuple(slot);
-
-	ExecStoreHeapTuple(st->tuples[st->next_tuple++], slot, false);
 	return slot;
+}
+
+/*
+ * finish_request
+ *		Wait for the command in flight, if any, and drop its rows.
+ */
+static void
+finish_request(AfdwScanState *st)
+{
+	if (st->req == REQ_INFLIGHT && afdw_is_owner(st->conn, st))
+		(void) read_request(st, true);
+	PQclear(st->req_res);
+	st->req_res = NULL;
+	st->req = REQ_NONE;
 }
 
 /*
@@ -373,14 +672,16 @@ afdwIterateForeignScan(ForeignScanState *node)
  *		Start the scan over.
  *
  * With the same parameters and every row already in memory, the batch is
- * read again; otherwise the cursor is declared anew.  The remote snapshot
- * does not change within the transaction, so the rows are the same.
+ * read again; otherwise a new cursor is declared at the next fetch.  The
+ * remote snapshot does not change within the transaction, so the rows are
+ * the same.
  */
 static void
 afdwReScanForeignScan(ForeignScanState *node)
 {
 	AfdwScanState *st = (AfdwScanState *) node->fdw_state;
 
+	finish_request(st);
 	if (!st->cursor_open)
 		return;
 
@@ -390,7 +691,8 @@ afdwReScanForeignScan(ForeignScanState *node)
 		return;
 	}
 
-	close_cursor(st);
+	st->stale_cursor = st->cursor_number;
+	st->cursor_open = false;
 	st->ntuples = 0;
 	st->next_tuple = 0;
 	st->eof = false;
@@ -398,17 +700,133 @@ afdwReScanForeignScan(ForeignScanState *node)
 
 /*
  * afdwEndForeignScan
- *		Close the cursor.  Memory goes with the query's context.
+ *		Close the cursor without waiting for the answer, and give the
+ *		connection back.
  */
 static void
 afdwEndForeignScan(ForeignScanState *node)
 {
 	AfdwScanState *st = (AfdwScanState *) node->fdw_state;
+	StringInfoData sql;
 
 	if (st == NULL)
 		return;
+
+	if (st->pending)
+	{
+		dlist_delete(&st->pending_node);
+		st->pending = false;
+	}
+	finish_request(st);
+
+	initStringInfo(&sql);
+	if (st->stale_cursor != 0)
+		appendStringInfo(&sql, "CLOSE c%u", st->stale_cursor);
 	if (st->cursor_open)
-		close_cursor(st);
+		appendStringInfo(&sql, "%sCLOSE c%u", sql.len > 0 ? "; " : "",
+						 st->cursor_number);
+	/* The results are read and discarded before the next use. */
+	if (sql.len > 0)
+		afdw_send_query(st->conn, sql.data, 0, NULL);
+	st->cursor_open = false;
+	st->stale_cursor = 0;
+	pfree(sql.data);
+
+	afdw_release_connection(st->conn);
+	st->released = true;
+}
+
+/*
+ * afdwIsForeignPathAsyncCapable
+ *		Whether the scan may run asynchronously under an Append: the
+ *		async_capable option of the table, else of the server (default on).
+ */
+static bool
+afdwIsForeignPathAsyncCapable(ForeignPath *path)
+{
+	AfdwRelInfo *fp = (AfdwRelInfo *) path->path.parent->fdw_private;
+
+	return fp->async_capable;
+}
+
+/*
+ * afdwForeignAsyncRequest
+ *		Give the Append a row if one is at hand; otherwise make sure one is
+ *		on its way and say so.
+ */
+static void
+afdwForeignAsyncRequest(AsyncRequest *areq)
+{
+	ForeignScanState *node = (ForeignScanState *) areq->requestee;
+	AfdwScanState *st = (AfdwScanState *) node->fdw_state;
+	TupleTableSlot *slot;
+
+	/*
+	 * Run the node itself (its quals and projection) without the
+	 * instrumentation wrapper, which the async machinery provides.
+	 */
+	st->nowait = true;
+	st->not_ready = false;
+	PG_TRY();
+	{
+		slot = node->ss.ps.ExecProcNodeReal(&node->ss.ps);
+	}
+	PG_FINALLY();
+	{
+		st->nowait = false;
+	}
+	PG_END_TRY();
+
+	if (!TupIsNull(slot))
+		ExecAsyncRequestDone(areq, slot);
+	else if (st->not_ready)
+		ExecAsyncRequestPending(areq);
+	else
+		ExecAsyncRequestDone(areq, NULL);
+}
+
+/*
+ * afdwForeignAsyncConfigureWait
+ *		Wait on the connection's socket for the rows in flight.
+ *
+ * When another scan sharing the connection has already read them (it
+ * needed the connection), the request is completed here instead, as no
+ * event would come for it.
+ */
+static void
+afdwForeignAsyncConfigureWait(AsyncRequest *areq)
+{
+	AfdwScanState *st = (AfdwScanState *) ((ForeignScanState *) areq->requestee)->fdw_state;
+
+	if (st->req != REQ_INFLIGHT)
+	{
+		areq->callback_pending = false;
+		afdwForeignAsyncRequest(areq);
+		if (areq->request_complete)
+		{
+			/* No notification will count this row: count it here. */
+			if (areq->requestee->instrument)
+				InstrUpdateTupleCount(areq->requestee->instrument,
+									  TupIsNull(areq->result) ? 0.0 : 1.0);
+			ExecAsyncResponse(areq);
+			return;
+		}
+	}
+
+	Assert(st->req == REQ_INFLIGHT);
+	AddWaitEventToSet(((AppendState *) areq->requestor)->as_eventset,
+					  WL_SOCKET_READABLE, PQsocket(afdw_pgconn(st->conn)),
+					  NULL, areq);
+}
+
+/*
+ * afdwForeignAsyncNotify
+ *		Data arrived on the connection: hand over a row if it is complete.
+ */
+static void
+afdwForeignAsyncNotify(AsyncRequest *areq)
+{
+	afdwForeignAsyncRequest(areq);
 }
 
 /*
@@ -537,6 +955,7 @@ acquire_sample_rows(Relation rel, int elevel, HeapTuple *rows, int targrows,
 
 	snprintf(fetch, sizeof(fetch), "CLOSE c%u", cursor);
 	afdw_run_command(conn, fetch);
+	afdw_release_connection(conn);
 	MemoryContextDelete(sampler.row_cxt);
 
 	*totalrows = sampler.seen;
@@ -584,6 +1003,7 @@ afdwAnalyzeForeignTable(Relation rel, AcquireSampleRowsFunc *func,
 		PQclear(res);
 	}
 	PG_END_TRY();
+	afdw_release_connection(conn);
 
 	*func = acquire_sample_rows;
 	return true;
@@ -601,5 +1021,9 @@ afdw_scan_routines(FdwRoutine *routine)
 	routine->ReScanForeignScan = afdwReScanForeignScan;
 	routine->EndForeignScan = afdwEndForeignScan;
 	routine->ExplainForeignScan = afdwExplainForeignScan;
+	routine->IsForeignPathAsyncCapable = afdwIsForeignPathAsyncCapable;
+	routine->ForeignAsyncRequest = afdwForeignAsyncRequest;
+	routine->ForeignAsyncConfigureWait = afdwForeignAsyncConfigureWait;
+	routine->ForeignAsyncNotify = afdwForeignAsyncNotify;
 	routine->AnalyzeForeignTable = afdwAnalyzeForeignTable;
 }
