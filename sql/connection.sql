@@ -79,26 +79,29 @@ INSERT INTO first_pid SELECT pid FROM session_info;
 BEGIN;
 SELECT count(*) FROM session_info;
 SELECT pg_terminate_backend(pid, 10000) FROM first_pid;
+\set VERBOSITY terse
 SELECT count(*) FROM session_info;
+\set VERBOSITY default
 ROLLBACK;
 SELECT count(*) FROM session_info;
 
 -- keep_connections off: closed at the end of each transaction.
-ALTER SERVER loopback2 OPTIONS (ADD keep_connections 'off');
+ALTER SERVER loopback2 OPTIONS (ADD keep_connections 'off',
+                                ADD application_name 'afdw_nokeep');
 SELECT count(*) FROM session_info2;
 -- The remote backend exits asynchronously: give it up to ten seconds.
 DO $$
 BEGIN
   FOR i IN 1..100 LOOP
+    PERFORM pg_stat_clear_snapshot();
     EXIT WHEN NOT EXISTS (SELECT 1 FROM pg_stat_activity
-                           WHERE application_name = 'async_fdw'
-                             AND pid <> (SELECT pid FROM session_info));
+                           WHERE application_name = 'afdw_nokeep');
     PERFORM pg_sleep(0.1);
   END LOOP;
 END
 $$;
-SELECT count(*) FROM pg_stat_activity
- WHERE application_name = 'async_fdw' AND pid <> (SELECT pid FROM session_info);
+SELECT count(*) FROM pg_stat_activity WHERE application_name = 'afdw_nokeep';
+ALTER SERVER loopback2 OPTIONS (DROP application_name);
 ALTER SERVER loopback2 OPTIONS (DROP keep_connections);
 
 -- A server that is down, and one that does not exist.
