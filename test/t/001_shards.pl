@@ -61,7 +61,8 @@ is( $coord->safe_psql('postgres', 'SELECT label FROM items WHERE id = 1500'),
 	'item 1500', 'a partition-pruned lookup');
 
 # What a query sends: the settings travel in the startup packet, so the
-# remote log shows no SET; the transaction, the cursor and COMMIT only.
+# remote log shows no SET; the transaction start, the cursor and its first
+# FETCH go in one message; then CLOSE and COMMIT.
 my $log_offset = -s $shards[0]->logfile;
 $coord->safe_psql('postgres', 'SELECT count(*) FROM items_1 WHERE id < 10');
 my $log = slurp_file($shards[0]->logfile, $log_offset);
@@ -70,9 +71,9 @@ my @statements = map { /statement: (.*)$/ ? $1 : () }
 is_deeply(
 	\@statements,
 	[
-		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ',
-		'DECLARE c1 CURSOR FOR SELECT NULL FROM public.items WHERE ((id < 10))',
-		'FETCH 100 FROM c1',
+		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ; '
+		  . 'DECLARE c1 CURSOR FOR SELECT NULL FROM public.items WHERE ((id < 10)); '
+		  . 'FETCH 100 FROM c1',
 		'CLOSE c1',
 		'COMMIT TRANSACTION'
 	],
