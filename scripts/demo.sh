@@ -19,42 +19,16 @@ rows=${DEMO_ROWS:-1000000}
 nshards=${DEMO_SHARDS:-4}
 port0=${DEMO_PORT:-56400}
 
-log() { printf '\n=== %s\n' "$*"; }
+# shellcheck source=scripts/common.sh
+. "$here/scripts/common.sh"
 
-if [ -z "${SKIP_DEPS:-}" ]; then
-	need=()
-	for p in postgresql-15 postgresql-contrib postgresql-server-dev-15 make gcc; do
-		dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
-	done
-	if [ ${#need[@]} -gt 0 ]; then
-		[ "$(id -u)" -eq 0 ] || { echo "missing packages: ${need[*]} (run as root to install them)" >&2; exit 1; }
-		log "installing ${need[*]}"
-		export DEBIAN_FRONTEND=noninteractive
-		apt-get update -qq
-		apt-get install -y -qq "${need[@]}" >/dev/null
-	fi
-fi
-
-PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-[ -x "$PG_CONFIG" ] || PG_CONFIG=$(command -v pg_config)
-bindir=$("$PG_CONFIG" --bindir)
+need_packages postgresql-15 postgresql-contrib postgresql-server-dev-15 make gcc
+find_pg
 
 log "building and installing async_fdw"
 make -C "$here" -s PG_CONFIG="$PG_CONFIG"
-if [ "$(id -u)" -eq 0 ]; then
-	make -C "$here" -s install PG_CONFIG="$PG_CONFIG"
-else
-	sudo -n make -C "$here" -s install PG_CONFIG="$PG_CONFIG"
-fi
-
-if [ "$(id -u)" -eq 0 ]; then
-	runuser=postgres
-	id "$runuser" >/dev/null 2>&1 || useradd --system --create-home "$runuser"
-	as_user() { runuser -u "$runuser" -- env PATH="$bindir:$PATH" "$@"; }
-else
-	as_user() { env PATH="$bindir:$PATH" "$@"; }
-	runuser=$(id -un)
-fi
+install_extension "$here"
+choose_runuser
 
 work=$(mktemp -d /tmp/async_fdw_demo.XXXXXX)
 chmod 755 "$work"

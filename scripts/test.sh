@@ -15,49 +15,22 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 port=${TEST_PORT:-55432}
 cflags=${EXTRA_CFLAGS:--Wall -Wextra -Werror}
 
-log() { printf '\n=== %s\n' "$*"; }
+# shellcheck source=scripts/common.sh
+. "$here/scripts/common.sh"
 
 # 1. Dependencies (Debian 12 packages only).
-if [ -z "${SKIP_DEPS:-}" ]; then
-	need=()
-	for p in postgresql-15 postgresql-server-dev-15 libipc-run-perl make gcc; do
-		dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
-	done
-	if [ ${#need[@]} -gt 0 ]; then
-		[ "$(id -u)" -eq 0 ] || { echo "missing packages: ${need[*]} (run as root to install them)" >&2; exit 1; }
-		log "installing ${need[*]}"
-		export DEBIAN_FRONTEND=noninteractive
-		apt-get update -qq
-		apt-get install -y -qq "${need[@]}" >/dev/null
-	fi
-fi
-
-PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-[ -x "$PG_CONFIG" ] || PG_CONFIG=$(command -v pg_config)
-bindir=$("$PG_CONFIG" --bindir)
-export PG_CONFIG
+need_packages postgresql-15 postgresql-server-dev-15 libipc-run-perl make gcc
+find_pg
 
 # 2. Build and install.
 log "building async_fdw (COPT=$cflags)"
 make -C "$here" -s clean PG_CONFIG="$PG_CONFIG"
 make -C "$here" -s PG_CONFIG="$PG_CONFIG" COPT="$cflags"
 log "installing async_fdw"
-if [ "$(id -u)" -eq 0 ]; then
-	make -C "$here" -s install PG_CONFIG="$PG_CONFIG"
-else
-	sudo -n make -C "$here" -s install PG_CONFIG="$PG_CONFIG" 2>/dev/null ||
-		make -C "$here" -s install PG_CONFIG="$PG_CONFIG"
-fi
+install_extension "$here"
 
 # 3. A throwaway server, run by an unprivileged user (PostgreSQL refuses root).
-if [ "$(id -u)" -eq 0 ]; then
-	runuser=postgres
-	id "$runuser" >/dev/null 2>&1 || useradd --system --create-home "$runuser"
-	as_user() { runuser -u "$runuser" -- env "$@"; }
-else
-	runuser=$(id -un)
-	as_user() { env "$@"; }
-fi
+choose_runuser
 work=$(mktemp -d /tmp/async_fdw_test.XXXXXX)
 chmod 755 "$work"
 data=$work/data
@@ -70,7 +43,7 @@ chown -R "$runuser" "$work"
 
 stop_server() {
 	if [ -f "$data/postmaster.pid" ]; then
-		as_user PATH="$bindir:$PATH" pg_ctl -D "$data" -m immediate -w stop >/dev/null 2>&1 || true
+		as_user pg_ctl -D "$data" -m immediate -w stop >/dev/null 2>&1 || true
 	fi
 }
 cleanup() {
@@ -81,7 +54,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 log "starting a throwaway server on 127.0.0.1:$port"
-as_user PATH="$bindir:$PATH" initdb -D "$data" -A trust -U postgres --no-sync >/dev/null
+as_user initdb -D "$data" -A trust -U postgres --no-sync >/dev/null
 cat >> "$data/postgresql.conf" <<CONF
 listen_addresses = '127.0.0.1'
 port = $port
@@ -91,13 +64,13 @@ max_connections = 100
 max_prepared_transactions = 10
 log_min_messages = warning
 CONF
-as_user PATH="$bindir:$PATH" pg_ctl -D "$data" -l "$work/server.log" -w start >/dev/null
+as_user pg_ctl -D "$data" -l "$work/server.log" -w start >/dev/null
 
 # 4. The tests.
 status=0
 log "make installcheck"
 if [ -n "${SKIP_TAP:-}" ]; then tap="TAP_TESTS="; else tap=; fi
-if ! as_user PATH="$bindir:$PATH" PGHOST="$sock" PGPORT="$port" PGUSER=postgres \
+if ! as_user PGHOST="$sock" PGPORT="$port" PGUSER=postgres \
 	make -C "$work/src" installcheck PG_CONFIG="$PG_CONFIG" $tap; then
 	status=1
 	if [ -f "$work/src/regression.diffs" ]; then
