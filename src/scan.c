@@ -36,9 +36,18 @@
 typedef enum AfdwRequest
 {
 	REQ_NONE,					/* nothing in flight */
-	REQ_INFLIGHT,				/* sent; results not all read */
-	REQ_DONE					/* all read; the rows wait in req_res */
+	REQ_INFLIGHT				/* sent; results not all read */
 } AfdwRequest;
+
+/*
+ * FETCH commands per message after the first: while the coordinator works
+ * through one message's batches, the next message is on its way, so a
+ * round trip brings AFDW_FETCH_DEPTH batches rather than one.
+ */
+#define AFDW_FETCH_DEPTH	2
+
+/* Batches received and not yet used: at most two messages' worth. */
+#define AFDW_QUEUE_SIZE		(2 * AFDW_FETCH_DEPTH)
 
 /* State of one foreign scan, in ForeignScanState->fdw_state. */
 typedef struct AfdwScanState
@@ -63,17 +72,19 @@ typedef struct AfdwScanState
 	FmgrInfo   *param_flinfo;
 	const char **param_values;
 
-	/* The command in flight: at most one FETCH ahead of the rows in use. */
+	/* The command in flight, and the batches that arrived. */
 	AfdwRequest req;
-	PGresult   *req_res;		/* its rows, once read */
 	char	   *req_sql;		/* its text, for error messages */
+	PGresult   *queue[AFDW_QUEUE_SIZE];
+	int			qhead;
+	int			qcount;
+	bool		remote_eof;		/* a short batch arrived: no more to fetch */
 
 	/* The current batch. */
 	HeapTuple  *tuples;
 	int			ntuples;
 	int			next_tuple;
-	int			nbatches;		/* batches received since the cursor opened */
-	bool		eof;			/* the last batch has been received */
+	int			nbatches;		/* batches used since the cursor opened */
 
 	/* Set while the Append asks for a row without waiting for it. */
 	bool		nowait;
@@ -219,6 +230,23 @@ scan_user(ForeignScan *plan, EState *estate, Relation rel)
 }
 
 /*
+ * clear_queue
+ *		Drop the batches that arrived and were not used.
+ */
+static void
+clear_queue(AfdwScanState *st)
+{
+	while (st->qcount > 0)
+	{
+		PQclear(st->queue[st->qhead]);
+		st->queue[st->qhead] = NULL;
+		st->qhead = (st->qhead + 1) % AFDW_QUEUE_SIZE;
+		st->qcount--;
+	}
+	st->qhead = 0;
+}
+
+/*
  * scan_cleanup
  *		Memory-context callback: the executor state of the scan is going
  *		away, normally or on error.  Drop every reference to the scan held
@@ -240,8 +268,7 @@ scan_cleanup(void *arg)
 		afdw_release_connection(st->conn);
 		st->released = true;
 	}
-	PQclear(st->req_res);
-	st->req_res = NULL;
+	clear_queue(st);
 }
 
 /*
@@ -414,7 +441,7 @@ send_start(AfdwScanState *st)
 	st->cursor_open = true;
 	st->req = REQ_INFLIGHT;
 	st->nbatches = 0;
-	st->eof = false;
+	st->remote_eof = false;
 }
 
 /*
@@ -424,10 +451,14 @@ send_start(AfdwScanState *st)
 static void
 send_fetch(AfdwScanState *st)
 {
-	char		sql[64];
+	char		sql[64 * AFDW_FETCH_DEPTH];
+	int			len = 0;
 
 	Assert(st->cursor_open && st->req == REQ_NONE);
-	snprintf(sql, sizeof(sql), "FETCH %d FROM c%u", st->fetch_size, st->cursor_number);
+	Assert(st->qcount <= AFDW_QUEUE_SIZE - AFDW_FETCH_DEPTH);
+	for (int i = 0; i < AFDW_FETCH_DEPTH; i++)
+		len += snprintf(sql + len, sizeof(sql) - len, "%sFETCH %d FROM c%u",
+						i > 0 ? "; " : "", st->fetch_size, st->cursor_number);
 	remember_sql(st, sql);
 	afdw_send_query(st->conn, sql, 0, NULL);
 	afdw_set_owner(st->conn, st, drain_scan);
@@ -479,8 +510,12 @@ read_request(AfdwScanState *st, bool block)
 		switch (PQresultStatus(res))
 		{
 			case PGRES_TUPLES_OK:
-				PQclear(st->req_res);
-				st->req_res = res;
+				if (st->qcount >= AFDW_QUEUE_SIZE)
+					elog(ERROR, "async_fdw batch queue overflow");
+				st->queue[(st->qhead + st->qcount) % AFDW_QUEUE_SIZE] = res;
+				st->qcount++;
+				if (PQntuples(res) < st->fetch_size)
+					st->remote_eof = true;
 				break;
 			case PGRES_COMMAND_OK:
 				PQclear(res);
@@ -494,7 +529,7 @@ read_request(AfdwScanState *st, bool block)
 	}
 
 	afdw_set_idle(st->conn);
-	st->req = REQ_DONE;
+	st->req = REQ_NONE;
 	return true;
 }
 
@@ -511,24 +546,20 @@ drain_scan(void *arg)
 
 /*
  * take_batch
- *		Turn the rows that arrived into the current batch, after asking for
- *		the next batch so that the remote server works meanwhile.
+ *		Turn the next batch that arrived into the current one, after asking
+ *		for more if the rows in hand are all that is left, so that the
+ *		remote server works meanwhile.
  */
 static void
 take_batch(AfdwScanState *st)
 {
-	PGresult   *volatile res = st->req_res;
+	PGresult   *volatile res;
 
-	Assert(st->req == REQ_DONE);
-	st->req_res = NULL;
-	st->req = REQ_NONE;
-
-	if (res == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_FDW_ERROR),
-				 errmsg("remote query of foreign table \"%s\" returned no rows result",
-						RelationGetRelationName(st->rel)),
-				 errcontext("remote SQL command: %s", st->req_sql)));
+	Assert(st->qcount > 0);
+	res = st->queue[st->qhead];
+	st->queue[st->qhead] = NULL;
+	st->qhead = (st->qhead + 1) % AFDW_QUEUE_SIZE;
+	st->qcount--;
 
 	MemoryContextReset(st->batch_cxt);
 	st->tuples = NULL;
@@ -540,8 +571,8 @@ take_batch(AfdwScanState *st)
 		int			n = PQntuples(res);
 
 		st->nbatches++;
-		st->eof = (n < st->fetch_size);
-		if (!st->eof)
+		if (!st->remote_eof && st->req == REQ_NONE &&
+			st->qcount <= AFDW_QUEUE_SIZE - AFDW_FETCH_DEPTH)
 			send_fetch(st);
 
 		st->tuples = MemoryContextAlloc(st->batch_cxt, sizeof(HeapTuple) * Max(n, 1));
@@ -605,7 +636,7 @@ next_row(AfdwScanState *st, bool block)
 			ExecStoreHeapTuple(st->tuples[st->next_tuple++], slot, false);
 			break;
 		}
-		if (st->req == REQ_DONE)
+		if (st->qcount > 0)
 			take_batch(st);
 		else if (st->req == REQ_INFLIGHT)
 		{
@@ -621,7 +652,7 @@ next_row(AfdwScanState *st, bool block)
 			if (!st->cursor_open)
 				send_start(st);
 		}
-		else if (st->eof)
+		else if (st->remote_eof)
 		{
 			ExecClearTuple(slot);
 			break;
@@ -662,8 +693,7 @@ finish_request(AfdwScanState *st)
 {
 	if (st->req == REQ_INFLIGHT && afdw_is_owner(st->conn, st))
 		(void) read_request(st, true);
-	PQclear(st->req_res);
-	st->req_res = NULL;
+	clear_queue(st);
 	st->req = REQ_NONE;
 }
 
@@ -681,21 +711,22 @@ afdwReScanForeignScan(ForeignScanState *node)
 {
 	AfdwScanState *st = (AfdwScanState *) node->fdw_state;
 
-	finish_request(st);
-	if (!st->cursor_open)
-		return;
-
-	if (node->ss.ps.chgParam == NULL && st->eof && st->nbatches == 1)
+	if (node->ss.ps.chgParam == NULL && st->cursor_open && st->remote_eof &&
+		st->nbatches == 1 && st->qcount == 0 && st->req == REQ_NONE)
 	{
 		st->next_tuple = 0;
 		return;
 	}
 
+	finish_request(st);
+	if (!st->cursor_open)
+		return;
+
 	st->stale_cursor = st->cursor_number;
 	st->cursor_open = false;
 	st->ntuples = 0;
 	st->next_tuple = 0;
-	st->eof = false;
+	st->remote_eof = false;
 }
 
 /*
