@@ -204,8 +204,7 @@ CREATE FOREIGN TABLE bpt5 PARTITION OF bpt FOR VALUES FROM (4001) TO (5001)
   SERVER loopback2 OPTIONS (schema_name 'shard', table_name 'p5');
 SELECT count(*) FROM bpt;
 SELECT count(*) FROM apt;
-SELECT count(*) FROM pg_stat_activity
- WHERE application_name = 'async_fdw' AND state NOT IN ('idle');
+SELECT count(*) FROM afdw_remote_states() s WHERE s <> 'idle';
 
 DROP TABLE bpt, many, apt, probe;
 DROP VIEW all_rows;

@@ -69,8 +69,7 @@ SELECT sum(id) FROM ft_dom;
 
 -- The session is still healthy after all these errors.
 SELECT count(*) FROM ft1;
-SELECT count(*) FROM pg_stat_activity
- WHERE application_name = 'async_fdw' AND state <> 'idle';
+SELECT count(*) FROM afdw_remote_states() s WHERE s <> 'idle';
 
 -- Writes are refused clearly.
 INSERT INTO ft1 VALUES (0, 'x', 0);

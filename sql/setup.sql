@@ -31,3 +31,19 @@ CREATE FOREIGN TABLE ft1 (id int, v text, n numeric)
   SERVER loopback OPTIONS (schema_name 'remote', table_name 't1');
 SELECT count(*), sum(id), max(v), sum(n) FROM ft1;
 SELECT count(*), sum(id), max(v), sum(n) FROM remote.t1;
+
+-- The states of async_fdw's remote sessions once they have settled: the
+-- answer to a COMMIT of a transaction that only read is not waited for, so
+-- the remote session may take a moment to become idle.
+CREATE FUNCTION afdw_remote_states() RETURNS SETOF text LANGUAGE plpgsql AS $$
+BEGIN
+  FOR i IN 1..1000 LOOP
+    PERFORM pg_stat_clear_snapshot();
+    EXIT WHEN NOT EXISTS (SELECT 1 FROM pg_stat_activity
+                           WHERE application_name = 'async_fdw' AND state <> 'idle');
+    PERFORM pg_sleep(0.01);
+  END LOOP;
+  RETURN QUERY SELECT state FROM pg_stat_activity
+                WHERE application_name = 'async_fdw' ORDER BY 1;
+END
+$$;

@@ -24,18 +24,18 @@ BEGIN;
 SELECT count(*) FROM ft1;
 SELECT state FROM afdw_sessions ORDER BY 1;
 COMMIT;
-SELECT state FROM afdw_sessions ORDER BY 1;
+SELECT * FROM afdw_remote_states();
 BEGIN;
 SELECT count(*) FROM ft1;
 ROLLBACK;
-SELECT state FROM afdw_sessions ORDER BY 1;
+SELECT * FROM afdw_remote_states();
 
 -- An error ends the remote transaction too.
 BEGIN;
 SELECT count(*) FROM ft1;
 SELECT 1 / 0;
 ROLLBACK;
-SELECT state FROM afdw_sessions ORDER BY 1;
+SELECT * FROM afdw_remote_states();
 
 -- One snapshot per local transaction: rows committed remotely by another
 -- session between two scans are seen by neither.
@@ -74,7 +74,7 @@ SELECT count(*) FROM ft1 WHERE id > 990;
 RELEASE SAVEPOINT a;
 SELECT count(*) FROM ft1;
 COMMIT;
-SELECT state FROM afdw_sessions ORDER BY 1;
+SELECT * FROM afdw_remote_states();
 
 -- A remote error inside a subtransaction leaves the outer one usable.
 BEGIN;
@@ -87,7 +87,7 @@ SAVEPOINT c;
 SELECT count(*) FROM ft1 WHERE 1 / (id - 5000) > 0;
 RELEASE SAVEPOINT c;
 COMMIT;
-SELECT state FROM afdw_sessions ORDER BY 1;
+SELECT * FROM afdw_remote_states();
 
 -- Subtransactions in PL/pgSQL exception blocks.
 DO $$
@@ -105,7 +105,7 @@ BEGIN
   RAISE NOTICE 'count after the loop: %', n;
 END
 $$;
-SELECT state FROM afdw_sessions ORDER BY 1;
+SELECT * FROM afdw_remote_states();
 
 -- Subtransactions opened before the first use.
 BEGIN;
@@ -122,7 +122,7 @@ BEGIN;
 SELECT count(*) FROM ft1;
 PREPARE TRANSACTION 'afdw_regress';
 SELECT count(*) FROM pg_prepared_xacts;
-SELECT state FROM afdw_sessions ORDER BY 1;
+SELECT * FROM afdw_remote_states();
 -- Without async_fdw in the transaction it works as usual.
 BEGIN;
 SELECT 1;
@@ -138,7 +138,7 @@ CLOSE c;
 DECLARE d CURSOR FOR SELECT id FROM ft1 WHERE id > 995;
 FETCH 2 FROM d;
 COMMIT;
-SELECT state FROM afdw_sessions ORDER BY 1;
+SELECT * FROM afdw_remote_states();
 
 -- statement_timeout interrupts a remote query that runs long, and the
 -- connection stays usable.

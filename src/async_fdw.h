@@ -73,6 +73,7 @@ extern AfdwConn *afdw_get_connection(UserMapping *user);
 extern PGconn *afdw_pgconn(AfdwConn *conn);
 extern unsigned int afdw_next_cursor_number(AfdwConn *conn);
 extern void afdw_begin_xact(AfdwConn *conn);
+extern void afdw_close_cursor_later(AfdwConn *conn, unsigned int cursor);
 extern void afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner,
 							  AfdwDrainFn drain);
 extern void afdw_set_owner(AfdwConn *conn, void *owner, AfdwDrainFn drain);

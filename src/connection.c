@@ -65,6 +65,10 @@ struct AfdwConn
 	bool		invalidated;	/* server or mapping changed: reconnect */
 	bool		keep;			/* keep_connections */
 	unsigned int cursor_number; /* last cursor number used in this xact */
+	StringInfoData closes;		/* "CLOSE cN; " for cursors no scan needs,
+								 * sent with the next command that opens a
+								 * cursor, or ended by the transaction */
+	bool		commit_pending; /* COMMIT sent, answer not read yet */
 	int			nusers;			/* scans holding this connection */
 
 	/*
@@ -96,6 +100,7 @@ typedef struct ServerSnapshot
  * stay valid.
  */
 static HTAB *conn_hash = NULL;
+static MemoryContext conn_cxt = NULL;
 
 /* ServerSnapshots of the current local transaction, or NULL. */
 static HTAB *snapshot_hash = NULL;
@@ -110,6 +115,8 @@ static void subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 							 SubTransactionId parentSubid, void *arg);
 static void inval_callback(Datum arg, int cacheid, uint32 hashvalue);
 static bool abort_remote(AfdwConn *entry, const char *sql);
+static bool wait_cleanup(PGconn *conn, TimestampTz deadline, bool ignore_errors);
+static void forget_closes(AfdwConn *entry);
 
 /*
  * afdw_connection_init
@@ -125,8 +132,9 @@ afdw_connection_init(void)
 
 	ctl.keysize = sizeof(AfdwConnKey);
 	ctl.entrysize = sizeof(AfdwConn);
-	ctl.hcxt = AllocSetContextCreate(TopMemoryContext, "async_fdw connections",
+	conn_cxt = AllocSetContextCreate(TopMemoryContext, "async_fdw connections",
 									 ALLOCSET_SMALL_SIZES);
+	ctl.hcxt = conn_cxt;
 	conn_hash = hash_create("async_fdw connections", 16, &ctl,
 							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 
@@ -168,6 +176,25 @@ usable_idle(AfdwConn *entry)
 		PQstatus(entry->conn) == CONNECTION_OK &&
 		PQtransactionStatus(entry->conn) == PQTRANS_IDLE &&
 		!socket_has_data(entry->conn);
+}
+
+/*
+ * finish_commit
+ *		Read the answer to a COMMIT that was not waited for.  It was the
+ *		commit of a transaction that only read: whatever it says, nothing
+ *		is lost, but a connection that fails here is replaced.
+ */
+static void
+finish_commit(AfdwConn *entry)
+{
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   AFDW_CLEANUP_TIMEOUT_MS);
+
+	entry->commit_pending = false;
+	entry->busy = false;
+	if (!wait_cleanup(entry->conn, deadline, true) ||
+		PQtransactionStatus(entry->conn) != PQTRANS_IDLE)
+		disconnect_entry(entry);
 }
 
 /*
@@ -225,6 +252,8 @@ afdw_acquire_connection(UserMapping *user)
 	}
 	entry = best;
 
+	if (entry->conn != NULL && entry->commit_pending)
+		finish_commit(entry);
 	if (entry->conn != NULL && entry->xact_depth == 0 && !entry->busy &&
 		!usable_idle(entry))
 		disconnect_entry(entry);
@@ -534,6 +563,8 @@ disconnect_entry(AfdwConn *entry)
 	entry->busy = false;
 	entry->owner = NULL;
 	entry->drain = NULL;
+	entry->commit_pending = false;
+	forget_closes(entry);
 }
 
 /*
@@ -613,6 +644,37 @@ export_snapshot(ServerSnapshot *ss, AfdwConn *leader, const char *prefix)
 }
 
 /*
+ * afdw_close_cursor_later
+ *		Cursor CURSOR of CONN is no longer needed: close it with the
+ *		connection's next command that opens a cursor, at no extra round
+ *		trip, or let the end of the transaction close it.
+ */
+void
+afdw_close_cursor_later(AfdwConn *conn, unsigned int cursor)
+{
+	if (conn->closes.data == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(conn_cxt);
+
+		initStringInfo(&conn->closes);
+		MemoryContextSwitchTo(old);
+	}
+	appendStringInfo(&conn->closes, "CLOSE c%u; ", cursor);
+}
+
+/*
+ * forget_closes
+ *		The transaction or savepoint that the pending CLOSEs were for is
+ *		over, and took the cursors with it.
+ */
+static void
+forget_closes(AfdwConn *entry)
+{
+	if (entry->closes.data != NULL)
+		resetStringInfo(&entry->closes);
+}
+
+/*
  * xact_prefix
  *		The commands that must run on ENTRY before the caller's next one so
  *		that it runs in the remote transaction at the current local nesting
@@ -663,6 +725,15 @@ xact_prefix(AfdwConn *entry)
 	for (int level = Max(entry->xact_depth, 1) + 1; level <= curlevel; level++)
 		appendStringInfo(&sql, "%sSAVEPOINT s%d", sql.len > 0 ? "; " : "", level);
 	entry->xact_depth = Max(entry->xact_depth, curlevel);
+
+	/* Cursors left by ended scans. */
+	if (entry->closes.data != NULL && entry->closes.len > 0)
+	{
+		if (sql.len > 0)
+			appendStringInfoString(&sql, "; ");
+		appendBinaryStringInfo(&sql, entry->closes.data, entry->closes.len - 2);
+		resetStringInfo(&entry->closes);
+	}
 
 	return sql.data;
 }
@@ -928,12 +999,18 @@ afdw_report_remote_error(PGresult *res, AfdwConn *conn, const char *sql)
 	char	   *hint = NULL;
 	char	   *context = NULL;
 	char	   *connmsg;
+	bool		fatal = false;
 
 #define COPY_FIELD(f) \
 	(PQresultErrorField(res, (f)) ? pstrdup(PQresultErrorField(res, (f))) : NULL)
 
 	if (res != NULL)
 	{
+		const char *severity = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+
+		/* A FATAL error ends the remote session: report the lost session. */
+		fatal = severity != NULL &&
+			(strcmp(severity, "FATAL") == 0 || strcmp(severity, "PANIC") == 0);
 		f_sqlstate = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 		if (f_sqlstate != NULL)
 			f_sqlstate = pstrdup(f_sqlstate);
@@ -947,7 +1024,7 @@ afdw_report_remote_error(PGresult *res, AfdwConn *conn, const char *sql)
 
 	connmsg = pchomp(PQerrorMessage(conn->conn));
 
-	if (f_sqlstate == NULL || PQstatus(conn->conn) != CONNECTION_OK)
+	if (f_sqlstate == NULL || fatal || PQstatus(conn->conn) != CONNECTION_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("lost connection to server \"%s\"",
@@ -1092,8 +1169,22 @@ commit_all(void)
 		if (entry->conn == NULL || entry->xact_depth == 0)
 			continue;
 		afdw_make_idle(entry);
+		forget_closes(entry);
 		entry->changing_xact_state = true;
 		afdw_send_query(entry, "COMMIT TRANSACTION", 0, NULL);
+
+		/*
+		 * async_fdw only reads, and a REPEATABLE READ transaction that only
+		 * read has nothing to lose at COMMIT: its answer is read before the
+		 * connection's next use, off the critical path.  SERIALIZABLE ones
+		 * may fail to commit, so they are waited for.
+		 */
+		if (!IsolationIsSerializable())
+		{
+			entry->commit_pending = true;
+			entry->changing_xact_state = false;
+			entry->xact_depth = 0;
+		}
 	}
 
 	hash_seq_init(&scan, conn_hash);
@@ -1101,7 +1192,7 @@ commit_all(void)
 	{
 		PGresult   *res;
 
-		if (entry->conn == NULL || entry->xact_depth == 0)
+		if (entry->conn == NULL || entry->xact_depth == 0 || entry->commit_pending)
 			continue;
 		res = afdw_wait_result(entry, "COMMIT TRANSACTION");
 		if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
@@ -1192,6 +1283,9 @@ xact_callback(XactEvent event, void *arg pg_attribute_unused())
 		entry->cursor_number = 0;
 		entry->owner = NULL;
 		entry->drain = NULL;
+		forget_closes(entry);
+		if (entry->commit_pending && entry->keep && !entry->invalidated)
+			continue;
 		if (entry->busy || entry->changing_xact_state || entry->invalidated ||
 			!entry->keep || PQstatus(entry->conn) != CONNECTION_OK ||
 			PQtransactionStatus(entry->conn) != PQTRANS_IDLE)
@@ -1256,6 +1350,7 @@ subxact_callback(SubXactEvent event,
 			send_cancel(entry);
 			entry->owner = NULL;
 			entry->drain = NULL;
+			forget_closes(entry);
 			(void) abort_remote(entry, sql);
 		}
 		entry->xact_depth--;

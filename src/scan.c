@@ -64,7 +64,6 @@ typedef struct AfdwScanState
 	bool		released;		/* conn given back to the pool */
 	unsigned int cursor_number;
 	bool		cursor_open;
-	unsigned int stale_cursor;	/* cursor to close before the next one */
 
 	/* Parameters: expressions and their output functions. */
 	int			nparams;
@@ -407,9 +406,6 @@ send_start(AfdwScanState *st)
 	}
 
 	initStringInfo(&sql);
-	if (st->stale_cursor != 0)
-		appendStringInfo(&sql, "CLOSE c%u; ", st->stale_cursor);
-	st->stale_cursor = 0;
 	st->cursor_number = afdw_next_cursor_number(st->conn);
 
 	if (st->nparams == 0)
@@ -424,9 +420,6 @@ send_start(AfdwScanState *st)
 	{
 		compute_params(st);
 		afdw_begin_xact(st->conn);
-		if (sql.len > 0)
-			afdw_run_command(st->conn, sql.data);
-		resetStringInfo(&sql);
 		appendStringInfo(&sql, "DECLARE c%u CURSOR FOR %s", st->cursor_number, st->sql);
 		PQclear(afdw_run_query(st->conn, sql.data, st->nparams,
 							   (const char *const *) st->param_values));
@@ -722,7 +715,7 @@ afdwReScanForeignScan(ForeignScanState *node)
 	if (!st->cursor_open)
 		return;
 
-	st->stale_cursor = st->cursor_number;
+	afdw_close_cursor_later(st->conn, st->cursor_number);
 	st->cursor_open = false;
 	st->ntuples = 0;
 	st->next_tuple = 0;
@@ -731,14 +724,13 @@ afdwReScanForeignScan(ForeignScanState *node)
 
 /*
  * afdwEndForeignScan
- *		Close the cursor without waiting for the answer, and give the
- *		connection back.
+ *		Leave the cursor to be closed by the connection's next command or
+ *		by the end of the transaction, and give the connection back.
  */
 static void
 afdwEndForeignScan(ForeignScanState *node)
 {
 	AfdwScanState *st = (AfdwScanState *) node->fdw_state;
-	StringInfoData sql;
 
 	if (st == NULL)
 		return;
@@ -749,19 +741,9 @@ afdwEndForeignScan(ForeignScanState *node)
 		st->pending = false;
 	}
 	finish_request(st);
-
-	initStringInfo(&sql);
-	if (st->stale_cursor != 0)
-		appendStringInfo(&sql, "CLOSE c%u", st->stale_cursor);
 	if (st->cursor_open)
-		appendStringInfo(&sql, "%sCLOSE c%u", sql.len > 0 ? "; " : "",
-						 st->cursor_number);
-	/* The results are read and discarded before the next use. */
-	if (sql.len > 0)
-		afdw_send_query(st->conn, sql.data, 0, NULL);
+		afdw_close_cursor_later(st->conn, st->cursor_number);
 	st->cursor_open = false;
-	st->stale_cursor = 0;
-	pfree(sql.data);
 
 	afdw_release_connection(st->conn);
 	st->released = true;

@@ -62,7 +62,7 @@ is( $coord->safe_psql('postgres', 'SELECT label FROM items WHERE id = 1500'),
 
 # What a query sends: the settings travel in the startup packet, so the
 # remote log shows no SET; the transaction start, the cursor and its first
-# FETCH go in one message; then CLOSE and COMMIT.
+# FETCH go in one message; then COMMIT, which closes the cursor too.
 my $log_offset = -s $shards[0]->logfile;
 $coord->safe_psql('postgres', 'SELECT count(*) FROM items_1 WHERE id < 10');
 my $log = slurp_file($shards[0]->logfile, $log_offset);
@@ -74,7 +74,6 @@ is_deeply(
 		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ; '
 		  . 'DECLARE c1 CURSOR FOR SELECT NULL FROM public.items WHERE ((id < 10)); '
 		  . 'FETCH 100 FROM c1',
-		'CLOSE c1',
 		'COMMIT TRANSACTION'
 	],
 	'the remote statements of a simple scan');
@@ -110,9 +109,10 @@ $session->quit;
 # No remote transaction stays open on any shard.
 for my $node (@shards)
 {
-	is( $node->safe_psql('postgres',
-			"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'async_fdw' AND state <> 'idle'"),
-		'0', 'no remote transaction left open on ' . $node->name);
+	# (COMMIT of a read-only transaction is not waited for: allow it a moment.)
+	ok( $node->poll_query_until('postgres',
+			"SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'async_fdw' AND state <> 'idle'"),
+		'no remote transaction left open on ' . $node->name);
 }
 
 done_testing();
