@@ -111,6 +111,22 @@ SELECT o.x, l.id FROM outer_ids o,
   LATERAL (SELECT id FROM ft1 WHERE id > o.x ORDER BY id LIMIT 2) l ORDER BY 1, 2;
 -- A correlated subquery: a PARAM_EXEC set by the outer query.
 SELECT o.x, (SELECT v FROM ft1 WHERE id = o.x) FROM outer_ids o ORDER BY 1;
+-- Parameter values of every shape travel as literals: quotes, backslashes,
+-- a "$1" of their own, NULL; and a constant "$1" in the remote SQL stays.
+CREATE TABLE remote.odd (id int, t text);
+INSERT INTO remote.odd VALUES (1, 'it''s'), (2, 'back\slash'), (3, '$1 and $2'),
+  (4, E'line\nbreak'), (5, NULL), (6, 'x$1y');
+CREATE FOREIGN TABLE ft_odd (id int, t text) SERVER loopback
+  OPTIONS (schema_name 'remote', table_name 'odd');
+CREATE TEMP TABLE odd_keys AS SELECT id, t FROM remote.odd;
+ANALYZE odd_keys;
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT k.id, f.t FROM odd_keys k JOIN ft_odd f ON f.t = k.t AND f.t <> 'x$1y';
+SELECT k.id, f.t FROM odd_keys k JOIN ft_odd f ON f.t = k.t AND f.t <> 'x$1y' ORDER BY 1;
+SELECT k.id, f.t FROM odd_keys k JOIN remote.odd f ON f.t = k.t AND f.t <> 'x$1y' ORDER BY 1;
+SELECT k.id, f.id FROM odd_keys k JOIN ft_odd f ON f.t IS NOT DISTINCT FROM k.t ORDER BY 1;
+DROP FOREIGN TABLE ft_odd;
+DROP TABLE remote.odd, odd_keys;
 RESET enable_hashjoin;
 RESET enable_mergejoin;
 RESET enable_memoize;

@@ -103,6 +103,8 @@ extern void afdw_deparse_select(StringInfo buf, RelOptInfo *baserel,
 extern void afdw_deparse_relation(StringInfo buf, Relation rel);
 extern void afdw_deparse_analyze(StringInfo buf, Relation rel,
 								 List **retrieved_attrs);
+extern void afdw_bind_params(StringInfo buf, const char *sql, int nparams,
+							 const char *const *values);
 extern int	afdw_set_transmission_modes(void);
 extern void afdw_reset_transmission_modes(int nestlevel);
 

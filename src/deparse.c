@@ -24,6 +24,7 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "utils/builtins.h"
+#include <ctype.h>
 #include "utils/datetime.h"
 #include "utils/float.h"
 #include "utils/guc.h"
@@ -50,6 +51,7 @@ typedef struct DeparseContext
 } DeparseContext;
 
 static void deparse_expr(Expr *node, DeparseContext *cxt);
+static void append_literal(StringInfo buf, const char *val);
 
 /*
  * is_builtin
@@ -481,6 +483,68 @@ append_literal(StringInfo buf, const char *val)
 		appendStringInfoChar(buf, *p);
 	}
 	appendStringInfoChar(buf, '\'');
+}
+
+/*
+ * afdw_bind_params
+ *		Append SQL to BUF with each parameter reference $n replaced by the
+ *		literal of VALUES[n - 1] (NULL for a null value).
+ *
+ * SQL is remote SQL of async_fdw's own making, in which $n appears only as
+ * "$n::type" outside quoted literals and identifiers, which are skipped.
+ * Sending the values inline lets the DECLARE of a parameterized scan go in
+ * the same message as its first FETCH.
+ */
+void
+afdw_bind_params(StringInfo buf, const char *sql, int nparams,
+				 const char *const *values)
+{
+	const char *p = sql;
+
+	while (*p)
+	{
+		if (*p == '\'' || *p == '"')
+		{
+			/* A quoted literal or identifier, to its closing quote. */
+			char		quote = *p;
+			bool		backslashes = (quote == '\'' && p > sql &&
+									   (p[-1] == 'E' || p[-1] == 'e'));
+
+			appendStringInfoChar(buf, *p++);
+			while (*p)
+			{
+				if (backslashes && *p == '\\' && p[1])
+				{
+					appendBinaryStringInfo(buf, p, 2);
+					p += 2;
+					continue;
+				}
+				if (*p == quote)
+				{
+					appendStringInfoChar(buf, *p++);
+					if (*p != quote)
+						break;	/* closing quote; a doubled one goes on */
+				}
+				appendStringInfoChar(buf, *p++);
+			}
+			continue;
+		}
+		if (*p == '$' && isdigit((unsigned char) p[1]))
+		{
+			char	   *end;
+			long		n = strtol(p + 1, &end, 10);
+
+			if (n < 1 || n > nparams)
+				elog(ERROR, "parameter $%ld out of range in remote SQL", n);
+			if (values[n - 1] == NULL)
+				appendStringInfoString(buf, "NULL");
+			else
+				append_literal(buf, values[n - 1]);
+			p = end;
+			continue;
+		}
+		appendStringInfoChar(buf, *p++);
+	}
 }
 
 /*

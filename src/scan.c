@@ -385,12 +385,7 @@ static void drain_scan(void *arg);
 
 /*
  * send_start
- *		Open the scan's cursor and ask for its first batch.
- *
- * Without parameters, the remote transaction's start, the closing of the
- * previous cursor, the DECLARE and the first FETCH go in one send, and
- * the scan does not wait.  With parameters the DECLARE needs the extended
- * protocol and its own round trip.
+ *		Open the scan's cursor and ask for its first batch, without waiting.
  */
 static void
 send_start(AfdwScanState *st)
@@ -408,27 +403,23 @@ send_start(AfdwScanState *st)
 	initStringInfo(&sql);
 	st->cursor_number = afdw_next_cursor_number(st->conn);
 
+	/*
+	 * Parameter values go inline, so that DECLARE and the first FETCH (and
+	 * the transaction's start, and the CLOSE of cursors no longer needed)
+	 * travel in one message.
+	 */
+	appendStringInfo(&sql, "DECLARE c%u CURSOR FOR ", st->cursor_number);
 	if (st->nparams == 0)
-	{
-		appendStringInfo(&sql, "DECLARE c%u CURSOR FOR %s; FETCH %d FROM c%u",
-						 st->cursor_number, st->sql, st->fetch_size,
-						 st->cursor_number);
-		remember_sql(st, sql.data);
-		afdw_send_in_xact(st->conn, sql.data, st, drain_scan);
-	}
+		appendStringInfoString(&sql, st->sql);
 	else
 	{
 		compute_params(st);
-		afdw_begin_xact(st->conn);
-		appendStringInfo(&sql, "DECLARE c%u CURSOR FOR %s", st->cursor_number, st->sql);
-		PQclear(afdw_run_query(st->conn, sql.data, st->nparams,
-							   (const char *const *) st->param_values));
-		resetStringInfo(&sql);
-		appendStringInfo(&sql, "FETCH %d FROM c%u", st->fetch_size, st->cursor_number);
-		remember_sql(st, sql.data);
-		afdw_send_query(st->conn, sql.data, 0, NULL);
-		afdw_set_owner(st->conn, st, drain_scan);
+		afdw_bind_params(&sql, st->sql, st->nparams,
+						 (const char *const *) st->param_values);
 	}
+	appendStringInfo(&sql, "; FETCH %d FROM c%u", st->fetch_size, st->cursor_number);
+	remember_sql(st, sql.data);
+	afdw_send_in_xact(st->conn, sql.data, st, drain_scan);
 	pfree(sql.data);
 
 	st->cursor_open = true;
