@@ -19,9 +19,14 @@ import sys
 import time
 
 QUERY = "SELECT count(*), sum(a), max(c) FROM (SELECT * FROM {rel} OFFSET 0) s"
-# Touches every foreign partition (opening connections, warming caches)
-# but returns nothing: the condition is pushed down and matches no row.
-WARMUP = "SELECT count(*) FROM {rel} WHERE b < 0"
+# Starts a scan of every foreign partition (BeginForeignScan opens the
+# connections) without fetching a row: cheap, and after it a timed run pays
+# no connection set-up.
+WARMUP = "SELECT * FROM {rel} LIMIT 0"
+# The raw limit copies the columns the query needs, which are exactly what
+# every FDW fetches (Remote SQL: SELECT a, c FROM ...); with SELECT * the
+# "limit" would also ship column b and an FDW could beat it.
+RAW_COPY = "COPY (SELECT a, c FROM %s) TO STDOUT"
 DB = "bench"
 USER = "postgres"
 
@@ -85,29 +90,31 @@ def fmt_ms(x):
 
 
 class Partition:
-    """Partition: one range of rows and the shard table holding it."""
+    """Partition: one range of rows and the shard table holding it.
 
-    def __init__(self, name, lo, hi, shard, table):
-        self.name, self.lo, self.hi, self.shard, self.table = name, lo, hi, shard, table
+    Shard tables are named after their range (t_<lo>_<hi>), so scenarios
+    needing the same range on the same shard (E's and D's first partition
+    with 4 shards, G's and F's on shard 1) share one table and it is loaded
+    once.
+    """
+
+    def __init__(self, name, lo, hi, shard):
+        self.name, self.lo, self.hi, self.shard = name, lo, hi, shard
+        self.table = "t_%d_%d" % (lo, hi)
 
 
 def layout(scenario, rows, shards):
     """layout: the partitions of a foreign scenario (shards numbered from 1)."""
     if scenario == "C":
-        return [Partition("c", 1, rows, 1, "c_all")]
-    if scenario == "D":
-        return [Partition("d_p%d" % (k + 1), lo, hi, 1, "d_p%d" % (k + 1))
-                for k, (lo, hi) in enumerate(split_range(rows, 4))]
-    if scenario == "E":
-        return [Partition("e_p%d" % (k + 1), lo, hi, k + 1, "e_p%d" % (k + 1))
-                for k, (lo, hi) in enumerate(split_range(rows, shards))]
-    if scenario == "F":
-        return [Partition("f_p%d" % (k + 1), lo, hi, 1, "f_p%d" % (k + 1))
-                for k, (lo, hi) in enumerate(split_range(rows, 16))]
-    if scenario == "G":
-        return [Partition("g_p%d" % (k + 1), lo, hi, k % shards + 1, "g_p%d" % (k + 1))
-                for k, (lo, hi) in enumerate(split_range(rows, 16))]
-    raise ValueError(scenario)
+        return [Partition("c", 1, rows, 1)]
+    count, place = {
+        "D": (4, lambda k: 1),
+        "E": (shards, lambda k: k + 1),
+        "F": (16, lambda k: 1),
+        "G": (16, lambda k: k % shards + 1),
+    }[scenario]
+    return [Partition("%s_p%d" % (scenario.lower(), k + 1), lo, hi, place(k))
+            for k, (lo, hi) in enumerate(split_range(rows, count))]
 
 
 class Variant:
@@ -152,7 +159,10 @@ class Psql:
         Aborts the benchmark on any ERROR: a benchmark of a failing query
         means nothing.
         """
-        self.proc.stdin.write(sql.rstrip().rstrip(";") + ";\n\\echo " + self.MARK + "\n")
+        sql = sql.strip()
+        if not sql.startswith("\\"):
+            sql = sql.rstrip(";") + ";"
+        self.proc.stdin.write(sql + "\n\\echo " + self.MARK + "\n")
         self.proc.stdin.flush()
         out, ms = [], None
         while True:
@@ -167,7 +177,7 @@ class Psql:
                 ms = float(m.group(1))
             else:
                 out.append(line)
-        if any(l.startswith(("ERROR:", "FATAL:", "psql:")) for l in out):
+        if any(l.startswith(("ERROR:", "FATAL:", "psql:", "unrecognized", "invalid")) for l in out):
             fail("%s: %s\n  %s" % (self.name, sql, "\n  ".join(out)))
         return out, ms
 
@@ -264,13 +274,15 @@ class Bench:
         needed = list(self.foreign_scenarios())
         if cfg.lookups and "E" not in needed:
             needed.append("E")
-        per_shard = {k: [] for k in range(1, cfg.shards + 1)}
+        tables = {}     # (shard, table) -> [lo, hi, needs an index on a]
         for scen in needed:
             for part in layout(scen, self.rows, cfg.shards):
-                per_shard[part.shard].append(
-                    table_sql(part.table, part.lo, part.hi, index=(scen == "E")))
-        jobs = [(cfg.shard_ports[k - 1], "".join(sqls))
-                for k, sqls in per_shard.items() if sqls]
+                t = tables.setdefault((part.shard, part.table), [part.lo, part.hi, False])
+                t[2] = t[2] or scen == "E"
+        per_shard = {k: "" for k in range(1, cfg.shards + 1)}
+        for (shard, table), (lo, hi, index) in sorted(tables.items()):
+            per_shard[shard] += table_sql(table, lo, hi, index)
+        jobs = [(cfg.shard_ports[k - 1], sql) for k, sql in per_shard.items() if sql]
 
         local = ""
         if "A" in cfg.scenarios:
@@ -349,6 +361,11 @@ class Bench:
         if scen == "B":
             return "b_part"
         return "%s.%s" % (v.schema(rtt), scen.lower())
+
+    def measured_at(self, scen, rtt):
+        """measured_at: whether a foreign scenario is measured at an RTT (by
+        default only --rtt-scenarios are, at RTT > 0)."""
+        return rtt == 0 or not self.cfg.rtt_scenarios or scen in self.cfg.rtt_scenarios
 
     def fetch_sizes_for(self, rtt):
         """fetch_sizes_for: the fetch sizes measured at one RTT (slow ones may
@@ -482,7 +499,7 @@ class Bench:
             t = time.perf_counter()
             procs = [subprocess.Popen(
                 [cfg.psql, "-X", "-q", "-h", "127.0.0.1", "-p", str(self.host_port(rtt, p.shard)),
-                 "-U", USER, "-d", DB, "-c", "COPY (SELECT * FROM %s) TO STDOUT" % p.table],
+                 "-U", USER, "-d", DB, "-c", RAW_COPY % p.table],
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for p in parts]
             for p in procs:
                 _, err = p.communicate()
@@ -504,15 +521,24 @@ class Bench:
             if not self.variants:
                 continue
             for rtt in cfg.rtts:
+                if not self.measured_at(scen, rtt):
+                    continue
                 for fetch in self.fetch_sizes_for(rtt):
                     self.measure_foreign(scen, rtt, fetch)
+        if not (self.foreign_scenarios() and self.variants):
+            return
         for rtt in cfg.rtts:
             dropped = [f for f in cfg.fetch_sizes if f not in self.fetch_sizes_for(rtt)]
-            if dropped and self.foreign_scenarios() and self.variants:
+            if dropped:
                 self.skipped.append(
-                    "RTT %s ms: fetch_size %s not measured (each such query takes many seconds; "
-                    "use --full or an explicit --fetch-sizes to run them)"
+                    "RTT %s ms: fetch_size %s not measured (at 1 ms and fetch_size 100 one "
+                    "query takes 7-25 s; --full or an explicit --fetch-sizes runs them)"
                     % (fmt_num(rtt), ", ".join(map(str, dropped))))
+            left = [s for s in self.foreign_scenarios() if not self.measured_at(s, rtt)]
+            if left:
+                self.skipped.append(
+                    "RTT %s ms: scenario %s not measured (to stay under 10 minutes; --full or "
+                    "an explicit --scenarios runs them)" % (fmt_num(rtt), ", ".join(left)))
 
     def run_raw(self):
         """run_raw: the raw COPY limit of every selected foreign scenario."""
@@ -521,7 +547,8 @@ class Bench:
         log("raw limit: concurrent COPY ... TO STDOUT straight from the shards ...")
         for scen in self.foreign_scenarios():
             for rtt in self.cfg.rtts:
-                self.measure_raw(scen, rtt)
+                if self.measured_at(scen, rtt):
+                    self.measure_raw(scen, rtt)
 
     def run_lookups(self):
         """run_lookups: pgbench point lookups through scenario E, 1 and N clients,
@@ -673,6 +700,8 @@ class Bench:
             L.append("| " + " | ".join(["---"] * 3 + ["---:"] * (len(head) - 3)) + " |")
             for scen in self.foreign_scenarios():
                 for rtt in cfg.rtts:
+                    if not self.measured_at(scen, rtt):
+                        continue
                     best = self.pg_best(scen, rtt)
                     raw = self.cell(scen, "raw_copy", "-", None, rtt)
                     for fetch in self.fetch_sizes_for(rtt):
@@ -693,9 +722,9 @@ class Bench:
             L.append("Scenarios: " + "; ".join("%s = %s" % (s, SCENARIOS[s])
                                                for s in self.foreign_scenarios()) + ".")
             if cfg.raw:
-                L.append("raw COPY = one concurrent `psql -c \"COPY (SELECT * FROM t) TO STDOUT\"` "
+                L.append("raw COPY = one concurrent `psql -c \"%s\" > /dev/null` "
                          "per partition straight from the shards (through the proxy when RTT > 0), "
-                         "wall time of the slowest, psql start-up included.")
+                         "wall time of the slowest, psql start-up included." % (RAW_COPY % "t"))
             L.append("")
 
         if self.lookup_results:
@@ -740,10 +769,12 @@ class Bench:
             fetches = self.fetch_sizes_for(rtt)
             fmin = min(fetches) if fetches else None
             head = ["scenario", "local"] + ["%s@%s" % (l, fmin) for l in labels] + \
-                   ["%s@best" % l for l in labels] + ["raw_COPY"]
+                   ["%s@best" % l for l in labels] + ["raw COPY"]
             lines = [" ".join('"%s"' % h for h in head)]
             for scen in scen_list:
-                vals = [self.cell(scen, "local", "-", None, 0) if rtt == rtts[0] else None]
+                if scen not in LOCAL_SCENARIOS and not self.measured_at(scen, rtt):
+                    continue
+                vals = [self.cell(scen, "local", "-", None, 0)]
                 for v in self.variants:
                     vals.append(self.cell(scen, v.fdw, v.mode, fmin, rtt) if fmin else None)
                 for v in self.variants:
@@ -764,7 +795,8 @@ class Bench:
         colors = ["#999999"] + [palette_min[i % 6] for i in range(len(self.variants))] + \
                  [palette_best[i % 6] for i in range(len(self.variants))] + ["#222222"]
         gp = ['set terminal pngcairo size 1400,%d font "DejaVu Sans,10"' % (420 * len(rtts) + 60),
-              'set output "%s"' % os.path.join(res, "chart.png"),
+              'set output "chart.png"',
+              'set termoption noenhanced',
               'set datafile missing "?"',
               'set style data histograms',
               'set style histogram clustered gap 1',
@@ -781,14 +813,15 @@ class Bench:
             plots = []
             for c in range(2, ncols + 1):
                 plots.append('%s index %d using %d%s title columnhead lc rgb "%s"'
-                             % ('"%s"' % os.path.join(res, "chart.dat") if c == 2 else "''",
+                             % ('"chart.dat"' if c == 2 else "''",
                                 i, c, ":xtic(1)" if c == 2 else "", colors[c - 2]))
             gp.append("plot " + ", \\\n     ".join(plots))
         gp.append("unset multiplot")
         script = os.path.join(res, "chart.gp")
         with open(script, "w") as f:
             f.write("\n".join(gp) + "\n")
-        r = subprocess.run(["gnuplot", script], capture_output=True, text=True)
+        # relative names, so `cd results && gnuplot chart.gp` redraws it
+        r = subprocess.run(["gnuplot", "chart.gp"], cwd=res, capture_output=True, text=True)
         if r.returncode != 0:
             log("gnuplot failed (no chart):\n" + r.stderr)
 
@@ -857,6 +890,8 @@ def parse_args():
     ap.add_argument("--check-seconds", type=int, default=3)
     ap.add_argument("--raw", type=int, default=1)
     ap.add_argument("--slow-fetch-limit", type=int, default=0)
+    ap.add_argument("--rtt-scenarios", default="",
+                    help="foreign scenarios measured at RTT > 0 (empty: all)")
     ap.add_argument("--command", default="")
     ap.add_argument("--afdw-note", default="")
     ap.add_argument("--setup-seconds", type=float, default=0.0)
@@ -865,10 +900,11 @@ def parse_args():
     cfg.shards = len(cfg.shard_ports)
     cfg.scenarios = [s for s in "ABCDEFG" if s in cfg.scenarios.upper().split(",")]
     cfg.rtts = cfg.rtt
+    cfg.rtt_scenarios = [s for s in cfg.rtt_scenarios.upper().split(",") if s]
     cfg.fdws = [f for f in FDW_NAMES if f in cfg.fdws.split(",")]
     cfg.modes = [m for m in cfg.modes.split(",") if m]
-    cfg.proxies = {}
-    for item in cfg.proxies.split(";"):
+    spec, cfg.proxies = cfg.proxies, {}
+    for item in spec.split(";"):
         if item:
             rtt, ports = item.split("=")
             cfg.proxies[nums(rtt)[0]] = ints(ports)
