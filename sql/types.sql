@@ -441,6 +441,25 @@ SELECT * FROM afdw_types_all;
 ALTER FOREIGN TABLE ft_types OPTIONS (SET fetch_size '13');
 SELECT * FROM afdw_types_all;
 ALTER FOREIGN TABLE ft_types OPTIONS (DROP fetch_size);
+-- The same in each fetch mode: streaming (COPY text format) and cursor,
+-- under unusual local settings, in batches of several sizes.
+SET TimeZone = 'Asia/Kolkata';
+SET DateStyle = 'SQL, DMY';
+SET IntervalStyle = 'sql_standard';
+SET extra_float_digits = 0;
+ALTER FOREIGN TABLE ft_types OPTIONS (ADD fetch_mode 'stream');
+SELECT * FROM afdw_types_all;
+SELECT * FROM afdw_types_diff ORDER BY id;
+ALTER FOREIGN TABLE ft_types OPTIONS (ADD fetch_size '5');
+SELECT * FROM afdw_types_all;
+ALTER FOREIGN TABLE ft_types OPTIONS (SET fetch_mode 'cursor');
+SELECT * FROM afdw_types_all;
+SELECT * FROM afdw_types_diff ORDER BY id;
+ALTER FOREIGN TABLE ft_types OPTIONS (DROP fetch_size, DROP fetch_mode);
+RESET TimeZone;
+RESET DateStyle;
+RESET IntervalStyle;
+RESET extra_float_digits;
 
 --
 -- Declared types that differ from the remote ones but take their values.

@@ -36,7 +36,8 @@ enum AfdwScanPrivate
 {
 	AFDW_PRIVATE_SQL,			/* String: the remote SELECT */
 	AFDW_PRIVATE_RETRIEVED,		/* List of Integer: local column numbers */
-	AFDW_PRIVATE_FETCH_SIZE		/* Integer: rows per FETCH */
+	AFDW_PRIVATE_FETCH_SIZE,	/* Integer: rows per FETCH */
+	AFDW_PRIVATE_STREAM			/* Boolean: stream with COPY */
 };
 
 void		_PG_init(void);
@@ -74,6 +75,8 @@ afdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid
 	fp->fetch_size = afdw_fetch_size_option(fp->server->options,
 											AFDW_DEFAULT_FETCH_SIZE);
 	fp->fetch_size = afdw_fetch_size_option(fp->table->options, fp->fetch_size);
+	fp->fetch_mode = afdw_fetch_mode_option(fp->server->options, AFDW_FETCH_AUTO);
+	fp->fetch_mode = afdw_fetch_mode_option(fp->table->options, fp->fetch_mode);
 	fp->async_capable = afdw_bool_option(fp->server->options, "async_capable", true);
 	fp->async_capable = afdw_bool_option(fp->table->options, "async_capable",
 										 fp->async_capable);
@@ -273,6 +276,17 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	StringInfoData sql;
 	Relation	rel;
 	ListCell   *lc;
+	bool		stream;
+
+	/*
+	 * Streaming pays off for scans read to the end.  A parameterized scan
+	 * is rescanned with new values, and a query with a LIMIT, a cursor or
+	 * an EXISTS (a tuple fraction) may stop early: those use a cursor.
+	 */
+	if (fp->fetch_mode == AFDW_FETCH_AUTO)
+		stream = best_path->path.param_info == NULL && root->tuple_fraction <= 0;
+	else
+		stream = (fp->fetch_mode == AFDW_FETCH_STREAM);
 
 	foreach(lc, scan_clauses)
 	{
@@ -303,22 +317,25 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	table_close(rel, NoLock);
 
 	return make_foreignscan(tlist, local_exprs, baserel->relid, params,
-							list_make3(makeString(sql.data), retrieved_attrs,
-									   makeInteger(fp->fetch_size)),
+							list_make4(makeString(sql.data), retrieved_attrs,
+									   makeInteger(fp->fetch_size),
+									   makeBoolean(stream)),
 							NIL, remote_exprs, outer_plan);
 }
 
 /*
- * afdw_scan_sql
- *		The remote SQL, column list and fetch size of a ForeignScan plan.
+ * afdw_scan_private
+ *		The remote SQL, column list, fetch size and fetch mode of a
+ *		ForeignScan plan.
  */
 void
 afdw_scan_private(ForeignScan *plan, char **sql, List **retrieved_attrs,
-				  int *fetch_size)
+				  int *fetch_size, bool *stream)
 {
 	*sql = strVal(list_nth(plan->fdw_private, AFDW_PRIVATE_SQL));
 	*retrieved_attrs = (List *) list_nth(plan->fdw_private, AFDW_PRIVATE_RETRIEVED);
 	*fetch_size = intVal(list_nth(plan->fdw_private, AFDW_PRIVATE_FETCH_SIZE));
+	*stream = boolVal(list_nth(plan->fdw_private, AFDW_PRIVATE_STREAM));
 }
 
 PG_FUNCTION_INFO_V1(async_fdw_handler);

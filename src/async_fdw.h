@@ -25,6 +25,14 @@
 #define AFDW_DEFAULT_TUPLE_COST			0.01
 #define AFDW_DEFAULT_MAX_CONNECTIONS	4
 
+/* How a scan reads its rows: the fetch_mode option. */
+typedef enum AfdwFetchMode
+{
+	AFDW_FETCH_AUTO,			/* stream unless the scan may stop early */
+	AFDW_FETCH_STREAM,			/* COPY (query) TO STDOUT */
+	AFDW_FETCH_CURSOR			/* DECLARE and FETCH fetch_size rows */
+} AfdwFetchMode;
+
 /*
  * Planner-side state of one foreign base relation, kept in
  * RelOptInfo->fdw_private between the planner callbacks.
@@ -38,6 +46,7 @@ typedef struct AfdwRelInfo
 
 	/* Options after merging server and table level. */
 	int			fetch_size;
+	AfdwFetchMode fetch_mode;
 	Cost		fdw_startup_cost;
 	Cost		fdw_tuple_cost;
 	bool		async_capable;
@@ -59,6 +68,8 @@ typedef struct AfdwConn AfdwConn;
 
 /* option.c */
 extern int	afdw_fetch_size_option(List *options, int current);
+extern int	afdw_parse_fetch_mode(const char *value);
+extern int	afdw_fetch_mode_option(List *options, int current);
 extern bool afdw_bool_option(List *options, const char *name, bool current);
 extern double afdw_real_option(List *options, const char *name, double current);
 extern int	afdw_int_option(List *options, const char *name, int current);
@@ -74,6 +85,11 @@ extern PGconn *afdw_pgconn(AfdwConn *conn);
 extern unsigned int afdw_next_cursor_number(AfdwConn *conn);
 extern void afdw_begin_xact(AfdwConn *conn);
 extern void afdw_close_cursor_later(AfdwConn *conn, unsigned int cursor);
+extern void afdw_savepoint_later(AfdwConn *conn, const char *sql);
+extern int	afdw_conn_users(AfdwConn *conn);
+extern void afdw_set_streaming(AfdwConn *conn, bool streaming);
+extern void afdw_cancel(AfdwConn *conn);
+extern void afdw_prepare_snapshot(AfdwConn *conn);
 extern void afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner,
 							  AfdwDrainFn drain);
 extern void afdw_set_owner(AfdwConn *conn, void *owner, AfdwDrainFn drain);
@@ -110,7 +126,8 @@ extern void afdw_reset_transmission_modes(int nestlevel);
 
 /* async_fdw.c */
 extern void afdw_scan_private(ForeignScan *plan, char **sql,
-							  List **retrieved_attrs, int *fetch_size);
+							  List **retrieved_attrs, int *fetch_size,
+							  bool *stream);
 
 /* scan.c */
 extern void afdw_scan_routines(FdwRoutine *routine);

@@ -69,6 +69,11 @@ struct AfdwConn
 								 * sent with the next command that opens a
 								 * cursor, or ended by the transaction */
 	bool		commit_pending; /* COMMIT sent, answer not read yet */
+	bool		streaming;		/* a scan streams on it: not to be shared */
+	char	   *savepoint_op;	/* RELEASE or ROLLBACK TO of the savepoint
+								 * around the last stream, to send first
+								 * with the next command */
+	int			savepoint_level;	/* local nesting level it belongs to */
 	int			nusers;			/* scans holding this connection */
 
 	/*
@@ -117,6 +122,8 @@ static void inval_callback(Datum arg, int cacheid, uint32 hashvalue);
 static bool abort_remote(AfdwConn *entry, const char *sql);
 static bool wait_cleanup(PGconn *conn, TimestampTz deadline, bool ignore_errors);
 static void forget_closes(AfdwConn *entry);
+static void forget_savepoint_op(AfdwConn *entry, int level);
+static bool discard_copy_data(PGconn *conn, TimestampTz deadline);
 
 /*
  * afdw_connection_init
@@ -220,8 +227,12 @@ afdw_acquire_connection(UserMapping *user)
 	afdw_connection_init();
 	xact_got_connection = true;
 
-	/* An unused open connection, else an unused slot, else the least used. */
-	for (int slot = 0; slot < max; slot++)
+	/*
+	 * An unused open connection, else an unused slot, else the least used
+	 * one that no scan streams on.  Streams are never shared: when every
+	 * connection streams, one more is opened past max_connections.
+	 */
+	for (int slot = 0; slot < max || best == NULL; slot++)
 	{
 		AfdwConnKey key;
 		bool		found;
@@ -236,6 +247,8 @@ afdw_acquire_connection(UserMapping *user)
 			entry->conn = NULL;
 		}
 
+		if (entry->streaming && entry->nusers > 0)
+			continue;
 		if (entry->nusers == 0 && entry->conn != NULL)
 		{
 			best = entry;
@@ -564,7 +577,9 @@ disconnect_entry(AfdwConn *entry)
 	entry->owner = NULL;
 	entry->drain = NULL;
 	entry->commit_pending = false;
+	entry->streaming = false;
 	forget_closes(entry);
+	forget_savepoint_op(entry, 0);
 }
 
 /*
@@ -663,6 +678,56 @@ afdw_close_cursor_later(AfdwConn *conn, unsigned int cursor)
 }
 
 /*
+ * afdw_savepoint_later
+ *		Send SQL, which ends the savepoint taken before a stream, first
+ *		thing with the connection's next command.  Dropped if the local
+ *		subtransaction it was taken in ends first, since that ends the
+ *		remote savepoint too.
+ */
+void
+afdw_savepoint_later(AfdwConn *conn, const char *sql)
+{
+	if (conn->savepoint_op != NULL)
+		pfree(conn->savepoint_op);
+	conn->savepoint_op = MemoryContextStrdup(conn_cxt, sql);
+	conn->savepoint_level = GetCurrentTransactionNestLevel();
+}
+
+/*
+ * forget_savepoint_op
+ *		Drop the pending savepoint command if its level is over.
+ */
+static void
+forget_savepoint_op(AfdwConn *entry, int level)
+{
+	if (entry->savepoint_op != NULL && entry->savepoint_level >= level)
+	{
+		pfree(entry->savepoint_op);
+		entry->savepoint_op = NULL;
+	}
+}
+
+/*
+ * afdw_conn_users
+ *		How many scans hold CONN.
+ */
+int
+afdw_conn_users(AfdwConn *conn)
+{
+	return conn->nusers;
+}
+
+/*
+ * afdw_set_streaming
+ *		Mark CONN as carrying a stream, which no other scan may share.
+ */
+void
+afdw_set_streaming(AfdwConn *conn, bool streaming)
+{
+	conn->streaming = streaming;
+}
+
+/*
  * forget_closes
  *		The transaction or savepoint that the pending CLOSEs were for is
  *		over, and took the cursors with it.
@@ -672,6 +737,38 @@ forget_closes(AfdwConn *entry)
 {
 	if (entry->closes.data != NULL)
 		resetStringInfo(&entry->closes);
+}
+
+/*
+ * afdw_prepare_snapshot
+ *		If CONN will join a remote transaction whose server already has a
+ *		leader that has not exported its snapshot, export it now, while the
+ *		leader is likely idle (before a stream occupies it).
+ */
+void
+afdw_prepare_snapshot(AfdwConn *conn)
+{
+	ServerSnapshot *ss;
+
+	if (conn->xact_depth > 0)
+		return;
+	ss = server_snapshot(conn->serverid);
+	if (ss->leader == NULL || ss->leader == conn || ss->snapshot[0] != '\0')
+		return;
+	if (ss->leader->busy && ss->leader->streaming)
+		return;
+	afdw_make_idle(ss->leader);
+	if (ss->leader->savepoint_op != NULL)
+	{
+		/* The savepoint of a finished stream must end first. */
+		char	   *op = ss->leader->savepoint_op;
+
+		ss->leader->savepoint_op = NULL;
+		export_snapshot(ss, ss->leader, op);
+		pfree(op);
+		return;
+	}
+	export_snapshot(ss, ss->leader, "");
 }
 
 /*
@@ -695,6 +792,14 @@ xact_prefix(AfdwConn *entry)
 	initStringInfo(&sql);
 	xact_got_connection = true;
 
+	/* It ends a savepoint older than any the lines below may take. */
+	if (entry->savepoint_op != NULL)
+	{
+		appendStringInfoString(&sql, entry->savepoint_op);
+		pfree(entry->savepoint_op);
+		entry->savepoint_op = NULL;
+	}
+
 	if (entry->xact_depth == 0)
 	{
 		ServerSnapshot *ss = server_snapshot(entry->serverid);
@@ -707,7 +812,13 @@ xact_prefix(AfdwConn *entry)
 		{
 			ss->leader = entry;
 			entry->xact_depth = 1;
-			if (server_connection_count(entry->serverid) > 1)
+			/*
+			 * Export when other connections serve this server now, or may
+			 * later in an explicit transaction block: a snapshot cannot be
+			 * exported once a savepoint is open.
+			 */
+			if (server_connection_count(entry->serverid) > 1 ||
+				IsTransactionBlock())
 			{
 				export_snapshot(ss, entry, sql.data);
 				resetStringInfo(&sql);
@@ -933,6 +1044,15 @@ afdw_wait_result(AfdwConn *conn, const char *sql)
 			if (res == NULL)
 				break;
 
+			/* Rows of a COPY nobody reads any more. */
+			if (PQresultStatus(res) == PGRES_COPY_OUT)
+			{
+				PQclear(res);
+				if (!discard_copy_data(pgconn, -1))
+					afdw_report_remote_error(NULL, conn, sql);
+				continue;
+			}
+
 			if (kept != NULL && PQresultStatus(kept) == PGRES_FATAL_ERROR)
 				PQclear(res);
 			else
@@ -1080,12 +1200,64 @@ wait_cleanup(PGconn *conn, TimestampTz deadline, bool ignore_errors)
 		res = PQgetResult(conn);
 		if (res == NULL)
 			break;
+		if (PQresultStatus(res) == PGRES_COPY_OUT)
+		{
+			PQclear(res);
+			if (!discard_copy_data(conn, deadline))
+				return false;
+			continue;
+		}
 		if (PQresultStatus(res) != PGRES_COMMAND_OK &&
 			PQresultStatus(res) != PGRES_TUPLES_OK && !ignore_errors)
 			ok = false;
 		PQclear(res);
 	}
 	return ok;
+}
+
+/*
+ * discard_copy_data
+ *		Read and drop the rest of a COPY TO STDOUT, waiting at most until
+ *		DEADLINE (-1: forever, reacting to interrupts); false if it could
+ *		not be read to its end.
+ */
+static bool
+discard_copy_data(PGconn *conn, TimestampTz deadline)
+{
+	for (;;)
+	{
+		char	   *buf = NULL;
+		int			len = PQgetCopyData(conn, &buf, 1);
+		long		wait = -1;
+		int			rc;
+
+		if (len > 0)
+		{
+			PQfreemem(buf);
+			continue;
+		}
+		if (len < 0)
+			return true;		/* end of the data, or failure: results follow */
+
+		if (deadline >= 0)
+		{
+			wait = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+			if (wait <= 0)
+				return false;
+		}
+		rc = WaitLatchOrSocket(MyLatch,
+							   WL_LATCH_SET | WL_SOCKET_READABLE | WL_EXIT_ON_PM_DEATH |
+							   (deadline >= 0 ? WL_TIMEOUT : 0),
+							   PQsocket(conn), wait, PG_WAIT_EXTENSION);
+		if (rc & WL_LATCH_SET)
+		{
+			ResetLatch(MyLatch);
+			if (deadline < 0)
+				CHECK_FOR_INTERRUPTS();
+		}
+		if ((rc & WL_SOCKET_READABLE) && !PQconsumeInput(conn))
+			return false;
+	}
 }
 
 /*
@@ -1153,6 +1325,16 @@ send_cancel(AfdwConn *entry)
 }
 
 /*
+ * afdw_cancel
+ *		Ask the remote server to cancel the command running on CONN.
+ */
+void
+afdw_cancel(AfdwConn *conn)
+{
+	send_cancel(conn);
+}
+
+/*
  * commit_all
  *		Send COMMIT on every connection in a remote transaction, then wait
  *		for all the answers, so that commits of many servers overlap.
@@ -1170,6 +1352,7 @@ commit_all(void)
 			continue;
 		afdw_make_idle(entry);
 		forget_closes(entry);
+		forget_savepoint_op(entry, 0);
 		entry->changing_xact_state = true;
 		afdw_send_query(entry, "COMMIT TRANSACTION", 0, NULL);
 
@@ -1284,6 +1467,8 @@ xact_callback(XactEvent event, void *arg pg_attribute_unused())
 		entry->owner = NULL;
 		entry->drain = NULL;
 		forget_closes(entry);
+		forget_savepoint_op(entry, 0);
+		entry->streaming = false;
 		if (entry->commit_pending && entry->keep && !entry->invalidated)
 			continue;
 		if (entry->busy || entry->changing_xact_state || entry->invalidated ||
@@ -1321,7 +1506,7 @@ subxact_callback(SubXactEvent event,
 	hash_seq_init(&scan, conn_hash);
 	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
 	{
-		char		sql[100];
+		char		sql[200];
 
 		if (entry->conn == NULL || entry->xact_depth < curlevel)
 			continue;
@@ -1331,8 +1516,14 @@ subxact_callback(SubXactEvent event,
 
 		if (event == SUBXACT_EVENT_PRE_COMMIT_SUB)
 		{
-			snprintf(sql, sizeof(sql), "RELEASE SAVEPOINT s%d", curlevel);
 			afdw_make_idle(entry);
+			/* A stream's savepoint, possibly failed, is ended first. */
+			if (entry->savepoint_op != NULL && entry->savepoint_level >= curlevel)
+				snprintf(sql, sizeof(sql), "%s; RELEASE SAVEPOINT s%d",
+						 entry->savepoint_op, curlevel);
+			else
+				snprintf(sql, sizeof(sql), "RELEASE SAVEPOINT s%d", curlevel);
+			forget_savepoint_op(entry, curlevel);
 			entry->changing_xact_state = true;
 			afdw_run_command(entry, sql);
 			entry->changing_xact_state = false;
@@ -1350,7 +1541,9 @@ subxact_callback(SubXactEvent event,
 			send_cancel(entry);
 			entry->owner = NULL;
 			entry->drain = NULL;
+			entry->streaming = false;
 			forget_closes(entry);
+			forget_savepoint_op(entry, curlevel);
 			(void) abort_remote(entry, sql);
 		}
 		entry->xact_depth--;

@@ -33,7 +33,8 @@ typedef enum AfdwOptionKind
 	AFDW_OPT_STRING,			/* anything goes; libpq checks it */
 	AFDW_OPT_BOOL,
 	AFDW_OPT_POSITIVE_INT,
-	AFDW_OPT_COST
+	AFDW_OPT_COST,
+	AFDW_OPT_FETCH_MODE			/* auto, stream or cursor */
 } AfdwOptionKind;
 
 /* One valid option: its name, where it may appear, how its value looks. */
@@ -54,6 +55,7 @@ static const AfdwOption own_options[] = {
 	{"fdw_tuple_cost", ForeignServerRelationId, AFDW_OPT_COST, false},
 	{"keep_connections", ForeignServerRelationId, AFDW_OPT_BOOL, false},
 	{"max_connections", ForeignServerRelationId, AFDW_OPT_POSITIVE_INT, false},
+	{"fetch_mode", ForeignServerRelationId, AFDW_OPT_FETCH_MODE, false},
 	/* user mappings */
 	{"password_required", UserMappingRelationId, AFDW_OPT_BOOL, false},
 	{"sslcert", UserMappingRelationId, AFDW_OPT_STRING, true},
@@ -63,6 +65,7 @@ static const AfdwOption own_options[] = {
 	{"table_name", ForeignTableRelationId, AFDW_OPT_STRING, false},
 	{"fetch_size", ForeignTableRelationId, AFDW_OPT_POSITIVE_INT, false},
 	{"async_capable", ForeignTableRelationId, AFDW_OPT_BOOL, false},
+	{"fetch_mode", ForeignTableRelationId, AFDW_OPT_FETCH_MODE, false},
 	/* columns of foreign tables */
 	{"column_name", AttributeRelationId, AFDW_OPT_STRING, false},
 	{NULL, InvalidOid, AFDW_OPT_STRING, false}
@@ -281,6 +284,15 @@ check_option_value(const AfdwOption *opt, const char *value)
 				break;
 			}
 
+		case AFDW_OPT_FETCH_MODE:
+			if (afdw_parse_fetch_mode(value) < 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+						 errmsg("invalid value for option \"%s\": \"%s\"",
+								opt->name, value),
+						 errdetail("The option takes auto, stream or cursor.")));
+			break;
+
 		case AFDW_OPT_COST:
 			{
 				double		d;
@@ -417,6 +429,38 @@ afdw_real_option(List *options, const char *name, double current)
 	if (value != NULL && !parse_real(value, &result, 0, NULL))
 		elog(ERROR, "invalid stored value for option \"%s\": \"%s\"", name, value);
 	return result;
+}
+
+/*
+ * afdw_parse_fetch_mode
+ *		The AfdwFetchMode named by VALUE, or -1.
+ */
+int
+afdw_parse_fetch_mode(const char *value)
+{
+	if (pg_strcasecmp(value, "auto") == 0)
+		return AFDW_FETCH_AUTO;
+	if (pg_strcasecmp(value, "stream") == 0)
+		return AFDW_FETCH_STREAM;
+	if (pg_strcasecmp(value, "cursor") == 0)
+		return AFDW_FETCH_CURSOR;
+	return -1;
+}
+
+/*
+ * afdw_fetch_mode_option
+ *		The fetch_mode in OPTIONS, or CURRENT when absent.
+ */
+int
+afdw_fetch_mode_option(List *options, int current)
+{
+	const char *value = find_def(options, "fetch_mode");
+
+	if (value == NULL)
+		return current;
+	if (afdw_parse_fetch_mode(value) < 0)
+		elog(ERROR, "invalid stored value for option \"fetch_mode\": \"%s\"", value);
+	return afdw_parse_fetch_mode(value);
 }
 
 /*

@@ -85,6 +85,13 @@ typedef struct AfdwScanState
 	int			next_tuple;
 	int			nbatches;		/* batches used since the cursor opened */
 
+	/* Streaming with COPY (query) TO STDOUT. */
+	bool		stream_planned; /* the plan chose streaming */
+	bool		stream_off;		/* rescanned before the end: use a cursor */
+	bool		streaming;		/* the current remote query is a stream */
+	bool		copying;		/* its rows are arriving */
+	char	  **fields;			/* room for one row's values */
+
 	/* Set while the Append asks for a row without waiting for it. */
 	bool		nowait;
 	bool		not_ready;		/* ... and no row had arrived */
@@ -142,14 +149,14 @@ scan_error_context(void *arg)
 }
 
 /*
- * make_tuple
- *		A local tuple from row ROW of RES, built in CXT.
+ * form_tuple
+ *		A local tuple, built in CXT, from the text values FIELDS (NULL for
+ *		a null) of the columns RETRIEVED_ATTRS; other columns are NULL.
  *
- * Columns not retrieved are NULL.  ROW_CXT holds the garbage of the input
- * functions and is reset afterwards.
+ * ROW_CXT holds the garbage of the input functions and is reset after.
  */
 static HeapTuple
-make_tuple(PGresult *res, int row, Relation rel, AttInMetadata *attinmeta,
+form_tuple(char **fields, int nfields, Relation rel, AttInMetadata *attinmeta,
 		   List *retrieved_attrs, MemoryContext cxt, MemoryContext row_cxt)
 {
 	TupleDesc	tupdesc = RelationGetDescr(rel);
@@ -163,12 +170,12 @@ make_tuple(PGresult *res, int row, Relation rel, AttInMetadata *attinmeta,
 	int			col = 0;
 
 	/* With no column needed the remote SELECT list is a lone NULL. */
-	if (list_length(retrieved_attrs) != PQnfields(res) &&
-		!(retrieved_attrs == NIL && PQnfields(res) == 1))
+	if (list_length(retrieved_attrs) != nfields &&
+		!(retrieved_attrs == NIL && nfields == 1))
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
 				 errmsg("remote query of foreign table \"%s\" returned %d columns, expected %d",
-						RelationGetRelationName(rel), PQnfields(res),
+						RelationGetRelationName(rel), nfields,
 						list_length(retrieved_attrs))));
 
 	oldcxt = MemoryContextSwitchTo(row_cxt);
@@ -186,8 +193,7 @@ make_tuple(PGresult *res, int row, Relation rel, AttInMetadata *attinmeta,
 	foreach(lc, retrieved_attrs)
 	{
 		int			attnum = lfirst_int(lc);
-		char	   *value = PQgetisnull(res, row, col) ? NULL :
-			PQgetvalue(res, row, col);
+		char	   *value = fields[col++];
 
 		pos.attnum = attnum;
 		values[attnum - 1] = InputFunctionCall(&attinmeta->attinfuncs[attnum - 1],
@@ -195,7 +201,6 @@ make_tuple(PGresult *res, int row, Relation rel, AttInMetadata *attinmeta,
 											   attinmeta->attioparams[attnum - 1],
 											   attinmeta->atttypmods[attnum - 1]);
 		nulls[attnum - 1] = (value == NULL);
-		col++;
 	}
 
 	error_context_stack = errcb.previous;
@@ -206,6 +211,130 @@ make_tuple(PGresult *res, int row, Relation rel, AttInMetadata *attinmeta,
 	MemoryContextReset(row_cxt);
 
 	return tuple;
+}
+
+/*
+ * make_tuple
+ *		A local tuple from row ROW of RES, built in CXT.
+ */
+static HeapTuple
+make_tuple(PGresult *res, int row, Relation rel, AttInMetadata *attinmeta,
+		   List *retrieved_attrs, MemoryContext cxt, MemoryContext row_cxt)
+{
+	int			nfields = PQnfields(res);
+	char	  **fields = MemoryContextAlloc(row_cxt, sizeof(char *) * Max(nfields, 1));
+
+	for (int i = 0; i < nfields; i++)
+		fields[i] = PQgetisnull(res, row, i) ? NULL : PQgetvalue(res, row, i);
+	return form_tuple(fields, nfields, rel, attinmeta, retrieved_attrs, cxt,
+					  row_cxt);
+}
+
+/*
+ * split_copy_line
+ *		Split LINE, LEN bytes of COPY's text format, into its fields in
+ *		place: tabs become terminators, escapes are undone (an escape is
+ *		never shorter than what it stands for), \N becomes NULL.  Returns
+ *		how many fields there are, at most MAX (more is an error).
+ */
+static int
+split_copy_line(char *line, int len, char **fields, int max)
+{
+	char	   *p = line;
+	char	   *end = line + len;
+	int			n = 0;
+
+	if (len > 0 && end[-1] == '\n')
+		end--;
+
+	for (;;)
+	{
+		char	   *out = p;
+		char	   *start = p;
+		bool		null;
+
+		if (n >= max)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
+					 errmsg("remote COPY returned more columns than expected")));
+
+		/* Written as \N, the field is NULL. */
+		null = (end - p >= 2 && p[0] == '\\' && p[1] == 'N' &&
+				(end - p == 2 || p[2] == '\t'));
+
+		while (p < end && *p != '\t')
+		{
+			char		c = *p++;
+
+			if (c == '\\' && p < end)
+			{
+				c = *p++;
+				switch (c)
+				{
+					case 'b':
+						c = '\b';
+						break;
+					case 'f':
+						c = '\f';
+						break;
+					case 'n':
+						c = '\n';
+						break;
+					case 'r':
+						c = '\r';
+						break;
+					case 't':
+						c = '\t';
+						break;
+					case 'v':
+						c = '\v';
+						break;
+					case 'N':
+						/* \N alone is NULL; COPY never writes it otherwise */
+						break;
+					case 'x':
+						{
+							int			v = 0;
+							int			digits = 0;
+
+							while (digits < 2 && p < end && isxdigit((unsigned char) *p))
+							{
+								v = v * 16 + (isdigit((unsigned char) *p) ? *p - '0' :
+											  (tolower((unsigned char) *p) - 'a' + 10));
+								p++;
+								digits++;
+							}
+							if (digits > 0)
+								c = (char) v;
+							break;
+						}
+					default:
+						if (c >= '0' && c <= '7')
+						{
+							int			v = c - '0';
+
+							for (int i = 0; i < 2 && p < end && *p >= '0' && *p <= '7'; i++)
+								v = v * 8 + (*p++ - '0');
+							c = (char) v;
+						}
+						/* any other character stands for itself */
+						break;
+				}
+			}
+			*out++ = c;
+		}
+
+		fields[n++] = null ? NULL : start;
+
+		if (p >= end)
+		{
+			*out = '\0';
+			break;
+		}
+		*out = '\0';
+		p++;					/* the tab */
+	}
+	return n;
 }
 
 /*
@@ -294,7 +423,9 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 	st->estate = estate;
 	st->rel = node->ss.ss_currentRelation;
 	st->attinmeta = TupleDescGetAttInMetadata(RelationGetDescr(st->rel));
-	afdw_scan_private(plan, &st->sql, &st->retrieved_attrs, &st->fetch_size);
+	afdw_scan_private(plan, &st->sql, &st->retrieved_attrs, &st->fetch_size,
+					  &st->stream_planned);
+	st->fields = palloc(sizeof(char *) * (list_length(st->retrieved_attrs) + 1));
 
 	st->scan_cxt = AllocSetContextCreate(estate->es_query_cxt,
 										 "async_fdw scan",
@@ -401,6 +532,39 @@ send_start(AfdwScanState *st)
 	}
 
 	initStringInfo(&sql);
+
+	/*
+	 * A stream needs a connection of its own: rows flow without a break
+	 * until the end, so no other scan could take a turn on it.  Within a
+	 * savepoint, so that a stream abandoned early can be cancelled without
+	 * losing the remote transaction.
+	 */
+	st->streaming = st->stream_planned && !st->stream_off &&
+		afdw_conn_users(st->conn) == 1;
+	if (st->streaming)
+	{
+		appendStringInfoString(&sql, "SAVEPOINT afdw_stream; COPY (");
+		if (st->nparams == 0)
+			appendStringInfoString(&sql, st->sql);
+		else
+		{
+			compute_params(st);
+			afdw_bind_params(&sql, st->sql, st->nparams,
+							 (const char *const *) st->param_values);
+		}
+		appendStringInfoString(&sql, ") TO STDOUT");
+		remember_sql(st, sql.data);
+		afdw_send_in_xact(st->conn, sql.data, st, drain_scan);
+		afdw_set_streaming(st->conn, true);
+		pfree(sql.data);
+		st->cursor_open = true;
+		st->copying = false;
+		st->req = REQ_INFLIGHT;
+		st->nbatches = 0;
+		st->remote_eof = false;
+		return;
+	}
+
 	st->cursor_number = afdw_next_cursor_number(st->conn);
 
 	/*
@@ -504,6 +668,11 @@ read_request(AfdwScanState *st, bool block)
 			case PGRES_COMMAND_OK:
 				PQclear(res);
 				break;
+			case PGRES_COPY_OUT:
+				/* The stream's rows follow; next_row reads them. */
+				PQclear(res);
+				st->copying = true;
+				return true;
 			default:
 				/* The rest is read before the connection's next use. */
 				afdw_forget_owner(st->conn, st);
@@ -525,7 +694,16 @@ read_request(AfdwScanState *st, bool block)
 static void
 drain_scan(void *arg)
 {
-	(void) read_request((AfdwScanState *) arg, true);
+	AfdwScanState *st = (AfdwScanState *) arg;
+
+	if (st->streaming)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_ERROR),
+				 errmsg("a stream of foreign table \"%s\" is in progress on the connection",
+						RelationGetRelationName(st->rel)),
+				 errdetail("A stream cannot be interrupted by another command on its connection."),
+				 errhint("Set the option fetch_mode to auto or cursor for this table.")));
+	(void) read_request(st, true);
 }
 
 /*
@@ -574,6 +752,158 @@ take_batch(AfdwScanState *st)
 }
 
 /*
+ * end_stream
+ *		The stream's rows are all read (or abandoned): read COPY's final
+ *		result and free the connection.  A stream that ended normally
+ *		releases its savepoint with the connection's next command.
+ */
+static void
+end_stream(AfdwScanState *st, bool abandoned)
+{
+	PGresult   *res = afdw_wait_result(st->conn, st->req_sql);
+	bool		failed = (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK);
+
+	st->copying = false;
+	st->streaming = false;
+	st->req = REQ_NONE;
+	afdw_set_streaming(st->conn, false);
+
+	if (abandoned)
+	{
+		/* Cancelled or not, the savepoint takes back what the COPY did. */
+		PQclear(res);
+		if (PQstatus(afdw_pgconn(st->conn)) != CONNECTION_OK)
+			afdw_report_remote_error(NULL, st->conn, st->req_sql);
+		afdw_savepoint_later(st->conn,
+							 "ROLLBACK TO SAVEPOINT afdw_stream; RELEASE SAVEPOINT afdw_stream");
+		return;
+	}
+	if (failed)
+	{
+		afdw_savepoint_later(st->conn,
+							 "ROLLBACK TO SAVEPOINT afdw_stream; RELEASE SAVEPOINT afdw_stream");
+		afdw_report_remote_error(res, st->conn, st->req_sql);
+	}
+	PQclear(res);
+	afdw_savepoint_later(st->conn, "RELEASE SAVEPOINT afdw_stream");
+	st->remote_eof = true;
+}
+
+/*
+ * stream_row
+ *		A local tuple from one COPY line, which is freed.
+ */
+static HeapTuple
+stream_row(AfdwScanState *st, char *buf, int len, int nfields_max)
+{
+	char	   *line = MemoryContextAlloc(st->row_cxt, len + 1);
+	int			n;
+
+	/* libpq's buffer is freed at once; the copy goes with row_cxt. */
+	memcpy(line, buf, len);
+	line[len] = '\0';
+	PQfreemem(buf);
+
+	n = split_copy_line(line, len, st->fields, nfields_max);
+	return form_tuple(st->fields, n, st->rel, st->attinmeta,
+					  st->retrieved_attrs, st->batch_cxt, st->row_cxt);
+}
+
+/*
+ * take_stream_batch
+ *		Turn up to fetch_size streamed rows into the current batch; false
+ *		when BLOCK is false and no row has arrived yet.
+ *
+ * Rows are read from the socket only as the batch needs them, so TCP
+ * flow control keeps the remote server from running far ahead.
+ */
+static bool
+take_stream_batch(AfdwScanState *st, bool block)
+{
+	PGconn	   *pgconn = afdw_pgconn(st->conn);
+	bool		consumed = false;
+	int			nfields_max = list_length(st->retrieved_attrs) + 1;
+
+	MemoryContextReset(st->batch_cxt);
+	st->tuples = MemoryContextAlloc(st->batch_cxt, sizeof(HeapTuple) * st->fetch_size);
+	st->ntuples = 0;
+	st->next_tuple = 0;
+
+	for (;;)
+	{
+		char	   *buf = NULL;
+		int			len = PQgetCopyData(pgconn, &buf, 1);
+
+		if (len > 0)
+		{
+			st->tuples[st->ntuples] = stream_row(st, buf, len, nfields_max);
+			st->ntuples++;
+			consumed = false;
+			if (st->ntuples >= st->fetch_size)
+				break;
+			continue;
+		}
+		if (len == 0)
+		{
+			if (st->ntuples > 0)
+				break;
+			if (!consumed)
+			{
+				if (!PQconsumeInput(pgconn))
+					afdw_report_remote_error(NULL, st->conn, st->req_sql);
+				consumed = true;
+				continue;
+			}
+			if (!block)
+				return false;
+			afdw_wait_socket(st->conn, st->req_sql);
+			continue;
+		}
+		/* -1: the stream is over; -2: it failed. */
+		end_stream(st, false);
+		break;
+	}
+	st->nbatches++;
+	return true;
+}
+
+/*
+ * abandon_stream
+ *		Stop a stream before its end: cancel the COPY remotely, throw away
+ *		what is still on its way, and roll back to the savepoint before it.
+ */
+static void
+abandon_stream(AfdwScanState *st)
+{
+	PGconn	   *pgconn = afdw_pgconn(st->conn);
+
+	if (!st->copying)
+		(void) read_request(st, true);
+	if (!st->copying)
+	{
+		/* It failed before the rows began, and read_request said so. */
+		return;
+	}
+
+	afdw_cancel(st->conn);
+	for (;;)
+	{
+		char	   *buf = NULL;
+		int			len = PQgetCopyData(pgconn, &buf, 1);
+
+		if (len > 0)
+		{
+			PQfreemem(buf);
+			continue;
+		}
+		if (len < 0)
+			break;
+		afdw_wait_socket(st->conn, st->req_sql);
+	}
+	end_stream(st, true);
+}
+
+/*
  * start_pending_scans
  *		Send the queries of every scan of ESTATE still waiting to start,
  *		when they need no parameter and their connection is free.
@@ -582,6 +912,20 @@ static void
 start_pending_scans(EState *estate)
 {
 	dlist_mutable_iter it;
+	dlist_iter	it2;
+
+	/*
+	 * Snapshots first: a connection joining a remote transaction that an
+	 * earlier statement opened on another connection imports its snapshot,
+	 * which that connection exports while it is still free.
+	 */
+	dlist_foreach(it2, &pending_scans)
+	{
+		AfdwScanState *other = dlist_container(AfdwScanState, pending_node, it2.cur);
+
+		if (other->estate == estate)
+			afdw_prepare_snapshot(other->conn);
+	}
 
 	dlist_foreach_modify(it, &pending_scans)
 	{
@@ -620,7 +964,15 @@ next_row(AfdwScanState *st, bool block)
 			ExecStoreHeapTuple(st->tuples[st->next_tuple++], slot, false);
 			break;
 		}
-		if (st->qcount > 0)
+		if (st->copying)
+		{
+			if (!take_stream_batch(st, block))
+			{
+				slot = NULL;
+				break;
+			}
+		}
+		else if (st->qcount > 0)
 			take_batch(st);
 		else if (st->req == REQ_INFLIGHT)
 		{
@@ -675,6 +1027,12 @@ afdwIterateForeignScan(ForeignScanState *node)
 static void
 finish_request(AfdwScanState *st)
 {
+	if (st->streaming && st->req == REQ_INFLIGHT && afdw_is_owner(st->conn, st))
+	{
+		abandon_stream(st);
+		/* A scan rescanned before its end may stop early again. */
+		st->stream_off = true;
+	}
 	if (st->req == REQ_INFLIGHT && afdw_is_owner(st->conn, st))
 		(void) read_request(st, true);
 	clear_queue(st);
@@ -706,7 +1064,9 @@ afdwReScanForeignScan(ForeignScanState *node)
 	if (!st->cursor_open)
 		return;
 
-	afdw_close_cursor_later(st->conn, st->cursor_number);
+	if (st->cursor_number != 0)
+		afdw_close_cursor_later(st->conn, st->cursor_number);
+	st->cursor_number = 0;
 	st->cursor_open = false;
 	st->ntuples = 0;
 	st->next_tuple = 0;
@@ -732,7 +1092,7 @@ afdwEndForeignScan(ForeignScanState *node)
 		st->pending = false;
 	}
 	finish_request(st);
-	if (st->cursor_open)
+	if (st->cursor_open && st->cursor_number != 0)
 		afdw_close_cursor_later(st->conn, st->cursor_number);
 	st->cursor_open = false;
 
@@ -802,7 +1162,8 @@ afdwForeignAsyncConfigureWait(AsyncRequest *areq)
 {
 	AfdwScanState *st = (AfdwScanState *) ((ForeignScanState *) areq->requestee)->fdw_state;
 
-	if (st->req != REQ_INFLIGHT)
+	/* Rows of a stream may wait in libpq's buffer, unseen by the socket. */
+	if (st->req != REQ_INFLIGHT || st->copying)
 	{
 		areq->callback_pending = false;
 		afdwForeignAsyncRequest(areq);
@@ -818,6 +1179,7 @@ afdwForeignAsyncConfigureWait(AsyncRequest *areq)
 	}
 
 	Assert(st->req == REQ_INFLIGHT);
+	areq->callback_pending = true;
 	AddWaitEventToSet(((AppendState *) areq->requestor)->as_eventset,
 					  WL_SOCKET_READABLE, PQsocket(afdw_pgconn(st->conn)),
 					  NULL, areq);
@@ -843,12 +1205,14 @@ afdwExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	char	   *sql;
 	List	   *retrieved_attrs;
 	int			fetch_size;
+	bool		stream;
 
 	if (!es->verbose)
 		return;
 	afdw_scan_private((ForeignScan *) node->ss.ps.plan, &sql, &retrieved_attrs,
-					  &fetch_size);
+					  &fetch_size, &stream);
 	ExplainPropertyText("Remote SQL", sql, es);
+	ExplainPropertyText("Fetch Mode", stream ? "stream" : "cursor", es);
 }
 
 /* State of ANALYZE's reservoir sampling. */

@@ -61,22 +61,37 @@ is( $coord->safe_psql('postgres', 'SELECT label FROM items WHERE id = 1500'),
 	'item 1500', 'a partition-pruned lookup');
 
 # What a query sends: the settings travel in the startup packet, so the
-# remote log shows no SET; the transaction start, the cursor and its first
-# FETCH go in one message; then COMMIT, which closes the cursor too.
-my $log_offset = -s $shards[0]->logfile;
-$coord->safe_psql('postgres', 'SELECT count(*) FROM items_1 WHERE id < 10');
-my $log = slurp_file($shards[0]->logfile, $log_offset);
-my @statements = map { /statement: (.*)$/ ? $1 : () }
-  grep { /^async_fdw\|/ } split /\n/, $log;
+# remote log shows no SET.  A scan read to the end streams: the transaction
+# start, a savepoint and the COPY go in one message, then COMMIT.  A scan
+# that may stop early (a LIMIT) uses a cursor: the start, DECLARE and the
+# first FETCH in one message, then COMMIT, which closes the cursor too.
+sub remote_statements
+{
+	my ($node, $query) = @_;
+	my $log_offset = -s $node->logfile;
+	$coord->safe_psql('postgres', $query);
+	my $log = slurp_file($node->logfile, $log_offset);
+	return [ map { /statement: (.*)$/ ? $1 : () }
+		  grep { /^async_fdw\|/ } split /\n/, $log ];
+}
 is_deeply(
-	\@statements,
+	remote_statements($shards[0], 'SELECT count(*) FROM items_1 WHERE id < 10'),
 	[
 		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ; '
-		  . 'DECLARE c1 CURSOR FOR SELECT NULL FROM public.items WHERE ((id < 10)); '
+		  . 'SAVEPOINT afdw_stream; '
+		  . 'COPY (SELECT NULL FROM public.items WHERE ((id < 10))) TO STDOUT',
+		'COMMIT TRANSACTION'
+	],
+	'the remote statements of a streamed scan');
+is_deeply(
+	remote_statements($shards[0], 'SELECT id FROM items_1 WHERE id < 10 LIMIT 2'),
+	[
+		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ; '
+		  . 'DECLARE c1 CURSOR FOR SELECT id FROM public.items WHERE ((id < 10)); '
 		  . 'FETCH 100 FROM c1',
 		'COMMIT TRANSACTION'
 	],
-	'the remote statements of a simple scan');
+	'the remote statements of a scan under a LIMIT');
 
 # A shard that is down: a clear error naming the server, and the other
 # shard's connection still works in the same session.

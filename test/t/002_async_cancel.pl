@@ -85,47 +85,58 @@ sub remote_busy
 	return $n;
 }
 
-# statement_timeout cancels the remote queries on all four shards at once.
 my $session = $coord->background_psql('postgres', on_error_stop => 0);
-my $start = time;
-my $out = $session->query("SET statement_timeout = '1s'; SELECT count(*) FROM slow");
-my $elapsed = time - $start;
-like($session->{stderr}, qr/canceling statement due to statement timeout/,
-	'statement_timeout ends a four-shard scan of slow rows');
-cmp_ok($elapsed, '<', 30, 'the timeout takes effect without waiting for the shards');
-sleep 1;
-is(remote_busy(), 0, 'no remote query still runs a second after the timeout');
-$session->{stderr} = '';
-is($session->query_safe("RESET statement_timeout; SELECT count(*) FROM items"),
-	'8000', 'the pooled connections are usable afterwards');
+my ($start, $elapsed, $out);
+for my $mode ('stream', 'cursor')
+{
+	$coord->safe_psql('postgres',
+		join('', map { "ALTER SERVER s$_ OPTIONS (ADD fetch_mode '$mode');" } 1 .. 4));
+	$session->{stderr} = '';
 
-# A query cancel from another session does the same.
-my $pid = $session->query_safe('SELECT pg_backend_pid()');
-$session->query_until(qr/started/, "\\echo started\nSELECT count(*) FROM slow;\n");
-# Wait until the shards are at work, then cancel.
-$coord->poll_query_until('postgres',
-	"SELECT count(*) > 0 FROM pg_stat_activity WHERE pid = $pid AND state = 'active'");
-sleep 1;
-ok(remote_busy() >= 4, 'the shards run the scan concurrently');
-$coord->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
-$out = $session->query('SELECT 1');
-sleep 1;
-is(remote_busy(), 0, 'a cancelled scan leaves no remote query running');
-$session->{stderr} = '';
-is($session->query_safe('SELECT count(*) FROM items'), '8000',
-	'the pooled connections are usable after a cancel');
+	# statement_timeout cancels the remote queries on all four shards at once.
+	$start = time;
+	$out = $session->query("SET statement_timeout = '1s'; SELECT count(*) FROM slow");
+	$elapsed = time - $start;
+	like($session->{stderr}, qr/canceling statement due to statement timeout/,
+		'statement_timeout ends a four-shard scan of slow rows');
+	cmp_ok($elapsed, '<', 30, 'the timeout takes effect without waiting for the shards');
+	sleep 1;
+	is(remote_busy(), 0, 'no remote query still runs a second after the timeout');
+	$session->{stderr} = '';
+	is($session->query_safe("RESET statement_timeout; SELECT count(*) FROM items"),
+		'8000', 'the pooled connections are usable afterwards');
 
-# An error in one shard's scan cancels the scans of the others.
-$start = time;
-$out = $session->query('SELECT count(*) FROM failing');
-$elapsed = time - $start;
-like($session->{stderr}, qr/shard 4 gives up/, 'the remote error is reported');
-cmp_ok($elapsed, '<', 30, 'the error ends the query without waiting for the other shards');
-sleep 1;
-is(remote_busy(), 0, 'no remote query still runs after an error in one scan');
-$session->{stderr} = '';
-is($session->query_safe('SELECT count(*) FROM items'), '8000',
-	'the pooled connections are usable after the error');
+	# A query cancel from another session does the same.
+	my $pid = $session->query_safe('SELECT pg_backend_pid()');
+	$session->query_until(qr/started/, "\\echo started\nSELECT count(*) FROM slow;\n");
+	# Wait until the shards are at work, then cancel.
+	$coord->poll_query_until('postgres',
+		"SELECT count(*) > 0 FROM pg_stat_activity WHERE pid = $pid AND state = 'active'");
+	sleep 1;
+	ok(remote_busy() >= 4, 'the shards run the scan concurrently');
+	$coord->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
+	$out = $session->query('SELECT 1');
+	sleep 1;
+	is(remote_busy(), 0, 'a cancelled scan leaves no remote query running');
+	$session->{stderr} = '';
+	is($session->query_safe('SELECT count(*) FROM items'), '8000',
+		'the pooled connections are usable after a cancel');
+
+	# An error in one shard's scan cancels the scans of the others.
+	$start = time;
+	$out = $session->query('SELECT count(*) FROM failing');
+	$elapsed = time - $start;
+	like($session->{stderr}, qr/shard 4 gives up/, 'the remote error is reported');
+	cmp_ok($elapsed, '<', 30, 'the error ends the query without waiting for the other shards');
+	sleep 1;
+	is(remote_busy(), 0, 'no remote query still runs after an error in one scan');
+	$session->{stderr} = '';
+	is($session->query_safe('SELECT count(*) FROM items'), '8000',
+		'the pooled connections are usable after the error');
+
+	$coord->safe_psql('postgres',
+		join('', map { "ALTER SERVER s$_ OPTIONS (DROP fetch_mode);" } 1 .. 4));
+}
 $session->quit;
 
 done_testing();

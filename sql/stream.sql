@@ -1,0 +1,90 @@
+--
+-- stream: scans read to the end stream their rows with COPY ... TO STDOUT;
+-- scans that may stop early or are rescanned with new parameters use a
+-- cursor; a stream abandoned early is cancelled remotely
+--
+CREATE TABLE remote.st (id int, v text);
+INSERT INTO remote.st SELECT g, 'v' || g FROM generate_series(1, 5000) g;
+CREATE FOREIGN TABLE ft_st (id int, v text) SERVER loopback
+  OPTIONS (schema_name 'remote', table_name 'st');
+CREATE TEMP TABLE st_keys AS SELECT g AS k FROM generate_series(1, 20) g;
+ANALYZE st_keys;
+
+-- fetch_mode auto (the default) chooses per scan.
+EXPLAIN (VERBOSE, COSTS OFF) SELECT count(*) FROM ft_st;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM ft_st LIMIT 5;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT k FROM st_keys WHERE EXISTS (SELECT 1 FROM ft_st WHERE v = 'v' || k);
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_material = off;
+SET enable_memoize = off;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT k, v FROM st_keys JOIN ft_st ON id = k;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_material;
+RESET enable_memoize;
+-- The option on the table or the server forces a mode.
+ALTER FOREIGN TABLE ft_st OPTIONS (ADD fetch_mode 'cursor');
+EXPLAIN (VERBOSE, COSTS OFF) SELECT count(*) FROM ft_st;
+ALTER FOREIGN TABLE ft_st OPTIONS (SET fetch_mode 'stream');
+EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM ft_st LIMIT 5;
+
+-- Streams return the same rows as the table, with batches of any size.
+SELECT count(*), sum(id), min(v), max(v) FROM ft_st;
+ALTER FOREIGN TABLE ft_st OPTIONS (ADD fetch_size '7');
+SELECT count(*), sum(id), min(v), max(v) FROM ft_st;
+ALTER FOREIGN TABLE ft_st OPTIONS (DROP fetch_size);
+SELECT count(*), sum(id), min(v), max(v) FROM remote.st;
+
+-- A stream stopped early by a LIMIT is cancelled: the same transaction goes
+-- on, and nothing runs remotely afterwards.
+BEGIN;
+SELECT count(*) FROM (SELECT id FROM ft_st LIMIT 5) s;
+SELECT count(*) FROM (SELECT id FROM ft_st LIMIT 4999) s;
+SELECT count(*), sum(id) FROM ft_st;
+SAVEPOINT sp;
+SELECT count(*) FROM (SELECT id FROM ft_st LIMIT 3) s;
+ROLLBACK TO SAVEPOINT sp;
+SELECT count(*) FROM (SELECT id FROM ft_st LIMIT 3) s;
+RELEASE SAVEPOINT sp;
+SELECT count(*), sum(id) FROM ft_st;
+COMMIT;
+SELECT count(*) FROM afdw_remote_states() s WHERE s <> 'idle';
+
+-- Rescanned streams: the first rescan abandons the stream, later ones use
+-- a cursor; the rows are right every time.
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_material = off;
+SET enable_memoize = off;
+SELECT count(*), sum(f.id) FROM st_keys k, ft_st f WHERE f.id <= k.k;
+SELECT count(*), sum(f.id) FROM st_keys k, remote.st f WHERE f.id <= k.k;
+SELECT k.k, (SELECT max(id) FROM ft_st WHERE id < k.k * 100) FROM st_keys k WHERE k.k <= 3 ORDER BY 1;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_material;
+RESET enable_memoize;
+
+-- Errors in a stream: a remote error, a value the local type refuses.
+CREATE VIEW remote.st_bad AS SELECT id, 1 / (id - 4000) AS x FROM remote.st;
+CREATE FOREIGN TABLE ft_st_bad (id int, x int) SERVER loopback
+  OPTIONS (schema_name 'remote', table_name 'st_bad', fetch_mode 'stream');
+SELECT count(*), sum(x) FROM ft_st_bad;
+CREATE FOREIGN TABLE ft_st_conv (id int, v int) SERVER loopback
+  OPTIONS (schema_name 'remote', table_name 'st', fetch_mode 'stream');
+SELECT sum(v) FROM ft_st_conv;
+SELECT count(*) FROM ft_st;
+SELECT count(*) FROM afdw_remote_states() s WHERE s <> 'idle';
+
+-- Text that needs escaping in COPY's format comes back unchanged.
+CREATE TABLE remote.st_text (id int, t text);
+INSERT INTO remote.st_text VALUES (1, E'tab\there'), (2, E'new\nline'), (3, E'back\\slash'),
+  (4, E'cr\rx'), (5, '\N'), (6, NULL), (7, ''), (8, E'\\N'), (9, E'bell\x07 del\x7f');
+CREATE FOREIGN TABLE ft_st_text (id int, t text) SERVER loopback
+  OPTIONS (schema_name 'remote', table_name 'st_text', fetch_mode 'stream');
+SELECT f.id, f.t IS NOT DISTINCT FROM r.t AS same, f.t IS NULL AS is_null
+  FROM ft_st_text f JOIN remote.st_text r USING (id) ORDER BY 1;
+
+DROP FOREIGN TABLE ft_st, ft_st_bad, ft_st_conv, ft_st_text;
+DROP VIEW remote.st_bad;
+DROP TABLE remote.st, remote.st_text, st_keys;
