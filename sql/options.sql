@@ -92,6 +92,13 @@ CREATE SERVER afdw_opt_bad FOREIGN DATA WRAPPER async_fdw OPTIONS (fetch_size '1
 CREATE SERVER afdw_opt_bad FOREIGN DATA WRAPPER async_fdw OPTIONS (max_connections '0');
 CREATE SERVER afdw_opt_bad FOREIGN DATA WRAPPER async_fdw OPTIONS (max_connections 'many');
 \set VERBOSITY default
+-- fetch_mode takes auto, stream or cursor, in any case.
+CREATE SERVER afdw_opt_bad FOREIGN DATA WRAPPER async_fdw OPTIONS (fetch_mode 'fast');
+CREATE SERVER afdw_opt_fm FOREIGN DATA WRAPPER async_fdw OPTIONS (fetch_mode 'Stream');
+ALTER SERVER afdw_opt_fm OPTIONS (SET fetch_mode 'cursor');
+ALTER SERVER afdw_opt_fm OPTIONS (SET fetch_mode 'auto');
+ALTER SERVER afdw_opt_fm OPTIONS (SET fetch_mode '');
+DROP SERVER afdw_opt_fm;
 
 -- Bad Boolean values.
 CREATE SERVER afdw_opt_bad FOREIGN DATA WRAPPER async_fdw OPTIONS (async_capable 'maybe');
@@ -295,6 +302,7 @@ ALTER FOREIGN TABLE afdw_opt_ft OPTIONS (SET fetch_size '-5');
 ALTER FOREIGN TABLE afdw_opt_ft OPTIONS (SET fetch_size 'abc');
 ALTER FOREIGN TABLE afdw_opt_ft OPTIONS (SET fetch_size '1099511627776');
 ALTER FOREIGN TABLE afdw_opt_ft OPTIONS (SET async_capable 'maybe');
+ALTER FOREIGN TABLE afdw_opt_ft OPTIONS (ADD fetch_mode 'copy');
 \set VERBOSITY default
 SELECT cmd, afdw_opt_try(cmd) FROM (VALUES
   ('ALTER FOREIGN TABLE afdw_opt_ft OPTIONS (ADD host ''h'')'),
