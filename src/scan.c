@@ -262,6 +262,23 @@ split_copy_line(char *line, int len, char **fields, int max)
 		null = (end - p >= 2 && p[0] == '\\' && p[1] == 'N' &&
 				(end - p == 2 || p[2] == '\t'));
 
+		/* Most fields have no escape: find the tab and cut there. */
+		if (!null)
+		{
+			char	   *tab = memchr(p, '\t', end - p);
+			char	   *fend = tab ? tab : end;
+
+			if (memchr(p, '\\', fend - p) == NULL)
+			{
+				*fend = '\0';
+				fields[n++] = start;
+				if (tab == NULL)
+					break;
+				p = tab + 1;
+				continue;
+			}
+		}
+
 		while (p < end && *p != '\t')
 		{
 			char		c = *p++;
