@@ -93,6 +93,48 @@ is_deeply(
 	],
 	'the remote statements of a scan under a LIMIT');
 
+# A transaction block: the first connection exports its snapshot at once
+# (no export is possible after a savepoint), a savepoint rides with the next
+# command, and COMMIT ends it.
+is_deeply(
+	remote_statements($shards[0], q{
+		BEGIN;
+		SELECT count(*) FROM items_1 WHERE id < 10;
+		SAVEPOINT a;
+		SELECT count(*) FROM items_1 WHERE id < 5;
+		RELEASE SAVEPOINT a;
+		COMMIT;
+	}),
+	[
+		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ; '
+		  . 'SELECT pg_catalog.pg_export_snapshot()',
+		'SAVEPOINT afdw_stream; '
+		  . 'COPY (SELECT NULL FROM public.items WHERE ((id < 10))) TO STDOUT',
+		'RELEASE SAVEPOINT afdw_stream; SAVEPOINT s2; SAVEPOINT afdw_stream; '
+		  . 'COPY (SELECT NULL FROM public.items WHERE ((id < 5))) TO STDOUT',
+		'RELEASE SAVEPOINT afdw_stream; RELEASE SAVEPOINT s2',
+		'COMMIT TRANSACTION'
+	],
+	'the remote statements of a transaction block with a savepoint');
+
+# A nested loop with the foreign table inside: one message per rescan, the
+# parameter inline, the previous cursor closed in the same message.
+is_deeply(
+	remote_statements($shards[0], q{
+		SET enable_hashjoin = off; SET enable_mergejoin = off;
+		SET enable_material = off; SET enable_memoize = off;
+		SELECT count(*) FROM (VALUES (1), (2)) v(k) JOIN items_1 ON id = k;
+	}),
+	[
+		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ; '
+		  . 'DECLARE c1 CURSOR FOR SELECT id FROM public.items WHERE ((\'1\'::integer = id)); '
+		  . 'FETCH 100 FROM c1',
+		'CLOSE c1; DECLARE c2 CURSOR FOR SELECT id FROM public.items WHERE ((\'2\'::integer = id)); '
+		  . 'FETCH 100 FROM c2',
+		'COMMIT TRANSACTION'
+	],
+	'the remote statements of a parameterized rescan');
+
 # A shard that is down: a clear error naming the server, and the other
 # shard's connection still works in the same session.
 $shards[1]->stop('fast');
