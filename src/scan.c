@@ -32,6 +32,19 @@
 
 #include "async_fdw.h"
 
+/* What turns rows of text values into local tuples, with its scratch space. */
+typedef struct RowBuilder
+{
+	Relation	rel;
+	AttInMetadata *attinmeta;
+	List	   *retrieved_attrs;	/* local column numbers of the values */
+	Datum	   *values;			/* natts of them */
+	bool	   *nulls;
+	char	  **fields;			/* one row's text values */
+	int			max_fields;
+	MemoryContext row_cxt;		/* input functions' garbage; reset per batch */
+} RowBuilder;
+
 /* Where the scan's latest command to the remote server stands. */
 typedef enum AfdwRequest
 {
@@ -55,7 +68,7 @@ typedef struct AfdwScanState
 	ForeignScanState *node;
 	EState	   *estate;
 	Relation	rel;
-	AttInMetadata *attinmeta;
+	RowBuilder	rb;				/* remote rows to tuples */
 	char	   *sql;			/* remote SELECT */
 	List	   *retrieved_attrs;	/* local column numbers of its columns */
 	int			fetch_size;
@@ -90,7 +103,6 @@ typedef struct AfdwScanState
 	bool		stream_off;		/* rescanned before the end: use a cursor */
 	bool		streaming;		/* the current remote query is a stream */
 	bool		copying;		/* its rows are arriving */
-	char	  **fields;			/* room for one row's values */
 
 	/* Set while the Append asks for a row without waiting for it. */
 	bool		nowait;
@@ -149,19 +161,37 @@ scan_error_context(void *arg)
 }
 
 /*
+ * init_row_builder
+ *		Prepare RB to turn rows of text values of REL's columns
+ *		RETRIEVED_ATTRS into tuples; scratch space comes from the current
+ *		memory context, input-function garbage goes to ROW_CXT, which the
+ *		caller resets once per batch.
+ */
+static void
+init_row_builder(RowBuilder *rb, Relation rel, List *retrieved_attrs,
+				 MemoryContext row_cxt)
+{
+	int			natts = RelationGetDescr(rel)->natts;
+
+	rb->rel = rel;
+	rb->attinmeta = TupleDescGetAttInMetadata(RelationGetDescr(rel));
+	rb->retrieved_attrs = retrieved_attrs;
+	rb->values = palloc0(sizeof(Datum) * Max(natts, 1));
+	rb->nulls = palloc(sizeof(bool) * Max(natts, 1));
+	rb->max_fields = list_length(retrieved_attrs) + 1;
+	rb->fields = palloc(sizeof(char *) * rb->max_fields);
+	rb->row_cxt = row_cxt;
+}
+
+/*
  * form_tuple
- *		A local tuple, built in CXT, from the text values FIELDS (NULL for
- *		a null) of the columns RETRIEVED_ATTRS; other columns are NULL.
- *
- * ROW_CXT holds the garbage of the input functions and is reset after.
+ *		A local tuple, built in CXT, from the NFIELDS text values in
+ *		RB->fields (NULL for a null); columns not retrieved are NULL.
  */
 static HeapTuple
-form_tuple(char **fields, int nfields, Relation rel, AttInMetadata *attinmeta,
-		   List *retrieved_attrs, MemoryContext cxt, MemoryContext row_cxt)
+form_tuple(RowBuilder *rb, int nfields, MemoryContext cxt)
 {
-	TupleDesc	tupdesc = RelationGetDescr(rel);
-	Datum	   *values;
-	bool	   *nulls;
+	TupleDesc	tupdesc = RelationGetDescr(rb->rel);
 	ConversionPosition pos;
 	ErrorContextCallback errcb;
 	MemoryContext oldcxt;
@@ -170,45 +200,41 @@ form_tuple(char **fields, int nfields, Relation rel, AttInMetadata *attinmeta,
 	int			col = 0;
 
 	/* With no column needed the remote SELECT list is a lone NULL. */
-	if (list_length(retrieved_attrs) != nfields &&
-		!(retrieved_attrs == NIL && nfields == 1))
+	if (list_length(rb->retrieved_attrs) != nfields &&
+		!(rb->retrieved_attrs == NIL && nfields == 1))
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
 				 errmsg("remote query of foreign table \"%s\" returned %d columns, expected %d",
-						RelationGetRelationName(rel), nfields,
-						list_length(retrieved_attrs))));
+						RelationGetRelationName(rb->rel), nfields,
+						list_length(rb->retrieved_attrs))));
 
-	oldcxt = MemoryContextSwitchTo(row_cxt);
-	values = palloc0(sizeof(Datum) * tupdesc->natts);
-	nulls = palloc(sizeof(bool) * tupdesc->natts);
-	memset(nulls, true, sizeof(bool) * tupdesc->natts);
+	memset(rb->nulls, true, sizeof(bool) * tupdesc->natts);
 
-	pos.rel = rel;
+	pos.rel = rb->rel;
 	pos.attnum = 0;
 	errcb.callback = conversion_error_context;
 	errcb.arg = &pos;
 	errcb.previous = error_context_stack;
 	error_context_stack = &errcb;
 
-	foreach(lc, retrieved_attrs)
+	oldcxt = MemoryContextSwitchTo(rb->row_cxt);
+	foreach(lc, rb->retrieved_attrs)
 	{
 		int			attnum = lfirst_int(lc);
-		char	   *value = fields[col++];
+		char	   *value = rb->fields[col++];
 
 		pos.attnum = attnum;
-		values[attnum - 1] = InputFunctionCall(&attinmeta->attinfuncs[attnum - 1],
-											   value,
-											   attinmeta->attioparams[attnum - 1],
-											   attinmeta->atttypmods[attnum - 1]);
-		nulls[attnum - 1] = (value == NULL);
+		rb->values[attnum - 1] =
+			InputFunctionCall(&rb->attinmeta->attinfuncs[attnum - 1], value,
+							  rb->attinmeta->attioparams[attnum - 1],
+							  rb->attinmeta->atttypmods[attnum - 1]);
+		rb->nulls[attnum - 1] = (value == NULL);
 	}
-
 	error_context_stack = errcb.previous;
 
 	MemoryContextSwitchTo(cxt);
-	tuple = heap_form_tuple(tupdesc, values, nulls);
+	tuple = heap_form_tuple(tupdesc, rb->values, rb->nulls);
 	MemoryContextSwitchTo(oldcxt);
-	MemoryContextReset(row_cxt);
 
 	return tuple;
 }
@@ -218,16 +244,19 @@ form_tuple(char **fields, int nfields, Relation rel, AttInMetadata *attinmeta,
  *		A local tuple from row ROW of RES, built in CXT.
  */
 static HeapTuple
-make_tuple(PGresult *res, int row, Relation rel, AttInMetadata *attinmeta,
-		   List *retrieved_attrs, MemoryContext cxt, MemoryContext row_cxt)
+make_tuple(RowBuilder *rb, PGresult *res, int row, MemoryContext cxt)
 {
 	int			nfields = PQnfields(res);
-	char	  **fields = MemoryContextAlloc(row_cxt, sizeof(char *) * Max(nfields, 1));
 
+	if (nfields > rb->max_fields)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
+				 errmsg("remote query of foreign table \"%s\" returned %d columns, expected %d",
+						RelationGetRelationName(rb->rel), nfields,
+						list_length(rb->retrieved_attrs))));
 	for (int i = 0; i < nfields; i++)
-		fields[i] = PQgetisnull(res, row, i) ? NULL : PQgetvalue(res, row, i);
-	return form_tuple(fields, nfields, rel, attinmeta, retrieved_attrs, cxt,
-					  row_cxt);
+		rb->fields[i] = PQgetisnull(res, row, i) ? NULL : PQgetvalue(res, row, i);
+	return form_tuple(rb, nfields, cxt);
 }
 
 /*
@@ -439,10 +468,8 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 	st->node = node;
 	st->estate = estate;
 	st->rel = node->ss.ss_currentRelation;
-	st->attinmeta = TupleDescGetAttInMetadata(RelationGetDescr(st->rel));
 	afdw_scan_private(plan, &st->sql, &st->retrieved_attrs, &st->fetch_size,
 					  &st->stream_planned);
-	st->fields = palloc(sizeof(char *) * (list_length(st->retrieved_attrs) + 1));
 
 	st->scan_cxt = AllocSetContextCreate(estate->es_query_cxt,
 										 "async_fdw scan",
@@ -452,7 +479,8 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 										  ALLOCSET_DEFAULT_SIZES);
 	st->row_cxt = AllocSetContextCreate(estate->es_query_cxt,
 										"async_fdw row",
-										ALLOCSET_SMALL_SIZES);
+										ALLOCSET_DEFAULT_SIZES);
+	init_row_builder(&st->rb, st->rel, st->retrieved_attrs, st->row_cxt);
 
 	st->nparams = list_length(plan->fdw_exprs);
 	if (st->nparams > 0)
@@ -756,10 +784,9 @@ take_batch(AfdwScanState *st)
 
 		st->tuples = MemoryContextAlloc(st->batch_cxt, sizeof(HeapTuple) * Max(n, 1));
 		for (int i = 0; i < n; i++)
-			st->tuples[i] = make_tuple(res, i, st->rel, st->attinmeta,
-									   st->retrieved_attrs, st->batch_cxt,
-									   st->row_cxt);
+			st->tuples[i] = make_tuple(&st->rb, res, i, st->batch_cxt);
 		st->ntuples = n;
+		MemoryContextReset(st->row_cxt);
 	}
 	PG_FINALLY();
 	{
@@ -821,9 +848,8 @@ stream_row(AfdwScanState *st, char *buf, int len, int nfields_max)
 	line[len] = '\0';
 	PQfreemem(buf);
 
-	n = split_copy_line(line, len, st->fields, nfields_max);
-	return form_tuple(st->fields, n, st->rel, st->attinmeta,
-					  st->retrieved_attrs, st->batch_cxt, st->row_cxt);
+	n = split_copy_line(line, len, st->rb.fields, nfields_max);
+	return form_tuple(&st->rb, n, st->batch_cxt);
 }
 
 /*
@@ -842,6 +868,7 @@ take_stream_batch(AfdwScanState *st, bool block)
 	int			nfields_max = list_length(st->retrieved_attrs) + 1;
 
 	MemoryContextReset(st->batch_cxt);
+	MemoryContextReset(st->row_cxt);
 	st->tuples = MemoryContextAlloc(st->batch_cxt, sizeof(HeapTuple) * st->fetch_size);
 	st->ntuples = 0;
 	st->next_tuple = 0;
@@ -1235,11 +1262,8 @@ afdwExplainForeignScan(ForeignScanState *node, ExplainState *es)
 /* State of ANALYZE's reservoir sampling. */
 typedef struct Sampler
 {
-	Relation	rel;
-	AttInMetadata *attinmeta;
-	List	   *retrieved_attrs;
+	RowBuilder	rb;				/* remote rows to tuples */
 	MemoryContext anl_cxt;		/* where sampled rows live */
-	MemoryContext row_cxt;
 	ReservoirStateData rstate;
 	int			targrows;
 	double		seen;			/* rows read so far */
@@ -1277,9 +1301,9 @@ sample_batch(PGresult *res, Sampler *s, HeapTuple *rows, int *numrows)
 				s->skip -= 1;
 			}
 			if (slot >= 0)
-				rows[slot] = make_tuple(res, i, s->rel, s->attinmeta,
-										s->retrieved_attrs, s->anl_cxt, s->row_cxt);
+				rows[slot] = make_tuple(&s->rb, res, i, s->anl_cxt);
 		}
+		MemoryContextReset(s->rb.row_cxt);
 	}
 	PG_FINALLY();
 	{
@@ -1304,6 +1328,7 @@ acquire_sample_rows(Relation rel, int elevel, HeapTuple *rows, int targrows,
 	UserMapping *user = GetUserMapping(rel->rd_rel->relowner, table->serverid);
 	AfdwConn   *conn = afdw_get_connection(user);
 	Sampler		sampler;
+	List	   *retrieved_attrs;
 	StringInfoData sql;
 	unsigned int cursor = afdw_next_cursor_number(conn);
 	int			fetch_size;
@@ -1314,12 +1339,7 @@ acquire_sample_rows(Relation rel, int elevel, HeapTuple *rows, int targrows,
 	fetch_size = afdw_fetch_size_option(server->options, AFDW_DEFAULT_FETCH_SIZE);
 	fetch_size = afdw_fetch_size_option(table->options, fetch_size);
 
-	sampler.rel = rel;
-	sampler.attinmeta = TupleDescGetAttInMetadata(RelationGetDescr(rel));
 	sampler.anl_cxt = CurrentMemoryContext;
-	sampler.row_cxt = AllocSetContextCreate(CurrentMemoryContext,
-											"async_fdw analyze row",
-											ALLOCSET_SMALL_SIZES);
 	sampler.targrows = targrows;
 	sampler.seen = 0;
 	sampler.skip = -1;
@@ -1327,7 +1347,11 @@ acquire_sample_rows(Relation rel, int elevel, HeapTuple *rows, int targrows,
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "DECLARE c%u CURSOR FOR ", cursor);
-	afdw_deparse_analyze(&sql, rel, &sampler.retrieved_attrs);
+	afdw_deparse_analyze(&sql, rel, &retrieved_attrs);
+	init_row_builder(&sampler.rb, rel, retrieved_attrs,
+					 AllocSetContextCreate(CurrentMemoryContext,
+										   "async_fdw analyze row",
+										   ALLOCSET_DEFAULT_SIZES));
 	afdw_run_command(conn, sql.data);
 
 	snprintf(fetch, sizeof(fetch), "FETCH %d FROM c%u", fetch_size, cursor);
@@ -1341,7 +1365,7 @@ acquire_sample_rows(Relation rel, int elevel, HeapTuple *rows, int targrows,
 	snprintf(fetch, sizeof(fetch), "CLOSE c%u", cursor);
 	afdw_run_command(conn, fetch);
 	afdw_release_connection(conn);
-	MemoryContextDelete(sampler.row_cxt);
+	MemoryContextDelete(sampler.rb.row_cxt);
 
 	*totalrows = sampler.seen;
 	*totaldeadrows = 0;
