@@ -588,36 +588,20 @@ send_start(AfdwScanState *st)
 		afdw_conn_users(st->conn) == 1;
 	if (st->streaming)
 	{
+		st->cursor_number = 0;
 		appendStringInfoString(&sql, "SAVEPOINT afdw_stream; COPY (");
-		if (st->nparams == 0)
-			appendStringInfoString(&sql, st->sql);
-		else
-		{
-			compute_params(st);
-			afdw_bind_params(&sql, st->sql, st->nparams,
-							 (const char *const *) st->param_values);
-		}
-		appendStringInfoString(&sql, ") TO STDOUT");
-		remember_sql(st, sql.data);
-		afdw_send_in_xact(st->conn, sql.data, st, drain_scan);
-		afdw_set_streaming(st->conn, true);
-		pfree(sql.data);
-		st->cursor_open = true;
-		st->copying = false;
-		st->req = REQ_INFLIGHT;
-		st->nbatches = 0;
-		st->remote_eof = false;
-		return;
+	}
+	else
+	{
+		st->cursor_number = afdw_next_cursor_number(st->conn);
+		appendStringInfo(&sql, "DECLARE c%u CURSOR FOR ", st->cursor_number);
 	}
 
-	st->cursor_number = afdw_next_cursor_number(st->conn);
-
 	/*
-	 * Parameter values go inline, so that DECLARE and the first FETCH (and
-	 * the transaction's start, and the CLOSE of cursors no longer needed)
-	 * travel in one message.
+	 * Parameter values go inline, so that the query goes in one message
+	 * with the transaction's start and the CLOSE of cursors no longer
+	 * needed (and, for a cursor, the first FETCH).
 	 */
-	appendStringInfo(&sql, "DECLARE c%u CURSOR FOR ", st->cursor_number);
 	if (st->nparams == 0)
 		appendStringInfoString(&sql, st->sql);
 	else
@@ -626,11 +610,19 @@ send_start(AfdwScanState *st)
 		afdw_bind_params(&sql, st->sql, st->nparams,
 						 (const char *const *) st->param_values);
 	}
-	appendStringInfo(&sql, "; FETCH %d FROM c%u", st->fetch_size, st->cursor_number);
+
+	if (st->streaming)
+		appendStringInfoString(&sql, ") TO STDOUT");
+	else
+		appendStringInfo(&sql, "; FETCH %d FROM c%u", st->fetch_size,
+						 st->cursor_number);
 	remember_sql(st, sql.data);
 	afdw_send_in_xact(st->conn, sql.data, st, drain_scan);
+	if (st->streaming)
+		afdw_set_streaming(st->conn, true);
 	pfree(sql.data);
 
+	st->copying = false;
 	st->cursor_open = true;
 	st->req = REQ_INFLIGHT;
 	st->nbatches = 0;
