@@ -254,58 +254,37 @@ parse_positive_int(const char *value, int *result)
 static void
 check_option_value(const AfdwOption *opt, const char *value)
 {
+	bool		b;
+	double		d;
+	const char *expected = NULL;	/* what the value should have been */
+
 	switch (opt->kind)
 	{
 		case AFDW_OPT_STRING:
 			break;
-
 		case AFDW_OPT_BOOL:
-			{
-				bool		b;
-
-				if (!parse_bool(value, &b))
-					ereport(ERROR,
-							(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
-							 errmsg("invalid value for option \"%s\": \"%s\"",
-									opt->name, value),
-							 errdetail("The option takes a Boolean value: true, false, on, off, yes, no, 1 or 0.")));
-				break;
-			}
-
+			if (!parse_bool(value, &b))
+				expected = "a Boolean value: true, false, on, off, yes, no, 1 or 0";
+			break;
 		case AFDW_OPT_POSITIVE_INT:
-			{
-				if (!parse_positive_int(value, NULL))
-					ereport(ERROR,
-							(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
-							 errmsg("invalid value for option \"%s\": \"%s\"",
-									opt->name, value),
-							 errdetail("The option takes an integer between 1 and %d.",
-									   INT_MAX)));
-				break;
-			}
-
+			if (!parse_positive_int(value, NULL))
+				expected = "an integer between 1 and 2147483647";
+			break;
 		case AFDW_OPT_FETCH_MODE:
 			if (afdw_parse_fetch_mode(value) < 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
-						 errmsg("invalid value for option \"%s\": \"%s\"",
-								opt->name, value),
-						 errdetail("The option takes auto, stream or cursor.")));
+				expected = "auto, stream or cursor";
 			break;
-
 		case AFDW_OPT_COST:
-			{
-				double		d;
-
-				if (!parse_real(value, &d, 0, NULL) || d < 0 || isinf(d) || isnan(d))
-					ereport(ERROR,
-							(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
-							 errmsg("invalid value for option \"%s\": \"%s\"",
-									opt->name, value),
-							 errdetail("The option takes a finite, non-negative number.")));
-				break;
-			}
+			if (!parse_real(value, &d, 0, NULL) || d < 0 || isinf(d) || isnan(d))
+				expected = "a finite, non-negative number";
+			break;
 	}
+
+	if (expected != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("invalid value for option \"%s\": \"%s\"", opt->name, value),
+				 errdetail("The option takes %s.", expected)));
 }
 
 PG_FUNCTION_INFO_V1(async_fdw_validator);
