@@ -92,8 +92,14 @@ typedef struct AfdwScanState
 	int			qcount;
 	bool		remote_eof;		/* a short batch arrived: no more to fetch */
 
-	/* The current batch. */
-	HeapTuple  *tuples;
+	/*
+	 * The current batch, converted a row at a time as the rows are asked
+	 * for: a FETCH's result, or lines of a stream (malloc'd by libpq).
+	 */
+	PGresult   *batch_res;
+	char	  **lines;			/* room for fetch_size of them */
+	int		   *line_lens;
+	int			nlines;
 	int			ntuples;
 	int			next_tuple;
 	int			nbatches;		/* batches used since the cursor opened */
@@ -113,8 +119,8 @@ typedef struct AfdwScanState
 	bool		pending;
 
 	MemoryContext scan_cxt;		/* long-lived bits of the scan */
-	MemoryContext batch_cxt;	/* the tuples of the current batch */
-	MemoryContext row_cxt;		/* per-row garbage of input functions */
+	MemoryContext batch_cxt;	/* parameter values of the current query */
+	MemoryContext row_cxt;		/* values of the current batch's rows */
 	MemoryContextCallback cleanup;
 } AfdwScanState;
 
@@ -184,18 +190,19 @@ init_row_builder(RowBuilder *rb, Relation rel, List *retrieved_attrs,
 }
 
 /*
- * form_tuple
- *		A local tuple, built in CXT, from the NFIELDS text values in
- *		RB->fields (NULL for a null); columns not retrieved are NULL.
+ * convert_row
+ *		Turn the NFIELDS text values in RB->fields (NULL for a null) into
+ *		VALUES and NULLS, arrays of the relation's width; columns not
+ *		retrieved are NULL.  By-reference values are allocated in
+ *		RB->row_cxt.
  */
-static HeapTuple
-form_tuple(RowBuilder *rb, int nfields, MemoryContext cxt)
+static void
+convert_row(RowBuilder *rb, int nfields, Datum *values, bool *nulls)
 {
 	TupleDesc	tupdesc = RelationGetDescr(rb->rel);
 	ConversionPosition pos;
 	ErrorContextCallback errcb;
 	MemoryContext oldcxt;
-	HeapTuple	tuple;
 	ListCell   *lc;
 	int			col = 0;
 
@@ -208,7 +215,7 @@ form_tuple(RowBuilder *rb, int nfields, MemoryContext cxt)
 						RelationGetRelationName(rb->rel), nfields,
 						list_length(rb->retrieved_attrs))));
 
-	memset(rb->nulls, true, sizeof(bool) * tupdesc->natts);
+	memset(nulls, true, sizeof(bool) * tupdesc->natts);
 
 	pos.rel = rb->rel;
 	pos.attnum = 0;
@@ -224,27 +231,40 @@ form_tuple(RowBuilder *rb, int nfields, MemoryContext cxt)
 		char	   *value = rb->fields[col++];
 
 		pos.attnum = attnum;
-		rb->values[attnum - 1] =
+		values[attnum - 1] =
 			InputFunctionCall(&rb->attinmeta->attinfuncs[attnum - 1], value,
 							  rb->attinmeta->attioparams[attnum - 1],
 							  rb->attinmeta->atttypmods[attnum - 1]);
-		rb->nulls[attnum - 1] = (value == NULL);
+		nulls[attnum - 1] = (value == NULL);
 	}
-	error_context_stack = errcb.previous;
-
-	MemoryContextSwitchTo(cxt);
-	tuple = heap_form_tuple(tupdesc, rb->values, rb->nulls);
 	MemoryContextSwitchTo(oldcxt);
+	error_context_stack = errcb.previous;
+}
 
+/*
+ * form_tuple
+ *		A local heap tuple, built in CXT, from the NFIELDS text values in
+ *		RB->fields.
+ */
+static HeapTuple
+form_tuple(RowBuilder *rb, int nfields, MemoryContext cxt)
+{
+	MemoryContext oldcxt;
+	HeapTuple	tuple;
+
+	convert_row(rb, nfields, rb->values, rb->nulls);
+	oldcxt = MemoryContextSwitchTo(cxt);
+	tuple = heap_form_tuple(RelationGetDescr(rb->rel), rb->values, rb->nulls);
+	MemoryContextSwitchTo(oldcxt);
 	return tuple;
 }
 
 /*
- * make_tuple
- *		A local tuple from row ROW of RES, built in CXT.
+ * fields_of_result
+ *		Point RB->fields at the values of row ROW of RES; returns how many.
  */
-static HeapTuple
-make_tuple(RowBuilder *rb, PGresult *res, int row, MemoryContext cxt)
+static int
+fields_of_result(RowBuilder *rb, PGresult *res, int row)
 {
 	int			nfields = PQnfields(res);
 
@@ -256,7 +276,17 @@ make_tuple(RowBuilder *rb, PGresult *res, int row, MemoryContext cxt)
 						list_length(rb->retrieved_attrs))));
 	for (int i = 0; i < nfields; i++)
 		rb->fields[i] = PQgetisnull(res, row, i) ? NULL : PQgetvalue(res, row, i);
-	return form_tuple(rb, nfields, cxt);
+	return nfields;
+}
+
+/*
+ * make_tuple
+ *		A local heap tuple from row ROW of RES, built in CXT.
+ */
+static HeapTuple
+make_tuple(RowBuilder *rb, PGresult *res, int row, MemoryContext cxt)
+{
+	return form_tuple(rb, fields_of_result(rb, res, row), cxt);
 }
 
 /*
@@ -421,6 +451,38 @@ clear_queue(AfdwScanState *st)
 }
 
 /*
+ * free_batch
+ *		Give back the libpq memory of the current batch.
+ */
+static void
+free_batch(AfdwScanState *st)
+{
+	if (st->batch_res != NULL)
+	{
+		PQclear(st->batch_res);
+		st->batch_res = NULL;
+	}
+	for (int i = 0; i < st->nlines; i++)
+		PQfreemem(st->lines[i]);
+	st->nlines = 0;
+	st->ntuples = 0;
+	st->next_tuple = 0;
+}
+
+/*
+ * drop_batch
+ *		Done with the current batch: empty the slot, which may point into
+ *		its values, and free it.
+ */
+static void
+drop_batch(AfdwScanState *st)
+{
+	ExecClearTuple(st->node->ss.ss_ScanTupleSlot);
+	free_batch(st);
+	MemoryContextReset(st->row_cxt);
+}
+
+/*
  * scan_cleanup
  *		Memory-context callback: the executor state of the scan is going
  *		away, normally or on error.  Drop every reference to the scan held
@@ -443,6 +505,7 @@ scan_cleanup(void *arg)
 		st->released = true;
 	}
 	clear_queue(st);
+	free_batch(st);
 }
 
 /*
@@ -524,11 +587,8 @@ compute_params(AfdwScanState *st)
 	int			nestlevel;
 	int			i = 0;
 
-	/* The values live until the next batch. */
+	/* The values live until the next query's. */
 	MemoryContextReset(st->batch_cxt);
-	st->tuples = NULL;
-	st->ntuples = 0;
-	st->next_tuple = 0;
 	oldcxt = MemoryContextSwitchTo(st->batch_cxt);
 	nestlevel = afdw_set_transmission_modes();
 	foreach(lc, st->param_exprs)
@@ -752,39 +812,21 @@ drain_scan(void *arg)
 static void
 take_batch(AfdwScanState *st)
 {
-	PGresult   *volatile res;
+	PGresult   *res;
 
 	Assert(st->qcount > 0);
+	drop_batch(st);
 	res = st->queue[st->qhead];
 	st->queue[st->qhead] = NULL;
 	st->qhead = (st->qhead + 1) % AFDW_QUEUE_SIZE;
 	st->qcount--;
+	st->batch_res = res;
+	st->ntuples = PQntuples(res);
+	st->nbatches++;
 
-	MemoryContextReset(st->batch_cxt);
-	st->tuples = NULL;
-	st->ntuples = 0;
-	st->next_tuple = 0;
-
-	PG_TRY();
-	{
-		int			n = PQntuples(res);
-
-		st->nbatches++;
-		if (!st->remote_eof && st->req == REQ_NONE &&
-			st->qcount <= AFDW_QUEUE_SIZE - AFDW_FETCH_DEPTH)
-			send_fetch(st);
-
-		st->tuples = MemoryContextAlloc(st->batch_cxt, sizeof(HeapTuple) * Max(n, 1));
-		for (int i = 0; i < n; i++)
-			st->tuples[i] = make_tuple(&st->rb, res, i, st->batch_cxt);
-		st->ntuples = n;
-		MemoryContextReset(st->row_cxt);
-	}
-	PG_FINALLY();
-	{
-		PQclear(res);
-	}
-	PG_END_TRY();
+	if (!st->remote_eof && st->req == REQ_NONE &&
+		st->qcount <= AFDW_QUEUE_SIZE - AFDW_FETCH_DEPTH)
+		send_fetch(st);
 }
 
 /*
@@ -826,27 +868,37 @@ end_stream(AfdwScanState *st, bool abandoned)
 }
 
 /*
- * stream_row
- *		A local tuple from one COPY line, which is freed.
+ * store_row
+ *		Convert the batch's next row into the scan's slot, as a virtual
+ *		tuple whose values live until the batch is dropped.
  */
-static HeapTuple
-stream_row(AfdwScanState *st, char *buf, int len, int nfields_max)
+static void
+store_row(AfdwScanState *st, TupleTableSlot *slot)
 {
-	char	   *line = MemoryContextAlloc(st->row_cxt, len + 1);
-	int			n;
+	RowBuilder *rb = &st->rb;
+	int			row = st->next_tuple++;
+	int			nfields;
 
-	/* libpq's buffer is freed at once; the copy goes with row_cxt. */
-	memcpy(line, buf, len);
-	line[len] = '\0';
-	PQfreemem(buf);
+	ExecClearTuple(slot);
+	if (st->batch_res != NULL)
+		nfields = fields_of_result(rb, st->batch_res, row);
+	else
+	{
+		/* Split a copy: a rescan may read the line again. */
+		int			len = st->line_lens[row];
+		char	   *line = MemoryContextAlloc(st->row_cxt, len + 1);
 
-	n = split_copy_line(line, len, st->rb.fields, nfields_max);
-	return form_tuple(&st->rb, n, st->batch_cxt);
+		memcpy(line, st->lines[row], len);
+		line[len] = '\0';
+		nfields = split_copy_line(line, len, rb->fields, rb->max_fields);
+	}
+	convert_row(rb, nfields, slot->tts_values, slot->tts_isnull);
+	ExecStoreVirtualTuple(slot);
 }
 
 /*
  * take_stream_batch
- *		Turn up to fetch_size streamed rows into the current batch; false
+ *		Take up to fetch_size streamed rows as the current batch; false
  *		when BLOCK is false and no row has arrived yet.
  *
  * Rows are read from the socket only as the batch needs them, so TCP
@@ -857,13 +909,13 @@ take_stream_batch(AfdwScanState *st, bool block)
 {
 	PGconn	   *pgconn = afdw_pgconn(st->conn);
 	bool		consumed = false;
-	int			nfields_max = list_length(st->retrieved_attrs) + 1;
 
-	MemoryContextReset(st->batch_cxt);
-	MemoryContextReset(st->row_cxt);
-	st->tuples = MemoryContextAlloc(st->batch_cxt, sizeof(HeapTuple) * st->fetch_size);
-	st->ntuples = 0;
-	st->next_tuple = 0;
+	drop_batch(st);
+	if (st->lines == NULL)
+	{
+		st->lines = MemoryContextAlloc(st->scan_cxt, sizeof(char *) * st->fetch_size);
+		st->line_lens = MemoryContextAlloc(st->scan_cxt, sizeof(int) * st->fetch_size);
+	}
 
 	for (;;)
 	{
@@ -872,16 +924,16 @@ take_stream_batch(AfdwScanState *st, bool block)
 
 		if (len > 0)
 		{
-			st->tuples[st->ntuples] = stream_row(st, buf, len, nfields_max);
-			st->ntuples++;
+			st->lines[st->nlines] = buf;
+			st->line_lens[st->nlines++] = len;
 			consumed = false;
-			if (st->ntuples >= st->fetch_size)
+			if (st->nlines >= st->fetch_size)
 				break;
 			continue;
 		}
 		if (len == 0)
 		{
-			if (st->ntuples > 0)
+			if (st->nlines > 0)
 				break;
 			if (!consumed)
 			{
@@ -899,6 +951,7 @@ take_stream_batch(AfdwScanState *st, bool block)
 		end_stream(st, false);
 		break;
 	}
+	st->ntuples = st->nlines;
 	st->nbatches++;
 	return true;
 }
@@ -997,7 +1050,7 @@ next_row(AfdwScanState *st, bool block)
 	{
 		if (st->next_tuple < st->ntuples)
 		{
-			ExecStoreHeapTuple(st->tuples[st->next_tuple++], slot, false);
+			store_row(st, slot);
 			break;
 		}
 		if (st->copying)
@@ -1092,6 +1145,9 @@ afdwReScanForeignScan(ForeignScanState *node)
 	if (node->ss.ps.chgParam == NULL && st->cursor_open && st->remote_eof &&
 		st->nbatches == 1 && st->qcount == 0 && st->req == REQ_NONE)
 	{
+		/* Convert the rows again: the values of the first pass go. */
+		ExecClearTuple(node->ss.ss_ScanTupleSlot);
+		MemoryContextReset(st->row_cxt);
 		st->next_tuple = 0;
 		return;
 	}
@@ -1104,8 +1160,7 @@ afdwReScanForeignScan(ForeignScanState *node)
 		afdw_close_cursor_later(st->conn, st->cursor_number);
 	st->cursor_number = 0;
 	st->cursor_open = false;
-	st->ntuples = 0;
-	st->next_tuple = 0;
+	drop_batch(st);
 	st->remote_eof = false;
 }
 
