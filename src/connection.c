@@ -84,6 +84,13 @@ struct AfdwConn
 	bool		busy;
 	void	   *owner;
 	AfdwDrainFn drain;
+
+	/*
+	 * What waits on the socket: the latch, postmaster death and the socket,
+	 * kept for the connection's life so that a wait costs one system call.
+	 */
+	WaitEventSet *waitset;
+	pgsocket	waitset_sock;
 };
 
 /*
@@ -120,10 +127,11 @@ static void subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 							 SubTransactionId parentSubid, void *arg);
 static void inval_callback(Datum arg, int cacheid, uint32 hashvalue);
 static bool abort_remote(AfdwConn *entry, const char *sql);
-static bool wait_cleanup(PGconn *conn, TimestampTz deadline, bool ignore_errors);
+static bool wait_cleanup(AfdwConn *entry, TimestampTz deadline, bool ignore_errors);
 static void forget_closes(AfdwConn *entry);
 static void forget_savepoint_op(AfdwConn *entry, int level);
-static bool discard_copy_data(PGconn *conn, TimestampTz deadline);
+static bool discard_copy_data(AfdwConn *entry, TimestampTz deadline);
+static int	wait_readable(AfdwConn *entry, long timeout);
 
 /*
  * afdw_connection_init
@@ -199,7 +207,7 @@ finish_commit(AfdwConn *entry)
 
 	entry->commit_pending = false;
 	entry->busy = false;
-	if (!wait_cleanup(entry->conn, deadline, true) ||
+	if (!wait_cleanup(entry, deadline, true) ||
 		PQtransactionStatus(entry->conn) != PQTRANS_IDLE)
 		disconnect_entry(entry);
 }
@@ -564,6 +572,11 @@ connect_entry(AfdwConn *entry, UserMapping *user)
 static void
 disconnect_entry(AfdwConn *entry)
 {
+	if (entry->waitset != NULL)
+	{
+		FreeWaitEventSet(entry->waitset);
+		entry->waitset = NULL;
+	}
 	if (entry->conn != NULL)
 	{
 		PQfinish(entry->conn);
@@ -972,6 +985,41 @@ afdw_make_idle(AfdwConn *conn)
 }
 
 /*
+ * wait_readable
+ *		Wait until ENTRY's socket is readable, the latch is set or TIMEOUT
+ *		milliseconds (-1: no limit) pass; returns the WL_ flags of what
+ *		happened.  The backend exits if the postmaster dies.
+ */
+static int
+wait_readable(AfdwConn *entry, long timeout)
+{
+	pgsocket	sock = PQsocket(entry->conn);
+	WaitEvent	event;
+
+	/* A broken connection: reading from it tells what happened. */
+	if (sock == PGINVALID_SOCKET)
+		return WL_SOCKET_READABLE;
+	if (entry->waitset != NULL && entry->waitset_sock != sock)
+	{
+		FreeWaitEventSet(entry->waitset);
+		entry->waitset = NULL;
+	}
+	if (entry->waitset == NULL)
+	{
+		WaitEventSet *set = CreateWaitEventSet(conn_cxt, 3);
+
+		AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+		AddWaitEventToSet(set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
+		AddWaitEventToSet(set, WL_SOCKET_READABLE, sock, NULL, NULL);
+		entry->waitset = set;
+		entry->waitset_sock = sock;
+	}
+	if (WaitEventSetWait(entry->waitset, timeout, &event, 1, PG_WAIT_EXTENSION) == 0)
+		return WL_TIMEOUT;
+	return event.events;
+}
+
+/*
  * afdw_wait_socket
  *		Wait until CONN's socket is readable and read what came, reacting to
  *		interrupts and postmaster death.
@@ -979,11 +1027,8 @@ afdw_make_idle(AfdwConn *conn)
 void
 afdw_wait_socket(AfdwConn *conn, const char *sql)
 {
-	int			rc;
+	int			rc = wait_readable(conn, -1L);
 
-	rc = WaitLatchOrSocket(MyLatch,
-						   WL_LATCH_SET | WL_SOCKET_READABLE | WL_EXIT_ON_PM_DEATH,
-						   PQsocket(conn->conn), -1L, PG_WAIT_EXTENSION);
 	if (rc & WL_LATCH_SET)
 	{
 		ResetLatch(MyLatch);
@@ -1048,7 +1093,7 @@ afdw_wait_result(AfdwConn *conn, const char *sql)
 			if (PQresultStatus(res) == PGRES_COPY_OUT)
 			{
 				PQclear(res);
-				if (!discard_copy_data(pgconn, -1))
+				if (!discard_copy_data(conn, -1))
 					afdw_report_remote_error(NULL, conn, sql);
 				continue;
 			}
@@ -1172,9 +1217,14 @@ afdw_report_remote_error(PGresult *res, AfdwConn *conn, const char *sql)
  * held off.
  */
 static bool
-wait_cleanup(PGconn *conn, TimestampTz deadline, bool ignore_errors)
+wait_cleanup(AfdwConn *entry, TimestampTz deadline, bool ignore_errors)
 {
+	PGconn	   *conn = entry->conn;
 	bool		ok = true;
+
+	/* The answer may be in already: then there is no need to wait. */
+	if (PQisBusy(conn) && !PQconsumeInput(conn))
+		return false;
 
 	for (;;)
 	{
@@ -1188,10 +1238,7 @@ wait_cleanup(PGconn *conn, TimestampTz deadline, bool ignore_errors)
 			wait = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 			if (wait <= 0)
 				return false;
-			rc = WaitLatchOrSocket(MyLatch,
-								   WL_LATCH_SET | WL_SOCKET_READABLE |
-								   WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-								   PQsocket(conn), wait, PG_WAIT_EXTENSION);
+			rc = wait_readable(entry, wait);
 			if (rc & WL_LATCH_SET)
 				ResetLatch(MyLatch);
 			if ((rc & WL_SOCKET_READABLE) && !PQconsumeInput(conn))
@@ -1203,7 +1250,7 @@ wait_cleanup(PGconn *conn, TimestampTz deadline, bool ignore_errors)
 		if (PQresultStatus(res) == PGRES_COPY_OUT)
 		{
 			PQclear(res);
-			if (!discard_copy_data(conn, deadline))
+			if (!discard_copy_data(entry, deadline))
 				return false;
 			continue;
 		}
@@ -1222,8 +1269,10 @@ wait_cleanup(PGconn *conn, TimestampTz deadline, bool ignore_errors)
  *		not be read to its end.
  */
 static bool
-discard_copy_data(PGconn *conn, TimestampTz deadline)
+discard_copy_data(AfdwConn *entry, TimestampTz deadline)
 {
+	PGconn	   *conn = entry->conn;
+
 	for (;;)
 	{
 		char	   *buf = NULL;
@@ -1245,10 +1294,7 @@ discard_copy_data(PGconn *conn, TimestampTz deadline)
 			if (wait <= 0)
 				return false;
 		}
-		rc = WaitLatchOrSocket(MyLatch,
-							   WL_LATCH_SET | WL_SOCKET_READABLE | WL_EXIT_ON_PM_DEATH |
-							   (deadline >= 0 ? WL_TIMEOUT : 0),
-							   PQsocket(conn), wait, PG_WAIT_EXTENSION);
+		rc = wait_readable(entry, wait);
 		if (rc & WL_LATCH_SET)
 		{
 			ResetLatch(MyLatch);
@@ -1267,12 +1313,12 @@ discard_copy_data(PGconn *conn, TimestampTz deadline)
  *		afterwards.
  */
 static bool
-finish_in_flight(PGconn *conn, TimestampTz deadline)
+finish_in_flight(AfdwConn *entry, TimestampTz deadline)
 {
-	if (PQtransactionStatus(conn) != PQTRANS_ACTIVE)
+	if (PQtransactionStatus(entry->conn) != PQTRANS_ACTIVE)
 		return true;
-	(void) wait_cleanup(conn, deadline, true);
-	return PQtransactionStatus(conn) != PQTRANS_ACTIVE;
+	(void) wait_cleanup(entry, deadline, true);
+	return PQtransactionStatus(entry->conn) != PQTRANS_ACTIVE;
 }
 
 /*
@@ -1292,12 +1338,12 @@ abort_remote(AfdwConn *entry, const char *sql)
 	entry->changing_xact_state = true;
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 										   AFDW_CLEANUP_TIMEOUT_MS);
-	if (!finish_in_flight(entry->conn, deadline))
+	if (!finish_in_flight(entry, deadline))
 		return false;
 	entry->busy = false;
 	entry->owner = NULL;
 	if (!PQsendQuery(entry->conn, sql) ||
-		!wait_cleanup(entry->conn, deadline, false))
+		!wait_cleanup(entry, deadline, false))
 		return false;
 	entry->changing_xact_state = false;
 	return true;

@@ -48,6 +48,8 @@ typedef struct DeparseContext
 	RelOptInfo *baserel;
 	Relation	rel;
 	List	  **params;			/* expressions sent as $1, $2, ... */
+	int			guc_level;		/* transmission modes' GUC level, or -1
+								 * before a constant needed them */
 } DeparseContext;
 
 static void deparse_expr(Expr *node, DeparseContext *cxt);
@@ -414,7 +416,6 @@ afdw_deparse_select(StringInfo buf, RelOptInfo *baserel,
 	DeparseContext cxt;
 	ListCell   *lc;
 	bool		first = true;
-	int			nestlevel;
 
 	appendStringInfoString(buf, "SELECT ");
 	deparse_target_list(buf, rel, attrs_used, retrieved_attrs);
@@ -425,8 +426,8 @@ afdw_deparse_select(StringInfo buf, RelOptInfo *baserel,
 	cxt.baserel = baserel;
 	cxt.rel = rel;
 	cxt.params = params;
+	cxt.guc_level = -1;
 
-	nestlevel = afdw_set_transmission_modes();
 	foreach(lc, remote_conds)
 	{
 		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
@@ -437,7 +438,8 @@ afdw_deparse_select(StringInfo buf, RelOptInfo *baserel,
 		deparse_expr(ri->clause, &cxt);
 		appendStringInfoChar(buf, ')');
 	}
-	afdw_reset_transmission_modes(nestlevel);
+	if (cxt.guc_level >= 0)
+		afdw_reset_transmission_modes(cxt.guc_level);
 }
 
 /*
@@ -548,6 +550,33 @@ afdw_bind_params(StringInfo buf, const char *sql, int nparams,
 }
 
 /*
+ * output_ignores_settings
+ *		True for the types whose text form no setting changes, so that
+ *		printing their constants needs no afdw_set_transmission_modes.
+ */
+static bool
+output_ignores_settings(Oid type)
+{
+	switch (type)
+	{
+		case BOOLOID:
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case OIDOID:
+		case NUMERICOID:
+		case TEXTOID:
+		case VARCHAROID:
+		case BPCHAROID:
+		case NAMEOID:
+		case UUIDOID:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
  * deparse_const
  *		Append constant C, with a cast wherever the literal alone would be
  *		read as another type.
@@ -568,6 +597,9 @@ deparse_const(Const *c, DeparseContext *cxt)
 		return;
 	}
 
+	/* Settings change how floats, dates and times print: fix them first. */
+	if (cxt->guc_level < 0 && !output_ignores_settings(c->consttype))
+		cxt->guc_level = afdw_set_transmission_modes();
 	getTypeOutputInfo(c->consttype, &typoutput, &isvarlena);
 	val = OidOutputFunctionCall(typoutput, c->constvalue);
 
