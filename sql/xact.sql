@@ -38,28 +38,71 @@ ROLLBACK;
 SELECT * FROM afdw_remote_states();
 
 -- One snapshot per local transaction: rows committed remotely by another
--- session between two scans are seen by neither.
+-- session between two scans are seen by neither.  The checks run in each
+-- fetch mode, streams first; every round inserts rows of its own.
 SELECT dblink_connect('other', format('host=%s port=%s dbname=%s',
   coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
   current_setting('port'), current_database()));
 CREATE TABLE remote.snap (id int);
+INSERT INTO remote.snap VALUES (1);
 CREATE FOREIGN TABLE ft_snap (id int) SERVER loopback
-  OPTIONS (schema_name 'remote', table_name 'snap');
+  OPTIONS (schema_name 'remote', table_name 'snap', fetch_mode 'stream');
+-- The join reads the table twice in one statement, on two connections;
+-- EXPLAIN shows the fetch mode of each scan.
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT count(*) FROM ft_snap a, (SELECT id FROM ft_snap LIMIT 100) b;
 BEGIN ISOLATION LEVEL REPEATABLE READ;
-SELECT count(*) FROM ft_snap;
-SELECT dblink_exec('other', 'INSERT INTO remote.snap VALUES (1), (2)');
-SELECT count(*) FROM ft_snap;
-SELECT count(*) FROM ft_snap a, ft_snap b;
+SELECT count(*), max(id) FROM ft_snap;
+SELECT dblink_exec('other', 'INSERT INTO remote.snap VALUES (11), (12)');
+SELECT count(*), max(id) FROM ft_snap;
+SELECT count(*) FROM ft_snap a, (SELECT id FROM ft_snap LIMIT 100) b;
 COMMIT;
-SELECT count(*) FROM ft_snap;
+SELECT count(*), max(id) FROM ft_snap;
 -- Under READ COMMITTED locally the remote transaction is still REPEATABLE
 -- READ: a statement's rows never change under it, nor does a transaction's.
 BEGIN ISOLATION LEVEL READ COMMITTED;
-SELECT count(*) FROM ft_snap;
-SELECT dblink_exec('other', 'INSERT INTO remote.snap VALUES (3)');
-SELECT count(*) FROM ft_snap;
+SELECT count(*), max(id) FROM ft_snap;
+SELECT dblink_exec('other', 'INSERT INTO remote.snap VALUES (13)');
+SELECT count(*), max(id) FROM ft_snap;
 COMMIT;
-SELECT count(*) FROM ft_snap;
+SELECT count(*), max(id) FROM ft_snap;
+
+-- The same with cursors.
+ALTER FOREIGN TABLE ft_snap OPTIONS (SET fetch_mode 'cursor');
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT count(*) FROM ft_snap a, (SELECT id FROM ft_snap LIMIT 100) b;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT count(*), max(id) FROM ft_snap;
+SELECT dblink_exec('other', 'INSERT INTO remote.snap VALUES (21), (22)');
+SELECT count(*), max(id) FROM ft_snap;
+SELECT count(*) FROM ft_snap a, (SELECT id FROM ft_snap LIMIT 100) b;
+COMMIT;
+SELECT count(*), max(id) FROM ft_snap;
+BEGIN ISOLATION LEVEL READ COMMITTED;
+SELECT count(*), max(id) FROM ft_snap;
+SELECT dblink_exec('other', 'INSERT INTO remote.snap VALUES (23)');
+SELECT count(*), max(id) FROM ft_snap;
+COMMIT;
+SELECT count(*), max(id) FROM ft_snap;
+
+-- The same in auto mode, where the scan under the LIMIT uses a cursor and
+-- the others stream.
+ALTER FOREIGN TABLE ft_snap OPTIONS (DROP fetch_mode);
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT count(*) FROM ft_snap a, (SELECT id FROM ft_snap LIMIT 100) b;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT count(*), max(id) FROM ft_snap;
+SELECT dblink_exec('other', 'INSERT INTO remote.snap VALUES (31), (32)');
+SELECT count(*), max(id) FROM ft_snap;
+SELECT count(*) FROM ft_snap a, (SELECT id FROM ft_snap LIMIT 100) b;
+COMMIT;
+SELECT count(*), max(id) FROM ft_snap;
+BEGIN ISOLATION LEVEL READ COMMITTED;
+SELECT count(*), max(id) FROM ft_snap;
+SELECT dblink_exec('other', 'INSERT INTO remote.snap VALUES (33)');
+SELECT count(*), max(id) FROM ft_snap;
+COMMIT;
+SELECT count(*), max(id) FROM ft_snap;
 
 -- Savepoints: the remote savepoint is made when the connection is first
 -- used inside the subtransaction, and rolled back or released with it.

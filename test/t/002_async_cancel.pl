@@ -1,7 +1,8 @@
 # test/t/002_async_cancel.pl
 #   Asynchronous scans over four shards: the same rows as synchronous
 #   scans, and cancellation of every busy remote query on every
-#   connection (statement_timeout, query cancel, an error in one scan).
+#   connection (statement_timeout, query cancel, an error in one scan) in
+#   each fetch mode.
 
 use strict;
 use warnings;
@@ -87,10 +88,18 @@ sub remote_busy
 
 my $session = $coord->background_psql('postgres', on_error_stop => 0);
 my ($start, $elapsed, $out);
-for my $mode ('stream', 'cursor')
+# Each fetch mode in turn; auto is the default, without the option.
+for my $mode ('stream', 'cursor', 'auto')
 {
 	$coord->safe_psql('postgres',
-		join('', map { "ALTER SERVER s$_ OPTIONS (ADD fetch_mode '$mode');" } 1 .. 4));
+		join('', map { "ALTER SERVER s$_ OPTIONS (ADD fetch_mode '$mode');" } 1 .. 4))
+	  unless $mode eq 'auto';
+	# The plan shows the mode of each shard's scan; full scans stream in
+	# auto mode.
+	my $want = $mode eq 'auto' ? 'stream' : $mode;
+	my @modes = $coord->safe_psql('postgres',
+		'EXPLAIN (VERBOSE, COSTS OFF) SELECT count(*) FROM slow') =~ /Fetch Mode: (\w+)/g;
+	is("@modes", "$want $want $want $want", "$mode: the four scans use fetch mode $want");
 	$session->{stderr} = '';
 
 	# statement_timeout cancels the remote queries on all four shards at once.
@@ -98,13 +107,13 @@ for my $mode ('stream', 'cursor')
 	$out = $session->query("SET statement_timeout = '1s'; SELECT count(*) FROM slow");
 	$elapsed = time - $start;
 	like($session->{stderr}, qr/canceling statement due to statement timeout/,
-		'statement_timeout ends a four-shard scan of slow rows');
-	cmp_ok($elapsed, '<', 30, 'the timeout takes effect without waiting for the shards');
+		"$mode: statement_timeout ends a four-shard scan of slow rows");
+	cmp_ok($elapsed, '<', 30, "$mode: the timeout takes effect without waiting for the shards");
 	sleep 1;
-	is(remote_busy(), 0, 'no remote query still runs a second after the timeout');
+	is(remote_busy(), 0, "$mode: no remote query still runs a second after the timeout");
 	$session->{stderr} = '';
 	is($session->query_safe("RESET statement_timeout; SELECT count(*) FROM items"),
-		'8000', 'the pooled connections are usable afterwards');
+		'8000', "$mode: the pooled connections are usable afterwards");
 
 	# A query cancel from another session does the same.
 	my $pid = $session->query_safe('SELECT pg_backend_pid()');
@@ -113,29 +122,30 @@ for my $mode ('stream', 'cursor')
 	$coord->poll_query_until('postgres',
 		"SELECT count(*) > 0 FROM pg_stat_activity WHERE pid = $pid AND state = 'active'");
 	sleep 1;
-	ok(remote_busy() >= 4, 'the shards run the scan concurrently');
+	ok(remote_busy() >= 4, "$mode: the shards run the scan concurrently");
 	$coord->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
 	$out = $session->query('SELECT 1');
 	sleep 1;
-	is(remote_busy(), 0, 'a cancelled scan leaves no remote query running');
+	is(remote_busy(), 0, "$mode: a cancelled scan leaves no remote query running");
 	$session->{stderr} = '';
 	is($session->query_safe('SELECT count(*) FROM items'), '8000',
-		'the pooled connections are usable after a cancel');
+		"$mode: the pooled connections are usable after a cancel");
 
 	# An error in one shard's scan cancels the scans of the others.
 	$start = time;
 	$out = $session->query('SELECT count(*) FROM failing');
 	$elapsed = time - $start;
-	like($session->{stderr}, qr/shard 4 gives up/, 'the remote error is reported');
-	cmp_ok($elapsed, '<', 30, 'the error ends the query without waiting for the other shards');
+	like($session->{stderr}, qr/shard 4 gives up/, "$mode: the remote error is reported");
+	cmp_ok($elapsed, '<', 30, "$mode: the error ends the query without waiting for the other shards");
 	sleep 1;
-	is(remote_busy(), 0, 'no remote query still runs after an error in one scan');
+	is(remote_busy(), 0, "$mode: no remote query still runs after an error in one scan");
 	$session->{stderr} = '';
 	is($session->query_safe('SELECT count(*) FROM items'), '8000',
-		'the pooled connections are usable after the error');
+		"$mode: the pooled connections are usable after the error");
 
 	$coord->safe_psql('postgres',
-		join('', map { "ALTER SERVER s$_ OPTIONS (DROP fetch_mode);" } 1 .. 4));
+		join('', map { "ALTER SERVER s$_ OPTIONS (DROP fetch_mode);" } 1 .. 4))
+	  unless $mode eq 'auto';
 }
 $session->quit;
 
