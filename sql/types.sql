@@ -456,6 +456,45 @@ ALTER FOREIGN TABLE ft_types OPTIONS (SET fetch_mode 'cursor');
 SELECT * FROM afdw_types_all;
 SELECT * FROM afdw_types_diff ORDER BY id;
 ALTER FOREIGN TABLE ft_types OPTIONS (DROP fetch_size, DROP fetch_mode);
+-- Binary streams: a foreign table of the built-in columns only (the enum
+-- and the domain keep ft_types in text format), over a remote view that
+-- adds the remote query.  Its first stream also checks the remote column
+-- types; the next ones are in binary format.
+CREATE VIEW remote.types_q AS SELECT t.*, current_query() AS q FROM remote.types t;
+CREATE FOREIGN TABLE ft_types_bin (
+    id int, i2 int2, i4 int4, i8 int8, num numeric, num_ps numeric(12,4),
+    f4 float4, f8 float8, t text, vc varchar, vc5 varchar(5), c1 char,
+    c5 char(5), b bytea, bo bool, d date, tm time, ttz timetz,
+    ts timestamp, ts3 timestamp(3), tstz timestamptz, iv interval, u uuid,
+    j json, jb jsonb, ip inet, net cidr, mac macaddr, a_i4 int4[][],
+    a_t text[], a_f8 float8[], q text
+) SERVER loopback OPTIONS (schema_name 'remote', table_name 'types_q',
+                           fetch_mode 'stream', fetch_size '3');
+\set bin_cols 'id, i2, i4, i8, num, num_ps, f4, f8, t, vc, vc5, c1, c5, b, bo, d, tm, ttz, ts, ts3, tstz, iv, u, j, jb, ip, net, mac, a_i4, a_t, a_f8'
+CREATE VIEW afdw_types_bin_rows AS
+SELECT (SELECT count(*) FROM ft_types_bin) AS fdw_rows,
+       (SELECT bool_and(q LIKE '%FORMAT binary%') FROM ft_types_bin) AS binary,
+       (SELECT count(*) FROM (SELECT ROW(:bin_cols)::text FROM ft_types_bin
+                              EXCEPT ALL
+                              SELECT ROW(:bin_cols)::text FROM remote.types) s) AS only_fdw,
+       (SELECT count(*) FROM (SELECT ROW(:bin_cols)::text FROM remote.types
+                              EXCEPT ALL
+                              SELECT ROW(:bin_cols)::text FROM ft_types_bin) s) AS only_remote;
+-- Text format with the check, then binary (all of one query's streams
+-- start before the check's answer, so the view runs twice).
+SELECT count(id) FROM ft_types_bin;
+SELECT * FROM afdw_types_bin_rows;
+SELECT * FROM afdw_types_bin_rows;
+-- One column at a time, binary.
+SELECT count(*) FILTER (WHERE f.c5 IS DISTINCT FROM r.c5
+                           OR octet_length(f.c5) IS DISTINCT FROM octet_length(r.c5)) AS c5,
+       count(*) FILTER (WHERE f.f8::text IS DISTINCT FROM r.f8::text) AS f8,
+       count(*) FILTER (WHERE f.tstz IS DISTINCT FROM r.tstz) AS tstz,
+       count(*) FILTER (WHERE f.a_i4 IS DISTINCT FROM r.a_i4) AS a_i4
+  FROM ft_types_bin f FULL JOIN remote.types r USING (id);
+DROP VIEW afdw_types_bin_rows;
+DROP FOREIGN TABLE ft_types_bin;
+DROP VIEW remote.types_q;
 RESET TimeZone;
 RESET DateStyle;
 RESET IntervalStyle;

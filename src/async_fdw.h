@@ -117,6 +117,9 @@ extern void afdw_deparse_select(StringInfo buf, RelOptInfo *baserel,
 								Bitmapset *attrs_used, List *remote_conds,
 								List **retrieved_attrs, List **params);
 extern void afdw_deparse_relation(StringInfo buf, Relation rel);
+extern void afdw_deparse_binary_select(StringInfo buf, const char *sql,
+									   Relation rel, List *retrieved_attrs);
+extern void afdw_deparse_type_check(StringInfo buf, Relation rel);
 extern void afdw_deparse_analyze(StringInfo buf, Relation rel,
 								 List **retrieved_attrs);
 extern void afdw_bind_params(StringInfo buf, const char *sql, int nparams,

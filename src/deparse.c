@@ -367,6 +367,86 @@ afdw_deparse_relation(StringInfo buf, Relation rel)
 }
 
 /*
+ * afdw_deparse_binary_select
+ *		Append to BUF a query returning the rows of SQL, the remote SELECT
+ *		of REL's columns RETRIEVED_ATTRS, with each column cast to the local
+ *		column's type, so that its binary form is the one the local receive
+ *		function reads.  Where the types are the same the cast is nothing:
+ *		the remote parser drops it and flattens the subquery.
+ */
+void
+afdw_deparse_binary_select(StringInfo buf, const char *sql, Relation rel,
+						   List *retrieved_attrs)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	ListCell   *lc;
+	int			i = 0;
+
+	appendStringInfoString(buf, "SELECT ");
+	foreach(lc, retrieved_attrs)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, lfirst_int(lc) - 1);
+		HeapTuple	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(att->atttypid));
+
+		/*
+		 * The catalog name, qualified, and without a type modifier: the
+		 * SQL spellings would not do ("character" means char(1)).
+		 */
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for type %u", att->atttypid);
+		appendStringInfo(buf, "%sc%d::pg_catalog.%s", i > 0 ? ", " : "", i + 1,
+						 quote_identifier(NameStr(((Form_pg_type) GETSTRUCT(tup))->typname)));
+		ReleaseSysCache(tup);
+		i++;
+	}
+	appendStringInfo(buf, " FROM (%s) s(", sql);
+	for (int j = 1; j <= i; j++)
+		appendStringInfo(buf, "%sc%d", j > 1 ? ", " : "", j);
+	appendStringInfoChar(buf, ')');
+}
+
+/*
+ * afdw_deparse_type_check
+ *		Append to BUF a remote query that returns true when every column
+ *		of REL with a built-in type has exactly that type remotely too
+ *		(built-in types have the same OIDs on both servers).  The answer
+ *		holds for any scan of REL, whatever columns it reads.
+ */
+void
+afdw_deparse_type_check(StringInfo buf, Relation rel)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	StringInfoData relname;
+	StringInfoData pairs;
+	int			n = 0;
+
+	initStringInfo(&pairs);
+	for (int i = 0; i < tupdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+
+		if (att->attisdropped || att->atttypid >= FirstGenbkiObjectId)
+			continue;
+		appendStringInfo(&pairs, "%s(%s::pg_catalog.name, '%u'::pg_catalog.oid)",
+						 n > 0 ? ", " : "",
+						 quote_literal_cstr(remote_column_name(rel, i + 1)),
+						 att->atttypid);
+		n++;
+	}
+
+	initStringInfo(&relname);
+	afdw_deparse_relation(&relname, rel);
+	appendStringInfo(buf,
+					 "SELECT count(*) = %d FROM pg_catalog.pg_attribute"
+					 " WHERE attrelid = pg_catalog.to_regclass(%s)"
+					 " AND attnum > 0 AND NOT attisdropped"
+					 " AND (attname, atttypid) IN (%s)",
+					 n, quote_literal_cstr(relname.data), pairs.data);
+	pfree(relname.data);
+	pfree(pairs.data);
+}
+
+/*
  * deparse_target_list
  *		Append the columns of REL in ATTRS_USED (all of them for a whole-row
  *		reference) to BUF, and list their numbers in *RETRIEVED_ATTRS.

@@ -13,22 +13,28 @@
 
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/transam.h"
+#include "catalog/pg_type.h"
 #include "commands/explain.h"
 #include "commands/vacuum.h"
 #include "executor/execAsync.h"
 #include "executor/executor.h"
 #include "executor/instrument.h"
 #include "lib/ilist.h"
+#include "mb/pg_wchar.h"
+#include "port/pg_bswap.h"
 #include "nodes/execnodes.h"
 #include "foreign/fdwapi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/sampling.h"
+#include "utils/syscache.h"
 
 #include "async_fdw.h"
 
@@ -42,6 +48,8 @@ typedef struct RowBuilder
 	bool	   *nulls;
 	char	  **fields;			/* one row's text values */
 	int			max_fields;
+	FmgrInfo   *recv_funcs;		/* receive functions, for binary streams */
+	Oid		   *recv_ioparams;
 	MemoryContext row_cxt;		/* input functions' garbage; reset per batch */
 } RowBuilder;
 
@@ -109,6 +117,10 @@ typedef struct AfdwScanState
 	bool		stream_off;		/* rescanned before the end: use a cursor */
 	bool		streaming;		/* the current remote query is a stream */
 	bool		copying;		/* its rows are arriving */
+	bool		binary_capable; /* every column's type has a binary form */
+	bool		binary;			/* the stream is in binary format */
+	bool		header_pending; /* ... and its header is still to come */
+	bool		checking;		/* a check of the remote types follows it */
 
 	/* Set while the Append asks for a row without waiting for it. */
 	bool		nowait;
@@ -131,6 +143,27 @@ typedef struct AfdwScanState
  * under a MergeAppend or a plan that reads its children one by one.
  */
 static dlist_head pending_scans = DLIST_STATIC_INIT(pending_scans);
+
+/*
+ * What is known of the remote types of foreign tables' columns, per local
+ * table: whether they are the local types, so that streams of the table
+ * can be in binary format.  Built from the answers of remote checks; a
+ * change to a foreign table, server or user mapping forgets it.
+ */
+typedef enum BinaryStatus
+{
+	BINARY_UNKNOWN,
+	BINARY_SAME_TYPES,
+	BINARY_OTHER_TYPES
+} BinaryStatus;
+
+typedef struct BinaryEntry
+{
+	Oid			relid;			/* hash key */
+	BinaryStatus status;
+} BinaryEntry;
+
+static HTAB *binary_cache = NULL;
 
 /* Where a conversion error happened, for its context line. */
 typedef struct ConversionPosition
@@ -239,6 +272,102 @@ convert_row(RowBuilder *rb, int nfields, Datum *values, bool *nulls)
 	}
 	MemoryContextSwitchTo(oldcxt);
 	error_context_stack = errcb.previous;
+}
+
+/*
+ * bad_binary_row
+ *		Report a binary COPY row that cannot be read.
+ */
+static void
+bad_binary_row(RowBuilder *rb)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+			 errmsg("incorrect binary data format in a remote row of foreign table \"%s\"",
+					RelationGetRelationName(rb->rel))));
+}
+
+/*
+ * convert_binary_row
+ *		Like convert_row, for DATA, LEN bytes of one row of binary COPY:
+ *		the number of fields, then each field's length (-1 for NULL) and
+ *		bytes, read with the local types' receive functions.  DATA must
+ *		have one writable byte past its end.
+ */
+static void
+convert_binary_row(RowBuilder *rb, char *data, int len, Datum *values,
+				   bool *nulls)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rb->rel);
+	char	   *p = data;
+	char	   *end = data + len;
+	ConversionPosition pos;
+	ErrorContextCallback errcb;
+	MemoryContext oldcxt;
+	ListCell   *lc;
+	uint16		n16;
+
+	if (len < 2)
+		bad_binary_row(rb);
+	memcpy(&n16, p, 2);
+	p += 2;
+	if ((int16) pg_ntoh16(n16) != list_length(rb->retrieved_attrs))
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
+				 errmsg("remote query of foreign table \"%s\" returned %d columns, expected %d",
+						RelationGetRelationName(rb->rel), (int16) pg_ntoh16(n16),
+						list_length(rb->retrieved_attrs))));
+
+	memset(nulls, true, sizeof(bool) * tupdesc->natts);
+
+	pos.rel = rb->rel;
+	pos.attnum = 0;
+	errcb.callback = conversion_error_context;
+	errcb.arg = &pos;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+
+	oldcxt = MemoryContextSwitchTo(rb->row_cxt);
+	foreach(lc, rb->retrieved_attrs)
+	{
+		int			i = lfirst_int(lc) - 1;
+		uint32		n32;
+		int32		flen;
+		StringInfoData buf;
+		char		saved;
+
+		pos.attnum = i + 1;
+		if (end - p < 4)
+			bad_binary_row(rb);
+		memcpy(&n32, p, 4);
+		p += 4;
+		flen = (int32) pg_ntoh32(n32);
+		if (flen == -1)
+			continue;
+		if (flen < 0 || flen > end - p)
+			bad_binary_row(rb);
+
+		/* Receive functions may count on a terminating zero byte. */
+		buf.data = p;
+		buf.len = flen;
+		buf.maxlen = flen + 1;
+		buf.cursor = 0;
+		saved = p[flen];
+		p[flen] = '\0';
+		values[i] = ReceiveFunctionCall(&rb->recv_funcs[i], &buf,
+										rb->recv_ioparams[i],
+										rb->attinmeta->atttypmods[i]);
+		p[flen] = saved;
+		if (buf.cursor != buf.len)
+			bad_binary_row(rb);
+		nulls[i] = false;
+		p += flen;
+	}
+	MemoryContextSwitchTo(oldcxt);
+	error_context_stack = errcb.previous;
+
+	if (p != end)
+		bad_binary_row(rb);
 }
 
 /*
@@ -414,6 +543,150 @@ split_copy_line(char *line, int len, char **fields, int max)
 }
 
 /*
+ * forget_binary_status
+ *		Invalidation callbacks: forget what is known of the remote types of
+ *		a changed foreign table, or of every table when a server or user
+ *		mapping changed (or when RELID is InvalidOid).
+ */
+static void
+forget_binary_status(Oid relid)
+{
+	HASH_SEQ_STATUS seq;
+	BinaryEntry *entry;
+
+	if (binary_cache == NULL)
+		return;
+	if (OidIsValid(relid))
+	{
+		(void) hash_search(binary_cache, &relid, HASH_REMOVE, NULL);
+		return;
+	}
+	hash_seq_init(&seq, binary_cache);
+	while ((entry = hash_seq_search(&seq)) != NULL)
+		(void) hash_search(binary_cache, &entry->relid, HASH_REMOVE, NULL);
+}
+
+static void
+binary_relcache_callback(Datum arg pg_attribute_unused(), Oid relid)
+{
+	forget_binary_status(relid);
+}
+
+static void
+binary_syscache_callback(Datum arg pg_attribute_unused(),
+						 int cacheid pg_attribute_unused(),
+						 uint32 hashvalue pg_attribute_unused())
+{
+	forget_binary_status(InvalidOid);
+}
+
+/*
+ * binary_status
+ *		What is known of the remote types of foreign table RELID.
+ */
+static BinaryStatus
+binary_status(Oid relid)
+{
+	BinaryEntry *entry;
+
+	if (binary_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(BinaryEntry);
+		binary_cache = hash_create("async_fdw remote types", 64, &ctl,
+								   HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(binary_relcache_callback, (Datum) 0);
+		CacheRegisterSyscacheCallback(FOREIGNSERVEROID,
+									  binary_syscache_callback, (Datum) 0);
+		CacheRegisterSyscacheCallback(USERMAPPINGOID,
+									  binary_syscache_callback, (Datum) 0);
+	}
+	entry = hash_search(binary_cache, &relid, HASH_FIND, NULL);
+	return entry ? entry->status : BINARY_UNKNOWN;
+}
+
+/*
+ * set_binary_status
+ *		Remember what a remote check said of foreign table RELID.
+ */
+static void
+set_binary_status(Oid relid, BinaryStatus status)
+{
+	BinaryEntry *entry;
+
+	(void) binary_status(relid);
+	entry = hash_search(binary_cache, &relid, HASH_ENTER, NULL);
+	entry->status = status;
+}
+
+/*
+ * prepare_binary
+ *		Whether the scan's rows may stream in binary format: every column
+ *		has a built-in type (the same type, with the same binary form, on a
+ *		server of the same major version) with a receive function.  If so,
+ *		look the receive functions up.
+ */
+static bool
+prepare_binary(AfdwScanState *st)
+{
+	TupleDesc	tupdesc = RelationGetDescr(st->rel);
+	RowBuilder *rb = &st->rb;
+	ListCell   *lc;
+
+	if (st->retrieved_attrs == NIL)
+		return false;
+	foreach(lc, st->retrieved_attrs)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, lfirst_int(lc) - 1);
+		HeapTuple	tup;
+		Form_pg_type typ;
+		bool		ok;
+
+		if (att->atttypid >= FirstGenbkiObjectId)
+			return false;
+		tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(att->atttypid));
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for type %u", att->atttypid);
+		typ = (Form_pg_type) GETSTRUCT(tup);
+		ok = OidIsValid(typ->typreceive) && OidIsValid(typ->typsend) &&
+			typ->typtype != TYPTYPE_PSEUDO && typ->typtype != TYPTYPE_DOMAIN;
+		ReleaseSysCache(tup);
+		if (!ok)
+			return false;
+	}
+
+	rb->recv_funcs = palloc0(sizeof(FmgrInfo) * tupdesc->natts);
+	rb->recv_ioparams = palloc0(sizeof(Oid) * tupdesc->natts);
+	foreach(lc, st->retrieved_attrs)
+	{
+		int			attnum = lfirst_int(lc);
+		Oid			func;
+
+		getTypeBinaryInputInfo(TupleDescAttr(tupdesc, attnum - 1)->atttypid,
+							   &func, &rb->recv_ioparams[attnum - 1]);
+		fmgr_info(func, &rb->recv_funcs[attnum - 1]);
+	}
+	return true;
+}
+
+/*
+ * binary_allowed
+ *		Whether this stream of a binary-capable scan may use binary format
+ *		now: receive functions read text in the session's client encoding,
+ *		which must then be the database's (the remote side sends that), and
+ *		binary forms are only sure to match within a major version.
+ */
+static bool
+binary_allowed(AfdwScanState *st)
+{
+	return st->binary_capable &&
+		pg_get_client_encoding() == GetDatabaseEncoding() &&
+		PQserverVersion(afdw_pgconn(st->conn)) / 10000 == PG_VERSION_NUM / 10000;
+}
+
+/*
  * scan_user
  *		The user mapping a scan of a relation in PLAN runs under.
  */
@@ -544,6 +817,8 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 										"async_fdw row",
 										ALLOCSET_DEFAULT_SIZES);
 	init_row_builder(&st->rb, st->rel, st->retrieved_attrs, st->row_cxt);
+	if (st->stream_planned)
+		st->binary_capable = prepare_binary(st);
 
 	st->nparams = list_length(plan->fdw_exprs);
 	if (st->nparams > 0)
@@ -646,8 +921,23 @@ send_start(AfdwScanState *st)
 	 */
 	st->streaming = st->stream_planned && !st->stream_off &&
 		afdw_conn_users(st->conn) == 1;
+	st->binary = false;
+	st->checking = false;
 	if (st->streaming)
 	{
+		/*
+		 * Binary format once a remote check has found the remote columns of
+		 * the local types; the first stream of a table asks, after its
+		 * COPY, in the same message.
+		 */
+		if (binary_allowed(st))
+		{
+			BinaryStatus status = binary_status(RelationGetRelid(st->rel));
+
+			st->binary = (status == BINARY_SAME_TYPES);
+			st->checking = (status == BINARY_UNKNOWN);
+		}
+		st->header_pending = st->binary;
 		st->cursor_number = 0;
 		appendStringInfoString(&sql, "SAVEPOINT afdw_stream; COPY (");
 	}
@@ -662,21 +952,44 @@ send_start(AfdwScanState *st)
 	 * with the transaction's start and the CLOSE of cursors no longer
 	 * needed (and, for a cursor, the first FETCH).
 	 */
-	if (st->nparams == 0)
+	if (st->nparams == 0 && !st->binary)
 		appendStringInfoString(&sql, st->sql);
 	else
 	{
-		compute_params(st);
-		afdw_bind_params(&sql, st->sql, st->nparams,
-						 (const char *const *) st->param_values);
+		StringInfoData query;
+
+		initStringInfo(&query);
+		if (st->nparams == 0)
+			appendStringInfoString(&query, st->sql);
+		else
+		{
+			compute_params(st);
+			afdw_bind_params(&query, st->sql, st->nparams,
+							 (const char *const *) st->param_values);
+		}
+		if (st->binary)
+			afdw_deparse_binary_select(&sql, query.data, st->rel,
+									   st->retrieved_attrs);
+		else
+			appendStringInfoString(&sql, query.data);
+		pfree(query.data);
 	}
 
 	if (st->streaming)
-		appendStringInfoString(&sql, ") TO STDOUT");
+	{
+		appendStringInfoString(&sql, st->binary ? ") TO STDOUT (FORMAT binary)" :
+							   ") TO STDOUT");
+	}
 	else
 		appendStringInfo(&sql, "; FETCH %d FROM c%u", st->fetch_size,
 						 st->cursor_number);
 	remember_sql(st, sql.data);
+	if (st->checking)
+	{
+		/* Error messages show the stream's query, not the check. */
+		appendStringInfoString(&sql, "; ");
+		afdw_deparse_type_check(&sql, st->rel);
+	}
 	afdw_send_in_xact(st->conn, sql.data, st, drain_scan);
 	if (st->streaming)
 		afdw_set_streaming(st->conn, true);
@@ -839,7 +1152,16 @@ static void
 end_stream(AfdwScanState *st, bool abandoned)
 {
 	PGresult   *res = afdw_wait_result(st->conn, st->req_sql);
-	bool		failed = (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK);
+	ExecStatusType status = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+	bool		failed = (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK);
+
+	/* The type check that followed the COPY answered last. */
+	if (!abandoned && st->checking && status == PGRES_TUPLES_OK &&
+		PQntuples(res) == 1)
+		set_binary_status(RelationGetRelid(st->rel),
+						  strcmp(PQgetvalue(res, 0, 0), "t") == 0 ?
+						  BINARY_SAME_TYPES : BINARY_OTHER_TYPES);
+	st->checking = false;
 
 	st->copying = false;
 	st->streaming = false;
@@ -880,6 +1202,14 @@ store_row(AfdwScanState *st, TupleTableSlot *slot)
 	int			nfields;
 
 	ExecClearTuple(slot);
+	if (st->binary)
+	{
+		/* libpq ends each message with a zero byte: room for the trick. */
+		convert_binary_row(rb, st->lines[row], st->line_lens[row],
+						   slot->tts_values, slot->tts_isnull);
+		ExecStoreVirtualTuple(slot);
+		return;
+	}
 	if (st->batch_res != NULL)
 		nfields = fields_of_result(rb, st->batch_res, row);
 	else
@@ -894,6 +1224,56 @@ store_row(AfdwScanState *st, TupleTableSlot *slot)
 	}
 	convert_row(rb, nfields, slot->tts_values, slot->tts_isnull);
 	ExecStoreVirtualTuple(slot);
+}
+
+/*
+ * binary_message
+ *		Make the latest line of a binary stream a row: take COPY's header
+ *		off the first message, where the first row or the trailer follows
+ *		it.  False when what is left is the trailer.
+ */
+static bool
+binary_message(AfdwScanState *st)
+{
+	static const char signature[11] = "PGCOPY\n\377\r\n\0";
+	char	   *buf = st->lines[st->nlines - 1];
+	int		   *len = &st->line_lens[st->nlines - 1];
+	int16		n16;
+
+	if (st->header_pending)
+	{
+		uint32		flags;
+		uint32		extlen;
+		int			hdrlen;
+
+		if (*len < 19 || memcmp(buf, signature, 11) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+					 errmsg("remote COPY of foreign table \"%s\" did not start with a binary COPY header",
+							RelationGetRelationName(st->rel))));
+		memcpy(&flags, buf + 11, 4);
+		memcpy(&extlen, buf + 15, 4);
+		flags = pg_ntoh32(flags);
+		extlen = pg_ntoh32(extlen);
+		if ((flags & (1 << 16)) != 0 || extlen > (uint32) (*len - 19))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+					 errmsg("remote COPY of foreign table \"%s\" sent an unsupported binary COPY header",
+							RelationGetRelationName(st->rel))));
+		hdrlen = 19 + extlen;
+		memmove(buf, buf + hdrlen, *len - hdrlen + 1);
+		*len -= hdrlen;
+		st->header_pending = false;
+	}
+	if (*len == 0)
+		return false;
+	if (*len == 2)
+	{
+		memcpy(&n16, buf, 2);
+		if ((int16) pg_ntoh16(n16) == -1)
+			return false;
+	}
+	return true;
 }
 
 /*
@@ -926,6 +1306,12 @@ take_stream_batch(AfdwScanState *st, bool block)
 		{
 			st->lines[st->nlines] = buf;
 			st->line_lens[st->nlines++] = len;
+			if (st->binary && !binary_message(st))
+			{
+				/* The trailer: the end of the rows. */
+				PQfreemem(st->lines[--st->nlines]);
+				continue;
+			}
 			consumed = false;
 			if (st->nlines >= st->fetch_size)
 				break;
