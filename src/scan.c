@@ -223,6 +223,41 @@ init_row_builder(RowBuilder *rb, Relation rel, List *retrieved_attrs,
 }
 
 /*
+ * check_width
+ *		Complain unless a remote row of NFIELDS columns has the columns RB
+ *		expects.  With no column needed the remote SELECT list is a lone
+ *		NULL.
+ */
+static void
+check_width(RowBuilder *rb, int nfields)
+{
+	if (list_length(rb->retrieved_attrs) != nfields &&
+		!(rb->retrieved_attrs == NIL && nfields == 1))
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
+				 errmsg("remote query of foreign table \"%s\" returned %d columns, expected %d",
+						RelationGetRelationName(rb->rel), nfields,
+						list_length(rb->retrieved_attrs))));
+}
+
+/*
+ * push_conversion_context
+ *		Make errors name RB's table and POS's column until the caller pops
+ *		ERRCB off error_context_stack.
+ */
+static void
+push_conversion_context(RowBuilder *rb, ConversionPosition *pos,
+						ErrorContextCallback *errcb)
+{
+	pos->rel = rb->rel;
+	pos->attnum = 0;
+	errcb->callback = conversion_error_context;
+	errcb->arg = pos;
+	errcb->previous = error_context_stack;
+	error_context_stack = errcb;
+}
+
+/*
  * convert_row
  *		Turn the NFIELDS text values in RB->fields (NULL for a null) into
  *		VALUES and NULLS, arrays of the relation's width; columns not
@@ -239,23 +274,9 @@ convert_row(RowBuilder *rb, int nfields, Datum *values, bool *nulls)
 	ListCell   *lc;
 	int			col = 0;
 
-	/* With no column needed the remote SELECT list is a lone NULL. */
-	if (list_length(rb->retrieved_attrs) != nfields &&
-		!(rb->retrieved_attrs == NIL && nfields == 1))
-		ereport(ERROR,
-				(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
-				 errmsg("remote query of foreign table \"%s\" returned %d columns, expected %d",
-						RelationGetRelationName(rb->rel), nfields,
-						list_length(rb->retrieved_attrs))));
-
+	check_width(rb, nfields);
 	memset(nulls, true, sizeof(bool) * tupdesc->natts);
-
-	pos.rel = rb->rel;
-	pos.attnum = 0;
-	errcb.callback = conversion_error_context;
-	errcb.arg = &pos;
-	errcb.previous = error_context_stack;
-	error_context_stack = &errcb;
+	push_conversion_context(rb, &pos, &errcb);
 
 	oldcxt = MemoryContextSwitchTo(rb->row_cxt);
 	foreach(lc, rb->retrieved_attrs)
@@ -311,21 +332,9 @@ convert_binary_row(RowBuilder *rb, char *data, int len, Datum *values,
 		bad_binary_row(rb);
 	memcpy(&n16, p, 2);
 	p += 2;
-	if ((int16) pg_ntoh16(n16) != list_length(rb->retrieved_attrs))
-		ereport(ERROR,
-				(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
-				 errmsg("remote query of foreign table \"%s\" returned %d columns, expected %d",
-						RelationGetRelationName(rb->rel), (int16) pg_ntoh16(n16),
-						list_length(rb->retrieved_attrs))));
-
+	check_width(rb, (int16) pg_ntoh16(n16));
 	memset(nulls, true, sizeof(bool) * tupdesc->natts);
-
-	pos.rel = rb->rel;
-	pos.attnum = 0;
-	errcb.callback = conversion_error_context;
-	errcb.arg = &pos;
-	errcb.previous = error_context_stack;
-	error_context_stack = &errcb;
+	push_conversion_context(rb, &pos, &errcb);
 
 	oldcxt = MemoryContextSwitchTo(rb->row_cxt);
 	foreach(lc, rb->retrieved_attrs)
