@@ -97,6 +97,11 @@ extern void afdw_set_idle(AfdwConn *conn);
 extern void afdw_forget_owner(AfdwConn *conn, void *owner);
 extern bool afdw_is_owner(AfdwConn *conn, void *owner);
 extern bool afdw_is_busy(AfdwConn *conn);
+extern unsigned int afdw_prepared_statement(AfdwConn *conn, const char *sql);
+extern unsigned int afdw_next_statement_number(AfdwConn *conn);
+extern void afdw_remember_statement(AfdwConn *conn, const char *sql,
+									unsigned int number);
+extern void afdw_forget_statement(AfdwConn *conn, const char *sql);
 extern void afdw_make_idle(AfdwConn *conn);
 extern void afdw_wait_socket(AfdwConn *conn, const char *sql);
 extern void afdw_send_query(AfdwConn *conn, const char *sql, int nparams,

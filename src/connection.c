@@ -15,6 +15,7 @@
 #include <poll.h>
 
 #include "access/xact.h"
+#include "common/hashfn.h"
 #include "catalog/pg_user_mapping.h"
 #include "commands/defrem.h"
 #include "mb/pg_wchar.h"
@@ -91,7 +92,27 @@ struct AfdwConn
 	 */
 	WaitEventSet *waitset;
 	pgsocket	waitset_sock;
+
+	/*
+	 * Statements prepared in the remote session (PreparedStatements by
+	 * hash of their text), with their memory; names are afdw_s<number>
+	 * and never used twice in a session.
+	 */
+	HTAB	   *prepared;
+	MemoryContext prepared_cxt;
+	unsigned int statement_number;
 };
+
+/* A statement prepared in a remote session. */
+typedef struct PreparedStatement
+{
+	uint32		hash;			/* hash key: hash of the text */
+	char	   *sql;
+	unsigned int number;
+} PreparedStatement;
+
+/* Statements kept prepared per remote session, at most. */
+#define AFDW_MAX_PREPARED	1000
 
 /*
  * The remote snapshot of one server in the current local transaction: the
@@ -341,6 +362,91 @@ afdw_next_cursor_number(AfdwConn *conn)
 }
 
 /*
+ * afdw_prepared_statement
+ *		The number of the statement prepared in CONN's session with text
+ *		SQL, or 0 if there is none.
+ */
+unsigned int
+afdw_prepared_statement(AfdwConn *conn, const char *sql)
+{
+	uint32		hash = hash_bytes((const unsigned char *) sql, strlen(sql));
+	PreparedStatement *ps;
+
+	if (conn->prepared == NULL)
+		return 0;
+	ps = hash_search(conn->prepared, &hash, HASH_FIND, NULL);
+	return (ps != NULL && strcmp(ps->sql, sql) == 0) ? ps->number : 0;
+}
+
+/*
+ * afdw_next_statement_number
+ *		A number for a new statement to prepare in CONN's session, or 0
+ *		when the session has as many as it may keep.
+ */
+unsigned int
+afdw_next_statement_number(AfdwConn *conn)
+{
+	if (conn->prepared != NULL &&
+		hash_get_num_entries(conn->prepared) >= AFDW_MAX_PREPARED)
+		return 0;
+	return ++conn->statement_number;
+}
+
+/*
+ * afdw_remember_statement
+ *		Note that statement NUMBER, with text SQL, is prepared in CONN's
+ *		session (once its PREPARE succeeded).
+ */
+void
+afdw_remember_statement(AfdwConn *conn, const char *sql, unsigned int number)
+{
+	uint32		hash = hash_bytes((const unsigned char *) sql, strlen(sql));
+	PreparedStatement *ps;
+	bool		found;
+
+	if (conn->prepared == NULL)
+	{
+		HASHCTL		ctl;
+
+		conn->prepared_cxt = AllocSetContextCreate(conn_cxt,
+												   "async_fdw prepared statements",
+												   ALLOCSET_SMALL_SIZES);
+		ctl.keysize = sizeof(uint32);
+		ctl.entrysize = sizeof(PreparedStatement);
+		ctl.hcxt = conn->prepared_cxt;
+		conn->prepared = hash_create("async_fdw prepared statements", 64, &ctl,
+									 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	ps = hash_search(conn->prepared, &hash, HASH_ENTER, &found);
+	if (found)
+		pfree(ps->sql);			/* another text of the same hash: replaced */
+	ps->sql = MemoryContextStrdup(conn->prepared_cxt, sql);
+	ps->number = number;
+}
+
+/*
+ * afdw_forget_statement
+ *		Stop using the statement prepared in CONN's session with text SQL:
+ *		an EXECUTE of it failed, maybe because the remote table changed
+ *		under its plan.  The next use prepares it again, under a new name.
+ */
+void
+afdw_forget_statement(AfdwConn *conn, const char *sql)
+{
+	uint32		hash = hash_bytes((const unsigned char *) sql, strlen(sql));
+	PreparedStatement *ps;
+
+	if (conn->prepared == NULL)
+		return;
+	ps = hash_search(conn->prepared, &hash, HASH_FIND, NULL);
+	if (ps != NULL && strcmp(ps->sql, sql) == 0)
+	{
+		pfree(ps->sql);
+		(void) hash_search(conn->prepared, &hash, HASH_REMOVE, NULL);
+	}
+}
+
+/*
  * password_required
  *		Whether USER's mapping demands that the remote server asks for a
  *		password (true unless a superuser said otherwise).
@@ -582,6 +688,13 @@ disconnect_entry(AfdwConn *entry)
 		PQfinish(entry->conn);
 		entry->conn = NULL;
 	}
+	if (entry->prepared_cxt != NULL)
+	{
+		MemoryContextDelete(entry->prepared_cxt);
+		entry->prepared_cxt = NULL;
+		entry->prepared = NULL;
+	}
+	entry->statement_number = 0;
 	entry->xact_depth = 0;
 	entry->changing_xact_state = false;
 	entry->invalidated = false;

@@ -122,6 +122,18 @@ typedef struct AfdwScanState
 	bool		header_pending; /* ... and its header is still to come */
 	bool		checking;		/* a check of the remote types follows it */
 
+	/*
+	 * Parameterized scans run a statement prepared in the remote session
+	 * (text in prepared_sql), with a LIMIT of fetch_size + 1 rows: a
+	 * rescan that overflows it is run again with a cursor, as are the
+	 * later ones (prepare_off).
+	 */
+	char	   *prepared_sql;
+	bool		executing;		/* the request in flight is an EXECUTE */
+	unsigned int preparing;		/* ... after the PREPARE of this number */
+	bool		overflow;		/* ... whose rows overflowed the LIMIT */
+	bool		prepare_off;
+
 	/* Set while the Append asks for a row without waiting for it. */
 	bool		nowait;
 	bool		not_ready;		/* ... and no row had arrived */
@@ -904,6 +916,52 @@ remember_sql(AfdwScanState *st, const char *sql)
 static void drain_scan(void *arg);
 
 /*
+ * append_execute
+ *		Append to BUF the EXECUTE of the scan's prepared statement with the
+ *		current parameter values, after its PREPARE when the remote session
+ *		does not have it yet; false, with nothing appended, when the session
+ *		may not prepare one more.
+ *
+ * Rescans of a parameterized scan then cost the remote server no parsing
+ * or planning (it keeps a generic plan when that is as good), and no
+ * cursor.  The LIMIT bounds the rows, and so the memory, of one EXECUTE.
+ */
+static bool
+append_execute(AfdwScanState *st, StringInfo buf)
+{
+	unsigned int number;
+
+	if (st->prepared_sql == NULL)
+		st->prepared_sql = MemoryContextStrdup(st->scan_cxt,
+											   psprintf("%s LIMIT %d", st->sql,
+														st->fetch_size + 1));
+	number = afdw_prepared_statement(st->conn, st->prepared_sql);
+	if (number == 0)
+	{
+		number = afdw_next_statement_number(st->conn);
+		if (number == 0)
+			return false;
+		appendStringInfo(buf, "PREPARE afdw_s%u AS %s; ", number, st->prepared_sql);
+		st->preparing = number;
+	}
+
+	compute_params(st);
+	appendStringInfo(buf, "EXECUTE afdw_s%u(", number);
+	for (int i = 0; i < st->nparams; i++)
+	{
+		if (i > 0)
+			appendStringInfoString(buf, ", ");
+		if (st->param_values[i] == NULL)
+			appendStringInfoString(buf, "NULL");
+		else
+			appendStringInfoString(buf, quote_literal_cstr(st->param_values[i]));
+	}
+	appendStringInfoChar(buf, ')');
+	st->executing = true;
+	return true;
+}
+
+/*
  * send_start
  *		Open the scan's cursor and ask for its first batch, without waiting.
  */
@@ -932,6 +990,9 @@ send_start(AfdwScanState *st)
 		afdw_conn_users(st->conn) == 1;
 	st->binary = false;
 	st->checking = false;
+	st->executing = false;
+	st->preparing = 0;
+	st->overflow = false;
 	if (st->streaming)
 	{
 		/*
@@ -950,6 +1011,8 @@ send_start(AfdwScanState *st)
 		st->cursor_number = 0;
 		appendStringInfoString(&sql, "SAVEPOINT afdw_stream; COPY (");
 	}
+	else if (st->nparams > 0 && !st->prepare_off && append_execute(st, &sql))
+		st->cursor_number = 0;
 	else
 	{
 		st->cursor_number = afdw_next_cursor_number(st->conn);
@@ -961,7 +1024,9 @@ send_start(AfdwScanState *st)
 	 * with the transaction's start and the CLOSE of cursors no longer
 	 * needed (and, for a cursor, the first FETCH).
 	 */
-	if (st->nparams == 0 && !st->binary)
+	if (st->executing)
+		;						/* all done by append_execute */
+	else if (st->nparams == 0 && !st->binary)
 		appendStringInfoString(&sql, st->sql);
 	else
 	{
@@ -985,11 +1050,9 @@ send_start(AfdwScanState *st)
 	}
 
 	if (st->streaming)
-	{
 		appendStringInfoString(&sql, st->binary ? ") TO STDOUT (FORMAT binary)" :
 							   ") TO STDOUT");
-	}
-	else
+	else if (!st->executing)
 		appendStringInfo(&sql, "; FETCH %d FROM c%u", st->fetch_size,
 						 st->cursor_number);
 	remember_sql(st, sql.data);
@@ -1077,11 +1140,18 @@ read_request(AfdwScanState *st, bool block)
 		switch (PQresultStatus(res))
 		{
 			case PGRES_TUPLES_OK:
+				if (st->executing && PQntuples(res) > st->fetch_size)
+				{
+					/* Past the LIMIT: no lookup; next_row starts over. */
+					PQclear(res);
+					st->overflow = true;
+					break;
+				}
 				if (st->qcount >= AFDW_QUEUE_SIZE)
 					elog(ERROR, "async_fdw batch queue overflow");
 				st->queue[(st->qhead + st->qcount) % AFDW_QUEUE_SIZE] = res;
 				st->qcount++;
-				if (PQntuples(res) < st->fetch_size)
+				if (PQntuples(res) < st->fetch_size || st->executing)
 					st->remote_eof = true;
 				break;
 			case PGRES_COMMAND_OK:
@@ -1096,12 +1166,20 @@ read_request(AfdwScanState *st, bool block)
 				/* The rest is read before the connection's next use. */
 				afdw_forget_owner(st->conn, st);
 				st->req = REQ_NONE;
+				st->preparing = 0;	/* whether it was prepared is unknown */
+				if (st->executing)
+					afdw_forget_statement(st->conn, st->prepared_sql);
 				afdw_report_remote_error(res, st->conn, st->req_sql);
 		}
 	}
 
 	afdw_set_idle(st->conn);
 	st->req = REQ_NONE;
+	if (st->preparing != 0)
+	{
+		afdw_remember_statement(st->conn, st->prepared_sql, st->preparing);
+		st->preparing = 0;
+	}
 	return true;
 }
 
@@ -1466,6 +1544,13 @@ next_row(AfdwScanState *st, bool block)
 				break;
 			}
 		}
+		else if (st->overflow)
+		{
+			/* More rows than a lookup: run it again with a cursor. */
+			st->prepare_off = true;
+			st->cursor_open = false;
+			send_start(st);
+		}
 		else if (!st->cursor_open)
 		{
 			start_pending_scans(st->estate);
@@ -1555,6 +1640,7 @@ afdwReScanForeignScan(ForeignScanState *node)
 		afdw_close_cursor_later(st->conn, st->cursor_number);
 	st->cursor_number = 0;
 	st->cursor_open = false;
+	st->overflow = false;
 	drop_batch(st);
 	st->remote_eof = false;
 }

@@ -117,20 +117,24 @@ is_deeply(
 	],
 	'the remote statements of a transaction block with a savepoint');
 
-# A nested loop with the foreign table inside: one message per rescan, the
-# parameter inline, the previous cursor closed in the same message.
+# A nested loop with the foreign table inside: one message per rescan.  The
+# first prepares the statement in the remote session, every rescan executes
+# it, and so does the next query of the session.
 is_deeply(
 	remote_statements($shards[0], q{
 		SET enable_hashjoin = off; SET enable_mergejoin = off;
 		SET enable_material = off; SET enable_memoize = off;
 		SELECT count(*) FROM (VALUES (1), (2)) v(k) JOIN items_1 ON id = k;
+		SELECT count(*) FROM (VALUES (3), (4)) v(k) JOIN items_1 ON id = k;
 	}),
 	[
 		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ; '
-		  . 'DECLARE c1 CURSOR FOR SELECT id FROM public.items WHERE ((\'1\'::integer = id)); '
-		  . 'FETCH 100 FROM c1',
-		'CLOSE c1; DECLARE c2 CURSOR FOR SELECT id FROM public.items WHERE ((\'2\'::integer = id)); '
-		  . 'FETCH 100 FROM c2',
+		  . 'PREPARE afdw_s1 AS SELECT id FROM public.items WHERE (($1::integer = id)) LIMIT 101; '
+		  . "EXECUTE afdw_s1('1')",
+		"EXECUTE afdw_s1('2')",
+		'COMMIT TRANSACTION',
+		"START TRANSACTION ISOLATION LEVEL REPEATABLE READ; EXECUTE afdw_s1('3')",
+		"EXECUTE afdw_s1('4')",
 		'COMMIT TRANSACTION'
 	],
 	'the remote statements of a parameterized rescan');
