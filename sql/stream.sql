@@ -103,6 +103,12 @@ SELECT DISTINCT q FROM ft_st_q;
 ALTER FOREIGN TABLE ft_st_q OPTIONS (ADD fetch_size '2');
 SELECT * FROM st_q_format;
 SELECT * FROM st_q_format;
+-- Receive functions read text in the client encoding: when it is not the
+-- database's, streams stay in text format.
+SET client_encoding = 'LATIN1';
+SELECT * FROM st_q_format;
+RESET client_encoding;
+SELECT * FROM st_q_format;
 -- Text escapes in binary format are bytes like any other.
 CREATE VIEW remote.st_text_q AS SELECT t.*, current_query() AS q FROM remote.st_text t;
 CREATE FOREIGN TABLE ft_st_text_q (id int, t text, q text) SERVER loopback

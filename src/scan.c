@@ -933,8 +933,8 @@ append_execute(AfdwScanState *st, StringInfo buf)
 
 	if (st->prepared_sql == NULL)
 		st->prepared_sql = MemoryContextStrdup(st->scan_cxt,
-											   psprintf("%s LIMIT %d", st->sql,
-														st->fetch_size + 1));
+											   psprintf("%s LIMIT " INT64_FORMAT, st->sql,
+														(int64) st->fetch_size + 1));
 	number = afdw_prepared_statement(st->conn, st->prepared_sql);
 	if (number == 0)
 	{
