@@ -50,8 +50,21 @@ typedef struct RowBuilder
 	int			max_fields;
 	FmgrInfo   *recv_funcs;		/* receive functions, for binary streams */
 	Oid		   *recv_ioparams;
+	char	   *recv_kinds;		/* RECV_ kind of each column */
 	MemoryContext row_cxt;		/* input functions' garbage; reset per batch */
 } RowBuilder;
+
+/*
+ * Binary values that convert_binary_row reads itself, as their receive
+ * functions would, without a function call: the most common types.
+ * (Text needs no encoding check: the remote server sends the database's
+ * encoding, as for the text format, which is not checked either.)
+ */
+#define RECV_CALL		'c'		/* call the receive function */
+#define RECV_INT4		'4'
+#define RECV_INT8		'8'
+#define RECV_FLOAT8		'f'
+#define RECV_TEXT		't'
 
 /* Where the scan's latest command to the remote server stands. */
 typedef enum AfdwRequest
@@ -368,6 +381,45 @@ convert_binary_row(RowBuilder *rb, char *data, int len, Datum *values,
 		if (flen < 0 || flen > end - p)
 			bad_binary_row(rb);
 
+		switch (rb->recv_kinds[i])
+		{
+			case RECV_INT4:
+				if (flen != 4)
+					bad_binary_row(rb);
+				memcpy(&n32, p, 4);
+				values[i] = Int32GetDatum((int32) pg_ntoh32(n32));
+				nulls[i] = false;
+				p += flen;
+				continue;
+			case RECV_INT8:
+			case RECV_FLOAT8:
+				{
+					uint64		n64;
+
+					if (flen != 8)
+						bad_binary_row(rb);
+					memcpy(&n64, p, 8);
+					n64 = pg_ntoh64(n64);
+					if (rb->recv_kinds[i] == RECV_INT8)
+						values[i] = Int64GetDatum((int64) n64);
+					else
+					{
+						float8		f;
+
+						memcpy(&f, &n64, 8);
+						values[i] = Float8GetDatum(f);
+					}
+					nulls[i] = false;
+					p += flen;
+					continue;
+				}
+			case RECV_TEXT:
+				values[i] = PointerGetDatum(cstring_to_text_with_len(p, flen));
+				nulls[i] = false;
+				p += flen;
+				continue;
+		}
+
 		/* Receive functions may count on a terminating zero byte. */
 		buf.data = p;
 		buf.len = flen;
@@ -680,14 +732,24 @@ prepare_binary(AfdwScanState *st)
 
 	rb->recv_funcs = palloc0(sizeof(FmgrInfo) * tupdesc->natts);
 	rb->recv_ioparams = palloc0(sizeof(Oid) * tupdesc->natts);
+	rb->recv_kinds = palloc(tupdesc->natts);
+	memset(rb->recv_kinds, RECV_CALL, tupdesc->natts);
 	foreach(lc, st->retrieved_attrs)
 	{
 		int			attnum = lfirst_int(lc);
+		Form_pg_attribute att = TupleDescAttr(tupdesc, attnum - 1);
 		Oid			func;
 
-		getTypeBinaryInputInfo(TupleDescAttr(tupdesc, attnum - 1)->atttypid,
-							   &func, &rb->recv_ioparams[attnum - 1]);
+		getTypeBinaryInputInfo(att->atttypid, &func, &rb->recv_ioparams[attnum - 1]);
 		fmgr_info(func, &rb->recv_funcs[attnum - 1]);
+		if (att->atttypid == INT4OID)
+			rb->recv_kinds[attnum - 1] = RECV_INT4;
+		else if (att->atttypid == INT8OID)
+			rb->recv_kinds[attnum - 1] = RECV_INT8;
+		else if (att->atttypid == FLOAT8OID)
+			rb->recv_kinds[attnum - 1] = RECV_FLOAT8;
+		else if (att->atttypid == TEXTOID)
+			rb->recv_kinds[attnum - 1] = RECV_TEXT;
 	}
 	return true;
 }
