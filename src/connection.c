@@ -7,6 +7,7 @@
  * mapping.  A connection opens a remote transaction at its first use inside
  * a local one, with savepoints mirroring local subtransactions, and the
  * transaction callbacks end it with the local transaction, whatever happens.
+ * Each connection also knows the statements prepared in its remote session.
  *
  *-------------------------------------------------------------------------
  */

@@ -3,9 +3,12 @@
  * scan.c
  *		Executor callbacks of async_fdw's scans, and ANALYZE.
  *
- * A scan reads its remote SELECT through a cursor, fetch_size rows at a
- * time, and turns each remote row into a local tuple with the local
- * types' input functions.
+ * A scan reads its remote SELECT in one of three ways: streamed with
+ * COPY (query) TO STDOUT, in text or binary format; through a cursor,
+ * fetch_size rows per FETCH; or, for a parameterized scan, by executing a
+ * statement prepared in the remote session.  Each remote row becomes a
+ * virtual tuple in the scan's slot when the executor asks for it, through
+ * the local types' input (or receive) functions.
  *
  *-------------------------------------------------------------------------
  */
