@@ -104,6 +104,7 @@ extern void afdw_remember_statement(AfdwConn *conn, const char *sql,
 extern void afdw_forget_statement(AfdwConn *conn, const char *sql);
 extern void afdw_make_idle(AfdwConn *conn);
 extern void afdw_wait_socket(AfdwConn *conn, const char *sql);
+extern void afdw_discard_copy(AfdwConn *conn, const char *sql);
 extern void afdw_send_query(AfdwConn *conn, const char *sql, int nparams,
 							const char *const *values);
 extern PGresult *afdw_wait_result(AfdwConn *conn, const char *sql);

@@ -154,6 +154,7 @@ static void forget_closes(AfdwConn *entry);
 static void forget_savepoint_op(AfdwConn *entry, int level);
 static bool discard_copy_data(AfdwConn *entry, TimestampTz deadline);
 static int	wait_readable(AfdwConn *entry, long timeout);
+static bool wait_for_input(AfdwConn *entry, TimestampTz deadline);
 
 /*
  * afdw_connection_init
@@ -1134,6 +1135,34 @@ wait_readable(AfdwConn *entry, long timeout)
 }
 
 /*
+ * wait_for_input
+ *		Wait until ENTRY's socket is readable and read what came, at most
+ *		until DEADLINE (-1: no limit, and interrupts are served); false on
+ *		timeout or when the connection broke.
+ */
+static bool
+wait_for_input(AfdwConn *entry, TimestampTz deadline)
+{
+	long		wait = -1;
+	int			rc;
+
+	if (deadline >= 0)
+	{
+		wait = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		if (wait <= 0)
+			return false;
+	}
+	rc = wait_readable(entry, wait);
+	if (rc & WL_LATCH_SET)
+	{
+		ResetLatch(MyLatch);
+		if (deadline < 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	return !(rc & WL_SOCKET_READABLE) || PQconsumeInput(entry->conn);
+}
+
+/*
  * afdw_wait_socket
  *		Wait until CONN's socket is readable and read what came, reacting to
  *		interrupts and postmaster death.
@@ -1141,14 +1170,7 @@ wait_readable(AfdwConn *entry, long timeout)
 void
 afdw_wait_socket(AfdwConn *conn, const char *sql)
 {
-	int			rc = wait_readable(conn, -1L);
-
-	if (rc & WL_LATCH_SET)
-	{
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
-	if ((rc & WL_SOCKET_READABLE) && !PQconsumeInput(conn->conn))
+	if (!wait_for_input(conn, -1))
 		afdw_report_remote_error(NULL, conn, sql);
 }
 
@@ -1207,8 +1229,7 @@ afdw_wait_result(AfdwConn *conn, const char *sql)
 			if (PQresultStatus(res) == PGRES_COPY_OUT)
 			{
 				PQclear(res);
-				if (!discard_copy_data(conn, -1))
-					afdw_report_remote_error(NULL, conn, sql);
+				afdw_discard_copy(conn, sql);
 				continue;
 			}
 
@@ -1346,16 +1367,7 @@ wait_cleanup(AfdwConn *entry, TimestampTz deadline, bool ignore_errors)
 
 		while (PQisBusy(conn))
 		{
-			long		wait;
-			int			rc;
-
-			wait = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
-			if (wait <= 0)
-				return false;
-			rc = wait_readable(entry, wait);
-			if (rc & WL_LATCH_SET)
-				ResetLatch(MyLatch);
-			if ((rc & WL_SOCKET_READABLE) && !PQconsumeInput(conn))
+			if (!wait_for_input(entry, deadline))
 				return false;
 		}
 		res = PQgetResult(conn);
@@ -1377,6 +1389,18 @@ wait_cleanup(AfdwConn *entry, TimestampTz deadline, bool ignore_errors)
 }
 
 /*
+ * afdw_discard_copy
+ *		Read and drop the rest of the COPY TO STDOUT running on CONN (for
+ *		SQL), serving interrupts; the COPY's final result follows.
+ */
+void
+afdw_discard_copy(AfdwConn *conn, const char *sql)
+{
+	if (!discard_copy_data(conn, -1))
+		afdw_report_remote_error(NULL, conn, sql);
+}
+
+/*
  * discard_copy_data
  *		Read and drop the rest of a COPY TO STDOUT, waiting at most until
  *		DEADLINE (-1: forever, reacting to interrupts); false if it could
@@ -1391,8 +1415,6 @@ discard_copy_data(AfdwConn *entry, TimestampTz deadline)
 	{
 		char	   *buf = NULL;
 		int			len = PQgetCopyData(conn, &buf, 1);
-		long		wait = -1;
-		int			rc;
 
 		if (len > 0)
 		{
@@ -1401,21 +1423,7 @@ discard_copy_data(AfdwConn *entry, TimestampTz deadline)
 		}
 		if (len < 0)
 			return true;		/* end of the data, or failure: results follow */
-
-		if (deadline >= 0)
-		{
-			wait = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
-			if (wait <= 0)
-				return false;
-		}
-		rc = wait_readable(entry, wait);
-		if (rc & WL_LATCH_SET)
-		{
-			ResetLatch(MyLatch);
-			if (deadline < 0)
-				CHECK_FOR_INTERRUPTS();
-		}
-		if ((rc & WL_SOCKET_READABLE) && !PQconsumeInput(conn))
+		if (!wait_for_input(entry, deadline))
 			return false;
 	}
 }
