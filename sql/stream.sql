@@ -132,6 +132,23 @@ SELECT id, format('[%s]', c) AS c, n, b, q LIKE '%FORMAT binary%' AS binary
   FROM ft_st_other ORDER BY id;
 INSERT INTO remote.st_other VALUES (3, 'x', 1.5, 30);
 SELECT id, n FROM ft_st_other ORDER BY id;
+-- A text stream read to its end in one batch and rescanned is read again
+-- from memory; its lines are split apart only in a copy.
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_material = off;
+SET enable_memoize = off;
+EXPLAIN (COSTS OFF)
+  SELECT k.k, count(o.id) FROM st_keys k
+    JOIN ft_st_other o ON o.id <= k.k + (random() * 0)::int
+  WHERE k.k <= 3 GROUP BY k.k;
+SELECT k.k, string_agg(format('%s [%s]', o.id, o.c), ', ' ORDER BY o.id) AS rows
+  FROM st_keys k JOIN ft_st_other o ON o.id <= k.k + (random() * 0)::int
+  WHERE k.k <= 3 GROUP BY k.k ORDER BY 1;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_material;
+RESET enable_memoize;
 
 -- A remote column whose type changes after the check: the cast to the
 -- local type keeps the binary data readable, and a value out of the local

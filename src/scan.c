@@ -713,9 +713,15 @@ prepare_binary(AfdwScanState *st)
 
 	if (st->retrieved_attrs == NIL)
 		return false;
+
+	rb->recv_funcs = palloc0(sizeof(FmgrInfo) * tupdesc->natts);
+	rb->recv_ioparams = palloc0(sizeof(Oid) * tupdesc->natts);
+	rb->recv_kinds = palloc(tupdesc->natts);
+	memset(rb->recv_kinds, RECV_CALL, tupdesc->natts);
 	foreach(lc, st->retrieved_attrs)
 	{
-		Form_pg_attribute att = TupleDescAttr(tupdesc, lfirst_int(lc) - 1);
+		int			attnum = lfirst_int(lc);
+		Form_pg_attribute att = TupleDescAttr(tupdesc, attnum - 1);
 		HeapTuple	tup;
 		Form_pg_type typ;
 		bool		ok;
@@ -728,23 +734,14 @@ prepare_binary(AfdwScanState *st)
 		typ = (Form_pg_type) GETSTRUCT(tup);
 		ok = OidIsValid(typ->typreceive) && OidIsValid(typ->typsend) &&
 			typ->typtype != TYPTYPE_PSEUDO && typ->typtype != TYPTYPE_DOMAIN;
+		if (ok)
+		{
+			fmgr_info(typ->typreceive, &rb->recv_funcs[attnum - 1]);
+			rb->recv_ioparams[attnum - 1] = getTypeIOParam(tup);
+		}
 		ReleaseSysCache(tup);
 		if (!ok)
 			return false;
-	}
-
-	rb->recv_funcs = palloc0(sizeof(FmgrInfo) * tupdesc->natts);
-	rb->recv_ioparams = palloc0(sizeof(Oid) * tupdesc->natts);
-	rb->recv_kinds = palloc(tupdesc->natts);
-	memset(rb->recv_kinds, RECV_CALL, tupdesc->natts);
-	foreach(lc, st->retrieved_attrs)
-	{
-		int			attnum = lfirst_int(lc);
-		Form_pg_attribute att = TupleDescAttr(tupdesc, attnum - 1);
-		Oid			func;
-
-		getTypeBinaryInputInfo(att->atttypid, &func, &rb->recv_ioparams[attnum - 1]);
-		fmgr_info(func, &rb->recv_funcs[attnum - 1]);
 		if (att->atttypid == INT4OID)
 			rb->recv_kinds[attnum - 1] = RECV_INT4;
 		else if (att->atttypid == INT8OID)
@@ -1027,6 +1024,40 @@ append_execute(AfdwScanState *st, StringInfo buf)
 }
 
 /*
+ * append_query
+ *		Append the scan's remote SELECT to BUF, with the parameter values
+ *		inline (so that it goes in one message with the transaction's start,
+ *		the CLOSE of cursors no longer needed and the first FETCH), wrapped
+ *		for a binary stream.
+ */
+static void
+append_query(AfdwScanState *st, StringInfo buf)
+{
+	StringInfoData query;
+
+	if (st->nparams == 0 && !st->binary)
+	{
+		appendStringInfoString(buf, st->sql);
+		return;
+	}
+
+	initStringInfo(&query);
+	if (st->nparams == 0)
+		appendStringInfoString(&query, st->sql);
+	else
+	{
+		compute_params(st);
+		afdw_bind_params(&query, st->sql, st->nparams,
+						 (const char *const *) st->param_values);
+	}
+	if (st->binary)
+		afdw_deparse_binary_select(buf, query.data, st->rel, st->retrieved_attrs);
+	else
+		appendStringInfoString(buf, query.data);
+	pfree(query.data);
+}
+
+/*
  * send_start
  *		Open the scan's cursor and ask for its first batch, without waiting.
  */
@@ -1075,6 +1106,9 @@ send_start(AfdwScanState *st)
 		st->header_pending = st->binary;
 		st->cursor_number = 0;
 		appendStringInfoString(&sql, "SAVEPOINT afdw_stream; COPY (");
+		append_query(st, &sql);
+		appendStringInfoString(&sql, st->binary ? ") TO STDOUT (FORMAT binary)" :
+							   ") TO STDOUT");
 	}
 	else if (st->nparams > 0 && !st->prepare_off && append_execute(st, &sql))
 		st->cursor_number = 0;
@@ -1082,44 +1116,10 @@ send_start(AfdwScanState *st)
 	{
 		st->cursor_number = afdw_next_cursor_number(st->conn);
 		appendStringInfo(&sql, "DECLARE c%u CURSOR FOR ", st->cursor_number);
-	}
-
-	/*
-	 * Parameter values go inline, so that the query goes in one message
-	 * with the transaction's start and the CLOSE of cursors no longer
-	 * needed (and, for a cursor, the first FETCH).
-	 */
-	if (st->executing)
-		;						/* all done by append_execute */
-	else if (st->nparams == 0 && !st->binary)
-		appendStringInfoString(&sql, st->sql);
-	else
-	{
-		StringInfoData query;
-
-		initStringInfo(&query);
-		if (st->nparams == 0)
-			appendStringInfoString(&query, st->sql);
-		else
-		{
-			compute_params(st);
-			afdw_bind_params(&query, st->sql, st->nparams,
-							 (const char *const *) st->param_values);
-		}
-		if (st->binary)
-			afdw_deparse_binary_select(&sql, query.data, st->rel,
-									   st->retrieved_attrs);
-		else
-			appendStringInfoString(&sql, query.data);
-		pfree(query.data);
-	}
-
-	if (st->streaming)
-		appendStringInfoString(&sql, st->binary ? ") TO STDOUT (FORMAT binary)" :
-							   ") TO STDOUT");
-	else if (!st->executing)
+		append_query(st, &sql);
 		appendStringInfo(&sql, "; FETCH %d FROM c%u", st->fetch_size,
 						 st->cursor_number);
+	}
 	remember_sql(st, sql.data);
 	if (st->checking)
 	{
@@ -1366,12 +1366,18 @@ store_row(AfdwScanState *st, TupleTableSlot *slot)
 		nfields = fields_of_result(rb, st->batch_res, row);
 	else
 	{
-		/* Split a copy: a rescan may read the line again. */
 		int			len = st->line_lens[row];
-		char	   *line = MemoryContextAlloc(st->row_cxt, len + 1);
+		char	   *line = st->lines[row];
 
-		memcpy(line, st->lines[row], len);
-		line[len] = '\0';
+		/*
+		 * Splitting rewrites the line.  Only a stream's one and only batch
+		 * can be read again (by afdwReScanForeignScan): split a copy of it.
+		 */
+		if (st->nbatches == 1 && st->remote_eof)
+		{
+			line = MemoryContextAlloc(st->row_cxt, len + 1);
+			memcpy(line, st->lines[row], len + 1);
+		}
 		nfields = split_copy_line(line, len, rb->fields, rb->max_fields);
 	}
 	convert_row(rb, nfields, slot->tts_values, slot->tts_isnull);
@@ -1502,8 +1508,6 @@ take_stream_batch(AfdwScanState *st, bool block)
 static void
 abandon_stream(AfdwScanState *st)
 {
-	PGconn	   *pgconn = afdw_pgconn(st->conn);
-
 	if (!st->copying)
 		(void) read_request(st, true);
 	if (!st->copying)
@@ -1513,20 +1517,7 @@ abandon_stream(AfdwScanState *st)
 	}
 
 	afdw_cancel(st->conn);
-	for (;;)
-	{
-		char	   *buf = NULL;
-		int			len = PQgetCopyData(pgconn, &buf, 1);
-
-		if (len > 0)
-		{
-			PQfreemem(buf);
-			continue;
-		}
-		if (len < 0)
-			break;
-		afdw_wait_socket(st->conn, st->req_sql);
-	}
+	afdw_discard_copy(st->conn, st->req_sql);
 	end_stream(st, true);
 }
 
