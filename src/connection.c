@@ -1124,7 +1124,9 @@ wait_readable(AfdwConn *entry, long timeout)
 		WaitEventSet *set = CreateWaitEventSet(conn_cxt, 3);
 
 		AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
-		AddWaitEventToSet(set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
+		/* A single-user backend has no postmaster to watch. */
+		if (IsUnderPostmaster)
+			AddWaitEventToSet(set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
 		AddWaitEventToSet(set, WL_SOCKET_READABLE, sock, NULL, NULL);
 		entry->waitset = set;
 		entry->waitset_sock = sock;

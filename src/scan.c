@@ -1731,13 +1731,21 @@ afdwEndForeignScan(ForeignScanState *node)
 /*
  * afdwIsForeignPathAsyncCapable
  *		Whether the scan may run asynchronously under an Append: the
- *		async_capable option of the table, else of the server (default on).
+ *		async_capable option of the table, else of the server (default on),
+ *		in a backend under a postmaster.
  */
 static bool
 afdwIsForeignPathAsyncCapable(ForeignPath *path)
 {
 	AfdwRelInfo *fp = (AfdwRelInfo *) path->path.parent->fdw_private;
 
+	/*
+	 * PostgreSQL 15's Append waits for its asynchronous children with a
+	 * postmaster-death event, which a single-user backend cannot watch
+	 * (epoll_ctl fails): there, scans run one after the other.
+	 */
+	if (!IsUnderPostmaster)
+		return false;
 	return fp->async_capable;
 }
 

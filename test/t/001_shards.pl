@@ -176,4 +176,21 @@ for my $node (@shards)
 		'no remote transaction left open on ' . $node->name);
 }
 
+# A single-user backend (no postmaster) reads the shards too: its scans
+# run one after the other, since an asynchronous Append cannot wait there.
+$coord->stop('fast');
+my $single_out;
+my $single_err;
+IPC::Run::run(
+	[
+		'postgres', '--single', '-F', '-c', 'exit_on_error=true',
+		'-D', $coord->data_dir, 'postgres'
+	],
+	'<' => \"SELECT count(*) AS n, sum(id) AS s FROM items\n",
+	'>' => \$single_out,
+	'2>' => \$single_err);
+like($single_out, qr/n = "2000".*s = "2001000"/s,
+	'a single-user backend scans both shards');
+unlike($single_err, qr/ERROR/, 'without an error in single-user mode');
+
 done_testing();
