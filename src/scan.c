@@ -86,6 +86,11 @@ typedef enum AfdwRequest
 /* Batches received and not yet used: at most two messages' worth. */
 #define AFDW_QUEUE_SIZE		(2 * AFDW_FETCH_DEPTH)
 
+/* A stream batch's line buffer: first size, and most kept between batches. */
+#define LINEBUF_INITIAL		8192
+#define LINEBUF_KEEP		(8 * 1024 * 1024)
+#define LINE(st, i)			((st)->linebuf + (st)->line_offs[i])
+
 /* State of one foreign scan, in ForeignScanState->fdw_state. */
 typedef struct AfdwScanState
 {
@@ -118,10 +123,16 @@ typedef struct AfdwScanState
 
 	/*
 	 * The current batch, converted a row at a time as the rows are asked
-	 * for: a FETCH's result, or lines of a stream (malloc'd by libpq).
+	 * for: a FETCH's result, or lines of a stream.  A stream's lines are
+	 * copied one after the other into linebuf, and each line libpq gave is
+	 * freed at once: libpq mallocs every line, and a malloc'd line held
+	 * until its batch ends is costly for the allocator.
 	 */
 	PGresult   *batch_res;
-	char	  **lines;			/* room for fetch_size of them */
+	char	   *linebuf;		/* the lines, each with libpq's zero byte */
+	Size		linebuf_size;
+	Size		linebuf_used;
+	Size	   *line_offs;		/* room for fetch_size of them */
 	int		   *line_lens;
 	int			nlines;
 	int			ntuples;
@@ -341,11 +352,12 @@ bad_binary_row(RowBuilder *rb)
  *		Like convert_row, for DATA, LEN bytes of one row of binary COPY:
  *		the number of fields, then each field's length (-1 for NULL) and
  *		bytes, read with the local types' receive functions.  DATA must
- *		have one writable byte past its end.
+ *		have one writable byte past its end.  With IN_PLACE, values may
+ *		point into DATA, which is rewritten and must outlive them.
  */
 static void
-convert_binary_row(RowBuilder *rb, char *data, int len, Datum *values,
-				   bool *nulls)
+convert_binary_row(RowBuilder *rb, char *data, int len, bool in_place,
+				   Datum *values, bool *nulls)
 {
 	TupleDesc	tupdesc = RelationGetDescr(rb->rel);
 	char	   *p = data;
@@ -417,7 +429,19 @@ convert_binary_row(RowBuilder *rb, char *data, int len, Datum *values,
 					continue;
 				}
 			case RECV_TEXT:
-				values[i] = PointerGetDatum(cstring_to_text_with_len(p, flen));
+
+				/*
+				 * A short text becomes a datum where it lies: the last
+				 * byte of its length word, already read, takes a one-byte
+				 * varlena header, which needs no alignment.
+				 */
+				if (in_place && flen <= VARATT_SHORT_MAX - VARHDRSZ_SHORT)
+				{
+					SET_VARSIZE_SHORT(p - 1, flen + VARHDRSZ_SHORT);
+					values[i] = PointerGetDatum(p - 1);
+				}
+				else
+					values[i] = PointerGetDatum(cstring_to_text_with_len(p, flen));
 				nulls[i] = false;
 				p += flen;
 				continue;
@@ -818,9 +842,15 @@ free_batch(AfdwScanState *st)
 		PQclear(st->batch_res);
 		st->batch_res = NULL;
 	}
-	for (int i = 0; i < st->nlines; i++)
-		PQfreemem(st->lines[i]);
 	st->nlines = 0;
+	st->linebuf_used = 0;
+	/* A batch of huge rows leaves no huge buffer behind. */
+	if (st->linebuf_size > LINEBUF_KEEP)
+	{
+		pfree(st->linebuf);
+		st->linebuf = NULL;
+		st->linebuf_size = 0;
+	}
 	st->ntuples = 0;
 	st->next_tuple = 0;
 }
@@ -1353,11 +1383,17 @@ store_row(AfdwScanState *st, TupleTableSlot *slot)
 	int			row = st->next_tuple++;
 	int			nfields;
 
+	/*
+	 * Only a stream's one and only batch can be read again (by
+	 * afdwReScanForeignScan); the lines of any other may be rewritten.
+	 */
+	bool		reread = (st->nbatches == 1 && st->remote_eof);
+
 	ExecClearTuple(slot);
 	if (st->binary)
 	{
 		/* libpq ends each message with a zero byte: room for the trick. */
-		convert_binary_row(rb, st->lines[row], st->line_lens[row],
+		convert_binary_row(rb, LINE(st, row), st->line_lens[row], !reread,
 						   slot->tts_values, slot->tts_isnull);
 		ExecStoreVirtualTuple(slot);
 		return;
@@ -1367,16 +1403,13 @@ store_row(AfdwScanState *st, TupleTableSlot *slot)
 	else
 	{
 		int			len = st->line_lens[row];
-		char	   *line = st->lines[row];
+		char	   *line = LINE(st, row);
 
-		/*
-		 * Splitting rewrites the line.  Only a stream's one and only batch
-		 * can be read again (by afdwReScanForeignScan): split a copy of it.
-		 */
-		if (st->nbatches == 1 && st->remote_eof)
+		/* Splitting rewrites the line. */
+		if (reread)
 		{
 			line = MemoryContextAlloc(st->row_cxt, len + 1);
-			memcpy(line, st->lines[row], len + 1);
+			memcpy(line, LINE(st, row), len + 1);
 		}
 		nfields = split_copy_line(line, len, rb->fields, rb->max_fields);
 	}
@@ -1394,7 +1427,7 @@ static bool
 binary_message(AfdwScanState *st)
 {
 	static const char signature[11] = "PGCOPY\n\377\r\n\0";
-	char	   *buf = st->lines[st->nlines - 1];
+	char	   *buf = LINE(st, st->nlines - 1);
 	int		   *len = &st->line_lens[st->nlines - 1];
 	int16		n16;
 
@@ -1435,6 +1468,38 @@ binary_message(AfdwScanState *st)
 }
 
 /*
+ * keep_line
+ *		Add a line that libpq returned to the current batch, and free it.
+ */
+static void
+keep_line(AfdwScanState *st, char *buf, int len)
+{
+	Size		start = MAXALIGN(st->linebuf_used);
+	Size		need = start + (Size) len + 1;
+
+	if (need > st->linebuf_size)
+	{
+		Size		newsize = Max(st->linebuf_size * 2, LINEBUF_INITIAL);
+		char	   *newbuf;
+
+		while (newsize < need)
+			newsize *= 2;
+		newbuf = MemoryContextAllocHuge(st->scan_cxt, newsize);
+		if (st->linebuf_used > 0)
+			memcpy(newbuf, st->linebuf, st->linebuf_used);
+		if (st->linebuf != NULL)
+			pfree(st->linebuf);
+		st->linebuf = newbuf;
+		st->linebuf_size = newsize;
+	}
+	memcpy(st->linebuf + start, buf, (Size) len + 1);
+	PQfreemem(buf);
+	st->line_offs[st->nlines] = start;
+	st->line_lens[st->nlines++] = len;
+	st->linebuf_used = need;
+}
+
+/*
  * take_stream_batch
  *		Take up to fetch_size streamed rows as the current batch; false
  *		when BLOCK is false and no row has arrived yet.
@@ -1449,9 +1514,9 @@ take_stream_batch(AfdwScanState *st, bool block)
 	bool		consumed = false;
 
 	drop_batch(st);
-	if (st->lines == NULL)
+	if (st->line_offs == NULL)
 	{
-		st->lines = MemoryContextAlloc(st->scan_cxt, sizeof(char *) * st->fetch_size);
+		st->line_offs = MemoryContextAlloc(st->scan_cxt, sizeof(Size) * st->fetch_size);
 		st->line_lens = MemoryContextAlloc(st->scan_cxt, sizeof(int) * st->fetch_size);
 	}
 
@@ -1462,12 +1527,11 @@ take_stream_batch(AfdwScanState *st, bool block)
 
 		if (len > 0)
 		{
-			st->lines[st->nlines] = buf;
-			st->line_lens[st->nlines++] = len;
+			keep_line(st, buf, len);
 			if (st->binary && !binary_message(st))
 			{
 				/* The trailer: the end of the rows. */
-				PQfreemem(st->lines[--st->nlines]);
+				st->nlines--;
 				continue;
 			}
 			consumed = false;
@@ -1765,17 +1829,14 @@ afdwForeignAsyncRequest(AsyncRequest *areq)
 	 * Run the node itself (its quals and projection) without the
 	 * instrumentation wrapper, which the async machinery provides.
 	 */
+	/*
+	 * No PG_TRY is needed to clear the flag: an error here ends the
+	 * executor state the scan belongs to, and a sigsetjmp per row costs.
+	 */
 	st->nowait = true;
 	st->not_ready = false;
-	PG_TRY();
-	{
-		slot = node->ss.ps.ExecProcNodeReal(&node->ss.ps);
-	}
-	PG_FINALLY();
-	{
-		st->nowait = false;
-	}
-	PG_END_TRY();
+	slot = node->ss.ps.ExecProcNodeReal(&node->ss.ps);
+	st->nowait = false;
 
 	if (!TupIsNull(slot))
 		ExecAsyncRequestDone(areq, slot);
