@@ -97,6 +97,8 @@ extern void afdw_set_idle(AfdwConn *conn);
 extern void afdw_forget_owner(AfdwConn *conn, void *owner);
 extern bool afdw_is_owner(AfdwConn *conn, void *owner);
 extern bool afdw_is_busy(AfdwConn *conn);
+extern bool afdw_result_ready(AfdwConn *conn);
+extern PGresult *afdw_get_result(AfdwConn *conn);
 extern unsigned int afdw_prepared_statement(AfdwConn *conn, const char *sql);
 extern unsigned int afdw_next_statement_number(AfdwConn *conn);
 extern void afdw_remember_statement(AfdwConn *conn, const char *sql,

@@ -79,6 +79,15 @@ struct AfdwConn
 	int			nusers;			/* scans holding this connection */
 
 	/*
+	 * The command in flight starts with a snapshot export (the transaction
+	 * leader's, in the same send as its first command), whose result has
+	 * not been read yet.  afdw_get_result takes it in; held_result keeps an
+	 * error that await_export read ahead of the export, for the owner.
+	 */
+	bool		export_pending;
+	PGresult   *held_result;
+
+	/*
 	 * A command whose results are not all read yet.  Its owner, if still
 	 * there, reads them through drain(); otherwise they are thrown away
 	 * before the connection's next use.
@@ -690,6 +699,12 @@ disconnect_entry(AfdwConn *entry)
 		PQfinish(entry->conn);
 		entry->conn = NULL;
 	}
+	if (entry->held_result != NULL)
+	{
+		PQclear(entry->held_result);
+		entry->held_result = NULL;
+	}
+	entry->export_pending = false;
 	if (entry->prepared_cxt != NULL)
 	{
 		MemoryContextDelete(entry->prepared_cxt);
@@ -784,6 +799,139 @@ export_snapshot(ServerSnapshot *ss, AfdwConn *leader, const char *prefix)
 	strlcpy(ss->snapshot, PQgetvalue(res, 0, 0), sizeof(ss->snapshot));
 	PQclear(res);
 	pfree(sql);
+}
+
+/*
+ * store_export
+ *		RES is the result of the export that rode in CONN's first command of
+ *		the transaction: keep the snapshot name for the connections that
+ *		join later, and free RES.  False if RES holds no usable name.
+ */
+static bool
+store_export(AfdwConn *conn, PGresult *res)
+{
+	bool		ok = (PQntuples(res) == 1 && PQnfields(res) == 1 &&
+					  !PQgetisnull(res, 0, 0));
+	ServerSnapshot *ss = NULL;
+
+	conn->export_pending = false;
+	if (snapshot_hash != NULL)
+		ss = hash_search(snapshot_hash, &conn->serverid, HASH_FIND, NULL);
+	if (ok && ss != NULL && ss->leader == conn)
+	{
+		ok = strlen(PQgetvalue(res, 0, 0)) < sizeof(ss->snapshot);
+		if (ok)
+			strlcpy(ss->snapshot, PQgetvalue(res, 0, 0), sizeof(ss->snapshot));
+	}
+	PQclear(res);
+	return ok;
+}
+
+/*
+ * take_export
+ *		store_export, failing when the export gave no usable name.
+ */
+static void
+take_export(AfdwConn *conn, PGresult *res)
+{
+	if (!store_export(conn, res))
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_ERROR),
+				 errmsg("could not export the snapshot of server \"%s\"",
+						NameStr(conn->servername)),
+				 errdetail("pg_export_snapshot() returned no usable snapshot name.")));
+}
+
+/*
+ * await_export
+ *		Wait for the snapshot export riding ahead of the command in flight on
+ *		LEADER, and read it, leaving the command's own results to its owner.
+ *
+ * Only results of the transaction start come before the export.  If the
+ * start or the export fails, the error is kept for the owner, and the
+ * connection that needed the snapshot fails.
+ */
+static void
+await_export(AfdwConn *leader)
+{
+	static const char export_sql[] = "SELECT pg_catalog.pg_export_snapshot()";
+
+	while (leader->export_pending)
+	{
+		PGresult   *res;
+
+		while (!afdw_result_ready(leader))
+			afdw_wait_socket(leader, export_sql);
+		res = PQgetResult(leader->conn);
+		if (res != NULL && PQresultStatus(res) == PGRES_COMMAND_OK)
+		{
+			PQclear(res);
+			continue;
+		}
+		if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK)
+		{
+			take_export(leader, res);
+			break;
+		}
+		leader->export_pending = false;
+		leader->held_result = res;
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_ERROR),
+				 errmsg("could not export the snapshot of server \"%s\"",
+						NameStr(leader->servername)),
+				 errdetail("The export failed on the connection that opened the remote transaction: %s",
+						   res && PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) ?
+						   PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) :
+						   pchomp(PQerrorMessage(leader->conn)))));
+	}
+}
+
+/*
+ * afdw_result_ready
+ *		Whether afdw_get_result would return without blocking.
+ */
+bool
+afdw_result_ready(AfdwConn *conn)
+{
+	return conn->held_result != NULL || !PQisBusy(conn->conn);
+}
+
+/*
+ * afdw_get_result
+ *		PQgetResult for CONN: the next result of its command in flight, or
+ *		NULL at the end.  The result of a snapshot export riding ahead of
+ *		the command is taken in here and shows as a command result.
+ */
+PGresult *
+afdw_get_result(AfdwConn *conn)
+{
+	PGresult   *res;
+
+	if (conn->held_result != NULL)
+	{
+		res = conn->held_result;
+		conn->held_result = NULL;
+		return res;
+	}
+	res = PQgetResult(conn->conn);
+	if (!conn->export_pending)
+		return res;
+	if (res == NULL || (PQresultStatus(res) != PGRES_COMMAND_OK &&
+						PQresultStatus(res) != PGRES_TUPLES_OK))
+	{
+		/* The transaction start failed: the export will not come. */
+		conn->export_pending = false;
+		return res;
+	}
+	if (PQresultStatus(res) == PGRES_COMMAND_OK)
+		return res;
+	take_export(conn, res);
+	res = PQmakeEmptyPGresult(conn->conn, PGRES_COMMAND_OK);
+	if (res == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+	return res;
 }
 
 /*
@@ -883,6 +1031,9 @@ afdw_prepare_snapshot(AfdwConn *conn)
 	ss = server_snapshot(conn->serverid);
 	if (ss->leader == NULL || ss->leader == conn || ss->snapshot[0] != '\0')
 		return;
+	/* Its export is on the way already, ahead of its first command. */
+	if (ss->leader->export_pending)
+		return;
 	if (ss->leader->busy && ss->leader->streaming)
 		return;
 	afdw_make_idle(ss->leader);
@@ -907,9 +1058,11 @@ afdw_prepare_snapshot(AfdwConn *conn)
  *
  * The first connection to a server in a local transaction opens a
  * REPEATABLE READ (or SERIALIZABLE) transaction.  When the server has
- * several connections, the first one exports its snapshot (one round
- * trip) and every other one imports it in the same send as its first
- * command, so that all of them see the same data.
+ * several connections, or may have in a transaction block, the first one
+ * exports its snapshot in the same send as its first command, and every
+ * other one imports it in the same send as its own first command (after
+ * waiting for the export's result if it is still on its way), so that all
+ * of them see the same data.
  */
 static char *
 xact_prefix(AfdwConn *entry)
@@ -943,17 +1096,20 @@ xact_prefix(AfdwConn *entry)
 			/*
 			 * Export when other connections serve this server now, or may
 			 * later in an explicit transaction block: a snapshot cannot be
-			 * exported once a savepoint is open.
+			 * exported once a savepoint is open.  The export rides in the
+			 * same send as the command; afdw_get_result reads its result.
 			 */
 			if (server_connection_count(entry->serverid) > 1 ||
 				IsTransactionBlock())
 			{
-				export_snapshot(ss, entry, sql.data);
-				resetStringInfo(&sql);
+				appendStringInfoString(&sql, "; SELECT pg_catalog.pg_export_snapshot()");
+				entry->export_pending = true;
 			}
 		}
 		else
 		{
+			if (ss->snapshot[0] == '\0' && ss->leader->export_pending)
+				await_export(ss->leader);
 			if (ss->snapshot[0] == '\0')
 				export_snapshot(ss, ss->leader, "");
 			appendStringInfo(&sql, "; SET TRANSACTION SNAPSHOT '%s'", ss->snapshot);
@@ -1211,7 +1367,6 @@ afdw_send_query(AfdwConn *conn, const char *sql, int nparams,
 PGresult *
 afdw_wait_result(AfdwConn *conn, const char *sql)
 {
-	PGconn	   *pgconn = conn->conn;
 	PGresult   *volatile kept = NULL;
 
 	PG_TRY();
@@ -1220,10 +1375,10 @@ afdw_wait_result(AfdwConn *conn, const char *sql)
 		{
 			PGresult   *res;
 
-			while (PQisBusy(pgconn))
+			while (!afdw_result_ready(conn))
 				afdw_wait_socket(conn, sql);
 
-			res = PQgetResult(pgconn);
+			res = afdw_get_result(conn);
 			if (res == NULL)
 				break;
 
@@ -1360,19 +1515,41 @@ wait_cleanup(AfdwConn *entry, TimestampTz deadline, bool ignore_errors)
 	bool		ok = true;
 
 	/* The answer may be in already: then there is no need to wait. */
-	if (PQisBusy(conn) && !PQconsumeInput(conn))
+	if (!afdw_result_ready(entry) && !PQconsumeInput(conn))
 		return false;
 
 	for (;;)
 	{
 		PGresult   *res;
 
-		while (PQisBusy(conn))
+		while (!afdw_result_ready(entry))
 		{
 			if (!wait_for_input(entry, deadline))
 				return false;
 		}
-		res = PQgetResult(conn);
+		if (entry->held_result != NULL)
+		{
+			res = entry->held_result;
+			entry->held_result = NULL;
+		}
+		else
+		{
+			res = PQgetResult(conn);
+			if (entry->export_pending &&
+				(res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK))
+			{
+				/*
+				 * Keep the snapshot if it came (a rollback to a savepoint
+				 * leaves the transaction running); no error here.
+				 */
+				entry->export_pending = false;
+				if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK)
+				{
+					(void) store_export(entry, res);
+					continue;
+				}
+			}
+		}
 		if (res == NULL)
 			break;
 		if (PQresultStatus(res) == PGRES_COPY_OUT)
@@ -1439,6 +1616,12 @@ discard_copy_data(AfdwConn *entry, TimestampTz deadline)
 static bool
 finish_in_flight(AfdwConn *entry, TimestampTz deadline)
 {
+	/* An error read ahead for the owner of a command that is over. */
+	if (entry->held_result != NULL)
+	{
+		PQclear(entry->held_result);
+		entry->held_result = NULL;
+	}
 	if (PQtransactionStatus(entry->conn) != PQTRANS_ACTIVE)
 		return true;
 	(void) wait_cleanup(entry, deadline, true);
@@ -1639,6 +1822,12 @@ xact_callback(XactEvent event, void *arg pg_attribute_unused())
 		forget_closes(entry);
 		forget_savepoint_op(entry, 0);
 		entry->streaming = false;
+		/* Results nobody read: the remote state is unknown. */
+		if (entry->export_pending || entry->held_result != NULL)
+		{
+			disconnect_entry(entry);
+			continue;
+		}
 		if (entry->commit_pending && entry->keep && !entry->invalidated)
 			continue;
 		if (entry->busy || entry->changing_xact_state || entry->invalidated ||

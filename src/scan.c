@@ -1220,7 +1220,7 @@ read_request(AfdwScanState *st, bool block)
 	{
 		PGresult   *res;
 
-		if (PQisBusy(pgconn))
+		if (!afdw_result_ready(st->conn))
 		{
 			if (!block)
 				return false;
@@ -1228,7 +1228,7 @@ read_request(AfdwScanState *st, bool block)
 			continue;
 		}
 
-		res = PQgetResult(pgconn);
+		res = afdw_get_result(st->conn);
 		if (res == NULL)
 			break;
 
@@ -1859,8 +1859,13 @@ afdwForeignAsyncConfigureWait(AsyncRequest *areq)
 {
 	AfdwScanState *st = (AfdwScanState *) ((ForeignScanState *) areq->requestee)->fdw_state;
 
-	/* Rows of a stream may wait in libpq's buffer, unseen by the socket. */
-	if (st->req != REQ_INFLIGHT || st->copying)
+	/*
+	 * Rows of a stream, or results that a connection joining the remote
+	 * transaction read ahead to get at its snapshot, may wait in libpq's
+	 * buffer, unseen by the socket.
+	 */
+	if (st->req != REQ_INFLIGHT || st->copying ||
+		(afdw_is_owner(st->conn, st) && afdw_result_ready(st->conn)))
 	{
 		areq->callback_pending = false;
 		afdwForeignAsyncRequest(areq);

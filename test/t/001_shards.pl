@@ -93,9 +93,9 @@ is_deeply(
 	],
 	'the remote statements of a scan under a LIMIT');
 
-# A transaction block: the first connection exports its snapshot at once
-# (no export is possible after a savepoint), a savepoint rides with the next
-# command, and COMMIT ends it.
+# A transaction block: the first connection exports its snapshot (no
+# export is possible after a savepoint) in the same message as its first
+# command, a savepoint rides with the next command, and COMMIT ends it.
 is_deeply(
 	remote_statements($shards[0], q{
 		BEGIN;
@@ -107,8 +107,8 @@ is_deeply(
 	}),
 	[
 		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ; '
-		  . 'SELECT pg_catalog.pg_export_snapshot()',
-		'SAVEPOINT afdw_stream; '
+		  . 'SELECT pg_catalog.pg_export_snapshot(); '
+		  . 'SAVEPOINT afdw_stream; '
 		  . 'COPY (SELECT NULL FROM public.items WHERE ((id < 10))) TO STDOUT',
 		'RELEASE SAVEPOINT afdw_stream; SAVEPOINT s2; SAVEPOINT afdw_stream; '
 		  . 'COPY (SELECT NULL FROM public.items WHERE ((id < 5))) TO STDOUT',
@@ -116,6 +116,29 @@ is_deeply(
 		'COMMIT TRANSACTION'
 	],
 	'the remote statements of a transaction block with a savepoint');
+
+# Two streams of one shard in a transaction block need two connections:
+# the second one waits for the snapshot that the first exports ahead of
+# its COPY, then imports it in its own first message.  Each sends one
+# message before COMMIT.
+my $pair = remote_statements($shards[0], q{
+	BEGIN;
+	SELECT count(*) FROM items_1 a JOIN items_1 b USING (id);
+	COMMIT;
+});
+is(scalar(@$pair), 4, 'two connections, one message each and a COMMIT each');
+like($pair->[0],
+	qr/^START TRANSACTION ISOLATION LEVEL REPEATABLE READ; SELECT pg_catalog\.pg_export_snapshot\(\); SAVEPOINT afdw_stream; COPY \(SELECT id FROM public\.items\) TO STDOUT(; .*)?$/,
+	'the first connection exports with its first command');
+like(join("\n", @$pair),
+	qr/^START TRANSACTION ISOLATION LEVEL REPEATABLE READ; SET TRANSACTION SNAPSHOT '[0-9A-F-]+'; SAVEPOINT afdw_stream; COPY \(SELECT id FROM public\.items\) TO STDOUT(; .*)?$/m,
+	'the second imports it with its first command');
+is( $coord->safe_psql('postgres', q{
+		BEGIN;
+		SELECT count(*) FROM items_1 a JOIN items_1 b USING (id);
+		COMMIT;
+	}),
+	'1000', 'the join of the two streams');
 
 # A nested loop with the foreign table inside: one message per rescan.  The
 # first prepares the statement in the remote session, every rescan executes
@@ -138,6 +161,52 @@ is_deeply(
 		'COMMIT TRANSACTION'
 	],
 	'the remote statements of a parameterized rescan');
+
+# An export that fails (the remote user may not call pg_export_snapshot):
+# the query that needed it fails with the remote error, alone or with a
+# second connection waiting for the snapshot, and the connections stay
+# usable for what needs no export.
+$shards[1]->safe_psql('postgres', q{
+	CREATE ROLE reader LOGIN;
+	GRANT SELECT ON items TO reader;
+	REVOKE EXECUTE ON FUNCTION pg_catalog.pg_export_snapshot() FROM PUBLIC;
+});
+$coord->safe_psql('postgres', q{
+	CREATE ROLE alice LOGIN;
+	GRANT SELECT ON items_2 TO alice;
+	CREATE USER MAPPING FOR alice SERVER shard2
+	  OPTIONS (user 'reader', password_required 'false');
+});
+my ($xret, $xout, $xerr) = $coord->psql('postgres', q{
+	SET ROLE alice;
+	BEGIN;
+	SELECT count(*) FROM items_2;
+	ROLLBACK;
+	SELECT count(*) FROM items_2;
+}, on_error_stop => 0);
+like($xerr, qr/permission denied for function pg_export_snapshot/,
+	'a failed export fails the query with the remote error');
+is($xout, '1000', 'the connection is usable after the rollback');
+my $alice = $coord->background_psql('postgres', on_error_stop => 0);
+$alice->query_safe('SET ROLE alice');
+$alice->query('BEGIN');
+$alice->query('SELECT count(*) FROM items_2 a JOIN items_2 b USING (id)');
+like($alice->{stderr},
+	qr/could not export the snapshot of server "shard2"\nDETAIL:  The export failed on the connection that opened the remote transaction: permission denied for function pg_export_snapshot\n/,
+	'a connection waiting for a failed export fails with its error');
+$alice->{stderr} = '';
+$alice->query_safe('ROLLBACK');
+# (The session has two connections to shard2 now: every query exports.)
+$shards[1]->safe_psql('postgres',
+	'GRANT EXECUTE ON FUNCTION pg_catalog.pg_export_snapshot() TO PUBLIC');
+is( $alice->query_safe(q{
+		BEGIN;
+		SELECT count(*) FROM items_2 a JOIN items_2 b USING (id);
+		COMMIT;
+	}),
+	'1000', 'both connections are usable after the rollback');
+$alice->quit;
+$coord->safe_psql('postgres', 'DROP USER MAPPING FOR alice SERVER shard2');
 
 # A shard that is down: a clear error naming the server, and the other
 # shard's connection still works in the same session.
