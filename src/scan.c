@@ -435,7 +435,7 @@ convert_binary_row(RowBuilder *rb, char *data, int len, bool in_place,
 				 * byte of its length word, already read, takes a one-byte
 				 * varlena header, which needs no alignment.
 				 */
-				if (in_place && flen <= VARATT_SHORT_MAX - VARHDRSZ_SHORT)
+				if (in_place && flen <= (int32) (VARATT_SHORT_MAX - VARHDRSZ_SHORT))
 				{
 					SET_VARSIZE_SHORT(p - 1, flen + VARHDRSZ_SHORT);
 					values[i] = PointerGetDatum(p - 1);
