@@ -9,6 +9,11 @@
  * transaction callbacks end it with the local transaction, whatever happens.
  * Each connection also knows the statements prepared in its remote session.
  *
+ * The connections of one server in a local transaction share a snapshot:
+ * the first exports it in the same send as its first command, the others
+ * import it.  Every reader of a connection's results goes through
+ * afdw_get_result, which takes in the export's result on the way.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
