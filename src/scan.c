@@ -1484,7 +1484,18 @@ keep_line(AfdwScanState *st, char *buf, int len)
 
 		while (newsize < need)
 			newsize *= 2;
-		newbuf = MemoryContextAllocHuge(st->scan_cxt, newsize);
+		newbuf = MemoryContextAllocExtended(st->scan_cxt, newsize,
+											MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+		if (newbuf == NULL)
+		{
+			/* Give libpq's line back before failing. */
+			PQfreemem(buf);
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory"),
+					 errdetail("A batch of rows of foreign table \"%s\" needed %zu bytes.",
+							   RelationGetRelationName(st->rel), newsize)));
+		}
 		if (st->linebuf_used > 0)
 			memcpy(newbuf, st->linebuf, st->linebuf_used);
 		if (st->linebuf != NULL)
