@@ -60,6 +60,17 @@ SELECT id, txt FROM ft_conv WHERE id = 1;
 SELECT id, txt FROM ft_conv;
 SELECT * FROM show_error('SELECT id, txt FROM ft_conv');
 SELECT id, big FROM ft_conv;
+-- The same for bigint, whose text values are read without a function call
+-- but with int8in's rules and messages.
+CREATE TABLE remote.conv8 (id int, txt text, huge numeric);
+INSERT INTO remote.conv8 VALUES (1, '-9223372036854775808', 9223372036854775807),
+  (2, NULL, NULL), (3, 'eight', 1), (4, ' 8 ', 9223372036854775808);
+CREATE FOREIGN TABLE ft_conv8 (id int, txt bigint, huge bigint) SERVER loopback
+  OPTIONS (schema_name 'remote', table_name 'conv8');
+SELECT id, txt, huge FROM ft_conv8 WHERE id <= 2 ORDER BY id;
+SELECT id, txt FROM ft_conv8 ORDER BY id;
+SELECT id, txt FROM ft_conv8 WHERE id <> 3 ORDER BY id;
+SELECT id, huge FROM ft_conv8 ORDER BY id;
 -- Domain checks apply to remote values.
 CREATE DOMAIN small_pos AS int CHECK (VALUE BETWEEN 1 AND 100);
 CREATE FOREIGN TABLE ft_dom (id small_pos) SERVER loopback
@@ -76,9 +87,9 @@ INSERT INTO ft1 VALUES (0, 'x', 0);
 UPDATE ft1 SET v = 'y' WHERE id = 1;
 DELETE FROM ft1 WHERE id = 1;
 
-DROP FOREIGN TABLE ft_raising, ft_missing, ft_badcol, ft_conv, ft_dom;
+DROP FOREIGN TABLE ft_raising, ft_missing, ft_badcol, ft_conv, ft_conv8, ft_dom;
 DROP DOMAIN small_pos;
 DROP VIEW remote.raising;
 DROP FUNCTION remote.raiser(int);
-DROP TABLE remote.conv;
+DROP TABLE remote.conv, remote.conv8;
 DROP FUNCTION show_error(text);

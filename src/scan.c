@@ -51,11 +51,21 @@ typedef struct RowBuilder
 	bool	   *nulls;
 	char	  **fields;			/* one row's text values */
 	int			max_fields;
+	char	   *in_kinds;		/* IN_ kind of each column */
 	FmgrInfo   *recv_funcs;		/* receive functions, for binary streams */
 	Oid		   *recv_ioparams;
 	char	   *recv_kinds;		/* RECV_ kind of each column */
 	MemoryContext row_cxt;		/* input functions' garbage; reset per batch */
 } RowBuilder;
+
+/*
+ * Text values that convert_row reads itself, as their input functions
+ * would (these call exactly this), without a function call.
+ */
+#define IN_CALL			'c'		/* call the input function */
+#define IN_INT4			'4'
+#define IN_INT8			'8'
+#define IN_TEXT			't'
 
 /*
  * Binary values that convert_binary_row reads itself, as their receive
@@ -258,6 +268,25 @@ init_row_builder(RowBuilder *rb, Relation rel, List *retrieved_attrs,
 	rb->nulls = palloc(sizeof(bool) * Max(natts, 1));
 	rb->max_fields = list_length(retrieved_attrs) + 1;
 	rb->fields = palloc(sizeof(char *) * rb->max_fields);
+	rb->in_kinds = palloc(Max(natts, 1));
+	for (int i = 0; i < natts; i++)
+	{
+		switch (TupleDescAttr(RelationGetDescr(rel), i)->atttypid)
+		{
+			case INT4OID:
+				rb->in_kinds[i] = IN_INT4;
+				break;
+			case INT8OID:
+				rb->in_kinds[i] = IN_INT8;
+				break;
+			case TEXTOID:
+				rb->in_kinds[i] = IN_TEXT;
+				break;
+			default:
+				rb->in_kinds[i] = IN_CALL;
+				break;
+		}
+	}
 	rb->row_cxt = row_cxt;
 }
 
@@ -324,11 +353,31 @@ convert_row(RowBuilder *rb, int nfields, Datum *values, bool *nulls)
 		char	   *value = rb->fields[col++];
 
 		pos.attnum = attnum;
-		values[attnum - 1] =
-			InputFunctionCall(&rb->attinmeta->attinfuncs[attnum - 1], value,
-							  rb->attinmeta->attioparams[attnum - 1],
-							  rb->attinmeta->atttypmods[attnum - 1]);
 		nulls[attnum - 1] = (value == NULL);
+		if (value == NULL && rb->in_kinds[attnum - 1] != IN_CALL)
+		{
+			/* Their input functions are strict. */
+			values[attnum - 1] = (Datum) 0;
+			continue;
+		}
+		switch (rb->in_kinds[attnum - 1])
+		{
+			case IN_INT4:
+				values[attnum - 1] = Int32GetDatum(pg_strtoint32(value));
+				break;
+			case IN_INT8:
+				values[attnum - 1] = Int64GetDatum(pg_strtoint64(value));
+				break;
+			case IN_TEXT:
+				values[attnum - 1] = PointerGetDatum(cstring_to_text(value));
+				break;
+			default:
+				values[attnum - 1] =
+					InputFunctionCall(&rb->attinmeta->attinfuncs[attnum - 1], value,
+									  rb->attinmeta->attioparams[attnum - 1],
+									  rb->attinmeta->atttypmods[attnum - 1]);
+				break;
+		}
 	}
 	MemoryContextSwitchTo(oldcxt);
 	error_context_stack = errcb.previous;
