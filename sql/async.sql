@@ -66,8 +66,9 @@ SELECT count(DISTINCT pid) AS connections, count(DISTINCT snap) AS snapshots
   FROM apt WHERE a <= 4000;
 SELECT count(DISTINCT pid) AS connections, count(DISTINCT snap) AS snapshots
   FROM apt WHERE a > 4000;
--- Past max_connections, scans share connections: the same rows.  (A scan
--- that must share a connection reads with a cursor, even in stream mode.)
+-- Past max_connections, scans share connections: the same rows.  (Streams
+-- of one Append take turns on a shared connection; other scans that share
+-- one read with cursors.)
 ALTER SERVER loopback OPTIONS (ADD max_connections '2');
 SELECT count(DISTINCT pid) AS connections, count(DISTINCT snap) AS snapshots,
        count(*), sum(a) FROM apt WHERE a <= 4000;

@@ -200,6 +200,75 @@ INSERT INTO remote.st_alt VALUES (3, 1099511627776);
 SELECT sum(v) FROM ft_st_alt;
 SELECT count(*) FROM afdw_remote_states() s WHERE s <> 'idle';
 
+-- Streams of one Append that share a connection take turns: past
+-- max_connections, every partition still streams, each after the sibling
+-- whose stream holds the connection.  Four partitions, two connections.
+CREATE TABLE remote.turn (id int, v text);
+INSERT INTO remote.turn SELECT g, 'v' || g FROM generate_series(1, 4000) g;
+CREATE TABLE st_turn (id int, v text, q text, pid int) PARTITION BY RANGE (id);
+DO $$
+BEGIN
+  FOR i IN 1..4 LOOP
+    EXECUTE format('CREATE VIEW remote.turn_q%s AS
+                    SELECT t.*, current_query() AS q, pg_backend_pid() AS pid
+                    FROM remote.turn t WHERE id > %s AND id <= %s',
+                   i, (i - 1) * 1000, i * 1000);
+    EXECUTE format('CREATE FOREIGN TABLE st_turn%s PARTITION OF st_turn
+                    FOR VALUES FROM (%s) TO (%s) SERVER loopback
+                    OPTIONS (schema_name ''remote'', table_name ''turn_q%s'')',
+                   i, (i - 1) * 1000 + 1, i * 1000 + 1, i);
+  END LOOP;
+END
+$$;
+ALTER SERVER loopback OPTIONS (ADD max_connections '2');
+SET statement_timeout = '60s';
+EXPLAIN (COSTS OFF) SELECT count(*) FROM st_turn;
+SELECT count(*), sum(id), count(DISTINCT pid) AS connections,
+       bool_and(q LIKE '%COPY%') AS all_streamed
+  FROM st_turn;
+-- Without the asynchronous Append, scans that share a connection read with
+-- cursors.
+SET enable_async_append = off;
+SELECT count(*), sum(id), count(DISTINCT pid) AS connections,
+       bool_or(q LIKE '%COPY%') AS any_streamed
+  FROM st_turn;
+RESET enable_async_append;
+-- Scans of two Appends sharing the connections are not siblings: cursors.
+SELECT count(*), bool_or(a.q LIKE '%COPY%') OR bool_or(b.q LIKE '%COPY%') AS any_streamed
+  FROM st_turn a JOIN st_turn b USING (id);
+-- A LIMIT over streams forced on, with siblings still waiting for their
+-- turn: the streams stop, and the connections serve the next query.
+ALTER SERVER loopback OPTIONS (ADD fetch_mode 'stream');
+SELECT count(*) FROM (SELECT id FROM st_turn LIMIT 1500) s;
+SELECT count(*), sum(id), bool_and(q LIKE '%COPY%') AS all_streamed FROM st_turn;
+ALTER SERVER loopback OPTIONS (DROP fetch_mode);
+-- The Append rescanned by a nested loop: the same rows every time.
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_material = off;
+SET enable_memoize = off;
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT k.k, count(t.id) FROM st_keys k, st_turn t
+  WHERE k.k <= 3 AND t.id % 1000 <= k.k + (random() * 0)::int GROUP BY k.k;
+SELECT k.k, count(t.id), sum(t.id) FROM st_keys k, st_turn t
+  WHERE k.k <= 3 AND t.id % 1000 <= k.k + (random() * 0)::int GROUP BY k.k ORDER BY 1;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_material;
+RESET enable_memoize;
+RESET statement_timeout;
+ALTER SERVER loopback OPTIONS (DROP max_connections);
+SELECT count(*) FROM afdw_remote_states() s WHERE s <> 'idle';
+DROP TABLE st_turn;
+DO $$
+BEGIN
+  FOR i IN 1..4 LOOP
+    EXECUTE format('DROP VIEW remote.turn_q%s', i);
+  END LOOP;
+END
+$$;
+DROP TABLE remote.turn;
+
 DROP VIEW st_q_format;
 DROP FOREIGN TABLE ft_st, ft_st_bad, ft_st_conv, ft_st_text, ft_st_q, ft_st_text_q,
   ft_st_other, ft_st_alt, ft_st_len;

@@ -179,6 +179,17 @@ typedef struct AfdwScanState
 	dlist_node	pending_node;
 	bool		pending;
 
+	/*
+	 * Asynchronous children of one Append (async_parent, its plan) may
+	 * stream on a connection they share, one after the other: a stream
+	 * that finds the connection streaming for a sibling waits (queued)
+	 * and starts when that stream ends.
+	 */
+	Plan	   *async_parent;
+	bool		queued;
+	dlist_node	active_node;	/* in active_scans from Begin to End */
+	bool		active;
+
 	MemoryContext scan_cxt;		/* long-lived bits of the scan */
 	MemoryContext batch_cxt;	/* parameter values of the current query */
 	MemoryContext row_cxt;		/* values of the current batch's rows */
@@ -192,6 +203,9 @@ typedef struct AfdwScanState
  * under a MergeAppend or a plan that reads its children one by one.
  */
 static dlist_head pending_scans = DLIST_STATIC_INIT(pending_scans);
+
+/* Scans of this backend between their Begin and End, with a connection. */
+static dlist_head active_scans = DLIST_STATIC_INIT(active_scans);
 
 /*
  * What is known of the remote types of foreign tables' columns, per local
@@ -933,6 +947,11 @@ scan_cleanup(void *arg)
 		dlist_delete(&st->pending_node);
 		st->pending = false;
 	}
+	if (st->active)
+	{
+		dlist_delete(&st->active_node);
+		st->active = false;
+	}
 	afdw_forget_owner(st->conn, st);
 	if (!st->released)
 	{
@@ -941,6 +960,78 @@ scan_cleanup(void *arg)
 	}
 	clear_queue(st);
 	free_batch(st);
+}
+
+/*
+ * find_async_parent_in
+ *		The Append plan under PLAN that has CHILD among its subplans, or
+ *		NULL.
+ */
+static Plan *
+find_async_parent_in(Plan *plan, Plan *child)
+{
+	List	   *children = NIL;
+	ListCell   *lc;
+	Plan	   *found;
+
+	check_stack_depth();
+	if (plan == NULL)
+		return NULL;
+	switch (nodeTag(plan))
+	{
+		case T_Append:
+			foreach(lc, ((Append *) plan)->appendplans)
+			{
+				if (lfirst(lc) == child)
+					return plan;
+			}
+			children = ((Append *) plan)->appendplans;
+			break;
+		case T_MergeAppend:
+			children = ((MergeAppend *) plan)->mergeplans;
+			break;
+		case T_BitmapAnd:
+			children = ((BitmapAnd *) plan)->bitmapplans;
+			break;
+		case T_BitmapOr:
+			children = ((BitmapOr *) plan)->bitmapplans;
+			break;
+		case T_SubqueryScan:
+			children = list_make1(((SubqueryScan *) plan)->subplan);
+			break;
+		case T_CustomScan:
+			children = ((CustomScan *) plan)->custom_plans;
+			break;
+		default:
+			break;
+	}
+	foreach(lc, children)
+	{
+		if ((found = find_async_parent_in(lfirst(lc), child)) != NULL)
+			return found;
+	}
+	if ((found = find_async_parent_in(plan->lefttree, child)) != NULL)
+		return found;
+	return find_async_parent_in(plan->righttree, child);
+}
+
+/*
+ * find_async_parent
+ *		The Append of STMT whose asynchronous child CHILD is, or NULL.
+ */
+static Plan *
+find_async_parent(PlannedStmt *stmt, Plan *child)
+{
+	Plan	   *found = find_async_parent_in(stmt->planTree, child);
+	ListCell   *lc;
+
+	foreach(lc, stmt->subplans)
+	{
+		if (found != NULL)
+			break;
+		found = find_async_parent_in(lfirst(lc), child);
+	}
+	return found;
 }
 
 /*
@@ -998,6 +1089,11 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 		}
 	}
 
+	if (plan->scan.plan.async_capable && estate->es_epq_active == NULL &&
+		st->stream_planned && st->nparams == 0)
+		st->async_parent = find_async_parent(estate->es_plannedstmt,
+											 (Plan *) plan);
+
 	st->conn = afdw_acquire_connection(scan_user(plan, estate, st->rel));
 
 	/* From here on the scan is referenced from outside its memory. */
@@ -1008,6 +1104,8 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
 	dlist_push_tail(&pending_scans, &st->pending_node);
 	st->pending = true;
+	dlist_push_tail(&active_scans, &st->active_node);
+	st->active = true;
 	MemoryContextSwitchTo(oldcxt);
 }
 
@@ -1055,6 +1153,7 @@ remember_sql(AfdwScanState *st, const char *sql)
 }
 
 static void drain_scan(void *arg);
+static void send_start(AfdwScanState *st);
 
 /*
  * append_execute
@@ -1137,6 +1236,82 @@ append_query(AfdwScanState *st, StringInfo buf)
 }
 
 /*
+ * siblings_may_stream
+ *		Whether ST may stream on a connection that other scans hold: only
+ *		if each of them is an asynchronous sibling of ST (a child of the
+ *		same Append of the same executor) that may stream too.  The Append
+ *		reads all of them as their rows come, so a sibling that finds the
+ *		connection streaming can wait for that stream to end; any other
+ *		scan could be read first and wait forever.
+ */
+static bool
+siblings_may_stream(AfdwScanState *st)
+{
+	dlist_iter	it;
+
+	if (st->async_parent == NULL)
+		return false;
+	dlist_foreach(it, &active_scans)
+	{
+		AfdwScanState *other = dlist_container(AfdwScanState, active_node, it.cur);
+
+		if (other == st || other->conn != st->conn)
+			continue;
+		if (other->estate != st->estate ||
+			other->async_parent != st->async_parent || other->stream_off)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * sibling_streaming
+ *		Whether ST should wait for the stream of a sibling that occupies its
+ *		connection, so as to stream after it.
+ */
+static bool
+sibling_streaming(AfdwScanState *st)
+{
+	dlist_iter	it;
+
+	if (!st->stream_planned || st->stream_off || !afdw_is_busy(st->conn) ||
+		!siblings_may_stream(st))
+		return false;
+	dlist_foreach(it, &active_scans)
+	{
+		AfdwScanState *other = dlist_container(AfdwScanState, active_node, it.cur);
+
+		if (other != st && other->conn == st->conn && other->streaming &&
+			other->req == REQ_INFLIGHT)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * hand_over
+ *		ST's stream has ended: start the stream of a sibling waiting for
+ *		the connection, if any.
+ */
+static void
+hand_over(AfdwScanState *st)
+{
+	dlist_iter	it;
+
+	dlist_foreach(it, &active_scans)
+	{
+		AfdwScanState *other = dlist_container(AfdwScanState, active_node, it.cur);
+
+		if (other != st && other->conn == st->conn && other->queued)
+		{
+			other->queued = false;
+			send_start(other);
+			return;
+		}
+	}
+}
+
+/*
  * send_start
  *		Open the scan's cursor and ask for its first batch, without waiting.
  */
@@ -1157,12 +1332,13 @@ send_start(AfdwScanState *st)
 
 	/*
 	 * A stream needs a connection of its own: rows flow without a break
-	 * until the end, so no other scan could take a turn on it.  Within a
-	 * savepoint, so that a stream abandoned early can be cancelled without
-	 * losing the remote transaction.
+	 * until the end, so no other scan could take a turn on it; only
+	 * asynchronous siblings take turns, each stream after the other.
+	 * Within a savepoint, so that a stream abandoned early can be
+	 * cancelled without losing the remote transaction.
 	 */
 	st->streaming = st->stream_planned && !st->stream_off &&
-		afdw_conn_users(st->conn) == 1;
+		(afdw_conn_users(st->conn) == 1 || siblings_may_stream(st));
 	st->binary = false;
 	st->checking = false;
 	st->executing = false;
@@ -1418,6 +1594,7 @@ end_stream(AfdwScanState *st, bool abandoned)
 	PQclear(res);
 	afdw_savepoint_later(st->conn, "RELEASE SAVEPOINT afdw_stream");
 	st->remote_eof = true;
+	hand_over(st);
 }
 
 /*
@@ -1734,8 +1911,21 @@ next_row(AfdwScanState *st, bool block)
 		else if (!st->cursor_open)
 		{
 			start_pending_scans(st->estate);
+			if (!st->cursor_open && sibling_streaming(st))
+			{
+				/* hand_over starts it when the sibling's stream ends. */
+				if (block)
+					elog(ERROR, "async_fdw: scan of \"%s\" waits for a sibling's stream but was read synchronously",
+						 RelationGetRelationName(st->rel));
+				st->queued = true;
+				slot = NULL;
+				break;
+			}
 			if (!st->cursor_open)
+			{
+				st->queued = false;
 				send_start(st);
+			}
 		}
 		else if (st->remote_eof)
 		{
@@ -1802,6 +1992,9 @@ afdwReScanForeignScan(ForeignScanState *node)
 {
 	AfdwScanState *st = (AfdwScanState *) node->fdw_state;
 
+	/* It never started: it starts over like the others. */
+	st->queued = false;
+
 	if (node->ss.ps.chgParam == NULL && st->cursor_open && st->remote_eof &&
 		st->nbatches == 1 && st->qcount == 0 && st->req == REQ_NONE)
 	{
@@ -1843,11 +2036,17 @@ afdwEndForeignScan(ForeignScanState *node)
 		dlist_delete(&st->pending_node);
 		st->pending = false;
 	}
+	st->queued = false;
 	finish_request(st);
 	if (st->cursor_open && st->cursor_number != 0)
 		afdw_close_cursor_later(st->conn, st->cursor_number);
 	st->cursor_open = false;
 
+	if (st->active)
+	{
+		dlist_delete(&st->active_node);
+		st->active = false;
+	}
 	afdw_release_connection(st->conn);
 	st->released = true;
 }
@@ -1938,6 +2137,17 @@ afdwForeignAsyncConfigureWait(AsyncRequest *areq)
 			ExecAsyncResponse(areq);
 			return;
 		}
+	}
+
+	/*
+	 * Waiting for a sibling's stream to end: the sibling waits on the
+	 * socket (a socket can be waited on once), and starts this scan's
+	 * stream when its own ends.
+	 */
+	if (st->queued)
+	{
+		areq->callback_pending = true;
+		return;
 	}
 
 	Assert(st->req == REQ_INFLIGHT);
