@@ -990,12 +990,6 @@ find_async_parent_in(Plan *plan, Plan *child)
 		case T_MergeAppend:
 			children = ((MergeAppend *) plan)->mergeplans;
 			break;
-		case T_BitmapAnd:
-			children = ((BitmapAnd *) plan)->bitmapplans;
-			break;
-		case T_BitmapOr:
-			children = ((BitmapOr *) plan)->bitmapplans;
-			break;
 		case T_SubqueryScan:
 			children = list_make1(((SubqueryScan *) plan)->subplan);
 			break;
