@@ -1902,24 +1902,22 @@ next_row(AfdwScanState *st, bool block)
 			st->cursor_open = false;
 			send_start(st);
 		}
+		else if (st->queued)
+		{
+			/* hand_over starts its stream when the sibling's ends. */
+			if (block)
+				elog(ERROR, "async_fdw: scan of \"%s\" waits for a sibling's stream but was read synchronously",
+					 RelationGetRelationName(st->rel));
+			slot = NULL;
+			break;
+		}
 		else if (!st->cursor_open)
 		{
 			start_pending_scans(st->estate);
 			if (!st->cursor_open && sibling_streaming(st))
-			{
-				/* hand_over starts it when the sibling's stream ends. */
-				if (block)
-					elog(ERROR, "async_fdw: scan of \"%s\" waits for a sibling's stream but was read synchronously",
-						 RelationGetRelationName(st->rel));
 				st->queued = true;
-				slot = NULL;
-				break;
-			}
-			if (!st->cursor_open)
-			{
-				st->queued = false;
+			else if (!st->cursor_open)
 				send_start(st);
-			}
 		}
 		else if (st->remote_eof)
 		{
@@ -2113,6 +2111,17 @@ afdwForeignAsyncConfigureWait(AsyncRequest *areq)
 	AfdwScanState *st = (AfdwScanState *) ((ForeignScanState *) areq->requestee)->fdw_state;
 
 	/*
+	 * Waiting for a sibling's stream to end: the sibling waits on the
+	 * socket (a socket can be waited on once), and starts this scan's
+	 * stream when its own ends.
+	 */
+	if (st->queued)
+	{
+		areq->callback_pending = true;
+		return;
+	}
+
+	/*
 	 * Rows of a stream, or results that a connection joining the remote
 	 * transaction read ahead to get at its snapshot, may wait in libpq's
 	 * buffer, unseen by the socket.
@@ -2131,17 +2140,6 @@ afdwForeignAsyncConfigureWait(AsyncRequest *areq)
 			ExecAsyncResponse(areq);
 			return;
 		}
-	}
-
-	/*
-	 * Waiting for a sibling's stream to end: the sibling waits on the
-	 * socket (a socket can be waited on once), and starts this scan's
-	 * stream when its own ends.
-	 */
-	if (st->queued)
-	{
-		areq->callback_pending = true;
-		return;
 	}
 
 	Assert(st->req == REQ_INFLIGHT);
