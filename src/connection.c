@@ -848,6 +848,36 @@ take_export(AfdwConn *conn, PGresult *res)
 }
 
 /*
+ * pop_result
+ *		The next result of CONN's command in flight (a result held back
+ *		first), or NULL at the end; *IS_EXPORT tells whether it is the
+ *		result of the snapshot export riding ahead of the command.  Any
+ *		other result but a command's ends the wait for the export: after a
+ *		failed transaction start it never comes.
+ */
+static PGresult *
+pop_result(AfdwConn *conn, bool *is_export)
+{
+	PGresult   *res;
+
+	*is_export = false;
+	if (conn->held_result != NULL)
+	{
+		res = conn->held_result;
+		conn->held_result = NULL;
+		return res;
+	}
+	res = PQgetResult(conn->conn);
+	if (conn->export_pending &&
+		(res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK))
+	{
+		conn->export_pending = false;
+		*is_export = (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK);
+	}
+	return res;
+}
+
+/*
  * await_export
  *		Wait for the snapshot export riding ahead of the command in flight on
  *		LEADER, and read it, leaving the command's own results to its owner.
@@ -865,20 +895,21 @@ await_export(AfdwConn *leader)
 	{
 		PGresult   *res;
 
+		bool		is_export;
+
 		while (!afdw_result_ready(leader))
 			afdw_wait_socket(leader, export_sql);
-		res = PQgetResult(leader->conn);
+		res = pop_result(leader, &is_export);
+		if (is_export)
+		{
+			take_export(leader, res);
+			break;
+		}
 		if (res != NULL && PQresultStatus(res) == PGRES_COMMAND_OK)
 		{
 			PQclear(res);
 			continue;
 		}
-		if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK)
-		{
-			take_export(leader, res);
-			break;
-		}
-		leader->export_pending = false;
 		leader->held_result = res;
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_ERROR),
@@ -910,25 +941,10 @@ afdw_result_ready(AfdwConn *conn)
 PGresult *
 afdw_get_result(AfdwConn *conn)
 {
-	PGresult   *res;
+	bool		is_export;
+	PGresult   *res = pop_result(conn, &is_export);
 
-	if (conn->held_result != NULL)
-	{
-		res = conn->held_result;
-		conn->held_result = NULL;
-		return res;
-	}
-	res = PQgetResult(conn->conn);
-	if (!conn->export_pending)
-		return res;
-	if (res == NULL || (PQresultStatus(res) != PGRES_COMMAND_OK &&
-						PQresultStatus(res) != PGRES_TUPLES_OK))
-	{
-		/* The transaction start failed: the export will not come. */
-		conn->export_pending = false;
-		return res;
-	}
-	if (PQresultStatus(res) == PGRES_COMMAND_OK)
+	if (!is_export)
 		return res;
 	take_export(conn, res);
 	res = PQmakeEmptyPGresult(conn->conn, PGRES_COMMAND_OK);
@@ -1526,34 +1542,22 @@ wait_cleanup(AfdwConn *entry, TimestampTz deadline, bool ignore_errors)
 	for (;;)
 	{
 		PGresult   *res;
+		bool		is_export;
 
 		while (!afdw_result_ready(entry))
 		{
 			if (!wait_for_input(entry, deadline))
 				return false;
 		}
-		if (entry->held_result != NULL)
+		res = pop_result(entry, &is_export);
+		if (is_export)
 		{
-			res = entry->held_result;
-			entry->held_result = NULL;
-		}
-		else
-		{
-			res = PQgetResult(conn);
-			if (entry->export_pending &&
-				(res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK))
-			{
-				/*
-				 * Keep the snapshot if it came (a rollback to a savepoint
-				 * leaves the transaction running); no error here.
-				 */
-				entry->export_pending = false;
-				if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK)
-				{
-					(void) store_export(entry, res);
-					continue;
-				}
-			}
+			/*
+			 * Keep the snapshot (a rollback to a savepoint leaves the
+			 * transaction running), without an error here.
+			 */
+			(void) store_export(entry, res);
+			continue;
 		}
 		if (res == NULL)
 			break;
