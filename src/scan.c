@@ -919,6 +919,32 @@ free_batch(AfdwScanState *st)
 }
 
 /*
+ * free_libpq_memory
+ *		Give back what the scan holds outside PostgreSQL's memory contexts:
+ *		the results queued and the current batch's result.
+ *
+ * Used when the scan's memory is going away: the line buffer and the rest
+ * live in contexts that are deleted with (or before) the scan, so nothing
+ * palloc'd may be touched here.
+ */
+static void
+free_libpq_memory(AfdwScanState *st)
+{
+	clear_queue(st);
+	if (st->batch_res != NULL)
+	{
+		PQclear(st->batch_res);
+		st->batch_res = NULL;
+	}
+	st->linebuf = NULL;
+	st->linebuf_size = 0;
+	st->linebuf_used = 0;
+	st->nlines = 0;
+	st->ntuples = 0;
+	st->next_tuple = 0;
+}
+
+/*
  * drop_batch
  *		Done with the current batch: empty the slot, which may point into
  *		its values, and free it.
@@ -936,6 +962,10 @@ drop_batch(AfdwScanState *st)
  *		Memory-context callback: the executor state of the scan is going
  *		away, normally or on error.  Drop every reference to the scan held
  *		elsewhere, and give its connection back.
+ *
+ * It runs on the query context, whose child contexts (the scan's line
+ * buffer among them) are already deleted: only the scan state itself,
+ * which lives in the query context, and libpq memory may be touched.
  */
 static void
 scan_cleanup(void *arg)
@@ -958,8 +988,7 @@ scan_cleanup(void *arg)
 		afdw_release_connection(st->conn);
 		st->released = true;
 	}
-	clear_queue(st);
-	free_batch(st);
+	free_libpq_memory(st);
 }
 
 /*
