@@ -177,7 +177,7 @@ BEGIN
     PERFORM pg_stat_clear_snapshot();
     SELECT count(*) INTO n FROM pg_stat_activity
      WHERE application_name = 'async_fdw'
-       AND (query LIKE '%DECLARE%' OR query LIKE 'FETCH%');
+       AND (query LIKE '%DECLARE%' OR query LIKE '%FETCH%');
     EXIT WHEN n >= want;
     PERFORM pg_sleep(0.01);
   END LOOP;

@@ -85,13 +85,14 @@ extern PGconn *afdw_pgconn(AfdwConn *conn);
 extern unsigned int afdw_next_cursor_number(AfdwConn *conn);
 extern void afdw_begin_xact(AfdwConn *conn);
 extern void afdw_close_cursor_later(AfdwConn *conn, unsigned int cursor);
-extern void afdw_savepoint_later(AfdwConn *conn, const char *sql);
 extern int	afdw_conn_users(AfdwConn *conn);
 extern void afdw_set_streaming(AfdwConn *conn, bool streaming);
 extern void afdw_cancel(AfdwConn *conn);
 extern void afdw_prepare_snapshot(AfdwConn *conn);
 extern void afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner,
-							  AfdwDrainFn drain);
+							  AfdwDrainFn drain, bool nested);
+extern void *afdw_conn_owner(AfdwConn *conn);
+extern AfdwConn *afdw_join_target(AfdwConn *conn);
 extern void afdw_set_owner(AfdwConn *conn, void *owner, AfdwDrainFn drain);
 extern void afdw_set_idle(AfdwConn *conn);
 extern void afdw_forget_owner(AfdwConn *conn, void *owner);

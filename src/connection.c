@@ -93,6 +93,25 @@ struct AfdwConn
 	PGresult   *held_result;
 
 	/*
+	 * Every command of a scan is wrapped in SAVEPOINT afdw_ra ... RELEASE
+	 * SAVEPOINT afdw_ra, after the statements that open the transaction
+	 * (wrap_skip of them), so that a failure of work the query may never
+	 * need leaves the remote transaction usable: the savepoint is rolled
+	 * back with the next command, and the scan raises the error only if it
+	 * needs the rows.  wrap_pending: the SAVEPOINT's result is still to
+	 * come; wrap_open: it came, the RELEASE's has not.  A failure before
+	 * the savepoint leaves the remote transaction failed (xact_failed,
+	 * with the SQLSTATE and message of the failure).
+	 */
+	int			wrap_skip;
+	bool		wrap_pending;
+	bool		wrap_open;
+	int			wrap_level;		/* local nesting level of the savepoint */
+	bool		xact_failed;
+	char		xact_failed_state[6];
+	char	   *xact_failed_msg;
+
+	/*
 	 * A command whose results are not all read yet.  Its owner, if still
 	 * there, reads them through drain(); otherwise they are thrown away
 	 * before the connection's next use.
@@ -166,6 +185,7 @@ static bool abort_remote(AfdwConn *entry, const char *sql);
 static bool wait_cleanup(AfdwConn *entry, TimestampTz deadline, bool ignore_errors);
 static void forget_closes(AfdwConn *entry);
 static void forget_savepoint_op(AfdwConn *entry, int level);
+static void forget_wrap(AfdwConn *entry);
 static bool discard_copy_data(AfdwConn *entry, TimestampTz deadline);
 static int	wait_readable(AfdwConn *entry, long timeout);
 static bool wait_for_input(AfdwConn *entry, TimestampTz deadline);
@@ -728,6 +748,7 @@ disconnect_entry(AfdwConn *entry)
 	entry->streaming = false;
 	forget_closes(entry);
 	forget_savepoint_op(entry, 0);
+	forget_wrap(entry);
 }
 
 /*
@@ -761,23 +782,35 @@ server_snapshot(Oid serverid)
 }
 
 /*
- * server_connection_count
- *		How many connections to SERVERID are open in this backend.
+ * export_wanted
+ *		Whether LEADER, the first connection to its server in the local
+ *		transaction, should export its snapshot with its first command.
+ *
+ * More connections may join the remote transaction when scans hold other
+ * connections to the server now, in a transaction block, inside a local
+ * subtransaction, or when the query runs inside another statement (NESTED:
+ * a function's loop may start another scan at any time).  Otherwise every
+ * scan of the transaction has its connection already (executors take them
+ * at startup), and the export, which costs the remote server a file, is
+ * left out.
  */
-static int
-server_connection_count(Oid serverid)
+static bool
+export_wanted(AfdwConn *leader, bool nested)
 {
 	HASH_SEQ_STATUS scan;
 	AfdwConn   *entry;
-	int			n = 0;
+	bool		others = false;
 
+	if (nested || IsTransactionBlock() || GetCurrentTransactionNestLevel() > 1)
+		return true;
 	hash_seq_init(&scan, conn_hash);
 	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
 	{
-		if (entry->conn != NULL && entry->serverid == serverid)
-			n++;
+		if (entry != leader && entry->conn != NULL &&
+			entry->serverid == leader->serverid && entry->nusers > 0)
+			others = true;
 	}
-	return n;
+	return others;
 }
 
 /*
@@ -848,6 +881,86 @@ take_export(AfdwConn *conn, PGresult *res)
 }
 
 /*
+ * track_wrap
+ *		Follow RES, the next result of CONN's command in flight, through the
+ *		savepoint that wraps a scan's command (see AfdwConn): when the
+ *		command fails inside it, have the savepoint rolled back before the
+ *		connection's next command; when a statement before it fails, note
+ *		that the remote transaction failed.
+ */
+static void
+track_wrap(AfdwConn *conn, PGresult *res)
+{
+	ExecStatusType status;
+
+	if (res == NULL || !(conn->wrap_pending || conn->wrap_open))
+		return;
+	status = PQresultStatus(res);
+	if (status == PGRES_COPY_OUT)
+		return;					/* the COPY's own result comes later */
+	if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
+	{
+		if (conn->wrap_open)
+		{
+			if (conn->savepoint_op != NULL)
+				pfree(conn->savepoint_op);
+			conn->savepoint_op =
+				MemoryContextStrdup(conn_cxt,
+									"ROLLBACK TO SAVEPOINT afdw_ra; RELEASE SAVEPOINT afdw_ra");
+			conn->savepoint_level = conn->wrap_level;
+		}
+		else
+		{
+			const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+			const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+
+			conn->xact_failed = true;
+			strlcpy(conn->xact_failed_state, state ? state : "08006",
+					sizeof(conn->xact_failed_state));
+			if (conn->xact_failed_msg != NULL)
+				pfree(conn->xact_failed_msg);
+			conn->xact_failed_msg = MemoryContextStrdup(conn_cxt,
+														msg ? msg : "unknown failure");
+		}
+		conn->wrap_pending = false;
+		conn->wrap_open = false;
+		return;
+	}
+	if (conn->wrap_pending)
+	{
+		if (conn->wrap_skip > 0)
+			conn->wrap_skip--;
+		else
+		{
+			conn->wrap_pending = false;
+			conn->wrap_open = true;
+		}
+		return;
+	}
+	if (strcmp(PQcmdStatus(res), "RELEASE") == 0)
+		conn->wrap_open = false;
+}
+
+/*
+ * forget_wrap
+ *		The remote transaction ended or the connection was reset: nothing
+ *		wraps anything any more, and nothing failed.
+ */
+static void
+forget_wrap(AfdwConn *entry)
+{
+	entry->wrap_skip = 0;
+	entry->wrap_pending = false;
+	entry->wrap_open = false;
+	entry->xact_failed = false;
+	if (entry->xact_failed_msg != NULL)
+	{
+		pfree(entry->xact_failed_msg);
+		entry->xact_failed_msg = NULL;
+	}
+}
+
+/*
  * pop_result
  *		The next result of CONN's command in flight (a result held back
  *		first), or NULL at the end; *IS_EXPORT tells whether it is the
@@ -868,6 +981,7 @@ pop_result(AfdwConn *conn, bool *is_export)
 		return res;
 	}
 	res = PQgetResult(conn->conn);
+	track_wrap(conn, res);
 	if (conn->export_pending &&
 		(res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK))
 	{
@@ -974,21 +1088,6 @@ afdw_close_cursor_later(AfdwConn *conn, unsigned int cursor)
 	appendStringInfo(&conn->closes, "CLOSE c%u; ", cursor);
 }
 
-/*
- * afdw_savepoint_later
- *		Send SQL, which ends the savepoint taken before a stream, first
- *		thing with the connection's next command.  Dropped if the local
- *		subtransaction it was taken in ends first, since that ends the
- *		remote savepoint too.
- */
-void
-afdw_savepoint_later(AfdwConn *conn, const char *sql)
-{
-	if (conn->savepoint_op != NULL)
-		pfree(conn->savepoint_op);
-	conn->savepoint_op = MemoryContextStrdup(conn_cxt, sql);
-	conn->savepoint_level = GetCurrentTransactionNestLevel();
-}
 
 /*
  * forget_savepoint_op
@@ -1055,7 +1154,8 @@ afdw_prepare_snapshot(AfdwConn *conn)
 	/* Its export is on the way already, ahead of its first command. */
 	if (ss->leader->export_pending)
 		return;
-	if (ss->leader->busy && ss->leader->streaming)
+	/* Not possible now: the joining scan shares the leader instead. */
+	if ((ss->leader->busy && ss->leader->streaming) || ss->leader->xact_depth != 1)
 		return;
 	afdw_make_idle(ss->leader);
 	if (ss->leader->savepoint_op != NULL)
@@ -1086,7 +1186,7 @@ afdw_prepare_snapshot(AfdwConn *conn)
  * of them see the same data.
  */
 static char *
-xact_prefix(AfdwConn *entry)
+xact_prefix(AfdwConn *entry, bool nested, int *nstatements)
 {
 	int			curlevel = GetCurrentTransactionNestLevel();
 	StringInfoData sql;
@@ -1116,12 +1216,11 @@ xact_prefix(AfdwConn *entry)
 			entry->xact_depth = 1;
 			/*
 			 * Export when other connections serve this server now, or may
-			 * later in an explicit transaction block: a snapshot cannot be
-			 * exported once a savepoint is open.  The export rides in the
-			 * same send as the command; afdw_get_result reads its result.
+			 * join later: a snapshot cannot be exported once a savepoint is
+			 * open or while a stream runs.  The export rides in the same
+			 * send as the command; afdw_get_result reads its result.
 			 */
-			if (server_connection_count(entry->serverid) > 1 ||
-				IsTransactionBlock())
+			if (export_wanted(entry, nested))
 			{
 				appendStringInfoString(&sql, "; SELECT pg_catalog.pg_export_snapshot()");
 				entry->export_pending = true;
@@ -1151,6 +1250,14 @@ xact_prefix(AfdwConn *entry)
 		resetStringInfo(&entry->closes);
 	}
 
+	/* Statements are separated by "; ", which none of them contains. */
+	*nstatements = 0;
+	if (sql.len > 0)
+	{
+		*nstatements = 1;
+		for (const char *p = sql.data; (p = strstr(p, "; ")) != NULL; p += 2)
+			(*nstatements)++;
+	}
 	return sql.data;
 }
 
@@ -1162,9 +1269,10 @@ void
 afdw_begin_xact(AfdwConn *conn)
 {
 	char	   *prefix;
+	int			nstatements;
 
 	afdw_make_idle(conn);
-	prefix = xact_prefix(conn);
+	prefix = xact_prefix(conn, true, &nstatements);
 	if (prefix[0] != '\0')
 		afdw_run_command(conn, prefix);
 	pfree(prefix);
@@ -1172,23 +1280,46 @@ afdw_begin_xact(AfdwConn *conn)
 
 /*
  * afdw_send_in_xact
- *		Send SQL (no parameters) in the remote transaction without waiting,
- *		with whatever opens the transaction in the same send; OWNER reads
- *		the results, through DRAIN when someone else needs the connection.
+ *		Send a scan's SQL (no parameters) in the remote transaction without
+ *		waiting, wrapped in the savepoint afdw_ra, with whatever opens the
+ *		transaction in the same send; OWNER reads the results, through DRAIN
+ *		when someone else needs the connection.  NESTED says that the query
+ *		runs inside another statement (a function, say), so that more
+ *		connections to the server may join the remote transaction later.
+ *
+ * A failure inside the savepoint is the scan's to report when it needs
+ * the rows; the connection rolls the savepoint back with its next command
+ * (track_wrap), so that the remote transaction and its exported snapshot
+ * stay usable for the rest of the query.
  */
 void
-afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner, AfdwDrainFn drain)
+afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner, AfdwDrainFn drain,
+				  bool nested)
 {
 	char	   *prefix;
 	char	   *full;
+	int			nstatements;
 
 	afdw_make_idle(conn);
-	prefix = xact_prefix(conn);
-	full = prefix[0] ? psprintf("%s; %s", prefix, sql) : (char *) sql;
+	if (conn->xact_failed)
+		ereport(ERROR,
+				(errcode(MAKE_SQLSTATE(conn->xact_failed_state[0], conn->xact_failed_state[1],
+									   conn->xact_failed_state[2], conn->xact_failed_state[3],
+									   conn->xact_failed_state[4])),
+				 errmsg("remote transaction on server \"%s\" failed earlier in this transaction",
+						NameStr(conn->servername)),
+				 errdetail_internal("%s", conn->xact_failed_msg),
+				 errhint("Roll back the local transaction and retry.")));
+	prefix = xact_prefix(conn, nested, &nstatements);
+	full = psprintf("%s%sSAVEPOINT afdw_ra; %s; RELEASE SAVEPOINT afdw_ra",
+					prefix, prefix[0] ? "; " : "", sql);
 	afdw_send_query(conn, full, 0, NULL);
 	afdw_set_owner(conn, owner, drain);
-	if (full != sql)
-		pfree(full);
+	conn->wrap_skip = nstatements;
+	conn->wrap_pending = true;
+	conn->wrap_open = false;
+	conn->wrap_level = GetCurrentTransactionNestLevel();
+	pfree(full);
 	pfree(prefix);
 }
 
@@ -1239,6 +1370,52 @@ bool
 afdw_is_owner(AfdwConn *conn, void *owner)
 {
 	return conn->busy && conn->owner == owner;
+}
+
+/*
+ * afdw_conn_owner
+ *		The owner of the command in flight on CONN, or NULL.
+ */
+void *
+afdw_conn_owner(AfdwConn *conn)
+{
+	return conn->busy ? conn->owner : NULL;
+}
+
+/*
+ * afdw_join_target
+ *		The connection a scan holding CONN should send its first command on.
+ *
+ * CONN itself, unless it has yet to join the remote transaction of its
+ * server and cannot: joining imports the snapshot of the transaction's
+ * first connection (the leader), and a leader that did not export it with
+ * its first command cannot export it while a stream runs on it or inside
+ * a savepoint.  Then the scan shares the leader (the caller moves to it),
+ * which sees the same data, so that no query ever fails for want of a
+ * snapshot.
+ */
+AfdwConn *
+afdw_join_target(AfdwConn *conn)
+{
+	ServerSnapshot *ss;
+	AfdwConn   *leader;
+
+	if (conn->xact_depth > 0 || snapshot_hash == NULL)
+		return conn;
+	ss = hash_search(snapshot_hash, &conn->serverid, HASH_FIND, NULL);
+	if (ss == NULL || ss->leader == NULL || ss->leader == conn ||
+		ss->snapshot[0] != '\0')
+		return conn;
+	leader = ss->leader;
+	if (leader->export_pending)
+		return conn;
+	if (leader->conn != NULL && leader->xact_depth == 1 &&
+		!(leader->busy && leader->streaming))
+		return conn;
+	if (conn->nusers > 0)
+		conn->nusers--;
+	leader->nusers++;
+	return leader;
 }
 
 /*
@@ -1375,6 +1552,8 @@ afdw_send_query(AfdwConn *conn, const char *sql, int nparams,
 		afdw_report_remote_error(NULL, conn, sql);
 	conn->busy = true;
 	conn->owner = NULL;
+	conn->wrap_pending = false;
+	conn->wrap_open = false;
 }
 
 /*
@@ -1714,9 +1893,18 @@ commit_all(void)
 			continue;
 		afdw_make_idle(entry);
 		forget_closes(entry);
-		forget_savepoint_op(entry, 0);
 		entry->changing_xact_state = true;
-		afdw_send_query(entry, "COMMIT TRANSACTION", 0, NULL);
+		if (entry->savepoint_op != NULL)
+		{
+			/* A failed scan's savepoint: roll it back, then commit. */
+			char	   *sql = psprintf("%s; COMMIT TRANSACTION", entry->savepoint_op);
+
+			forget_savepoint_op(entry, 0);
+			afdw_send_query(entry, sql, 0, NULL);
+			pfree(sql);
+		}
+		else
+			afdw_send_query(entry, "COMMIT TRANSACTION", 0, NULL);
 
 		/*
 		 * async_fdw only reads, and a REPEATABLE READ transaction that only
@@ -1830,6 +2018,7 @@ xact_callback(XactEvent event, void *arg pg_attribute_unused())
 		entry->drain = NULL;
 		forget_closes(entry);
 		forget_savepoint_op(entry, 0);
+		forget_wrap(entry);
 		entry->streaming = false;
 		/* Results nobody read: the remote state is unknown. */
 		if (entry->export_pending || entry->held_result != NULL)

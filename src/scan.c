@@ -38,6 +38,8 @@
 #include "utils/rel.h"
 #include "utils/sampling.h"
 #include "utils/syscache.h"
+#include "utils/tuplestore.h"
+#include "tcop/tcopprot.h"
 
 #include "async_fdw.h"
 
@@ -96,6 +98,13 @@ typedef enum AfdwRequest
 /* Batches received and not yet used: at most two messages' worth. */
 #define AFDW_QUEUE_SIZE		(2 * AFDW_FETCH_DEPTH)
 
+/*
+ * Lines of a stream per batch, at most, whatever fetch_size says: the rows
+ * are read from the socket as the batch needs them, so a bigger batch
+ * saves nothing, and the arrays of a batch are allocated at its size.
+ */
+#define AFDW_STREAM_BATCH_MAX	100000
+
 /* A stream batch's line buffer: first size, and most kept between batches. */
 #define LINEBUF_INITIAL		8192
 #define LINEBUF_KEEP		(8 * 1024 * 1024)
@@ -116,6 +125,9 @@ typedef struct AfdwScanState
 	bool		released;		/* conn given back to the pool */
 	unsigned int cursor_number;
 	bool		cursor_open;
+	bool		declaring;		/* the request in flight declares it */
+	bool		cursor_gone;	/* ... and failed: the savepoint took it */
+	bool		draining;		/* another scan reads our results (drain) */
 
 	/* Parameters: expressions and their output functions. */
 	int			nparams;
@@ -174,6 +186,41 @@ typedef struct AfdwScanState
 	/* Set while the Append asks for a row without waiting for it. */
 	bool		nowait;
 	bool		not_ready;		/* ... and no row had arrived */
+	AsyncRequest *areq;			/* the Append's request, once it asked */
+
+	/*
+	 * The scan waits, under an asynchronous Append, for a sibling of the
+	 * same Append whose command occupies the shared connection: that
+	 * sibling waits on the socket, this one sends when the connection is
+	 * free (a socket can be waited on once per wait).
+	 */
+	bool		conn_wait;
+
+	/*
+	 * Whether the executor has asked the scan for a row yet.  A scan that
+	 * was started eagerly and never asked is stopped rather than waited
+	 * for at its end, and its errors are never seen.
+	 */
+	bool		demanded;
+
+	/* The query runs inside another statement (see afdw_send_in_xact). */
+	bool		nested;
+
+	/*
+	 * An error that ended a stream after rows that are still to be used:
+	 * raised when the scan needs the rows after them.
+	 */
+	PGresult   *held_error;
+	char	   *held_sql;
+
+	/*
+	 * The rest of a stream read into memory (spilling to disk past
+	 * work_mem) because another scan needed its connection: raw COPY
+	 * lines, one bytea per row, read back in batches.
+	 */
+	Tuplestorestate *spill;
+	TupleTableSlot *spill_slot;
+	bool		spill_eof;		/* the spill's rows are all used */
 
 	/* Scans whose query is sent at the first fetch of any of them. */
 	dlist_node	pending_node;
@@ -936,12 +983,20 @@ free_libpq_memory(AfdwScanState *st)
 		PQclear(st->batch_res);
 		st->batch_res = NULL;
 	}
+	if (st->held_error != NULL)
+	{
+		PQclear(st->held_error);
+		st->held_error = NULL;
+	}
 	st->linebuf = NULL;
 	st->linebuf_size = 0;
 	st->linebuf_used = 0;
 	st->nlines = 0;
 	st->ntuples = 0;
 	st->next_tuple = 0;
+	/* The tuplestore's temporary file goes with the resource owner. */
+	st->spill = NULL;
+	st->spill_slot = NULL;
 }
 
 /*
@@ -1112,6 +1167,14 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 		}
 	}
 
+	/*
+	 * A query that runs inside another statement (a function's) is not the
+	 * statement the client sent: more scans may join its remote
+	 * transaction later (see afdw_send_in_xact).
+	 */
+	st->nested = (debug_query_string == NULL || estate->es_sourceText == NULL ||
+				  strcmp(estate->es_sourceText, debug_query_string) != 0);
+
 	if (plan->scan.plan.async_capable && estate->es_epq_active == NULL &&
 		st->stream_planned && st->nparams == 0)
 		st->async_parent = find_async_parent(estate->es_plannedstmt,
@@ -1177,6 +1240,7 @@ remember_sql(AfdwScanState *st, const char *sql)
 
 static void drain_scan(void *arg);
 static void send_start(AfdwScanState *st);
+static void spill_stream(AfdwScanState *st);
 
 /*
  * append_execute
@@ -1328,7 +1392,12 @@ hand_over(AfdwScanState *st)
 		if (other != st && other->conn == st->conn && other->queued)
 		{
 			other->queued = false;
-			send_start(other);
+			/*
+			 * While another scan takes the connection over (drain_scan),
+			 * the sibling starts at its next request instead.
+			 */
+			if (!st->draining)
+				send_start(other);
 			return;
 		}
 	}
@@ -1336,7 +1405,8 @@ hand_over(AfdwScanState *st)
 
 /*
  * send_start
- *		Open the scan's cursor and ask for its first batch, without waiting.
+ *		Open the scan's cursor (or run its statement, or start its stream)
+ *		and ask for its first batch, without waiting.
  */
 static void
 send_start(AfdwScanState *st)
@@ -1351,14 +1421,17 @@ send_start(AfdwScanState *st)
 		st->pending = false;
 	}
 
+	/* A connection that cannot join the remote transaction shares another. */
+	st->conn = afdw_join_target(st->conn);
+
 	initStringInfo(&sql);
 
 	/*
 	 * A stream needs a connection of its own: rows flow without a break
 	 * until the end, so no other scan could take a turn on it; only
-	 * asynchronous siblings take turns, each stream after the other.
-	 * Within a savepoint, so that a stream abandoned early can be
-	 * cancelled without losing the remote transaction.
+	 * asynchronous siblings take turns, each stream after the other.  (A
+	 * scan that needs the connection anyway reads the rest of the stream
+	 * into memory first: see spill_stream.)
 	 */
 	st->streaming = st->stream_planned && !st->stream_off &&
 		(afdw_conn_users(st->conn) == 1 || siblings_may_stream(st));
@@ -1367,6 +1440,7 @@ send_start(AfdwScanState *st)
 	st->executing = false;
 	st->preparing = 0;
 	st->overflow = false;
+	st->declaring = false;
 	if (st->streaming)
 	{
 		/*
@@ -1383,7 +1457,7 @@ send_start(AfdwScanState *st)
 		}
 		st->header_pending = st->binary;
 		st->cursor_number = 0;
-		appendStringInfoString(&sql, "SAVEPOINT afdw_stream; COPY (");
+		appendStringInfoString(&sql, "COPY (");
 		append_query(st, &sql);
 		appendStringInfoString(&sql, st->binary ? ") TO STDOUT (FORMAT binary)" :
 							   ") TO STDOUT");
@@ -1393,6 +1467,7 @@ send_start(AfdwScanState *st)
 	else
 	{
 		st->cursor_number = afdw_next_cursor_number(st->conn);
+		st->declaring = true;
 		appendStringInfo(&sql, "DECLARE c%u CURSOR FOR ", st->cursor_number);
 		append_query(st, &sql);
 		appendStringInfo(&sql, "; FETCH %d FROM c%u", st->fetch_size,
@@ -1405,13 +1480,14 @@ send_start(AfdwScanState *st)
 		appendStringInfoString(&sql, "; ");
 		afdw_deparse_type_check(&sql, st->rel);
 	}
-	afdw_send_in_xact(st->conn, sql.data, st, drain_scan);
+	afdw_send_in_xact(st->conn, sql.data, st, drain_scan, st->nested);
 	if (st->streaming)
 		afdw_set_streaming(st->conn, true);
 	pfree(sql.data);
 
 	st->copying = false;
 	st->cursor_open = true;
+	st->cursor_gone = false;
 	st->req = REQ_INFLIGHT;
 	st->nbatches = 0;
 	st->remote_eof = false;
@@ -1433,20 +1509,44 @@ send_fetch(AfdwScanState *st)
 		len += snprintf(sql + len, sizeof(sql) - len, "%sFETCH %d FROM c%u",
 						i > 0 ? "; " : "", st->fetch_size, st->cursor_number);
 	remember_sql(st, sql);
-	afdw_send_query(st->conn, sql, 0, NULL);
-	afdw_set_owner(st->conn, st, drain_scan);
+	st->declaring = false;
+	afdw_send_in_xact(st->conn, sql, st, drain_scan, st->nested);
 	st->req = REQ_INFLIGHT;
+}
+
+/*
+ * enqueue
+ *		Add RES, a batch or the error that stands in its place, to the
+ *		batches that arrived.
+ */
+static void
+enqueue(AfdwScanState *st, PGresult *res)
+{
+	if (st->qcount >= AFDW_QUEUE_SIZE)
+	{
+		/* Room is made before each request: this cannot happen. */
+		PQclear(res);
+		elog(ERROR, "async_fdw batch queue overflow");
+	}
+	st->queue[(st->qhead + st->qcount) % AFDW_QUEUE_SIZE] = res;
+	st->qcount++;
 }
 
 /*
  * read_request
  *		Read the results of the scan's command in flight; true when all are
  *		in.  Without BLOCK, reads only what has arrived.
+ *
+ * An error is queued in place of the rows it stands for, and raised only
+ * when the scan needs them (take_batch): a FETCH sent ahead, or a query
+ * started eagerly, may fail on rows the query never uses.  The savepoint
+ * around the command keeps the remote transaction usable meanwhile.
  */
 static bool
 read_request(AfdwScanState *st, bool block)
 {
 	PGconn	   *pgconn = afdw_pgconn(st->conn);
+	bool		stream_failed = false;
 
 	Assert(st->req == REQ_INFLIGHT);
 
@@ -1490,10 +1590,7 @@ read_request(AfdwScanState *st, bool block)
 					st->overflow = true;
 					break;
 				}
-				if (st->qcount >= AFDW_QUEUE_SIZE)
-					elog(ERROR, "async_fdw batch queue overflow");
-				st->queue[(st->qhead + st->qcount) % AFDW_QUEUE_SIZE] = res;
-				st->qcount++;
+				enqueue(st, res);
 				if (PQntuples(res) < st->fetch_size || st->executing)
 					st->remote_eof = true;
 				break;
@@ -1506,22 +1603,38 @@ read_request(AfdwScanState *st, bool block)
 				st->copying = true;
 				return true;
 			default:
-				/* The rest is read before the connection's next use. */
-				afdw_forget_owner(st->conn, st);
-				st->req = REQ_NONE;
+				/* Kept for when the rows are needed; nothing more comes. */
 				st->preparing = 0;	/* whether it was prepared is unknown */
 				if (st->executing)
 					afdw_forget_statement(st->conn, st->prepared_sql);
-				afdw_report_remote_error(res, st->conn, st->req_sql);
+				/* The savepoint's rollback took the cursor declared in it. */
+				if (st->declaring)
+					st->cursor_gone = true;
+				st->overflow = false;
+				st->remote_eof = true;
+				if (st->streaming)
+				{
+					st->streaming = false;
+					stream_failed = true;
+				}
+				enqueue(st, res);
+				break;
 		}
 	}
 
 	afdw_set_idle(st->conn);
 	st->req = REQ_NONE;
+	st->declaring = false;
 	if (st->preparing != 0)
 	{
 		afdw_remember_statement(st->conn, st->prepared_sql, st->preparing);
 		st->preparing = 0;
+	}
+	if (stream_failed)
+	{
+		/* The stream ended before its rows: the siblings go on. */
+		afdw_set_streaming(st->conn, false);
+		hand_over(st);
 	}
 	return true;
 }
@@ -1529,28 +1642,28 @@ read_request(AfdwScanState *st, bool block)
 /*
  * drain_scan
  *		Another scan needs the connection: read this scan's results now,
- *		to be used when it asks for rows.
+ *		to be used when it asks for rows.  A stream is read to its end into
+ *		memory.
  */
 static void
 drain_scan(void *arg)
 {
 	AfdwScanState *st = (AfdwScanState *) arg;
 
+	st->draining = true;
 	if (st->streaming)
-		ereport(ERROR,
-				(errcode(ERRCODE_FDW_ERROR),
-				 errmsg("a stream of foreign table \"%s\" is in progress on the connection",
-						RelationGetRelationName(st->rel)),
-				 errdetail("A stream cannot be interrupted by another command on its connection."),
-				 errhint("Set the option fetch_mode to auto or cursor for this table.")));
-	(void) read_request(st, true);
+		spill_stream(st);
+	else
+		(void) read_request(st, true);
+	st->draining = false;
 }
 
 /*
  * take_batch
  *		Turn the next batch that arrived into the current one, after asking
  *		for more if the rows in hand are all that is left, so that the
- *		remote server works meanwhile.
+ *		remote server works meanwhile.  An error that arrived in place of
+ *		the batch is raised now that the rows are needed.
  */
 static void
 take_batch(AfdwScanState *st)
@@ -1563,60 +1676,103 @@ take_batch(AfdwScanState *st)
 	st->queue[st->qhead] = NULL;
 	st->qhead = (st->qhead + 1) % AFDW_QUEUE_SIZE;
 	st->qcount--;
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		clear_queue(st);
+		afdw_report_remote_error(res, st->conn, st->req_sql);
+	}
 	st->batch_res = res;
 	st->ntuples = PQntuples(res);
 	st->nbatches++;
 
+	/*
+	 * Ask ahead, unless another scan's command occupies the connection:
+	 * taking it over would mean waiting for that command here.
+	 */
 	if (!st->remote_eof && st->req == REQ_NONE &&
-		st->qcount <= AFDW_QUEUE_SIZE - AFDW_FETCH_DEPTH)
+		st->qcount <= AFDW_QUEUE_SIZE - AFDW_FETCH_DEPTH &&
+		!afdw_is_busy(st->conn))
 		send_fetch(st);
 }
 
 /*
+ * raise_held_error
+ *		The rows before the error that ended the stream are used: raise it.
+ */
+static void
+raise_held_error(AfdwScanState *st)
+{
+	PGresult   *res = st->held_error;
+
+	st->held_error = NULL;
+	afdw_report_remote_error(res, st->conn, st->held_sql ? st->held_sql : st->req_sql);
+}
+
+/*
  * end_stream
- *		The stream's rows are all read (or abandoned): read COPY's final
- *		result and free the connection.  A stream that ended normally
- *		releases its savepoint with the connection's next command.
+ *		The stream's rows are all read (or abandoned): read the results of
+ *		the COPY, of the type check after it and of the savepoint's release,
+ *		and free the connection.  A failure is kept in held_error, to be
+ *		raised when the rows after the last one read are needed; an
+ *		abandoned stream's is dropped (the connection rolls the savepoint
+ *		back with its next command).
  */
 static void
 end_stream(AfdwScanState *st, bool abandoned)
 {
-	PGresult   *res = afdw_wait_result(st->conn, st->req_sql);
-	ExecStatusType status = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
-	bool		failed = (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK);
+	for (;;)
+	{
+		PGresult   *res;
+		ExecStatusType status;
 
-	/* The type check that followed the COPY answered last. */
-	if (!abandoned && st->checking && status == PGRES_TUPLES_OK &&
-		PQntuples(res) == 1)
-		set_binary_status(RelationGetRelid(st->rel),
-						  strcmp(PQgetvalue(res, 0, 0), "t") == 0 ?
-						  BINARY_SAME_TYPES : BINARY_OTHER_TYPES);
+		while (!afdw_result_ready(st->conn))
+			afdw_wait_socket(st->conn, st->req_sql);
+		res = afdw_get_result(st->conn);
+		if (res == NULL)
+			break;
+		status = PQresultStatus(res);
+		if (status == PGRES_COPY_OUT)
+		{
+			/* Rows of another COPY cannot follow: a broken server. */
+			PQclear(res);
+			afdw_discard_copy(st->conn, st->req_sql);
+			continue;
+		}
+		if (status == PGRES_TUPLES_OK && st->checking && !abandoned &&
+			PQntuples(res) == 1 && PQnfields(res) == 1)
+			set_binary_status(RelationGetRelid(st->rel),
+							  strcmp(PQgetvalue(res, 0, 0), "t") == 0 ?
+							  BINARY_SAME_TYPES : BINARY_OTHER_TYPES);
+		if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK &&
+			st->held_error == NULL)
+		{
+			st->held_error = res;
+			if (st->held_sql != NULL)
+				pfree(st->held_sql);
+			st->held_sql = MemoryContextStrdup(st->scan_cxt, st->req_sql);
+			continue;
+		}
+		PQclear(res);
+	}
+	afdw_set_idle(st->conn);
 	st->checking = false;
-
 	st->copying = false;
 	st->streaming = false;
 	st->req = REQ_NONE;
+	st->remote_eof = true;
 	afdw_set_streaming(st->conn, false);
 
 	if (abandoned)
 	{
-		/* Cancelled or not, the savepoint takes back what the COPY did. */
-		PQclear(res);
+		if (st->held_error != NULL)
+		{
+			PQclear(st->held_error);
+			st->held_error = NULL;
+		}
 		if (PQstatus(afdw_pgconn(st->conn)) != CONNECTION_OK)
 			afdw_report_remote_error(NULL, st->conn, st->req_sql);
-		afdw_savepoint_later(st->conn,
-							 "ROLLBACK TO SAVEPOINT afdw_stream; RELEASE SAVEPOINT afdw_stream");
 		return;
 	}
-	if (failed)
-	{
-		afdw_savepoint_later(st->conn,
-							 "ROLLBACK TO SAVEPOINT afdw_stream; RELEASE SAVEPOINT afdw_stream");
-		afdw_report_remote_error(res, st->conn, st->req_sql);
-	}
-	PQclear(res);
-	afdw_savepoint_later(st->conn, "RELEASE SAVEPOINT afdw_stream");
-	st->remote_eof = true;
 	hand_over(st);
 }
 
@@ -1667,17 +1823,15 @@ store_row(AfdwScanState *st, TupleTableSlot *slot)
 }
 
 /*
- * binary_message
- *		Make the latest line of a binary stream a row: take COPY's header
- *		off the first message, where the first row or the trailer follows
- *		it.  False when what is left is the trailer.
+ * binary_line
+ *		Make BUF, *LEN bytes of a binary stream's message, a row: take
+ *		COPY's header off the first message, where the first row or the
+ *		trailer follows it.  False when what is left is the trailer.
  */
 static bool
-binary_message(AfdwScanState *st)
+binary_line(AfdwScanState *st, char *buf, int *len)
 {
 	static const char signature[11] = "PGCOPY\n\377\r\n\0";
-	char	   *buf = LINE(st, st->nlines - 1);
-	int		   *len = &st->line_lens[st->nlines - 1];
 	int16		n16;
 
 	if (st->header_pending)
@@ -1717,11 +1871,12 @@ binary_message(AfdwScanState *st)
 }
 
 /*
- * keep_line
- *		Add a line that libpq returned to the current batch, and free it.
+ * append_line
+ *		Add LEN bytes at BUF, a line followed by a zero byte, to the current
+ *		batch.  BUF is libpq's when OWNED_BY_LIBPQ: given back on failure.
  */
 static void
-keep_line(AfdwScanState *st, char *buf, int len)
+append_line(AfdwScanState *st, char *buf, int len, bool owned_by_libpq)
 {
 	Size		start = MAXALIGN(st->linebuf_used);
 	Size		need = start + (Size) len + 1;
@@ -1738,7 +1893,8 @@ keep_line(AfdwScanState *st, char *buf, int len)
 		if (newbuf == NULL)
 		{
 			/* Give libpq's line back before failing. */
-			PQfreemem(buf);
+			if (owned_by_libpq)
+				PQfreemem(buf);
 			ereport(ERROR,
 					(errcode(ERRCODE_OUT_OF_MEMORY),
 					 errmsg("out of memory"),
@@ -1752,11 +1908,27 @@ keep_line(AfdwScanState *st, char *buf, int len)
 		st->linebuf = newbuf;
 		st->linebuf_size = newsize;
 	}
-	memcpy(st->linebuf + start, buf, (Size) len + 1);
-	PQfreemem(buf);
+	memcpy(st->linebuf + start, buf, (Size) len);
+	st->linebuf[start + len] = '\0';
 	st->line_offs[st->nlines] = start;
 	st->line_lens[st->nlines++] = len;
 	st->linebuf_used = need;
+}
+
+/*
+ * alloc_lines
+ *		Make room for the lines of one batch of a stream.
+ */
+static void
+alloc_lines(AfdwScanState *st)
+{
+	int			n = Min(st->fetch_size, AFDW_STREAM_BATCH_MAX);
+
+	if (st->line_offs == NULL)
+	{
+		st->line_offs = MemoryContextAlloc(st->scan_cxt, sizeof(Size) * n);
+		st->line_lens = MemoryContextAlloc(st->scan_cxt, sizeof(int) * n);
+	}
 }
 
 /*
@@ -1771,14 +1943,11 @@ static bool
 take_stream_batch(AfdwScanState *st, bool block)
 {
 	PGconn	   *pgconn = afdw_pgconn(st->conn);
+	int			batch_lines = Min(st->fetch_size, AFDW_STREAM_BATCH_MAX);
 	bool		consumed = false;
 
 	drop_batch(st);
-	if (st->line_offs == NULL)
-	{
-		st->line_offs = MemoryContextAlloc(st->scan_cxt, sizeof(Size) * st->fetch_size);
-		st->line_lens = MemoryContextAlloc(st->scan_cxt, sizeof(int) * st->fetch_size);
-	}
+	alloc_lines(st);
 
 	for (;;)
 	{
@@ -1787,15 +1956,18 @@ take_stream_batch(AfdwScanState *st, bool block)
 
 		if (len > 0)
 		{
-			keep_line(st, buf, len);
-			if (st->binary && !binary_message(st))
+			append_line(st, buf, len, true);
+			PQfreemem(buf);
+			if (st->binary &&
+				!binary_line(st, LINE(st, st->nlines - 1),
+							 &st->line_lens[st->nlines - 1]))
 			{
 				/* The trailer: the end of the rows. */
 				st->nlines--;
 				continue;
 			}
 			consumed = false;
-			if (st->nlines >= st->fetch_size)
+			if (st->nlines >= batch_lines)
 				break;
 			continue;
 		}
@@ -1815,13 +1987,127 @@ take_stream_batch(AfdwScanState *st, bool block)
 			afdw_wait_socket(st->conn, st->req_sql);
 			continue;
 		}
-		/* -1: the stream is over; -2: it failed. */
+		/* -1: the stream is over; -2: it failed.  An error waits its turn. */
 		end_stream(st, false);
 		break;
 	}
 	st->ntuples = st->nlines;
 	st->nbatches++;
 	return true;
+}
+
+/*
+ * spill_stream
+ *		Another scan needs the connection of this scan's stream, which
+ *		cannot be interrupted: read the rest of the stream into a
+ *		tuplestore (memory up to work_mem, then a temporary file), one row
+ *		per raw line, converted only when the scan reads it back
+ *		(take_spill_batch).  The current batch is left as it is.
+ */
+static void
+spill_stream(AfdwScanState *st)
+{
+	PGconn	   *pgconn;
+	MemoryContext oldcxt;
+	TupleDesc	desc;
+
+	if (!st->copying)
+	{
+		(void) read_request(st, true);
+		if (!st->copying)
+			return;				/* it failed before its rows: queued */
+	}
+
+	oldcxt = MemoryContextSwitchTo(st->scan_cxt);
+	desc = CreateTemplateTupleDesc(1);
+	TupleDescInitEntry(desc, (AttrNumber) 1, "line", BYTEAOID, -1, 0);
+	st->spill = tuplestore_begin_heap(false, false, work_mem);
+	st->spill_slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	st->spill_eof = false;
+	MemoryContextSwitchTo(oldcxt);
+
+	pgconn = afdw_pgconn(st->conn);
+	for (;;)
+	{
+		char	   *buf = NULL;
+		int			len = PQgetCopyData(pgconn, &buf, 1);
+		bytea	   *line;
+		Datum		value;
+		bool		isnull = false;
+
+		if (len == 0)
+		{
+			afdw_wait_socket(st->conn, st->req_sql);
+			continue;
+		}
+		if (len < 0)
+			break;
+		if (st->binary && !binary_line(st, buf, &len))
+		{
+			PQfreemem(buf);
+			continue;
+		}
+		line = palloc_extended(len + VARHDRSZ, MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+		if (line == NULL)
+		{
+			PQfreemem(buf);
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory")));
+		}
+		SET_VARSIZE(line, len + VARHDRSZ);
+		memcpy(VARDATA(line), buf, len);
+		PQfreemem(buf);
+		value = PointerGetDatum(line);
+		tuplestore_putvalues(st->spill, desc, &value, &isnull);
+		pfree(line);
+	}
+	end_stream(st, false);
+}
+
+/*
+ * take_spill_batch
+ *		Take up to fetch_size rows of a spilled stream as the current batch.
+ */
+static void
+take_spill_batch(AfdwScanState *st)
+{
+	int			batch_lines = Min(st->fetch_size, AFDW_STREAM_BATCH_MAX);
+
+	drop_batch(st);
+	alloc_lines(st);
+	while (st->nlines < batch_lines)
+	{
+		bool		isnull;
+		bytea	   *line;
+
+		if (!tuplestore_gettupleslot(st->spill, true, false, st->spill_slot))
+		{
+			st->spill_eof = true;
+			break;
+		}
+		line = DatumGetByteaPP(slot_getattr(st->spill_slot, 1, &isnull));
+		append_line(st, VARDATA_ANY(line), VARSIZE_ANY_EXHDR(line), false);
+	}
+	ExecClearTuple(st->spill_slot);
+	st->ntuples = st->nlines;
+	st->nbatches++;
+}
+
+/*
+ * end_spill
+ *		Forget a spilled stream's rows.
+ */
+static void
+end_spill(AfdwScanState *st)
+{
+	if (st->spill == NULL)
+		return;
+	ExecDropSingleTupleTableSlot(st->spill_slot);
+	tuplestore_end(st->spill);
+	st->spill = NULL;
+	st->spill_slot = NULL;
+	st->spill_eof = false;
 }
 
 /*
@@ -1836,7 +2122,7 @@ abandon_stream(AfdwScanState *st)
 		(void) read_request(st, true);
 	if (!st->copying)
 	{
-		/* It failed before the rows began, and read_request said so. */
+		/* It failed before the rows began: the error is queued, unused. */
 		return;
 	}
 
@@ -1849,6 +2135,11 @@ abandon_stream(AfdwScanState *st)
  * start_pending_scans
  *		Send the queries of every scan of ESTATE still waiting to start,
  *		when they need no parameter and their connection is free.
+ *
+ * A query started for a scan that the plan never runs (the inner side of
+ * a join whose outer side is empty, a subplan never evaluated) costs
+ * nothing visible: its errors are never raised (read_request), and at its
+ * end it is cancelled rather than waited for (finish_request).
  */
 static void
 start_pending_scans(EState *estate)
@@ -1884,6 +2175,24 @@ start_pending_scans(EState *estate)
 }
 
 /*
+ * sibling_owns_connection
+ *		Whether the command in flight on ST's connection belongs to another
+ *		scan that waits on the same asynchronous Append: that scan waits on
+ *		the socket, and ST must not take the connection over (the socket
+ *		would be waited on twice, and the sibling read here, synchronously).
+ */
+static bool
+sibling_owns_connection(AfdwScanState *st)
+{
+	AfdwScanState *owner = (AfdwScanState *) afdw_conn_owner(st->conn);
+
+	return owner != NULL && owner != st && st->areq != NULL &&
+		owner->areq != NULL &&
+		owner->areq->requestor == st->areq->requestor &&
+		owner->areq->callback_pending;
+}
+
+/*
  * next_row
  *		The scan's next row in its slot, an empty slot at the end, or NULL
  *		when BLOCK is false and the rows have not arrived yet.
@@ -1899,8 +2208,12 @@ next_row(AfdwScanState *st, bool block)
 	errcb.previous = error_context_stack;
 	error_context_stack = &errcb;
 
+	st->demanded = true;
+	st->conn_wait = false;
 	for (;;)
 	{
+		bool		must_send = false;
+
 		if (st->next_tuple < st->ntuples)
 		{
 			store_row(st, slot);
@@ -1914,6 +2227,8 @@ next_row(AfdwScanState *st, bool block)
 				break;
 			}
 		}
+		else if (st->spill != NULL && !st->spill_eof)
+			take_spill_batch(st);
 		else if (st->qcount > 0)
 			take_batch(st);
 		else if (st->req == REQ_INFLIGHT)
@@ -1924,13 +2239,8 @@ next_row(AfdwScanState *st, bool block)
 				break;
 			}
 		}
-		else if (st->overflow)
-		{
-			/* More rows than a lookup: run it again with a cursor. */
-			st->prepare_off = true;
-			st->cursor_open = false;
-			send_start(st);
-		}
+		else if (st->held_error != NULL)
+			raise_held_error(st);
 		else if (st->queued)
 		{
 			/* hand_over starts its stream when the sibling's ends. */
@@ -1940,21 +2250,46 @@ next_row(AfdwScanState *st, bool block)
 			slot = NULL;
 			break;
 		}
-		else if (!st->cursor_open)
+		else if (st->overflow || st->cursor_open)
 		{
-			start_pending_scans(st->estate);
-			if (!st->cursor_open && sibling_streaming(st))
-				st->queued = true;
-			else if (!st->cursor_open)
-				send_start(st);
-		}
-		else if (st->remote_eof)
-		{
-			ExecClearTuple(slot);
-			break;
+			if (!st->overflow && st->remote_eof)
+			{
+				ExecClearTuple(slot);
+				break;
+			}
+			must_send = true;
 		}
 		else
+		{
+			start_pending_scans(st->estate);
+			if (st->cursor_open)
+				continue;
+			if (sibling_streaming(st))
+				st->queued = true;
+			else
+				must_send = true;
+		}
+
+		if (!must_send)
+			continue;
+		if (!block && sibling_owns_connection(st))
+		{
+			/* The sibling's event comes first; the next wait sends. */
+			st->conn_wait = true;
+			slot = NULL;
+			break;
+		}
+		if (st->overflow)
+		{
+			/* More rows than a lookup: run it again with a cursor. */
+			st->prepare_off = true;
+			st->cursor_open = false;
+			send_start(st);
+		}
+		else if (st->cursor_open)
 			send_fetch(st);
+		else
+			send_start(st);
 	}
 
 	error_context_stack = errcb.previous;
@@ -1982,11 +2317,17 @@ afdwIterateForeignScan(ForeignScanState *node)
 
 /*
  * finish_request
- *		Wait for the command in flight, if any, and drop its rows.
+ *		Stop whatever the scan has in flight and drop the rows and errors
+ *		not used.
+ *
+ * A query started eagerly that the executor never asked rows of is
+ * cancelled if it still runs, rather than waited for: it may wait for a
+ * lock, or run long, for nothing.
  */
 static void
 finish_request(AfdwScanState *st)
 {
+	st->conn_wait = false;
 	if (st->streaming && st->req == REQ_INFLIGHT && afdw_is_owner(st->conn, st))
 	{
 		abandon_stream(st);
@@ -1994,9 +2335,39 @@ finish_request(AfdwScanState *st)
 		st->stream_off = true;
 	}
 	if (st->req == REQ_INFLIGHT && afdw_is_owner(st->conn, st))
-		(void) read_request(st, true);
+	{
+		if (!st->demanded && !read_request(st, false))
+			afdw_cancel(st->conn);
+		if (st->req == REQ_INFLIGHT)
+			(void) read_request(st, true);
+	}
+	if (st->spill != NULL)
+	{
+		end_spill(st);
+		st->stream_off = true;
+	}
 	clear_queue(st);
+	if (st->held_error != NULL)
+	{
+		PQclear(st->held_error);
+		st->held_error = NULL;
+	}
 	st->req = REQ_NONE;
+}
+
+/*
+ * close_cursor
+ *		Leave the scan's cursor, if it has one, to be closed by the
+ *		connection's next command or by the end of the transaction.
+ */
+static void
+close_cursor(AfdwScanState *st)
+{
+	if (st->cursor_open && st->cursor_number != 0 && !st->cursor_gone)
+		afdw_close_cursor_later(st->conn, st->cursor_number);
+	st->cursor_number = 0;
+	st->cursor_open = false;
+	st->cursor_gone = false;
 }
 
 /*
@@ -2015,9 +2386,11 @@ afdwReScanForeignScan(ForeignScanState *node)
 
 	/* It never started: it starts over like the others. */
 	st->queued = false;
+	st->conn_wait = false;
 
 	if (node->ss.ps.chgParam == NULL && st->cursor_open && st->remote_eof &&
-		st->nbatches == 1 && st->qcount == 0 && st->req == REQ_NONE)
+		st->nbatches == 1 && st->qcount == 0 && st->req == REQ_NONE &&
+		st->held_error == NULL && (st->spill == NULL || st->spill_eof))
 	{
 		/* Convert the rows again: the values of the first pass go. */
 		ExecClearTuple(node->ss.ss_ScanTupleSlot);
@@ -2030,10 +2403,7 @@ afdwReScanForeignScan(ForeignScanState *node)
 	if (!st->cursor_open)
 		return;
 
-	if (st->cursor_number != 0)
-		afdw_close_cursor_later(st->conn, st->cursor_number);
-	st->cursor_number = 0;
-	st->cursor_open = false;
+	close_cursor(st);
 	st->overflow = false;
 	drop_batch(st);
 	st->remote_eof = false;
@@ -2059,9 +2429,7 @@ afdwEndForeignScan(ForeignScanState *node)
 	}
 	st->queued = false;
 	finish_request(st);
-	if (st->cursor_open && st->cursor_number != 0)
-		afdw_close_cursor_later(st->conn, st->cursor_number);
-	st->cursor_open = false;
+	close_cursor(st);
 
 	if (st->active)
 	{
@@ -2105,6 +2473,8 @@ afdwForeignAsyncRequest(AsyncRequest *areq)
 	AfdwScanState *st = (AfdwScanState *) node->fdw_state;
 	TupleTableSlot *slot;
 
+	st->areq = areq;
+
 	/*
 	 * Run the node itself (its quals and projection) without the
 	 * instrumentation wrapper, which the async machinery provides.
@@ -2139,12 +2509,15 @@ afdwForeignAsyncConfigureWait(AsyncRequest *areq)
 {
 	AfdwScanState *st = (AfdwScanState *) ((ForeignScanState *) areq->requestee)->fdw_state;
 
+	st->areq = areq;
+
 	/*
-	 * Waiting for a sibling's stream to end: the sibling waits on the
-	 * socket (a socket can be waited on once), and starts this scan's
-	 * stream when its own ends.
+	 * Waiting for a sibling's stream to end, or for a sibling's command to
+	 * free the connection: the sibling waits on the socket (a socket can be
+	 * waited on once), and this scan goes on when the sibling's event has
+	 * been served.
 	 */
-	if (st->queued)
+	if (st->queued || (st->conn_wait && sibling_owns_connection(st)))
 	{
 		areq->callback_pending = true;
 		return;
@@ -2167,6 +2540,11 @@ afdwForeignAsyncConfigureWait(AsyncRequest *areq)
 				InstrUpdateTupleCount(areq->requestee->instrument,
 									  TupIsNull(areq->result) ? 0.0 : 1.0);
 			ExecAsyncResponse(areq);
+			return;
+		}
+		if (st->queued || st->conn_wait)
+		{
+			areq->callback_pending = true;
 			return;
 		}
 	}

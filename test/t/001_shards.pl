@@ -62,14 +62,27 @@ is( $coord->safe_psql('postgres', 'SELECT label FROM items WHERE id = 1500'),
 
 # What a query sends: the settings travel in the startup packet, so the
 # remote log shows no SET.  A scan read to the end streams: the transaction
-# start, a savepoint and the COPY go in one message, then COMMIT.  A scan
-# that may stop early (a LIMIT) uses a cursor: the start, DECLARE and the
-# first FETCH in one message, then COMMIT, which closes the cursor too.
+# start and the COPY, within a savepoint, go in one message, then COMMIT.
+# A scan that may stop early (a LIMIT) uses a cursor: the start, DECLARE and
+# the first FETCH in one message, then COMMIT, which closes the cursor too.
+# The answer to a COMMIT is not waited for: the remote sessions are let
+# settle before and after the query, so that the log holds all of it.
+sub settle
+{
+	my ($node) = @_;
+	$node->poll_query_until('postgres', q{
+		SELECT count(*) = 0 FROM pg_stat_activity
+		 WHERE application_name = 'async_fdw' AND state <> 'idle'})
+	  or die "the remote sessions did not settle";
+}
+
 sub remote_statements
 {
 	my ($node, $query) = @_;
+	settle($node);
 	my $log_offset = -s $node->logfile;
 	$coord->safe_psql('postgres', $query);
+	settle($node);
 	my $log = slurp_file($node->logfile, $log_offset);
 	return [ map { /statement: (.*)$/ ? $1 : () }
 		  grep { /^async_fdw\|/ } split /\n/, $log ];
@@ -78,8 +91,9 @@ is_deeply(
 	remote_statements($shards[0], 'SELECT count(*) FROM items_1 WHERE id < 10'),
 	[
 		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ; '
-		  . 'SAVEPOINT afdw_stream; '
-		  . 'COPY (SELECT NULL FROM public.items WHERE ((id < 10))) TO STDOUT',
+		  . 'SAVEPOINT afdw_ra; '
+		  . 'COPY (SELECT NULL FROM public.items WHERE ((id < 10))) TO STDOUT; '
+		  . 'RELEASE SAVEPOINT afdw_ra',
 		'COMMIT TRANSACTION'
 	],
 	'the remote statements of a streamed scan');
@@ -87,8 +101,9 @@ is_deeply(
 	remote_statements($shards[0], 'SELECT id FROM items_1 WHERE id < 10 LIMIT 2'),
 	[
 		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ; '
+		  . 'SAVEPOINT afdw_ra; '
 		  . 'DECLARE c1 CURSOR FOR SELECT id FROM public.items WHERE ((id < 10)); '
-		  . 'FETCH 100 FROM c1',
+		  . 'FETCH 100 FROM c1; RELEASE SAVEPOINT afdw_ra',
 		'COMMIT TRANSACTION'
 	],
 	'the remote statements of a scan under a LIMIT');
@@ -96,6 +111,8 @@ is_deeply(
 # A transaction block: the first connection exports its snapshot (no
 # export is possible after a savepoint) in the same message as its first
 # command, a savepoint rides with the next command, and COMMIT ends it.
+# Each scan's command is wrapped in the savepoint afdw_ra, released in the
+# same message.
 is_deeply(
 	remote_statements($shards[0], q{
 		BEGIN;
@@ -108,11 +125,13 @@ is_deeply(
 	[
 		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ; '
 		  . 'SELECT pg_catalog.pg_export_snapshot(); '
-		  . 'SAVEPOINT afdw_stream; '
-		  . 'COPY (SELECT NULL FROM public.items WHERE ((id < 10))) TO STDOUT',
-		'RELEASE SAVEPOINT afdw_stream; SAVEPOINT s2; SAVEPOINT afdw_stream; '
-		  . 'COPY (SELECT NULL FROM public.items WHERE ((id < 5))) TO STDOUT',
-		'RELEASE SAVEPOINT afdw_stream; RELEASE SAVEPOINT s2',
+		  . 'SAVEPOINT afdw_ra; '
+		  . 'COPY (SELECT NULL FROM public.items WHERE ((id < 10))) TO STDOUT; '
+		  . 'RELEASE SAVEPOINT afdw_ra',
+		'SAVEPOINT s2; SAVEPOINT afdw_ra; '
+		  . 'COPY (SELECT NULL FROM public.items WHERE ((id < 5))) TO STDOUT; '
+		  . 'RELEASE SAVEPOINT afdw_ra',
+		'RELEASE SAVEPOINT s2',
 		'COMMIT TRANSACTION'
 	],
 	'the remote statements of a transaction block with a savepoint');
@@ -128,10 +147,10 @@ my $pair = remote_statements($shards[0], q{
 });
 is(scalar(@$pair), 4, 'two connections, one message each and a COMMIT each');
 like($pair->[0],
-	qr/^START TRANSACTION ISOLATION LEVEL REPEATABLE READ; SELECT pg_catalog\.pg_export_snapshot\(\); SAVEPOINT afdw_stream; COPY \(SELECT id FROM public\.items\) TO STDOUT(; .*)?$/,
+	qr/^START TRANSACTION ISOLATION LEVEL REPEATABLE READ; SELECT pg_catalog\.pg_export_snapshot\(\); SAVEPOINT afdw_ra; COPY \(SELECT id FROM public\.items\) TO STDOUT(; .*)?$/,
 	'the first connection exports with its first command');
 like(join("\n", @$pair),
-	qr/^START TRANSACTION ISOLATION LEVEL REPEATABLE READ; SET TRANSACTION SNAPSHOT '[0-9A-F-]+'; SAVEPOINT afdw_stream; COPY \(SELECT id FROM public\.items\) TO STDOUT(; .*)?$/m,
+	qr/^START TRANSACTION ISOLATION LEVEL REPEATABLE READ; SET TRANSACTION SNAPSHOT '[0-9A-F-]+'; SAVEPOINT afdw_ra; COPY \(SELECT id FROM public\.items\) TO STDOUT(; .*)?$/m,
 	'the second imports it with its first command');
 is( $coord->safe_psql('postgres', q{
 		BEGIN;
@@ -151,13 +170,14 @@ is_deeply(
 		SELECT count(*) FROM (VALUES (3), (4)) v(k) JOIN items_1 ON id = k;
 	}),
 	[
-		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ; '
+		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ; SAVEPOINT afdw_ra; '
 		  . 'PREPARE afdw_s1 AS SELECT id FROM public.items WHERE (($1::integer = id)) LIMIT 101; '
-		  . "EXECUTE afdw_s1('1')",
-		"EXECUTE afdw_s1('2')",
+		  . "EXECUTE afdw_s1('1'); RELEASE SAVEPOINT afdw_ra",
+		"SAVEPOINT afdw_ra; EXECUTE afdw_s1('2'); RELEASE SAVEPOINT afdw_ra",
 		'COMMIT TRANSACTION',
-		"START TRANSACTION ISOLATION LEVEL REPEATABLE READ; EXECUTE afdw_s1('3')",
-		"EXECUTE afdw_s1('4')",
+		"START TRANSACTION ISOLATION LEVEL REPEATABLE READ; SAVEPOINT afdw_ra; "
+		  . "EXECUTE afdw_s1('3'); RELEASE SAVEPOINT afdw_ra",
+		"SAVEPOINT afdw_ra; EXECUTE afdw_s1('4'); RELEASE SAVEPOINT afdw_ra",
 		'COMMIT TRANSACTION'
 	],
 	'the remote statements of a parameterized rescan');
