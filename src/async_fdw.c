@@ -85,6 +85,8 @@ afdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid
 	fp->fdw_tuple_cost = afdw_real_option(fp->server->options, "fdw_tuple_cost",
 										  AFDW_DEFAULT_TUPLE_COST);
 
+	fp->extensions = afdw_extensions_option(fp->server->options);
+
 	afdw_classify_conditions(root, baserel, baserel->baserestrictinfo,
 							 &fp->remote_conds, &fp->local_conds);
 

@@ -61,6 +61,9 @@ typedef struct AfdwRelInfo
 	/* Cost of evaluating local_conds, and their selectivity. */
 	QualCost	local_conds_cost;
 	Selectivity local_conds_sel;
+
+	/* OIDs of the extensions whose objects may be shipped (server option). */
+	List	   *extensions;
 } AfdwRelInfo;
 
 /* Opaque handle of a pooled remote connection (connection.c). */
@@ -74,6 +77,8 @@ extern bool afdw_bool_option(List *options, const char *name, bool current);
 extern double afdw_real_option(List *options, const char *name, double current);
 extern int	afdw_int_option(List *options, const char *name, int current);
 extern bool afdw_is_libpq_option(const char *name);
+extern List *afdw_extension_list(const char *value, bool warn_missing);
+extern List *afdw_extensions_option(List *options);
 
 /* connection.c */
 typedef void (*AfdwDrainFn) (void *owner);
