@@ -193,3 +193,68 @@ DROP TYPE remote.rt_mood, afdw_lmood;
 DROP DOMAIN afdw_small;
 DROP USER MAPPING FOR CURRENT_USER SERVER pg_loopback;
 DROP SERVER pg_loopback;
+
+--
+-- Types whose values are objects named by OIDs (regclass, regtype, ...):
+-- an OID means one object on the remote server and another, or none,
+-- here.  Such columns are read as names, in every read: a binary stream
+-- would hand over the remote OID.  A second database plays the remote
+-- server; it has a table of the same name as one here, with another OID.
+--
+CREATE EXTENSION IF NOT EXISTS dblink;
+CREATE DATABASE afdw_regdb;
+SELECT dblink_connect('regdb', format('host=%s port=%s dbname=afdw_regdb',
+  coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
+  current_setting('port')));
+SELECT dblink_exec('regdb', $$
+  CREATE TABLE afdw_twin (x int);
+  CREATE TABLE afdw_regs (id int, r regclass, ra regclass[], t regtype, n int);
+  INSERT INTO afdw_regs VALUES
+    (1, 'afdw_twin', ARRAY['afdw_twin'::regclass, 'pg_class'::regclass], 'int4', 1);
+  CREATE VIEW afdw_regs_q AS SELECT *, current_query() AS q FROM afdw_regs$$);
+CREATE TABLE afdw_twin (x int);
+SELECT (SELECT o FROM dblink('regdb', 'SELECT ''afdw_twin''::regclass::oid') AS t(o oid))
+       <> 'afdw_twin'::regclass::oid AS oids_differ;
+DO $$
+BEGIN
+  EXECUTE format('CREATE SERVER regdb FOREIGN DATA WRAPPER async_fdw
+                  OPTIONS (host %L, port %L, dbname %L)',
+                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
+                 current_setting('port'), 'afdw_regdb');
+  EXECUTE format('CREATE SERVER pg_regdb FOREIGN DATA WRAPPER postgres_fdw
+                  OPTIONS (host %L, port %L, dbname %L)',
+                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
+                 current_setting('port'), 'afdw_regdb');
+END
+$$;
+CREATE USER MAPPING FOR CURRENT_USER SERVER regdb;
+CREATE USER MAPPING FOR CURRENT_USER SERVER pg_regdb;
+CREATE FOREIGN TABLE ft_regs (id int, r regclass, ra regclass[], t regtype, n int, q text)
+  SERVER regdb OPTIONS (schema_name 'public', table_name 'afdw_regs_q',
+                        fetch_mode 'stream');
+CREATE FOREIGN TABLE pg_regs (id int, r regclass, ra regclass[], t regtype, n int, q text)
+  SERVER pg_regdb OPTIONS (schema_name 'public', table_name 'afdw_regs_q');
+-- The names find the local table of that name, every time (the first
+-- stream of a table checks the remote types, the next ones could be in
+-- binary format).
+SELECT id, r, r = 'afdw_twin'::regclass AS r_local, ra,
+       ra = ARRAY['afdw_twin'::regclass, 'pg_class'::regclass] AS ra_local, t,
+       q LIKE '%FORMAT binary%' AS binary
+  FROM ft_regs;
+SELECT id, r, r = 'afdw_twin'::regclass AS r_local, ra,
+       ra = ARRAY['afdw_twin'::regclass, 'pg_class'::regclass] AS ra_local, t,
+       q LIKE '%FORMAT binary%' AS binary
+  FROM ft_regs;
+SELECT id, r, r = 'afdw_twin'::regclass AS r_local, ra,
+       ra = ARRAY['afdw_twin'::regclass, 'pg_class'::regclass] AS ra_local, t
+  FROM pg_regs;
+-- Without those columns the stream is binary (after its type check).
+SELECT id, n, q LIKE '%FORMAT binary%' AS binary FROM ft_regs;
+SELECT id, n, q LIKE '%FORMAT binary%' AS binary FROM ft_regs;
+SELECT dblink_disconnect('regdb');
+DROP FOREIGN TABLE ft_regs, pg_regs;
+DROP USER MAPPING FOR CURRENT_USER SERVER regdb;
+DROP USER MAPPING FOR CURRENT_USER SERVER pg_regdb;
+DROP SERVER regdb, pg_regdb;
+DROP TABLE afdw_twin;
+DROP DATABASE afdw_regdb WITH (FORCE);

@@ -785,11 +785,44 @@ set_binary_status(Oid relid, BinaryStatus status)
 }
 
 /*
+ * names_by_oid
+ *		True for the types whose values are objects named by their OIDs
+ *		(regclass, regrole, ...), and arrays of them.  Their binary form
+ *		is the remote object's OID, which names another object locally, or
+ *		none; their text form is the name, which the local input function
+ *		looks up, as with postgres_fdw.
+ */
+static bool
+names_by_oid(Oid type)
+{
+	Oid			element = get_element_type(type);
+
+	switch (OidIsValid(element) ? element : type)
+	{
+		case REGPROCOID:
+		case REGPROCEDUREOID:
+		case REGOPEROID:
+		case REGOPERATOROID:
+		case REGCLASSOID:
+		case REGTYPEOID:
+		case REGCOLLATIONOID:
+		case REGCONFIGOID:
+		case REGDICTIONARYOID:
+		case REGNAMESPACEOID:
+		case REGROLEOID:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
  * prepare_binary
  *		Whether the scan's rows may stream in binary format: every column
  *		has a built-in type (the same type, with the same binary form, on a
- *		server of the same major version) with a receive function.  If so,
- *		look the receive functions up.
+ *		server of the same major version) with a receive function, and
+ *		whose binary form means the same on both servers (not an OID).  If
+ *		so, look the receive functions up.
  */
 static bool
 prepare_binary(AfdwScanState *st)
@@ -813,7 +846,7 @@ prepare_binary(AfdwScanState *st)
 		Form_pg_type typ;
 		bool		ok;
 
-		if (att->atttypid >= FirstGenbkiObjectId)
+		if (att->atttypid >= FirstGenbkiObjectId || names_by_oid(att->atttypid))
 			return false;
 		tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(att->atttypid));
 		if (!HeapTupleIsValid(tup))
