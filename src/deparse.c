@@ -186,9 +186,13 @@ ship_walker(Node *node, ShipContext *cxt)
 				if (var->varlevelsup != 0 || !collation_ok(var->varcollid))
 					return false;
 
-				/* No whole-row reference and no system column. */
+				/*
+				 * No whole-row reference and no system column but ctid,
+				 * whose remote value is the one the scan fetches.
+				 */
 				if (var->varno == (int) cxt->baserel->relid &&
-					var->varattno <= 0)
+					var->varattno <= 0 &&
+					var->varattno != SelfItemPointerAttributeNumber)
 					return false;
 				/* Another relation's column becomes a parameter. */
 				break;
@@ -450,15 +454,21 @@ afdw_deparse_binary_select(StringInfo buf, const char *sql, Relation rel,
 	appendStringInfoString(buf, "SELECT ");
 	foreach(lc, retrieved_attrs)
 	{
-		Form_pg_attribute att = TupleDescAttr(tupdesc, lfirst_int(lc) - 1);
-		HeapTuple	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(att->atttypid));
+		int			attnum = lfirst_int(lc);
+		Oid			type;
+		HeapTuple	tup;
+
+		/* The ctid is a tid on both sides. */
+		type = attnum == SelfItemPointerAttributeNumber ? TIDOID :
+			TupleDescAttr(tupdesc, attnum - 1)->atttypid;
+		tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
 
 		/*
 		 * The catalog name, qualified, and without a type modifier: the
 		 * SQL spellings would not do ("character" means char(1)).
 		 */
 		if (!HeapTupleIsValid(tup))
-			elog(ERROR, "cache lookup failed for type %u", att->atttypid);
+			elog(ERROR, "cache lookup failed for type %u", type);
 		appendStringInfo(buf, "%sc%d::pg_catalog.%s", i > 0 ? ", " : "", i + 1,
 						 quote_identifier(NameStr(((Form_pg_type) GETSTRUCT(tup))->typname)));
 		ReleaseSysCache(tup);
@@ -538,6 +548,20 @@ deparse_target_list(StringInfo buf, Relation rel, Bitmapset *attrs_used,
 		first = false;
 		appendStringInfoString(buf, quote_identifier(remote_column_name(rel, i)));
 		*retrieved_attrs = lappend_int(*retrieved_attrs, i);
+	}
+
+	/*
+	 * The remote row's ctid, when referenced: it becomes the local tuple's
+	 * ctid.  Other system columns would mean nothing locally.
+	 */
+	if (bms_is_member(SelfItemPointerAttributeNumber - FirstLowInvalidHeapAttributeNumber,
+					  attrs_used))
+	{
+		if (!first)
+			appendStringInfoString(buf, ", ");
+		first = false;
+		appendStringInfoString(buf, "ctid");
+		*retrieved_attrs = lappend_int(*retrieved_attrs, SelfItemPointerAttributeNumber);
 	}
 
 	/* No column needed (count(*), say): rows still have to come. */
@@ -995,7 +1019,10 @@ deparse_expr(Expr *node, DeparseContext *cxt)
 			{
 				Var		   *var = (Var *) node;
 
-				if (var->varno == (int) cxt->baserel->relid)
+				if (var->varno == (int) cxt->baserel->relid &&
+					var->varattno == SelfItemPointerAttributeNumber)
+					appendStringInfoString(buf, "ctid");
+				else if (var->varno == (int) cxt->baserel->relid)
 					appendStringInfoString(buf,
 										   quote_identifier(remote_column_name(cxt->rel,
 																			   var->varattno)));

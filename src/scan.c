@@ -56,6 +56,7 @@ typedef struct RowBuilder
 	Oid		   *recv_ioparams;
 	char	   *recv_kinds;		/* RECV_ kind of each column */
 	MemoryContext row_cxt;		/* input functions' garbage; reset per batch */
+	ItemPointerData ctid;		/* the latest row's remote ctid, if fetched */
 } RowBuilder;
 
 /*
@@ -302,6 +303,7 @@ init_row_builder(RowBuilder *rb, Relation rel, List *retrieved_attrs,
 		}
 	}
 	rb->row_cxt = row_cxt;
+	ItemPointerSetInvalid(&rb->ctid);
 }
 
 /*
@@ -366,6 +368,18 @@ convert_row(RowBuilder *rb, int nfields, Datum *values, bool *nulls)
 		int			attnum = lfirst_int(lc);
 		char	   *value = rb->fields[col++];
 
+		if (attnum == SelfItemPointerAttributeNumber)
+		{
+			/* The remote ctid, for the slot's tts_tid. */
+			pos.attnum = 0;
+			if (value == NULL)
+				ItemPointerSetInvalid(&rb->ctid);
+			else
+				ItemPointerCopy((ItemPointer) DatumGetPointer(DirectFunctionCall1(tidin,
+																		CStringGetDatum(value))),
+								&rb->ctid);
+			continue;
+		}
 		pos.attnum = attnum;
 		nulls[attnum - 1] = (value == NULL);
 		if (value == NULL && rb->in_kinds[attnum - 1] != IN_CALL)
@@ -454,6 +468,23 @@ convert_binary_row(RowBuilder *rb, char *data, int len, bool in_place,
 		memcpy(&n32, p, 4);
 		p += 4;
 		flen = (int32) pg_ntoh32(n32);
+		if (i + 1 == SelfItemPointerAttributeNumber)
+		{
+			uint16		n16b;
+
+			/* The remote ctid: a block number and an offset. */
+			pos.attnum = 0;
+			ItemPointerSetInvalid(&rb->ctid);
+			if (flen == -1)
+				continue;
+			if (flen != 6 || end - p < 6)
+				bad_binary_row(rb);
+			memcpy(&n32, p, 4);
+			memcpy(&n16b, p + 4, 2);
+			ItemPointerSet(&rb->ctid, pg_ntoh32(n32), pg_ntoh16(n16b));
+			p += 6;
+			continue;
+		}
 		if (flen == -1)
 			continue;
 		if (flen < 0 || flen > end - p)
@@ -841,11 +872,15 @@ prepare_binary(AfdwScanState *st)
 	foreach(lc, st->retrieved_attrs)
 	{
 		int			attnum = lfirst_int(lc);
-		Form_pg_attribute att = TupleDescAttr(tupdesc, attnum - 1);
+		Form_pg_attribute att;
 		HeapTuple	tup;
 		Form_pg_type typ;
 		bool		ok;
 
+		/* convert_binary_row reads the ctid itself. */
+		if (attnum == SelfItemPointerAttributeNumber)
+			continue;
+		att = TupleDescAttr(tupdesc, attnum - 1);
 		if (att->atttypid >= FirstGenbkiObjectId || names_by_oid(att->atttypid))
 			return false;
 		tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(att->atttypid));
@@ -1649,6 +1684,7 @@ store_row(AfdwScanState *st, TupleTableSlot *slot)
 		convert_binary_row(rb, LINE(st, row), st->line_lens[row], !reread,
 						   slot->tts_values, slot->tts_isnull);
 		ExecStoreVirtualTuple(slot);
+		slot->tts_tid = rb->ctid;
 		return;
 	}
 	if (st->batch_res != NULL)
@@ -1668,6 +1704,8 @@ store_row(AfdwScanState *st, TupleTableSlot *slot)
 	}
 	convert_row(rb, nfields, slot->tts_values, slot->tts_isnull);
 	ExecStoreVirtualTuple(slot);
+	/* Invalid unless the remote ctid is fetched (it is referenced). */
+	slot->tts_tid = rb->ctid;
 }
 
 /*
