@@ -318,6 +318,15 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 						&retrieved_attrs, &params);
 	table_close(rel, NoLock);
 
+	/*
+	 * Rows locked by SELECT ... FOR UPDATE/SHARE are locked remotely as
+	 * they are fetched.  Through a cursor: a stream abandoned early (a
+	 * LIMIT, an EXISTS) is rolled back to its savepoint, which would
+	 * release the locks of the rows already returned.
+	 */
+	if (afdw_deparse_locking_clause(&sql, root, baserel))
+		stream = false;
+
 	return make_foreignscan(tlist, local_exprs, baserel->relid, params,
 							list_make4(makeString(sql.data), retrieved_attrs,
 									   makeInteger(fp->fetch_size),

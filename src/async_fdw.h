@@ -89,6 +89,7 @@ extern AfdwConn *afdw_get_connection(UserMapping *user);
 extern PGconn *afdw_pgconn(AfdwConn *conn);
 extern unsigned int afdw_next_cursor_number(AfdwConn *conn);
 extern void afdw_begin_xact(AfdwConn *conn);
+extern void afdw_note_row_locks(AfdwConn *conn);
 extern void afdw_close_cursor_later(AfdwConn *conn, unsigned int cursor);
 extern void afdw_savepoint_later(AfdwConn *conn, const char *sql);
 extern int	afdw_conn_users(AfdwConn *conn);
@@ -130,6 +131,8 @@ extern void afdw_deparse_select(StringInfo buf, RelOptInfo *baserel,
 								Bitmapset *attrs_used, List *remote_conds,
 								List **retrieved_attrs, List **params);
 extern void afdw_deparse_relation(StringInfo buf, Relation rel);
+extern bool afdw_deparse_locking_clause(StringInfo buf, PlannerInfo *root,
+										RelOptInfo *baserel);
 extern void afdw_deparse_binary_select(StringInfo buf, const char *sql,
 									   Relation rel, List *retrieved_attrs);
 extern void afdw_deparse_type_check(StringInfo buf, Relation rel);

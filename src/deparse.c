@@ -27,6 +27,7 @@
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "optimizer/prep.h"
 #include "utils/builtins.h"
 #include <ctype.h>
 #include "utils/datetime.h"
@@ -609,6 +610,44 @@ afdw_deparse_select(StringInfo buf, RelOptInfo *baserel,
 	}
 	if (cxt.guc_level >= 0)
 		afdw_reset_transmission_modes(cxt.guc_level);
+}
+
+/*
+ * afdw_deparse_locking_clause
+ *		Append to BUF the locking clause the remote SELECT of BASEREL needs
+ *		when the query locks the relation's rows (SELECT ... FOR UPDATE or
+ *		FOR SHARE naming it, or all of its tables); true if it needs one.
+ *
+ * The rows are locked remotely as they are fetched, as postgres_fdw does,
+ * rather than locked again afterwards as local rows are.  The key and
+ * NOWAIT variants are not passed on either, as with postgres_fdw: FOR NO
+ * KEY UPDATE becomes FOR UPDATE, FOR KEY SHARE becomes FOR SHARE.  A
+ * partition of a partitioned table has a row mark of its own, copied
+ * from the parent's.
+ */
+bool
+afdw_deparse_locking_clause(StringInfo buf, PlannerInfo *root,
+							RelOptInfo *baserel)
+{
+	PlanRowMark *rc = get_plan_rowmark(root->rowMarks, baserel->relid);
+
+	if (rc == NULL)
+		return false;
+	switch (rc->strength)
+	{
+		case LCS_NONE:
+			/* A table of the query that is not locked. */
+			return false;
+		case LCS_FORKEYSHARE:
+		case LCS_FORSHARE:
+			appendStringInfoString(buf, " FOR SHARE");
+			return true;
+		case LCS_FORNOKEYUPDATE:
+		case LCS_FORUPDATE:
+			appendStringInfoString(buf, " FOR UPDATE");
+			return true;
+	}
+	return false;
 }
 
 /*

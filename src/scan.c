@@ -1158,6 +1158,15 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 
 	st->conn = afdw_acquire_connection(scan_user(plan, estate, st->rel));
 
+	/*
+	 * SELECT ... FOR UPDATE/SHARE: the remote rows stay locked until the
+	 * remote COMMIT, which must be over when the local one is.
+	 */
+	if (estate->es_rowmarks != NULL &&
+		estate->es_rowmarks[plan->scan.scanrelid - 1] != NULL &&
+		estate->es_rowmarks[plan->scan.scanrelid - 1]->strength != LCS_NONE)
+		afdw_note_row_locks(st->conn);
+
 	/* From here on the scan is referenced from outside its memory. */
 	st->cleanup.func = scan_cleanup;
 	st->cleanup.arg = st;
