@@ -85,6 +85,8 @@ afdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid
 	fp->fdw_tuple_cost = afdw_real_option(fp->server->options, "fdw_tuple_cost",
 										  AFDW_DEFAULT_TUPLE_COST);
 
+	fp->extensions = afdw_extensions_option(fp->server->options);
+
 	afdw_classify_conditions(root, baserel, baserel->baserestrictinfo,
 							 &fp->remote_conds, &fp->local_conds);
 
@@ -315,6 +317,15 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	afdw_deparse_select(&sql, baserel, rel, attrs_used, remote_conds,
 						&retrieved_attrs, &params);
 	table_close(rel, NoLock);
+
+	/*
+	 * Rows locked by SELECT ... FOR UPDATE/SHARE are locked remotely as
+	 * they are fetched.  Through a cursor: a stream abandoned early (a
+	 * LIMIT, an EXISTS) is rolled back to its savepoint, which would
+	 * release the locks of the rows already returned.
+	 */
+	if (afdw_deparse_locking_clause(&sql, root, baserel))
+		stream = false;
 
 	return make_foreignscan(tlist, local_exprs, baserel->relid, params,
 							list_make4(makeString(sql.data), retrieved_attrs,

@@ -61,6 +61,9 @@ typedef struct AfdwRelInfo
 	/* Cost of evaluating local_conds, and their selectivity. */
 	QualCost	local_conds_cost;
 	Selectivity local_conds_sel;
+
+	/* OIDs of the extensions whose objects may be shipped (server option). */
+	List	   *extensions;
 } AfdwRelInfo;
 
 /* Opaque handle of a pooled remote connection (connection.c). */
@@ -74,6 +77,8 @@ extern bool afdw_bool_option(List *options, const char *name, bool current);
 extern double afdw_real_option(List *options, const char *name, double current);
 extern int	afdw_int_option(List *options, const char *name, int current);
 extern bool afdw_is_libpq_option(const char *name);
+extern List *afdw_extension_list(const char *value, bool warn_missing);
+extern List *afdw_extensions_option(List *options);
 
 /* connection.c */
 typedef void (*AfdwDrainFn) (void *owner);
@@ -84,6 +89,7 @@ extern AfdwConn *afdw_get_connection(UserMapping *user);
 extern PGconn *afdw_pgconn(AfdwConn *conn);
 extern unsigned int afdw_next_cursor_number(AfdwConn *conn);
 extern void afdw_begin_xact(AfdwConn *conn);
+extern void afdw_note_row_locks(AfdwConn *conn);
 extern void afdw_close_cursor_later(AfdwConn *conn, unsigned int cursor);
 extern int	afdw_conn_users(AfdwConn *conn);
 extern void afdw_set_streaming(AfdwConn *conn, bool streaming);
@@ -126,6 +132,8 @@ extern void afdw_deparse_select(StringInfo buf, RelOptInfo *baserel,
 								Bitmapset *attrs_used, List *remote_conds,
 								List **retrieved_attrs, List **params);
 extern void afdw_deparse_relation(StringInfo buf, Relation rel);
+extern bool afdw_deparse_locking_clause(StringInfo buf, PlannerInfo *root,
+										RelOptInfo *baserel);
 extern void afdw_deparse_binary_select(StringInfo buf, const char *sql,
 									   Relation rel, List *retrieved_attrs);
 extern void afdw_deparse_type_check(StringInfo buf, Relation rel);

@@ -76,6 +76,8 @@ struct AfdwConn
 								 * sent with the next command that opens a
 								 * cursor, or ended by the transaction */
 	bool		commit_pending; /* COMMIT sent, answer not read yet */
+	bool		locks_rows;		/* a scan of this transaction locks remote
+								 * rows: its COMMIT is waited for */
 	bool		streaming;		/* a scan streams on it: not to be shared */
 	char	   *savepoint_op;	/* RELEASE or ROLLBACK TO of the savepoint
 								 * around the last stream, to send first
@@ -593,6 +595,7 @@ connect_entry(AfdwConn *entry, UserMapping *user)
 	entry->invalidated = false;
 	entry->changing_xact_state = false;
 	entry->xact_depth = 0;
+	entry->locks_rows = false;
 	entry->cursor_number = 0;
 	entry->busy = false;
 	entry->owner = NULL;
@@ -738,6 +741,7 @@ disconnect_entry(AfdwConn *entry)
 	}
 	entry->statement_number = 0;
 	entry->xact_depth = 0;
+	entry->locks_rows = false;
 	entry->changing_xact_state = false;
 	entry->invalidated = false;
 	entry->cursor_number = 0;
@@ -1876,6 +1880,17 @@ afdw_cancel(AfdwConn *conn)
 }
 
 /*
+ * afdw_note_row_locks
+ *		A scan on CONN locks the remote rows it reads: the transaction's
+ *		COMMIT is to be waited for.
+ */
+void
+afdw_note_row_locks(AfdwConn *conn)
+{
+	conn->locks_rows = true;
+}
+
+/*
  * commit_all
  *		Send COMMIT on every connection in a remote transaction, then wait
  *		for all the answers, so that commits of many servers overlap.
@@ -1910,9 +1925,11 @@ commit_all(void)
 		 * async_fdw only reads, and a REPEATABLE READ transaction that only
 		 * read has nothing to lose at COMMIT: its answer is read before the
 		 * connection's next use, off the critical path.  SERIALIZABLE ones
-		 * may fail to commit, so they are waited for.
+		 * may fail to commit, so they are waited for, and so are those
+		 * holding row locks (SELECT ... FOR UPDATE), which must be free for
+		 * others once the local COMMIT has returned.
 		 */
-		if (!IsolationIsSerializable())
+		if (!IsolationIsSerializable() && !entry->locks_rows)
 		{
 			entry->commit_pending = true;
 			entry->changing_xact_state = false;
@@ -2013,6 +2030,7 @@ xact_callback(XactEvent event, void *arg pg_attribute_unused())
 		Assert(event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
 			   entry->xact_depth == 0);
 		entry->xact_depth = 0;
+		entry->locks_rows = false;
 		entry->cursor_number = 0;
 		entry->owner = NULL;
 		entry->drain = NULL;

@@ -6,7 +6,9 @@
  * An expression is shipped to the remote server only when the remote
  * server computes exactly what the local one would: built-in immutable
  * operators and functions over the table's columns, constants and
- * parameters, with no collation other than the default involved.
+ * parameters, all of built-in types, with no collation other than the
+ * default involved.  Objects of the extensions named in the server's
+ * extensions option count as built in.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,7 +17,9 @@
 #include "access/htup_details.h"
 #include "access/sysattr.h"
 #include "access/transam.h"
+#include "catalog/dependency.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
@@ -23,6 +27,7 @@
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "optimizer/prep.h"
 #include "utils/builtins.h"
 #include <ctype.h>
 #include "utils/datetime.h"
@@ -39,6 +44,7 @@ typedef struct ShipContext
 {
 	PlannerInfo *root;
 	RelOptInfo *baserel;
+	List	   *extensions;		/* OIDs of the server's extensions option */
 } ShipContext;
 
 /* State of deparsing one expression. */
@@ -79,15 +85,38 @@ collation_ok(Oid coll)
 }
 
 /*
+ * object_shippable
+ *		True if object OID of catalog CLASSID exists with the same meaning on
+ *		the remote server: it is built in, or it belongs to an extension
+ *		that the server's extensions option (EXTENSIONS) says is installed
+ *		remotely too.
+ */
+static bool
+object_shippable(Oid oid, Oid classid, List *extensions)
+{
+	Oid			extension;
+
+	if (is_builtin(oid))
+		return true;
+	if (extensions == NIL)
+		return false;
+	extension = getExtensionOfObject(classid, oid);
+	return OidIsValid(extension) && list_member_oid(extensions, extension);
+}
+
+/*
  * type_shippable
  *		True if a value of TYPE can be written as a literal or parameter and
- *		read back remotely as the same value.
+ *		read back remotely as the same value, and the remote operators and
+ *		functions on it behave as the local ones: a type made by the user
+ *		(an enum, a domain with its CHECK) may have another meaning, or
+ *		another type altogether, on the remote side.
  *
  * The reg* types print names that the remote server would resolve to its
  * own, different objects.
  */
 static bool
-type_shippable(Oid type)
+type_shippable(Oid type, ShipContext *cxt)
 {
 	switch (type)
 	{
@@ -104,23 +133,44 @@ type_shippable(Oid type)
 		case REGROLEOID:
 			return false;
 		default:
-			return is_builtin(type);
+			return object_shippable(type, TypeRelationId, cxt->extensions);
 	}
 }
 
 /*
  * function_shippable
- *		True for a built-in immutable function.
+ *		True for an immutable function that is built in or belongs to a
+ *		listed extension.
  */
 static bool
-function_shippable(Oid funcid)
+function_shippable(Oid funcid, ShipContext *cxt)
 {
-	return is_builtin(funcid) && func_volatile(funcid) == PROVOLATILE_IMMUTABLE;
+	return object_shippable(funcid, ProcedureRelationId, cxt->extensions) &&
+		func_volatile(funcid) == PROVOLATILE_IMMUTABLE;
+}
+
+/*
+ * operator_shippable
+ *		True for an operator that is built in or belongs to a listed
+ *		extension, whose function FUNCID is immutable.  (The function of
+ *		such an operator is one too: an extension's operators call its own
+ *		functions or built-in ones.)
+ */
+static bool
+operator_shippable(Oid opno, Oid funcid, ShipContext *cxt)
+{
+	return object_shippable(opno, OperatorRelationId, cxt->extensions) &&
+		func_volatile(funcid) == PROVOLATILE_IMMUTABLE;
 }
 
 /*
  * ship_walker
  *		True if every node of NODE can be evaluated remotely.
+ *
+ * Besides the node's own objects, the type of every node's result, every
+ * column included, must be shippable: an operator on a column of a type
+ * the remote server may not have the same (a local enum or domain over a
+ * remote text or int) would compare or check another way remotely.
  */
 static bool
 ship_walker(Node *node, ShipContext *cxt)
@@ -136,25 +186,32 @@ ship_walker(Node *node, ShipContext *cxt)
 
 				if (var->varlevelsup != 0 || !collation_ok(var->varcollid))
 					return false;
-				if (var->varno == (int) cxt->baserel->relid)
-					return var->varattno > 0;	/* no system or whole-row */
+
+				/*
+				 * No whole-row reference and no system column but ctid,
+				 * whose remote value is the one the scan fetches.
+				 */
+				if (var->varno == (int) cxt->baserel->relid &&
+					var->varattno <= 0 &&
+					var->varattno != SelfItemPointerAttributeNumber)
+					return false;
 				/* Another relation's column becomes a parameter. */
-				return type_shippable(var->vartype);
+				break;
 			}
 
 		case T_Const:
-			{
-				Const	   *c = (Const *) node;
-
-				return type_shippable(c->consttype) && collation_ok(c->constcollid);
-			}
+			if (!collation_ok(((Const *) node)->constcollid))
+				return false;
+			break;
 
 		case T_Param:
 			{
 				Param	   *p = (Param *) node;
 
-				return (p->paramkind == PARAM_EXTERN || p->paramkind == PARAM_EXEC) &&
-					type_shippable(p->paramtype) && collation_ok(p->paramcollid);
+				if ((p->paramkind != PARAM_EXTERN && p->paramkind != PARAM_EXEC) ||
+					!collation_ok(p->paramcollid))
+					return false;
+				break;
 			}
 
 		case T_OpExpr:
@@ -163,10 +220,11 @@ ship_walker(Node *node, ShipContext *cxt)
 				OpExpr	   *op = (OpExpr *) node;
 
 				set_opfuncid(op);
-				if (!is_builtin(op->opno) || !function_shippable(op->opfuncid) ||
-					!collation_ok(op->inputcollid) || !collation_ok(op->opcollid))
+				if (!operator_shippable(op->opno, op->opfuncid, cxt) ||
+					!collation_ok(op->inputcollid) || !collation_ok(op->opcollid) ||
+					!ship_walker((Node *) op->args, cxt))
 					return false;
-				return ship_walker((Node *) op->args, cxt);
+				break;
 			}
 
 		case T_ScalarArrayOpExpr:
@@ -174,54 +232,62 @@ ship_walker(Node *node, ShipContext *cxt)
 				ScalarArrayOpExpr *op = (ScalarArrayOpExpr *) node;
 
 				set_sa_opfuncid(op);
-				if (!is_builtin(op->opno) || !function_shippable(op->opfuncid) ||
-					!collation_ok(op->inputcollid))
+				if (!operator_shippable(op->opno, op->opfuncid, cxt) ||
+					!collation_ok(op->inputcollid) ||
+					!ship_walker((Node *) op->args, cxt))
 					return false;
-				return ship_walker((Node *) op->args, cxt);
+				break;
 			}
 
 		case T_FuncExpr:
 			{
 				FuncExpr   *f = (FuncExpr *) node;
 
-				if (!function_shippable(f->funcid) || !is_builtin(f->funcresulttype) ||
-					!collation_ok(f->inputcollid) || !collation_ok(f->funccollid))
+				if (!function_shippable(f->funcid, cxt) ||
+					!collation_ok(f->inputcollid) || !collation_ok(f->funccollid) ||
+					!ship_walker((Node *) f->args, cxt))
 					return false;
-				return ship_walker((Node *) f->args, cxt);
+				break;
 			}
 
 		case T_BoolExpr:
-			return ship_walker((Node *) ((BoolExpr *) node)->args, cxt);
+			if (!ship_walker((Node *) ((BoolExpr *) node)->args, cxt))
+				return false;
+			break;
 
 		case T_NullTest:
 			{
 				NullTest   *nt = (NullTest *) node;
 
 				/* IS NULL of a row is true only if every field is null. */
-				if (nt->argisrow)
+				if (nt->argisrow || !ship_walker((Node *) nt->arg, cxt))
 					return false;
-				return ship_walker((Node *) nt->arg, cxt);
+				break;
 			}
 
 		case T_BooleanTest:
-			return ship_walker((Node *) ((BooleanTest *) node)->arg, cxt);
+			if (!ship_walker((Node *) ((BooleanTest *) node)->arg, cxt))
+				return false;
+			break;
 
 		case T_RelabelType:
 			{
 				RelabelType *r = (RelabelType *) node;
 
-				if (!is_builtin(r->resulttype) || !collation_ok(r->resultcollid))
+				if (!collation_ok(r->resultcollid) ||
+					!ship_walker((Node *) r->arg, cxt))
 					return false;
-				return ship_walker((Node *) r->arg, cxt);
+				break;
 			}
 
 		case T_ArrayExpr:
 			{
 				ArrayExpr  *a = (ArrayExpr *) node;
 
-				if (!type_shippable(a->array_typeid) || !collation_ok(a->array_collid))
+				if (!collation_ok(a->array_collid) ||
+					!ship_walker((Node *) a->elements, cxt))
 					return false;
-				return ship_walker((Node *) a->elements, cxt);
+				break;
 			}
 
 		case T_List:
@@ -233,12 +299,15 @@ ship_walker(Node *node, ShipContext *cxt)
 					if (!ship_walker((Node *) lfirst(lc), cxt))
 						return false;
 				}
+				/* A list has no type of its own. */
 				return true;
 			}
 
 		default:
 			return false;
 	}
+
+	return type_shippable(exprType(node), cxt);
 }
 
 /*
@@ -252,6 +321,7 @@ afdw_is_shippable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr)
 
 	cxt.root = root;
 	cxt.baserel = baserel;
+	cxt.extensions = ((AfdwRelInfo *) baserel->fdw_private)->extensions;
 	return ship_walker((Node *) expr, &cxt);
 }
 
@@ -385,15 +455,21 @@ afdw_deparse_binary_select(StringInfo buf, const char *sql, Relation rel,
 	appendStringInfoString(buf, "SELECT ");
 	foreach(lc, retrieved_attrs)
 	{
-		Form_pg_attribute att = TupleDescAttr(tupdesc, lfirst_int(lc) - 1);
-		HeapTuple	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(att->atttypid));
+		int			attnum = lfirst_int(lc);
+		Oid			type;
+		HeapTuple	tup;
+
+		/* The ctid is a tid on both sides. */
+		type = attnum == SelfItemPointerAttributeNumber ? TIDOID :
+			TupleDescAttr(tupdesc, attnum - 1)->atttypid;
+		tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
 
 		/*
 		 * The catalog name, qualified, and without a type modifier: the
 		 * SQL spellings would not do ("character" means char(1)).
 		 */
 		if (!HeapTupleIsValid(tup))
-			elog(ERROR, "cache lookup failed for type %u", att->atttypid);
+			elog(ERROR, "cache lookup failed for type %u", type);
 		appendStringInfo(buf, "%sc%d::pg_catalog.%s", i > 0 ? ", " : "", i + 1,
 						 quote_identifier(NameStr(((Form_pg_type) GETSTRUCT(tup))->typname)));
 		ReleaseSysCache(tup);
@@ -475,6 +551,20 @@ deparse_target_list(StringInfo buf, Relation rel, Bitmapset *attrs_used,
 		*retrieved_attrs = lappend_int(*retrieved_attrs, i);
 	}
 
+	/*
+	 * The remote row's ctid, when referenced: it becomes the local tuple's
+	 * ctid.  Other system columns would mean nothing locally.
+	 */
+	if (bms_is_member(SelfItemPointerAttributeNumber - FirstLowInvalidHeapAttributeNumber,
+					  attrs_used))
+	{
+		if (!first)
+			appendStringInfoString(buf, ", ");
+		first = false;
+		appendStringInfoString(buf, "ctid");
+		*retrieved_attrs = lappend_int(*retrieved_attrs, SelfItemPointerAttributeNumber);
+	}
+
 	/* No column needed (count(*), say): rows still have to come. */
 	if (first)
 		appendStringInfoString(buf, "NULL");
@@ -523,6 +613,44 @@ afdw_deparse_select(StringInfo buf, RelOptInfo *baserel,
 }
 
 /*
+ * afdw_deparse_locking_clause
+ *		Append to BUF the locking clause the remote SELECT of BASEREL needs
+ *		when the query locks the relation's rows (SELECT ... FOR UPDATE or
+ *		FOR SHARE naming it, or all of its tables); true if it needs one.
+ *
+ * The rows are locked remotely as they are fetched, as postgres_fdw does,
+ * rather than locked again afterwards as local rows are.  The key and
+ * NOWAIT variants are not passed on either, as with postgres_fdw: FOR NO
+ * KEY UPDATE becomes FOR UPDATE, FOR KEY SHARE becomes FOR SHARE.  A
+ * partition of a partitioned table has a row mark of its own, copied
+ * from the parent's.
+ */
+bool
+afdw_deparse_locking_clause(StringInfo buf, PlannerInfo *root,
+							RelOptInfo *baserel)
+{
+	PlanRowMark *rc = get_plan_rowmark(root->rowMarks, baserel->relid);
+
+	if (rc == NULL)
+		return false;
+	switch (rc->strength)
+	{
+		case LCS_NONE:
+			/* A table of the query that is not locked. */
+			return false;
+		case LCS_FORKEYSHARE:
+		case LCS_FORSHARE:
+			appendStringInfoString(buf, " FOR SHARE");
+			return true;
+		case LCS_FORNOKEYUPDATE:
+		case LCS_FORUPDATE:
+			appendStringInfoString(buf, " FOR UPDATE");
+			return true;
+	}
+	return false;
+}
+
+/*
  * afdw_deparse_analyze
  *		The remote SELECT of every column of REL, for ANALYZE.
  */
@@ -544,7 +672,16 @@ afdw_deparse_analyze(StringInfo buf, Relation rel, List **retrieved_attrs)
 static void
 append_type_name(StringInfo buf, Oid type, int32 typmod)
 {
-	appendStringInfoString(buf, format_type_with_typemod(type, typmod));
+	bits16		flags = FORMAT_TYPE_TYPEMOD_GIVEN;
+
+	/*
+	 * Built-in types live in pg_catalog, the remote session's search_path;
+	 * an extension's type is named with its schema, whatever the local
+	 * search_path would leave out.
+	 */
+	if (!is_builtin(type))
+		flags |= FORMAT_TYPE_FORCE_QUALIFY;
+	appendStringInfoString(buf, format_type_extended(type, typmod, flags));
 }
 
 /*
@@ -660,9 +797,13 @@ output_ignores_settings(Oid type)
  * deparse_const
  *		Append constant C, with a cast wherever the literal alone would be
  *		read as another type.
+ *
+ * With BARE, a constant printed as a quoted literal or NULL gets no cast:
+ * the remote parser gives it the type of what it is compared with (see
+ * deparse_opexpr).  Numbers and Booleans are printed as usual.
  */
 static void
-deparse_const(Const *c, DeparseContext *cxt)
+deparse_const(Const *c, DeparseContext *cxt, bool bare)
 {
 	StringInfo	buf = cxt->buf;
 	Oid			typoutput;
@@ -672,8 +813,12 @@ deparse_const(Const *c, DeparseContext *cxt)
 
 	if (c->constisnull)
 	{
-		appendStringInfoString(buf, "NULL::");
-		append_type_name(buf, c->consttype, c->consttypmod);
+		appendStringInfoString(buf, "NULL");
+		if (!bare)
+		{
+			appendStringInfoString(buf, "::");
+			append_type_name(buf, c->consttype, c->consttypmod);
+		}
 		return;
 	}
 
@@ -712,6 +857,7 @@ deparse_const(Const *c, DeparseContext *cxt)
 
 		default:
 			append_literal(buf, val);
+			cast = !bare;
 			break;
 	}
 
@@ -758,8 +904,8 @@ deparse_param(Expr *expr, DeparseContext *cxt)
  * deparse_operator_name
  *		Append the name of operator OPNO.
  *
- * Shipped operators are built-in, and remote sessions search pg_catalog
- * only, so the bare name finds the same operator.
+ * Remote sessions search pg_catalog only: the bare name finds a built-in
+ * operator, an extension's needs its schema.
  */
 static void
 deparse_operator_name(Oid opno, DeparseContext *cxt, char *kind)
@@ -770,25 +916,77 @@ deparse_operator_name(Oid opno, DeparseContext *cxt, char *kind)
 	if (!HeapTupleIsValid(tup))
 		elog(ERROR, "cache lookup failed for operator %u", opno);
 	form = (Form_pg_operator) GETSTRUCT(tup);
-	appendStringInfoString(cxt->buf, NameStr(form->oprname));
+	if (form->oprnamespace == PG_CATALOG_NAMESPACE)
+		appendStringInfoString(cxt->buf, NameStr(form->oprname));
+	else
+	{
+		/* An extension's operator, in the schema of its extension. */
+		appendStringInfo(cxt->buf, "OPERATOR(%s.%s)",
+						 quote_identifier(get_namespace_name(form->oprnamespace)),
+						 NameStr(form->oprname));
+	}
 	*kind = form->oprkind;
 	ReleaseSysCache(tup);
 }
 
 /*
+ * is_own_column
+ *		True if EXPR prints as a bare column of the scanned table: a column,
+ *		or one under a relabelling that prints as nothing (varchar used as
+ *		text, say).
+ */
+static bool
+is_own_column(Expr *expr, DeparseContext *cxt)
+{
+	if (IsA(expr, RelabelType) &&
+		((RelabelType *) expr)->relabelformat == COERCE_IMPLICIT_CAST)
+		expr = ((RelabelType *) expr)->arg;
+	return IsA(expr, Var) &&
+		((Var *) expr)->varno == (int) cxt->baserel->relid &&
+		((Var *) expr)->varlevelsup == 0;
+}
+
+/*
  * deparse_opexpr
  *		Append an operator expression, prefix or infix.
+ *
+ * A constant compared with one of the table's columns of the very same
+ * type is printed without a cast when it is a quoted literal, as
+ * postgres_fdw does: the remote parser then reads it as the remote
+ * column's type, so that a column declared text locally over a remote
+ * enum or char(n) is compared the remote column's way (with a cast, the
+ * remote server would look for an operator of its type and text, and fail
+ * or compare otherwise).
  */
 static void
 deparse_opexpr(OpExpr *op, DeparseContext *cxt, bool distinct)
 {
 	StringInfo	buf = cxt->buf;
 	char		kind;
+	bool		bare_left = false;
+	bool		bare_right = false;
+
+	if (!distinct && list_length(op->args) == 2)
+	{
+		Expr	   *left = linitial(op->args);
+		Expr	   *right = lsecond(op->args);
+
+		if (exprType((Node *) left) == exprType((Node *) right))
+		{
+			if (IsA(left, Const))
+				bare_left = is_own_column(right, cxt);
+			else if (IsA(right, Const))
+				bare_right = is_own_column(left, cxt);
+		}
+	}
 
 	appendStringInfoChar(buf, '(');
 	if (list_length(op->args) == 2)
 	{
-		deparse_expr(linitial(op->args), cxt);
+		if (bare_left)
+			deparse_const(linitial(op->args), cxt, true);
+		else
+			deparse_expr(linitial(op->args), cxt);
 		appendStringInfoChar(buf, ' ');
 	}
 	if (distinct)
@@ -796,7 +994,10 @@ deparse_opexpr(OpExpr *op, DeparseContext *cxt, bool distinct)
 	else
 		deparse_operator_name(op->opno, cxt, &kind);
 	appendStringInfoChar(buf, ' ');
-	deparse_expr(llast(op->args), cxt);
+	if (bare_right)
+		deparse_const(llast(op->args), cxt, true);
+	else
+		deparse_expr(llast(op->args), cxt);
 	appendStringInfoChar(buf, ')');
 }
 
@@ -825,6 +1026,10 @@ deparse_funcexpr(FuncExpr *f, DeparseContext *cxt)
 		return;
 	}
 
+	/* Remote sessions search pg_catalog only; an extension's has a schema. */
+	if (get_func_namespace(f->funcid) != PG_CATALOG_NAMESPACE)
+		appendStringInfo(buf, "%s.",
+						 quote_identifier(get_namespace_name(get_func_namespace(f->funcid))));
 	appendStringInfo(buf, "%s(", quote_identifier(get_func_name(f->funcid)));
 	foreach(lc, f->args)
 	{
@@ -853,7 +1058,10 @@ deparse_expr(Expr *node, DeparseContext *cxt)
 			{
 				Var		   *var = (Var *) node;
 
-				if (var->varno == (int) cxt->baserel->relid)
+				if (var->varno == (int) cxt->baserel->relid &&
+					var->varattno == SelfItemPointerAttributeNumber)
+					appendStringInfoString(buf, "ctid");
+				else if (var->varno == (int) cxt->baserel->relid)
 					appendStringInfoString(buf,
 										   quote_identifier(remote_column_name(cxt->rel,
 																			   var->varattno)));
@@ -863,7 +1071,7 @@ deparse_expr(Expr *node, DeparseContext *cxt)
 			}
 
 		case T_Const:
-			deparse_const((Const *) node, cxt);
+			deparse_const((Const *) node, cxt, false);
 			break;
 
 		case T_Param:

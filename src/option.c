@@ -20,10 +20,12 @@
 #include "catalog/pg_user_mapping.h"
 #include "catalog/pg_attribute.h"
 #include "commands/defrem.h"
+#include "commands/extension.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/varlena.h"
 
 #include "async_fdw.h"
 
@@ -34,7 +36,8 @@ typedef enum AfdwOptionKind
 	AFDW_OPT_BOOL,
 	AFDW_OPT_POSITIVE_INT,
 	AFDW_OPT_COST,
-	AFDW_OPT_FETCH_MODE			/* auto, stream or cursor */
+	AFDW_OPT_FETCH_MODE,		/* auto, stream or cursor */
+	AFDW_OPT_EXTENSIONS			/* a list of extension names */
 } AfdwOptionKind;
 
 /* One valid option: its name, where it may appear, how its value looks. */
@@ -56,6 +59,7 @@ static const AfdwOption own_options[] = {
 	{"keep_connections", ForeignServerRelationId, AFDW_OPT_BOOL, false},
 	{"max_connections", ForeignServerRelationId, AFDW_OPT_POSITIVE_INT, false},
 	{"fetch_mode", ForeignServerRelationId, AFDW_OPT_FETCH_MODE, false},
+	{"extensions", ForeignServerRelationId, AFDW_OPT_EXTENSIONS, false},
 	/* user mappings */
 	{"password_required", UserMappingRelationId, AFDW_OPT_BOOL, false},
 	{"sslcert", UserMappingRelationId, AFDW_OPT_STRING, true},
@@ -278,6 +282,10 @@ check_option_value(const AfdwOption *opt, const char *value)
 			if (!parse_real(value, &d, 0, NULL) || d < 0 || isinf(d) || isnan(d))
 				expected = "a finite, non-negative number";
 			break;
+		case AFDW_OPT_EXTENSIONS:
+			/* Names not installed here are only warned of. */
+			list_free(afdw_extension_list(value, true));
+			break;
 	}
 
 	if (expected != NULL)
@@ -450,4 +458,54 @@ int
 afdw_fetch_size_option(List *options, int current)
 {
 	return afdw_int_option(options, "fetch_size", current);
+}
+
+/*
+ * afdw_extension_list
+ *		The OIDs of the extensions named in VALUE, a comma-separated list of
+ *		names (quoted as identifiers where needed).  Names of extensions not
+ *		installed here are left out, with a warning if WARN_MISSING.
+ */
+List *
+afdw_extension_list(const char *value, bool warn_missing)
+{
+	char	   *copy = pstrdup(value);
+	List	   *names;
+	List	   *oids = NIL;
+	ListCell   *lc;
+
+	if (!SplitIdentifierString(copy, ',', &names))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parameter \"%s\" must be a list of extension names",
+						"extensions")));
+
+	foreach(lc, names)
+	{
+		const char *name = (const char *) lfirst(lc);
+		Oid			oid = get_extension_oid(name, true);
+
+		if (OidIsValid(oid))
+			oids = lappend_oid(oids, oid);
+		else if (warn_missing)
+			ereport(WARNING,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("extension \"%s\" is not installed", name)));
+	}
+	list_free(names);
+	pfree(copy);
+	return oids;
+}
+
+/*
+ * afdw_extensions_option
+ *		The OIDs of the extensions of the extensions option in OPTIONS (a
+ *		server's), NIL when absent.
+ */
+List *
+afdw_extensions_option(List *options)
+{
+	const char *value = find_def(options, "extensions");
+
+	return value ? afdw_extension_list(value, false) : NIL;
 }

@@ -58,6 +58,7 @@ typedef struct RowBuilder
 	Oid		   *recv_ioparams;
 	char	   *recv_kinds;		/* RECV_ kind of each column */
 	MemoryContext row_cxt;		/* input functions' garbage; reset per batch */
+	ItemPointerData ctid;		/* the latest row's remote ctid, if fetched */
 } RowBuilder;
 
 /*
@@ -206,6 +207,9 @@ typedef struct AfdwScanState
 	/* The query runs inside another statement (see afdw_send_in_xact). */
 	bool		nested;
 
+	/* SELECT ... FOR UPDATE/SHARE: the scan locks the remote rows. */
+	bool		locks_rows;
+
 	/*
 	 * An error that ended a stream after rows that are still to be used:
 	 * raised when the scan needs the rows after them.
@@ -349,6 +353,7 @@ init_row_builder(RowBuilder *rb, Relation rel, List *retrieved_attrs,
 		}
 	}
 	rb->row_cxt = row_cxt;
+	ItemPointerSetInvalid(&rb->ctid);
 }
 
 /*
@@ -413,6 +418,18 @@ convert_row(RowBuilder *rb, int nfields, Datum *values, bool *nulls)
 		int			attnum = lfirst_int(lc);
 		char	   *value = rb->fields[col++];
 
+		if (attnum == SelfItemPointerAttributeNumber)
+		{
+			/* The remote ctid, for the slot's tts_tid. */
+			pos.attnum = 0;
+			if (value == NULL)
+				ItemPointerSetInvalid(&rb->ctid);
+			else
+				ItemPointerCopy((ItemPointer) DatumGetPointer(DirectFunctionCall1(tidin,
+																		CStringGetDatum(value))),
+								&rb->ctid);
+			continue;
+		}
 		pos.attnum = attnum;
 		nulls[attnum - 1] = (value == NULL);
 		if (value == NULL && rb->in_kinds[attnum - 1] != IN_CALL)
@@ -501,6 +518,23 @@ convert_binary_row(RowBuilder *rb, char *data, int len, bool in_place,
 		memcpy(&n32, p, 4);
 		p += 4;
 		flen = (int32) pg_ntoh32(n32);
+		if (i + 1 == SelfItemPointerAttributeNumber)
+		{
+			uint16		n16b;
+
+			/* The remote ctid: a block number and an offset. */
+			pos.attnum = 0;
+			ItemPointerSetInvalid(&rb->ctid);
+			if (flen == -1)
+				continue;
+			if (flen != 6 || end - p < 6)
+				bad_binary_row(rb);
+			memcpy(&n32, p, 4);
+			memcpy(&n16b, p + 4, 2);
+			ItemPointerSet(&rb->ctid, pg_ntoh32(n32), pg_ntoh16(n16b));
+			p += 6;
+			continue;
+		}
 		if (flen == -1)
 			continue;
 		if (flen < 0 || flen > end - p)
@@ -832,11 +866,44 @@ set_binary_status(Oid relid, BinaryStatus status)
 }
 
 /*
+ * names_by_oid
+ *		True for the types whose values are objects named by their OIDs
+ *		(regclass, regrole, ...), and arrays of them.  Their binary form
+ *		is the remote object's OID, which names another object locally, or
+ *		none; their text form is the name, which the local input function
+ *		looks up, as with postgres_fdw.
+ */
+static bool
+names_by_oid(Oid type)
+{
+	Oid			element = get_element_type(type);
+
+	switch (OidIsValid(element) ? element : type)
+	{
+		case REGPROCOID:
+		case REGPROCEDUREOID:
+		case REGOPEROID:
+		case REGOPERATOROID:
+		case REGCLASSOID:
+		case REGTYPEOID:
+		case REGCOLLATIONOID:
+		case REGCONFIGOID:
+		case REGDICTIONARYOID:
+		case REGNAMESPACEOID:
+		case REGROLEOID:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
  * prepare_binary
  *		Whether the scan's rows may stream in binary format: every column
  *		has a built-in type (the same type, with the same binary form, on a
- *		server of the same major version) with a receive function.  If so,
- *		look the receive functions up.
+ *		server of the same major version) with a receive function, and
+ *		whose binary form means the same on both servers (not an OID).  If
+ *		so, look the receive functions up.
  */
 static bool
 prepare_binary(AfdwScanState *st)
@@ -855,12 +922,16 @@ prepare_binary(AfdwScanState *st)
 	foreach(lc, st->retrieved_attrs)
 	{
 		int			attnum = lfirst_int(lc);
-		Form_pg_attribute att = TupleDescAttr(tupdesc, attnum - 1);
+		Form_pg_attribute att;
 		HeapTuple	tup;
 		Form_pg_type typ;
 		bool		ok;
 
-		if (att->atttypid >= FirstGenbkiObjectId)
+		/* convert_binary_row reads the ctid itself. */
+		if (attnum == SelfItemPointerAttributeNumber)
+			continue;
+		att = TupleDescAttr(tupdesc, attnum - 1);
+		if (att->atttypid >= FirstGenbkiObjectId || names_by_oid(att->atttypid))
 			return false;
 		tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(att->atttypid));
 		if (!HeapTupleIsValid(tup))
@@ -1182,6 +1253,16 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 
 	st->conn = afdw_acquire_connection(scan_user(plan, estate, st->rel));
 
+	/*
+	 * SELECT ... FOR UPDATE/SHARE: the remote rows stay locked until the
+	 * remote COMMIT, which must be over when the local one is.
+	 */
+	st->locks_rows = (estate->es_rowmarks != NULL &&
+					  estate->es_rowmarks[plan->scan.scanrelid - 1] != NULL &&
+					  estate->es_rowmarks[plan->scan.scanrelid - 1]->strength != LCS_NONE);
+	if (st->locks_rows)
+		afdw_note_row_locks(st->conn);
+
 	/* From here on the scan is referenced from outside its memory. */
 	st->cleanup.func = scan_cleanup;
 	st->cleanup.arg = st;
@@ -1423,6 +1504,8 @@ send_start(AfdwScanState *st)
 
 	/* A connection that cannot join the remote transaction shares another. */
 	st->conn = afdw_join_target(st->conn);
+	if (st->locks_rows)
+		afdw_note_row_locks(st->conn);
 
 	initStringInfo(&sql);
 
@@ -1801,6 +1884,7 @@ store_row(AfdwScanState *st, TupleTableSlot *slot)
 		convert_binary_row(rb, LINE(st, row), st->line_lens[row], !reread,
 						   slot->tts_values, slot->tts_isnull);
 		ExecStoreVirtualTuple(slot);
+		slot->tts_tid = rb->ctid;
 		return;
 	}
 	if (st->batch_res != NULL)
@@ -1820,6 +1904,8 @@ store_row(AfdwScanState *st, TupleTableSlot *slot)
 	}
 	convert_row(rb, nfields, slot->tts_values, slot->tts_isnull);
 	ExecStoreVirtualTuple(slot);
+	/* Invalid unless the remote ctid is fetched (it is referenced). */
+	slot->tts_tid = rb->ctid;
 }
 
 /*
