@@ -479,11 +479,12 @@ password_required(UserMapping *user)
  *
  * Without this, a non-superuser could log in to the remote server as
  * whatever the local server's operating system account is trusted as.
+ * Called before connecting (CONN NULL) and once connected.
  */
 static void
 check_password_rules(UserMapping *user, PGconn *conn, const char *servername)
 {
-	bool		has_password = false;
+	const char *password = NULL;
 	ListCell   *lc;
 
 	if (superuser_arg(user->userid) || !password_required(user))
@@ -494,10 +495,14 @@ check_password_rules(UserMapping *user, PGconn *conn, const char *servername)
 		DefElem    *def = (DefElem *) lfirst(lc);
 
 		if (strcmp(def->defname, "password") == 0)
-			has_password = true;
+			password = defGetString(def);
 	}
 
-	if (conn == NULL && !has_password)
+	/*
+	 * An empty password counts as none: libpq then looks the password up
+	 * in the local server's password file, which is not the user's.
+	 */
+	if (conn == NULL && (password == NULL || password[0] == '\0'))
 		ereport(ERROR,
 				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
 				 errmsg("password is required"),
@@ -512,6 +517,21 @@ check_password_rules(UserMapping *user, PGconn *conn, const char *servername)
 				 errdetail("Server \"%s\" did not ask for the password, and a non-superuser may only connect with one.",
 						   servername),
 				 errhint("Make the remote server ask for a password, or have a superuser set password_required to false.")));
+
+	/*
+	 * The password that libpq sent must be the mapping's own, not one it
+	 * found elsewhere (a password file, a service file): a non-empty
+	 * password keeps libpq from looking, but do not depend on that.
+	 */
+	if (conn != NULL &&
+		(password == NULL || PQpass(conn) == NULL ||
+		 strcmp(PQpass(conn), password) != 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+				 errmsg("password is required"),
+				 errdetail("The connection to server \"%s\" used a password other than the user mapping's.",
+						   servername),
+				 errhint("A non-superuser may only connect with the password of the user mapping.")));
 }
 
 /*
