@@ -25,6 +25,14 @@
 #define AFDW_DEFAULT_TUPLE_COST			0.01
 #define AFDW_DEFAULT_MAX_CONNECTIONS	4
 
+/*
+ * Upper bound of max_connections.  Each connection is a backend on the
+ * remote server, whose own max_connections is 100 by default, so a pool
+ * far larger could never be filled; and each scan start walks the pool's
+ * slots, creating those it visits, so the bound also bounds that walk.
+ */
+#define AFDW_MAX_MAX_CONNECTIONS		256
+
 /* How a scan reads its rows: the fetch_mode option. */
 typedef enum AfdwFetchMode
 {

@@ -264,8 +264,10 @@ AfdwConn *
 afdw_acquire_connection(UserMapping *user)
 {
 	ForeignServer *server = GetForeignServer(user->serverid);
-	int			max = afdw_int_option(server->options, "max_connections",
-									  AFDW_DEFAULT_MAX_CONNECTIONS);
+	/* A value stored before the validator bounded it is bounded here. */
+	int			max = Min(afdw_int_option(server->options, "max_connections",
+										  AFDW_DEFAULT_MAX_CONNECTIONS),
+						  AFDW_MAX_MAX_CONNECTIONS);
 	AfdwConn   *best = NULL;
 	AfdwConn   *entry;
 

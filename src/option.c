@@ -34,7 +34,8 @@ typedef enum AfdwOptionKind
 	AFDW_OPT_BOOL,
 	AFDW_OPT_POSITIVE_INT,
 	AFDW_OPT_COST,
-	AFDW_OPT_FETCH_MODE			/* auto, stream or cursor */
+	AFDW_OPT_FETCH_MODE,		/* auto, stream or cursor */
+	AFDW_OPT_MAX_CONNECTIONS	/* 1 to AFDW_MAX_MAX_CONNECTIONS */
 } AfdwOptionKind;
 
 /* One valid option: its name, where it may appear, how its value looks. */
@@ -54,7 +55,7 @@ static const AfdwOption own_options[] = {
 	{"fdw_startup_cost", ForeignServerRelationId, AFDW_OPT_COST, false},
 	{"fdw_tuple_cost", ForeignServerRelationId, AFDW_OPT_COST, false},
 	{"keep_connections", ForeignServerRelationId, AFDW_OPT_BOOL, false},
-	{"max_connections", ForeignServerRelationId, AFDW_OPT_POSITIVE_INT, false},
+	{"max_connections", ForeignServerRelationId, AFDW_OPT_MAX_CONNECTIONS, false},
 	{"fetch_mode", ForeignServerRelationId, AFDW_OPT_FETCH_MODE, false},
 	/* user mappings */
 	{"password_required", UserMappingRelationId, AFDW_OPT_BOOL, false},
@@ -256,6 +257,7 @@ check_option_value(const AfdwOption *opt, const char *value)
 {
 	bool		b;
 	double		d;
+	int			i;
 	const char *expected = NULL;	/* what the value should have been */
 
 	switch (opt->kind)
@@ -269,6 +271,11 @@ check_option_value(const AfdwOption *opt, const char *value)
 		case AFDW_OPT_POSITIVE_INT:
 			if (!parse_positive_int(value, NULL))
 				expected = "an integer between 1 and 2147483647";
+			break;
+		case AFDW_OPT_MAX_CONNECTIONS:
+			if (!parse_positive_int(value, &i) || i > AFDW_MAX_MAX_CONNECTIONS)
+				expected = psprintf("an integer between 1 and %d",
+									AFDW_MAX_MAX_CONNECTIONS);
 			break;
 		case AFDW_OPT_FETCH_MODE:
 			if (afdw_parse_fetch_mode(value) < 0)
