@@ -83,6 +83,14 @@ extern double afdw_real_option(List *options, const char *name, double current);
 extern int	afdw_int_option(List *options, const char *name, int current);
 extern bool afdw_is_libpq_option(const char *name);
 
+/* async_fdw.c */
+
+/*
+ * The async_fdw.application_name setting: when it is not empty after its
+ * escapes are replaced, the application_name of new remote connections.
+ */
+extern PGDLLIMPORT char *afdw_application_name;
+
 /* connection.c */
 typedef void (*AfdwDrainFn) (void *owner);
 extern void afdw_connection_init(void);

@@ -23,6 +23,7 @@
 #include "access/xact.h"
 #include "common/hashfn.h"
 #include "catalog/pg_user_mapping.h"
+#include "commands/dbcommands.h"
 #include "commands/defrem.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
@@ -33,6 +34,7 @@
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/timestamp.h"
 
 #include "async_fdw.h"
@@ -568,6 +570,120 @@ connect_timeout_ms(List *options)
 }
 
 /*
+ * expand_application_name
+ *		FMT with its escapes replaced by facts about the local session.
+ *
+ * The escapes are postgres_fdw 15's: %a the local application_name, %c the
+ * session id (as in log_line_prefix), %C cluster_name, %d the database,
+ * %p the backend's process id, %u the user who logged in, %% a percent
+ * sign.  Like postgres_fdw, an unknown escape and a lone trailing '%' are
+ * dropped, and there is no padding (%-10u).  Characters other than
+ * printable ASCII and the length are left to the remote server, which
+ * treats them as for any client (replaced by '?', cut at 63 bytes).
+ */
+static char *
+expand_application_name(const char *fmt)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (const char *p = fmt; *p != '\0'; p++)
+	{
+		if (*p != '%')
+		{
+			appendStringInfoChar(&buf, *p);
+			continue;
+		}
+		if (p[1] == '\0')
+			break;
+		p++;
+		switch (*p)
+		{
+			case '%':
+				appendStringInfoChar(&buf, '%');
+				break;
+			case 'a':
+				if (application_name != NULL)
+					appendStringInfoString(&buf, application_name);
+				break;
+			case 'c':
+				appendStringInfo(&buf, "%lx.%x", (long) MyStartTime, MyProcPid);
+				break;
+			case 'C':
+				if (cluster_name != NULL)
+					appendStringInfoString(&buf, cluster_name);
+				break;
+			case 'p':
+				appendStringInfo(&buf, "%d", MyProcPid);
+				break;
+			case 'd':
+			case 'u':
+				/*
+				 * The names the client logged in with, looked up rather
+				 * than read from MyProcPort, whose header needs GSSAPI's.
+				 * A background worker has no client: nothing, as in
+				 * postgres_fdw.
+				 */
+				if (MyProcPort != NULL)
+				{
+					const char *name = (*p == 'd') ?
+						get_database_name(MyDatabaseId) :
+						GetUserNameFromId(GetAuthenticatedUserId(), true);
+
+					appendStringInfoString(&buf, name != NULL ? name : "[unknown]");
+				}
+				break;
+			default:
+				break;
+		}
+	}
+	return buf.data;
+}
+
+/*
+ * choose_application_name
+ *		The application_name of a new connection for SERVER and USER, or
+ *		NULL to leave it to fallback_application_name.
+ *
+ * As in postgres_fdw 15, the async_fdw.application_name setting comes
+ * first, then the user mapping's and the server's application_name; the
+ * first that is not empty once its escapes are replaced wins.
+ */
+static char *
+choose_application_name(ForeignServer *server, UserMapping *user)
+{
+	List	   *candidates = NIL;
+	List	   *option_lists[2];
+	ListCell   *lc;
+
+	if (afdw_application_name != NULL && afdw_application_name[0] != '\0')
+		candidates = lappend(candidates, afdw_application_name);
+
+	option_lists[0] = user->options;
+	option_lists[1] = server->options;
+	for (size_t i = 0; i < lengthof(option_lists); i++)
+	{
+		foreach(lc, option_lists[i])
+		{
+			DefElem    *def = (DefElem *) lfirst(lc);
+
+			if (strcmp(def->defname, "application_name") == 0)
+				candidates = lappend(candidates, defGetString(def));
+		}
+	}
+
+	foreach(lc, candidates)
+	{
+		char	   *name = expand_application_name((const char *) lfirst(lc));
+
+		if (name[0] != '\0')
+			return name;
+		pfree(name);
+	}
+	return NULL;
+}
+
+/*
  * connect_entry
  *		Open ENTRY's connection for USER, waiting interruptibly.
  */
@@ -584,6 +700,7 @@ connect_entry(AfdwConn *entry, UserMapping *user)
 	PGconn	   *volatile conn = NULL;
 	long		timeout;
 	TimestampTz start = GetCurrentTimestamp();
+	char	   *appname;
 
 	entry->serverid = server->serverid;
 	namestrcpy(&entry->servername, server->servername);
@@ -602,7 +719,9 @@ connect_entry(AfdwConn *entry, UserMapping *user)
 
 	check_password_rules(user, NULL, server->servername);
 
-	max = list_length(server->options) + list_length(user->options) + 4;
+	/* The users' options, then options, application_name,
+	 * fallback_application_name, client_encoding and the end. */
+	max = list_length(server->options) + list_length(user->options) + 5;
 	keywords = palloc(sizeof(char *) * max);
 	values = palloc(sizeof(char *) * max);
 
@@ -612,6 +731,9 @@ connect_entry(AfdwConn *entry, UserMapping *user)
 		DefElem    *def = (DefElem *) lfirst(lc);
 
 		if (!afdw_is_libpq_option(def->defname))
+			continue;
+		/* Its escapes are replaced below. */
+		if (strcmp(def->defname, "application_name") == 0)
 			continue;
 		/* Users' own startup options go first, so that ours win. */
 		if (strcmp(def->defname, "options") == 0)
@@ -626,6 +748,12 @@ connect_entry(AfdwConn *entry, UserMapping *user)
 	appendStringInfoString(&options, AFDW_SESSION_OPTIONS);
 	keywords[n] = "options";
 	values[n++] = options.data;
+	appname = choose_application_name(server, user);
+	if (appname != NULL)
+	{
+		keywords[n] = "application_name";
+		values[n++] = appname;
+	}
 	keywords[n] = "fallback_application_name";
 	values[n++] = "async_fdw";
 	keywords[n] = "client_encoding";
@@ -707,6 +835,8 @@ connect_entry(AfdwConn *entry, UserMapping *user)
 	pfree(keywords);
 	pfree(values);
 	pfree(options.data);
+	if (appname != NULL)
+		pfree(appname);
 }
 
 /*
