@@ -424,3 +424,17 @@ DROP FUNCTION afdw_opt_try(text);
 DROP FUNCTION afdw_opt_sorted(text[]);
 SELECT srvname FROM pg_foreign_server ORDER BY 1;
 SELECT count(*) FROM pg_roles WHERE rolname = 'regress_afdw_user';
+
+--
+-- max_connections is bounded: each scan start walks the pool's slots.
+--
+CREATE SERVER afdw_opt_maxconn FOREIGN DATA WRAPPER async_fdw
+  OPTIONS (max_connections '256');
+ALTER SERVER afdw_opt_maxconn OPTIONS (SET max_connections '1');
+ALTER SERVER afdw_opt_maxconn OPTIONS (SET max_connections '257');
+ALTER SERVER afdw_opt_maxconn OPTIONS (SET max_connections '2147483647');
+CREATE SERVER afdw_opt_maxconn2 FOREIGN DATA WRAPPER async_fdw
+  OPTIONS (max_connections '1000000');
+SELECT srvname, srvoptions FROM pg_foreign_server
+  WHERE srvname LIKE 'afdw_opt_maxconn%';
+DROP SERVER afdw_opt_maxconn;

@@ -42,13 +42,25 @@ enum AfdwScanPrivate
 
 void		_PG_init(void);
 
+/* async_fdw.application_name: see afdw_application_name in async_fdw.h. */
+char	   *afdw_application_name = NULL;
+
 /*
  * _PG_init
- *		Reserve the async_fdw. prefix of settings.
+ *		Define async_fdw's settings and reserve their prefix.
  */
 void
 _PG_init(void)
 {
+	DefineCustomStringVariable("async_fdw.application_name",
+							   "Sets the application name used on remote servers.",
+							   "Overrides the server's application_name option; escapes such as %u and %d are replaced. Takes effect on new connections.",
+							   &afdw_application_name,
+							   "",
+							   PGC_USERSET,
+							   0,
+							   NULL, NULL, NULL);
+
 	MarkGUCPrefixReserved("async_fdw");
 }
 

@@ -25,6 +25,14 @@
 #define AFDW_DEFAULT_TUPLE_COST			0.01
 #define AFDW_DEFAULT_MAX_CONNECTIONS	4
 
+/*
+ * Upper bound of max_connections.  Each connection is a backend on the
+ * remote server, whose own max_connections is 100 by default, so a pool
+ * far larger could never be filled; and each scan start walks the pool's
+ * slots, creating those it visits, so the bound also bounds that walk.
+ */
+#define AFDW_MAX_MAX_CONNECTIONS		256
+
 /* How a scan reads its rows: the fetch_mode option. */
 typedef enum AfdwFetchMode
 {
@@ -79,6 +87,14 @@ extern int	afdw_int_option(List *options, const char *name, int current);
 extern bool afdw_is_libpq_option(const char *name);
 extern List *afdw_extension_list(const char *value, bool warn_missing);
 extern List *afdw_extensions_option(List *options);
+
+/* async_fdw.c */
+
+/*
+ * The async_fdw.application_name setting: when it is not empty after its
+ * escapes are replaced, the application_name of new remote connections.
+ */
+extern PGDLLIMPORT char *afdw_application_name;
 
 /* connection.c */
 typedef void (*AfdwDrainFn) (void *owner);

@@ -23,6 +23,7 @@
 #include "access/xact.h"
 #include "common/hashfn.h"
 #include "catalog/pg_user_mapping.h"
+#include "commands/dbcommands.h"
 #include "commands/defrem.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
@@ -33,6 +34,7 @@
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/timestamp.h"
 
 #include "async_fdw.h"
@@ -286,8 +288,10 @@ AfdwConn *
 afdw_acquire_connection(UserMapping *user)
 {
 	ForeignServer *server = GetForeignServer(user->serverid);
-	int			max = afdw_int_option(server->options, "max_connections",
-									  AFDW_DEFAULT_MAX_CONNECTIONS);
+	/* A value stored before the validator bounded it is bounded here. */
+	int			max = Min(afdw_int_option(server->options, "max_connections",
+										  AFDW_DEFAULT_MAX_CONNECTIONS),
+						  AFDW_MAX_MAX_CONNECTIONS);
 	AfdwConn   *best = NULL;
 	AfdwConn   *entry;
 
@@ -501,11 +505,12 @@ password_required(UserMapping *user)
  *
  * Without this, a non-superuser could log in to the remote server as
  * whatever the local server's operating system account is trusted as.
+ * Called before connecting (CONN NULL) and once connected.
  */
 static void
 check_password_rules(UserMapping *user, PGconn *conn, const char *servername)
 {
-	bool		has_password = false;
+	const char *password = NULL;
 	ListCell   *lc;
 
 	if (superuser_arg(user->userid) || !password_required(user))
@@ -516,10 +521,14 @@ check_password_rules(UserMapping *user, PGconn *conn, const char *servername)
 		DefElem    *def = (DefElem *) lfirst(lc);
 
 		if (strcmp(def->defname, "password") == 0)
-			has_password = true;
+			password = defGetString(def);
 	}
 
-	if (conn == NULL && !has_password)
+	/*
+	 * An empty password counts as none: libpq then looks the password up
+	 * in the local server's password file, which is not the user's.
+	 */
+	if (conn == NULL && (password == NULL || password[0] == '\0'))
 		ereport(ERROR,
 				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
 				 errmsg("password is required"),
@@ -534,6 +543,21 @@ check_password_rules(UserMapping *user, PGconn *conn, const char *servername)
 				 errdetail("Server \"%s\" did not ask for the password, and a non-superuser may only connect with one.",
 						   servername),
 				 errhint("Make the remote server ask for a password, or have a superuser set password_required to false.")));
+
+	/*
+	 * The password that libpq sent must be the mapping's own, not one it
+	 * found elsewhere (a password file, a service file): a non-empty
+	 * password keeps libpq from looking, but do not depend on that.
+	 */
+	if (conn != NULL &&
+		(password == NULL || PQpass(conn) == NULL ||
+		 strcmp(PQpass(conn), password) != 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+				 errmsg("password is required"),
+				 errdetail("The connection to server \"%s\" used a password other than the user mapping's.",
+						   servername),
+				 errhint("A non-superuser may only connect with the password of the user mapping.")));
 }
 
 /*
@@ -568,6 +592,120 @@ connect_timeout_ms(List *options)
 }
 
 /*
+ * expand_application_name
+ *		FMT with its escapes replaced by facts about the local session.
+ *
+ * The escapes are postgres_fdw 15's: %a the local application_name, %c the
+ * session id (as in log_line_prefix), %C cluster_name, %d the database,
+ * %p the backend's process id, %u the user who logged in, %% a percent
+ * sign.  Like postgres_fdw, an unknown escape and a lone trailing '%' are
+ * dropped, and there is no padding (%-10u).  Characters other than
+ * printable ASCII and the length are left to the remote server, which
+ * treats them as for any client (replaced by '?', cut at 63 bytes).
+ */
+static char *
+expand_application_name(const char *fmt)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (const char *p = fmt; *p != '\0'; p++)
+	{
+		if (*p != '%')
+		{
+			appendStringInfoChar(&buf, *p);
+			continue;
+		}
+		if (p[1] == '\0')
+			break;
+		p++;
+		switch (*p)
+		{
+			case '%':
+				appendStringInfoChar(&buf, '%');
+				break;
+			case 'a':
+				if (application_name != NULL)
+					appendStringInfoString(&buf, application_name);
+				break;
+			case 'c':
+				appendStringInfo(&buf, "%lx.%x", (long) MyStartTime, MyProcPid);
+				break;
+			case 'C':
+				if (cluster_name != NULL)
+					appendStringInfoString(&buf, cluster_name);
+				break;
+			case 'p':
+				appendStringInfo(&buf, "%d", MyProcPid);
+				break;
+			case 'd':
+			case 'u':
+				/*
+				 * The names the client logged in with, looked up rather
+				 * than read from MyProcPort, whose header needs GSSAPI's.
+				 * A background worker has no client: nothing, as in
+				 * postgres_fdw.
+				 */
+				if (MyProcPort != NULL)
+				{
+					const char *name = (*p == 'd') ?
+						get_database_name(MyDatabaseId) :
+						GetUserNameFromId(GetAuthenticatedUserId(), true);
+
+					appendStringInfoString(&buf, name != NULL ? name : "[unknown]");
+				}
+				break;
+			default:
+				break;
+		}
+	}
+	return buf.data;
+}
+
+/*
+ * choose_application_name
+ *		The application_name of a new connection for SERVER and USER, or
+ *		NULL to leave it to fallback_application_name.
+ *
+ * As in postgres_fdw 15, the async_fdw.application_name setting comes
+ * first, then the user mapping's and the server's application_name; the
+ * first that is not empty once its escapes are replaced wins.
+ */
+static char *
+choose_application_name(ForeignServer *server, UserMapping *user)
+{
+	List	   *candidates = NIL;
+	List	   *option_lists[2];
+	ListCell   *lc;
+
+	if (afdw_application_name != NULL && afdw_application_name[0] != '\0')
+		candidates = lappend(candidates, afdw_application_name);
+
+	option_lists[0] = user->options;
+	option_lists[1] = server->options;
+	for (size_t i = 0; i < lengthof(option_lists); i++)
+	{
+		foreach(lc, option_lists[i])
+		{
+			DefElem    *def = (DefElem *) lfirst(lc);
+
+			if (strcmp(def->defname, "application_name") == 0)
+				candidates = lappend(candidates, defGetString(def));
+		}
+	}
+
+	foreach(lc, candidates)
+	{
+		char	   *name = expand_application_name((const char *) lfirst(lc));
+
+		if (name[0] != '\0')
+			return name;
+		pfree(name);
+	}
+	return NULL;
+}
+
+/*
  * connect_entry
  *		Open ENTRY's connection for USER, waiting interruptibly.
  */
@@ -584,6 +722,7 @@ connect_entry(AfdwConn *entry, UserMapping *user)
 	PGconn	   *volatile conn = NULL;
 	long		timeout;
 	TimestampTz start = GetCurrentTimestamp();
+	char	   *appname;
 
 	entry->serverid = server->serverid;
 	namestrcpy(&entry->servername, server->servername);
@@ -603,7 +742,9 @@ connect_entry(AfdwConn *entry, UserMapping *user)
 
 	check_password_rules(user, NULL, server->servername);
 
-	max = list_length(server->options) + list_length(user->options) + 4;
+	/* The users' options, then options, application_name,
+	 * fallback_application_name, client_encoding and the end. */
+	max = list_length(server->options) + list_length(user->options) + 5;
 	keywords = palloc(sizeof(char *) * max);
 	values = palloc(sizeof(char *) * max);
 
@@ -613,6 +754,9 @@ connect_entry(AfdwConn *entry, UserMapping *user)
 		DefElem    *def = (DefElem *) lfirst(lc);
 
 		if (!afdw_is_libpq_option(def->defname))
+			continue;
+		/* Its escapes are replaced below. */
+		if (strcmp(def->defname, "application_name") == 0)
 			continue;
 		/* Users' own startup options go first, so that ours win. */
 		if (strcmp(def->defname, "options") == 0)
@@ -627,6 +771,12 @@ connect_entry(AfdwConn *entry, UserMapping *user)
 	appendStringInfoString(&options, AFDW_SESSION_OPTIONS);
 	keywords[n] = "options";
 	values[n++] = options.data;
+	appname = choose_application_name(server, user);
+	if (appname != NULL)
+	{
+		keywords[n] = "application_name";
+		values[n++] = appname;
+	}
 	keywords[n] = "fallback_application_name";
 	values[n++] = "async_fdw";
 	keywords[n] = "client_encoding";
@@ -708,6 +858,8 @@ connect_entry(AfdwConn *entry, UserMapping *user)
 	pfree(keywords);
 	pfree(values);
 	pfree(options.data);
+	if (appname != NULL)
+		pfree(appname);
 }
 
 /*

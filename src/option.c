@@ -37,7 +37,8 @@ typedef enum AfdwOptionKind
 	AFDW_OPT_POSITIVE_INT,
 	AFDW_OPT_COST,
 	AFDW_OPT_FETCH_MODE,		/* auto, stream or cursor */
-	AFDW_OPT_EXTENSIONS			/* a list of extension names */
+	AFDW_OPT_EXTENSIONS,		/* a list of extension names */
+	AFDW_OPT_MAX_CONNECTIONS	/* 1 to AFDW_MAX_MAX_CONNECTIONS */
 } AfdwOptionKind;
 
 /* One valid option: its name, where it may appear, how its value looks. */
@@ -57,7 +58,7 @@ static const AfdwOption own_options[] = {
 	{"fdw_startup_cost", ForeignServerRelationId, AFDW_OPT_COST, false},
 	{"fdw_tuple_cost", ForeignServerRelationId, AFDW_OPT_COST, false},
 	{"keep_connections", ForeignServerRelationId, AFDW_OPT_BOOL, false},
-	{"max_connections", ForeignServerRelationId, AFDW_OPT_POSITIVE_INT, false},
+	{"max_connections", ForeignServerRelationId, AFDW_OPT_MAX_CONNECTIONS, false},
 	{"fetch_mode", ForeignServerRelationId, AFDW_OPT_FETCH_MODE, false},
 	{"extensions", ForeignServerRelationId, AFDW_OPT_EXTENSIONS, false},
 	/* user mappings */
@@ -260,6 +261,7 @@ check_option_value(const AfdwOption *opt, const char *value)
 {
 	bool		b;
 	double		d;
+	int			i;
 	const char *expected = NULL;	/* what the value should have been */
 
 	switch (opt->kind)
@@ -273,6 +275,11 @@ check_option_value(const AfdwOption *opt, const char *value)
 		case AFDW_OPT_POSITIVE_INT:
 			if (!parse_positive_int(value, NULL))
 				expected = "an integer between 1 and 2147483647";
+			break;
+		case AFDW_OPT_MAX_CONNECTIONS:
+			if (!parse_positive_int(value, &i) || i > AFDW_MAX_MAX_CONNECTIONS)
+				expected = psprintf("an integer between 1 and %d",
+									AFDW_MAX_MAX_CONNECTIONS);
 			break;
 		case AFDW_OPT_FETCH_MODE:
 			if (afdw_parse_fetch_mode(value) < 0)
@@ -293,6 +300,33 @@ check_option_value(const AfdwOption *opt, const char *value)
 				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 				 errmsg("invalid value for option \"%s\": \"%s\"", opt->name, value),
 				 errdetail("The option takes %s.", expected)));
+}
+
+/*
+ * local_credentials_detail
+ *		Why only a superuser may set libpq option NAME, or NULL if anyone may.
+ *
+ * These options name files of the local server's operating system account
+ * that prove who the local server is: a non-superuser must not make the
+ * local server authenticate on their behalf.  postgres_fdw 15 restricts
+ * sslcert and sslkey on user mappings only; async_fdw restricts them on
+ * servers too (whoever may create a server could otherwise point them at
+ * the local server's key, or at an OpenSSL engine with "engine:"), and
+ * passfile and service as well.  Options that only check the remote server
+ * (sslrootcert, sslcrl, sslcrldir) and the Kerberos ones (GSSAPI
+ * authentication never asks for a password, so check_password_rules
+ * refuses it to non-superusers) stay open, as in postgres_fdw.
+ */
+static const char *
+local_credentials_detail(const char *name)
+{
+	if (strcmp(name, "sslcert") == 0 || strcmp(name, "sslkey") == 0)
+		return _("A certificate file on the local server would let the user authenticate as the local server.");
+	if (strcmp(name, "passfile") == 0)
+		return _("A password file on the local server holds the local server's passwords, not the user's.");
+	if (strcmp(name, "service") == 0)
+		return _("A connection service file on the local server may hold the local server's passwords and certificate files.");
+	return NULL;
 }
 
 PG_FUNCTION_INFO_V1(async_fdw_validator);
@@ -341,14 +375,20 @@ async_fdw_validator(PG_FUNCTION_ARGS)
 						 errhint("Ask a superuser to create or alter this user mapping.")));
 		}
 		else if (catalog == UserMappingRelationId &&
-				 (strcmp(opt->name, "sslcert") == 0 ||
-				  strcmp(opt->name, "sslkey") == 0) &&
+				 local_credentials_detail(opt->name) != NULL &&
 				 !superuser())
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("only a superuser may set option \"%s\" on a user mapping",
 							opt->name),
-					 errdetail("A certificate file on the local server would let the user authenticate as the local server.")));
+					 errdetail("%s", local_credentials_detail(opt->name))));
+		else if (local_credentials_detail(opt->name) != NULL && !superuser())
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("only a superuser may set option \"%s\" on a server",
+							opt->name),
+					 errdetail("%s", local_credentials_detail(opt->name)),
+					 errhint("Ask a superuser to create or alter this server.")));
 	}
 
 	PG_RETURN_VOID();
