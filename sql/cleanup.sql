@@ -197,3 +197,35 @@ DROP VIEW remote.cl_inv, remote.cl_prepared, remote.cl_cursors;
 DROP TABLE remote.cl, cl_keys, cl_bad_keys;
 DROP USER MAPPING FOR CURRENT_USER SERVER loopback_one;
 DROP SERVER loopback_one;
+
+-- The snapshot id that the first connection of a transaction exports goes
+-- into the SQL of the others: it is quoted, and refused unless it looks
+-- like one.  A remote database whose pg_export_snapshot() answers with
+-- something else:
+SELECT current_database() AS cl_regdb \gset
+CREATE DATABASE cl_evil;
+\c cl_evil
+CREATE TABLE t (id int);
+INSERT INTO t VALUES (1), (2);
+CREATE OR REPLACE FUNCTION pg_catalog.pg_export_snapshot() RETURNS text
+  LANGUAGE sql AS $$ SELECT 'x''y'::text $$;
+\c :cl_regdb
+DO $$
+BEGIN
+  EXECUTE format('CREATE SERVER loopback_evil FOREIGN DATA WRAPPER async_fdw
+                  OPTIONS (host %L, port %L, dbname ''cl_evil'')',
+                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
+                 current_setting('port'));
+END
+$$;
+CREATE USER MAPPING FOR CURRENT_USER SERVER loopback_evil;
+CREATE FOREIGN TABLE ft_evil (id int) SERVER loopback_evil
+  OPTIONS (schema_name 'public', table_name 't');
+BEGIN;
+SELECT count(*) FROM ft_evil;
+SELECT count(*) FROM ft_evil a, ft_evil b;
+ROLLBACK;
+DROP FOREIGN TABLE ft_evil;
+DROP USER MAPPING FOR CURRENT_USER SERVER loopback_evil;
+DROP SERVER loopback_evil;
+DROP DATABASE cl_evil WITH (FORCE);

@@ -474,6 +474,24 @@ afdw_next_statement_number(AfdwConn *conn)
 }
 
 /*
+ * queue_dealloc
+ *		Statement NUMBER of CONN's session is no longer used: deallocate it
+ *		with a later command.
+ */
+static void
+queue_dealloc(AfdwConn *conn, unsigned int number)
+{
+	if (conn->deallocs.data == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(conn_cxt);
+
+		initStringInfo(&conn->deallocs);
+		MemoryContextSwitchTo(old);
+	}
+	appendStringInfo(&conn->deallocs, "DEALLOCATE afdw_s%u; ", number);
+}
+
+/*
  * afdw_remember_statement
  *		Note that statement NUMBER, with text SQL, is prepared in CONN's
  *		session (once its PREPARE succeeded).
@@ -500,7 +518,15 @@ afdw_remember_statement(AfdwConn *conn, const char *sql, unsigned int number)
 	}
 	ps = hash_search(conn->prepared, &hash, HASH_ENTER, &found);
 	if (found)
-		pfree(ps->sql);			/* another text of the same hash: replaced */
+	{
+		/*
+		 * Another text of the same hash is replaced: its statement, which
+		 * stays in the remote session, goes.
+		 */
+		if (ps->number != number)
+			queue_dealloc(conn, ps->number);
+		pfree(ps->sql);
+	}
 	ps->sql = MemoryContextStrdup(conn->prepared_cxt, sql);
 	ps->number = number;
 }
@@ -523,14 +549,7 @@ afdw_forget_statement(AfdwConn *conn, const char *sql)
 	if (ps != NULL && strcmp(ps->sql, sql) == 0)
 	{
 		/* It stays in the remote session until deallocated there. */
-		if (conn->deallocs.data == NULL)
-		{
-			MemoryContext old = MemoryContextSwitchTo(conn_cxt);
-
-			initStringInfo(&conn->deallocs);
-			MemoryContextSwitchTo(old);
-		}
-		appendStringInfo(&conn->deallocs, "DEALLOCATE afdw_s%u; ", ps->number);
+		queue_dealloc(conn, ps->number);
 		pfree(ps->sql);
 		(void) hash_search(conn->prepared, &hash, HASH_REMOVE, NULL);
 	}
@@ -2229,8 +2248,14 @@ subxact_callback(SubXactEvent event,
 		if (entry->conn == NULL || entry->xact_depth < curlevel)
 			continue;
 		if (entry->xact_depth > curlevel)
-			elog(ERROR, "remote savepoint level %d outlived its subtransaction",
+		{
+			/* Never an error while aborting: that could recurse. */
+			elog(event == SUBXACT_EVENT_ABORT_SUB ? WARNING : ERROR,
+				 "remote savepoint level %d outlived its subtransaction",
 				 entry->xact_depth);
+			entry->changing_xact_state = true;
+			entry->xact_depth = curlevel;
+		}
 
 		if (event == SUBXACT_EVENT_PRE_COMMIT_SUB)
 		{
