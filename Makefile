@@ -18,7 +18,7 @@ PGFILEDESC = "async_fdw - asynchronous foreign data wrapper for PostgreSQL serve
 PG_CPPFLAGS = -I$(libpq_srcdir) -isystem $(includedir_server)
 SHLIB_LINK_INTERNAL = $(libpq)
 
-REGRESS = setup options connection xact scan types pushdown errors planner async stream prepared remote_types ctid locking appname safety
+REGRESS = setup options connection xact scan types pushdown errors planner async stream prepared remote_types ctid locking appname cleanup safety
 
 # TAP tests (several servers, restarts) live in test/t.
 TAP_TESTS = 1

@@ -127,6 +127,8 @@ extern unsigned int afdw_next_statement_number(AfdwConn *conn);
 extern void afdw_remember_statement(AfdwConn *conn, const char *sql,
 									unsigned int number);
 extern void afdw_forget_statement(AfdwConn *conn, const char *sql);
+extern void afdw_preparing_statement(AfdwConn *conn, const char *sql,
+									 unsigned int number);
 extern void afdw_make_idle(AfdwConn *conn);
 extern void afdw_wait_socket(AfdwConn *conn, const char *sql);
 extern void afdw_discard_copy(AfdwConn *conn, const char *sql);

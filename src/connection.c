@@ -28,6 +28,7 @@
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -48,7 +49,11 @@
 	"-c search_path=pg_catalog -c TimeZone=UTC -c DateStyle=ISO " \
 	"-c IntervalStyle=postgres -c extra_float_digits=3"
 
-/* How long cleanup after an abort may wait for a remote server. */
+/*
+ * How long cleanup may wait for remote servers: after an abort, for all of
+ * them together; for the answer to a COMMIT that was not waited for, for
+ * one.
+ */
 #define AFDW_CLEANUP_TIMEOUT_MS		30000
 
 /* Hash key of a connection: a user mapping and a slot in its pool. */
@@ -74,9 +79,16 @@ struct AfdwConn
 	bool		invalidated;	/* server or mapping changed: reconnect */
 	bool		keep;			/* keep_connections */
 	unsigned int cursor_number; /* last cursor number used in this xact */
-	StringInfoData closes;		/* "CLOSE cN; " for cursors no scan needs,
-								 * sent with the next command that opens a
-								 * cursor, or ended by the transaction */
+
+	/*
+	 * The cursors of the remote transaction, each with the local nesting
+	 * level whose remote savepoint holds it; those no scan needs any more
+	 * are closed by the next command that opens a cursor, or ended by the
+	 * transaction or the rollback of their savepoint.
+	 */
+	struct RemoteCursor *cursors;
+	int			ncursors;
+	int			maxcursors;
 	bool		commit_pending; /* COMMIT sent, answer not read yet */
 	bool		locks_rows;		/* a scan of this transaction locks remote
 								 * rows: its COMMIT is waited for */
@@ -139,7 +151,27 @@ struct AfdwConn
 	HTAB	   *prepared;
 	MemoryContext prepared_cxt;
 	unsigned int statement_number;
+
+	/*
+	 * The statement whose PREPARE is part of the command in flight (0:
+	 * none), known to exist once its PREPARE's result comes in; and the
+	 * "DEALLOCATE afdw_sN; " of statements no longer used, sent with a
+	 * later command in a healthy remote transaction, or after the end of
+	 * the remote transaction.  Prepared statements outlive transactions
+	 * and rollbacks, so nothing else removes them.
+	 */
+	unsigned int preparing;
+	char	   *preparing_sql;
+	StringInfoData deallocs;
 };
+
+/* A cursor of a remote transaction. */
+typedef struct RemoteCursor
+{
+	unsigned int number;		/* it is cN */
+	int			level;			/* local nesting level that holds it */
+	bool		closing;		/* no scan needs it: to be closed */
+} RemoteCursor;
 
 /* A statement prepared in a remote session. */
 typedef struct PreparedStatement
@@ -185,9 +217,18 @@ static void xact_callback(XactEvent event, void *arg);
 static void subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 							 SubTransactionId parentSubid, void *arg);
 static void inval_callback(Datum arg, int cacheid, uint32 hashvalue);
-static bool abort_remote(AfdwConn *entry, const char *sql);
+static bool abort_remote(AfdwConn *entry, const char *sql, TimestampTz deadline);
 static bool wait_cleanup(AfdwConn *entry, TimestampTz deadline, bool ignore_errors);
 static void forget_closes(AfdwConn *entry);
+static void forget_cursors_from(AfdwConn *entry, int level);
+static void cursors_to_level(AfdwConn *entry, int level);
+static void append_closes(AfdwConn *entry, StringInfo sql);
+static void append_deallocs(AfdwConn *entry, StringInfo sql);
+static void forget_deallocs(AfdwConn *entry);
+static bool connection_alive(AfdwConn *entry);
+static bool valid_snapshot_name(const char *name);
+static void check_leader(AfdwConn *leader);
+static void note_prepare(AfdwConn *conn, PGresult *res);
 static void forget_savepoint_op(AfdwConn *entry, int level);
 static void forget_wrap(AfdwConn *entry);
 static bool discard_copy_data(AfdwConn *entry, TimestampTz deadline);
@@ -268,9 +309,17 @@ finish_commit(AfdwConn *entry)
 
 	entry->commit_pending = false;
 	entry->busy = false;
+
+	/*
+	 * The wait serves interrupts: if one cuts it short, the answer is still
+	 * on its way, and the end of the transaction drops the connection.
+	 */
+	entry->changing_xact_state = true;
 	if (!wait_cleanup(entry, deadline, true) ||
 		PQtransactionStatus(entry->conn) != PQTRANS_IDLE)
 		disconnect_entry(entry);
+	else
+		entry->changing_xact_state = false;
 }
 
 /*
@@ -400,7 +449,23 @@ afdw_pgconn(AfdwConn *conn)
 unsigned int
 afdw_next_cursor_number(AfdwConn *conn)
 {
-	return ++conn->cursor_number;
+	RemoteCursor *cur;
+
+	/* It is declared at the current level, with the command it is for. */
+	if (conn->ncursors >= conn->maxcursors)
+	{
+		int			newmax = Max(conn->maxcursors * 2, 8);
+
+		conn->cursors = conn->cursors == NULL ?
+			MemoryContextAlloc(conn_cxt, sizeof(RemoteCursor) * newmax) :
+			repalloc(conn->cursors, sizeof(RemoteCursor) * newmax);
+		conn->maxcursors = newmax;
+	}
+	cur = &conn->cursors[conn->ncursors++];
+	cur->number = ++conn->cursor_number;
+	cur->level = GetCurrentTransactionNestLevel();
+	cur->closing = false;
+	return cur->number;
 }
 
 /*
@@ -435,6 +500,24 @@ afdw_next_statement_number(AfdwConn *conn)
 }
 
 /*
+ * queue_dealloc
+ *		Statement NUMBER of CONN's session is no longer used: deallocate it
+ *		with a later command.
+ */
+static void
+queue_dealloc(AfdwConn *conn, unsigned int number)
+{
+	if (conn->deallocs.data == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(conn_cxt);
+
+		initStringInfo(&conn->deallocs);
+		MemoryContextSwitchTo(old);
+	}
+	appendStringInfo(&conn->deallocs, "DEALLOCATE afdw_s%u; ", number);
+}
+
+/*
  * afdw_remember_statement
  *		Note that statement NUMBER, with text SQL, is prepared in CONN's
  *		session (once its PREPARE succeeded).
@@ -461,7 +544,15 @@ afdw_remember_statement(AfdwConn *conn, const char *sql, unsigned int number)
 	}
 	ps = hash_search(conn->prepared, &hash, HASH_ENTER, &found);
 	if (found)
-		pfree(ps->sql);			/* another text of the same hash: replaced */
+	{
+		/*
+		 * Another text of the same hash is replaced: its statement, which
+		 * stays in the remote session, goes.
+		 */
+		if (ps->number != number)
+			queue_dealloc(conn, ps->number);
+		pfree(ps->sql);
+	}
 	ps->sql = MemoryContextStrdup(conn->prepared_cxt, sql);
 	ps->number = number;
 }
@@ -483,8 +574,80 @@ afdw_forget_statement(AfdwConn *conn, const char *sql)
 	ps = hash_search(conn->prepared, &hash, HASH_FIND, NULL);
 	if (ps != NULL && strcmp(ps->sql, sql) == 0)
 	{
+		/* It stays in the remote session until deallocated there. */
+		queue_dealloc(conn, ps->number);
 		pfree(ps->sql);
 		(void) hash_search(conn->prepared, &hash, HASH_REMOVE, NULL);
+	}
+}
+
+/*
+ * afdw_preparing_statement
+ *		The command just sent on CONN prepares statement NUMBER with text
+ *		SQL: remember it as soon as its PREPARE is seen to succeed, whoever
+ *		reads the results, since it stays in the session even if the rest
+ *		of the command fails.
+ */
+void
+afdw_preparing_statement(AfdwConn *conn, const char *sql, unsigned int number)
+{
+	if (conn->preparing_sql != NULL)
+		pfree(conn->preparing_sql);
+	conn->preparing_sql = MemoryContextStrdup(conn_cxt, sql);
+	conn->preparing = number;
+}
+
+/*
+ * note_prepare
+ *		RES is the next result of CONN's command in flight, which prepares
+ *		a statement: if it is the PREPARE's success, the statement exists.
+ *		The end of the results without it means the PREPARE did not run or
+ *		failed.
+ */
+static void
+note_prepare(AfdwConn *conn, PGresult *res)
+{
+	if (res != NULL && (PQresultStatus(res) != PGRES_COMMAND_OK ||
+						strcmp(PQcmdStatus(res), "PREPARE") != 0))
+		return;
+	if (res != NULL)
+		afdw_remember_statement(conn, conn->preparing_sql, conn->preparing);
+	conn->preparing = 0;
+	pfree(conn->preparing_sql);
+	conn->preparing_sql = NULL;
+}
+
+/*
+ * append_deallocs
+ *		Append to SQL (commands separated by "; ") the DEALLOCATEs of the
+ *		statements no longer used, now sent.  Only where the remote
+ *		transaction is not in a failed state, or outside any.
+ */
+static void
+append_deallocs(AfdwConn *entry, StringInfo sql)
+{
+	if (entry->deallocs.data == NULL || entry->deallocs.len == 0)
+		return;
+	if (sql->len > 0)
+		appendStringInfoString(sql, "; ");
+	appendBinaryStringInfo(sql, entry->deallocs.data, entry->deallocs.len - 2);
+	resetStringInfo(&entry->deallocs);
+}
+
+/*
+ * forget_deallocs
+ *		The remote session is gone, and its statements with it.
+ */
+static void
+forget_deallocs(AfdwConn *entry)
+{
+	if (entry->deallocs.data != NULL)
+		resetStringInfo(&entry->deallocs);
+	entry->preparing = 0;
+	if (entry->preparing_sql != NULL)
+	{
+		pfree(entry->preparing_sql);
+		entry->preparing_sql = NULL;
 	}
 }
 
@@ -905,6 +1068,7 @@ disconnect_entry(AfdwConn *entry)
 	forget_closes(entry);
 	forget_savepoint_op(entry, 0);
 	forget_wrap(entry);
+	forget_deallocs(entry);
 }
 
 /*
@@ -981,7 +1145,7 @@ export_snapshot(ServerSnapshot *ss, AfdwConn *leader, const char *prefix)
 	PGresult   *res = afdw_run_query(leader, sql, 0, NULL);
 
 	if (PQntuples(res) != 1 || PQgetisnull(res, 0, 0) ||
-		strlen(PQgetvalue(res, 0, 0)) >= sizeof(ss->snapshot))
+		!valid_snapshot_name(PQgetvalue(res, 0, 0)))
 	{
 		PQclear(res);
 		ereport(ERROR,
@@ -1013,7 +1177,7 @@ store_export(AfdwConn *conn, PGresult *res)
 		ss = hash_search(snapshot_hash, &conn->serverid, HASH_FIND, NULL);
 	if (ok && ss != NULL && ss->leader == conn)
 	{
-		ok = strlen(PQgetvalue(res, 0, 0)) < sizeof(ss->snapshot);
+		ok = valid_snapshot_name(PQgetvalue(res, 0, 0));
 		if (ok)
 			strlcpy(ss->snapshot, PQgetvalue(res, 0, 0), sizeof(ss->snapshot));
 	}
@@ -1117,6 +1281,42 @@ forget_wrap(AfdwConn *entry)
 }
 
 /*
+ * valid_snapshot_name
+ *		Whether NAME looks like what pg_export_snapshot() returns (hex
+ *		numbers and dashes) and fits in a ServerSnapshot.  It goes into SQL
+ *		of the other connections: quoted, but never trusted blindly.
+ */
+static bool
+valid_snapshot_name(const char *name)
+{
+	size_t		len = strlen(name);
+
+	if (len == 0 || len >= sizeof(((ServerSnapshot *) NULL)->snapshot))
+		return false;
+	return strspn(name, "0123456789ABCDEFabcdef-") == len;
+}
+
+/*
+ * check_leader
+ *		Fail unless LEADER, the connection that opened the remote transaction
+ *		of its server and whose snapshot the others import, is still there:
+ *		a lost one took its transaction and snapshot with it, so the local
+ *		transaction can no longer see that server's data as one snapshot.
+ */
+static void
+check_leader(AfdwConn *leader)
+{
+	if (!leader->changing_xact_state && connection_alive(leader))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("lost connection to server \"%s\"",
+					NameStr(leader->servername)),
+			 errdetail("The connection that opened the remote transaction, whose snapshot the other connections share, is lost."),
+			 errhint("Roll back the local transaction and retry.")));
+}
+
+/*
  * pop_result
  *		The next result of CONN's command in flight (a result held back
  *		first), or NULL at the end; *IS_EXPORT tells whether it is the
@@ -1138,6 +1338,8 @@ pop_result(AfdwConn *conn, bool *is_export)
 	}
 	res = PQgetResult(conn->conn);
 	track_wrap(conn, res);
+	if (conn->preparing != 0)
+		note_prepare(conn, res);
 	if (conn->export_pending &&
 		(res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK))
 	{
@@ -1234,14 +1436,103 @@ afdw_get_result(AfdwConn *conn)
 void
 afdw_close_cursor_later(AfdwConn *conn, unsigned int cursor)
 {
-	if (conn->closes.data == NULL)
-	{
-		MemoryContext old = MemoryContextSwitchTo(conn_cxt);
+	/*
+	 * The CLOSE is not sent now, but a cursor whose session is gone cannot
+	 * be closed: say so now, as the CLOSE would.
+	 */
+	if (!connection_alive(conn))
+		afdw_report_remote_error(NULL, conn, NULL);
 
-		initStringInfo(&conn->closes);
-		MemoryContextSwitchTo(old);
+	/* Not found: the rollback of its savepoint closed it. */
+	for (int i = 0; i < conn->ncursors; i++)
+	{
+		if (conn->cursors[i].number == cursor)
+			conn->cursors[i].closing = true;
 	}
-	appendStringInfo(&conn->closes, "CLOSE c%u; ", cursor);
+}
+
+/*
+ * append_closes
+ *		Append to SQL (commands separated by "; ") the CLOSE of every
+ *		cursor no scan needs any more, and forget those cursors.
+ */
+static void
+append_closes(AfdwConn *entry, StringInfo sql)
+{
+	int			kept = 0;
+
+	for (int i = 0; i < entry->ncursors; i++)
+	{
+		RemoteCursor *cur = &entry->cursors[i];
+
+		if (!cur->closing)
+		{
+			entry->cursors[kept++] = *cur;
+			continue;
+		}
+		appendStringInfo(sql, "%sCLOSE c%u", sql->len > 0 ? "; " : "",
+						 cur->number);
+	}
+	entry->ncursors = kept;
+}
+
+/*
+ * forget_cursors_from
+ *		The remote savepoint of local level LEVEL is rolled back: so are
+ *		the cursors declared at that level or deeper, while those of outer
+ *		levels stay open.
+ */
+static void
+forget_cursors_from(AfdwConn *entry, int level)
+{
+	int			kept = 0;
+
+	for (int i = 0; i < entry->ncursors; i++)
+	{
+		if (entry->cursors[i].level < level)
+			entry->cursors[kept++] = entry->cursors[i];
+	}
+	entry->ncursors = kept;
+}
+
+/*
+ * cursors_to_level
+ *		The remote savepoints deeper than LEVEL are released: their cursors
+ *		now belong to LEVEL.
+ */
+static void
+cursors_to_level(AfdwConn *entry, int level)
+{
+	for (int i = 0; i < entry->ncursors; i++)
+	{
+		if (entry->cursors[i].level > level)
+			entry->cursors[i].level = level;
+	}
+}
+
+/*
+ * connection_alive
+ *		False if ENTRY's remote session is known to be over: what is on the
+ *		socket, read into libpq's buffer for whoever reads the results, ends
+ *		with the end of the connection.
+ */
+static bool
+connection_alive(AfdwConn *entry)
+{
+	if (entry->conn == NULL || PQstatus(entry->conn) != CONNECTION_OK)
+		return false;
+
+	/*
+	 * A session ended by the server sends why (a FATAL error), then the end
+	 * of the stream, which only a second read sees.  The bound keeps a
+	 * stream in progress from being read ahead here.
+	 */
+	for (int i = 0; i < 4 && socket_has_data(entry->conn); i++)
+	{
+		if (!PQconsumeInput(entry->conn))
+			return false;
+	}
+	return PQstatus(entry->conn) == CONNECTION_OK;
 }
 
 
@@ -1281,14 +1572,12 @@ afdw_set_streaming(AfdwConn *conn, bool streaming)
 
 /*
  * forget_closes
- *		The transaction or savepoint that the pending CLOSEs were for is
- *		over, and took the cursors with it.
+ *		The remote transaction is over, and took every cursor with it.
  */
 static void
 forget_closes(AfdwConn *entry)
 {
-	if (entry->closes.data != NULL)
-		resetStringInfo(&entry->closes);
+	entry->ncursors = 0;
 }
 
 /*
@@ -1384,11 +1673,13 @@ xact_prefix(AfdwConn *entry, bool nested, int *nstatements)
 		}
 		else
 		{
+			check_leader(ss->leader);
 			if (ss->snapshot[0] == '\0' && ss->leader->export_pending)
 				await_export(ss->leader);
 			if (ss->snapshot[0] == '\0')
 				export_snapshot(ss, ss->leader, "");
-			appendStringInfo(&sql, "; SET TRANSACTION SNAPSHOT '%s'", ss->snapshot);
+			appendStringInfo(&sql, "; SET TRANSACTION SNAPSHOT %s",
+							 quote_literal_cstr(ss->snapshot));
 			entry->xact_depth = 1;
 		}
 	}
@@ -1397,14 +1688,9 @@ xact_prefix(AfdwConn *entry, bool nested, int *nstatements)
 		appendStringInfo(&sql, "%sSAVEPOINT s%d", sql.len > 0 ? "; " : "", level);
 	entry->xact_depth = Max(entry->xact_depth, curlevel);
 
-	/* Cursors left by ended scans. */
-	if (entry->closes.data != NULL && entry->closes.len > 0)
-	{
-		if (sql.len > 0)
-			appendStringInfoString(&sql, "; ");
-		appendBinaryStringInfo(&sql, entry->closes.data, entry->closes.len - 2);
-		resetStringInfo(&entry->closes);
-	}
+	/* Cursors left by ended scans, statements by failed ones. */
+	append_closes(entry, &sql);
+	append_deallocs(entry, &sql);
 
 	/* Statements are separated by "; ", which none of them contains. */
 	*nstatements = 0;
@@ -1647,10 +1933,25 @@ wait_readable(AfdwConn *entry, long timeout)
 }
 
 /*
+ * cleanup_interrupted
+ *		Whether cleanup waiting with interrupts held off (while aborting)
+ *		should give up: a query cancel or a termination came meanwhile, or
+ *		the backend is exiting, which ends the remote sessions anyway.
+ */
+static bool
+cleanup_interrupted(void)
+{
+	return QueryCancelPending || ProcDiePending || proc_exit_inprogress;
+}
+
+/*
  * wait_for_input
  *		Wait until ENTRY's socket is readable and read what came, at most
- *		until DEADLINE (-1: no limit, and interrupts are served); false on
- *		timeout or when the connection broke.
+ *		until DEADLINE (-1: no limit); false on timeout or when the
+ *		connection broke.
+ *
+ * Interrupts are served.  Where they are held off (while aborting), a
+ * cancel or termination ends a wait with a DEADLINE at once, with false.
  */
 static bool
 wait_for_input(AfdwConn *entry, TimestampTz deadline)
@@ -1660,6 +1961,8 @@ wait_for_input(AfdwConn *entry, TimestampTz deadline)
 
 	if (deadline >= 0)
 	{
+		if (cleanup_interrupted())
+			return false;
 		wait = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 		if (wait <= 0)
 			return false;
@@ -1668,8 +1971,9 @@ wait_for_input(AfdwConn *entry, TimestampTz deadline)
 	if (rc & WL_LATCH_SET)
 	{
 		ResetLatch(MyLatch);
-		if (deadline < 0)
-			CHECK_FOR_INTERRUPTS();
+		CHECK_FOR_INTERRUPTS();
+		if (deadline >= 0 && cleanup_interrupted())
+			return false;
 	}
 	return !(rc & WL_SOCKET_READABLE) || PQconsumeInput(entry->conn);
 }
@@ -1859,10 +2163,11 @@ afdw_report_remote_error(PGresult *res, AfdwConn *conn, const char *sql)
 /*
  * wait_cleanup
  *		Wait at most until DEADLINE for the results of the command in flight,
- *		without raising errors; true if it succeeded.
+ *		without raising errors for them; true if it succeeded.
  *
  * Used while aborting, when an error must not be thrown and interrupts are
- * held off.
+ * held off (a cancel then ends the wait with false), and for the answer to
+ * a COMMIT, where interrupts are served.
  */
 static bool
 wait_cleanup(AfdwConn *entry, TimestampTz deadline, bool ignore_errors)
@@ -1975,20 +2280,17 @@ finish_in_flight(AfdwConn *entry, TimestampTz deadline)
 /*
  * abort_remote
  *		Cancel what runs on ENTRY and send SQL (ABORT or ROLLBACK TO), never
- *		raising an error; false if the connection must be dropped.
+ *		raising an error, waiting at most until DEADLINE; false if the
+ *		connection must be dropped.
  */
 static bool
-abort_remote(AfdwConn *entry, const char *sql)
+abort_remote(AfdwConn *entry, const char *sql, TimestampTz deadline)
 {
-	TimestampTz deadline;
-
 	/* A transaction command that was cut short left an unknown state. */
 	if (entry->changing_xact_state || PQstatus(entry->conn) != CONNECTION_OK)
 		return false;
 
 	entry->changing_xact_state = true;
-	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-										   AFDW_CLEANUP_TIMEOUT_MS);
 	if (!finish_in_flight(entry, deadline))
 		return false;
 	entry->busy = false;
@@ -2052,6 +2354,7 @@ commit_all(void)
 {
 	HASH_SEQ_STATUS scan;
 	AfdwConn   *entry;
+	StringInfoData sql;
 
 	hash_seq_init(&scan, conn_hash);
 	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
@@ -2061,17 +2364,23 @@ commit_all(void)
 		afdw_make_idle(entry);
 		forget_closes(entry);
 		entry->changing_xact_state = true;
+
+		/*
+		 * A failed scan's savepoint is rolled back first.  Statements no
+		 * longer used go after the COMMIT, whose answer is not waited for
+		 * and whose outcome they cannot change.
+		 */
+		initStringInfo(&sql);
 		if (entry->savepoint_op != NULL)
 		{
-			/* A failed scan's savepoint: roll it back, then commit. */
-			char	   *sql = psprintf("%s; COMMIT TRANSACTION", entry->savepoint_op);
-
+			appendStringInfo(&sql, "%s; ", entry->savepoint_op);
 			forget_savepoint_op(entry, 0);
-			afdw_send_query(entry, sql, 0, NULL);
-			pfree(sql);
 		}
-		else
-			afdw_send_query(entry, "COMMIT TRANSACTION", 0, NULL);
+		appendStringInfoString(&sql, "COMMIT TRANSACTION");
+		if (!IsolationIsSerializable())
+			append_deallocs(entry, &sql);
+		afdw_send_query(entry, sql.data, 0, NULL);
+		pfree(sql.data);
 
 		/*
 		 * async_fdw only reads, and a REPEATABLE READ transaction that only
@@ -2105,6 +2414,62 @@ commit_all(void)
 		PQclear(res);
 		entry->changing_xact_state = false;
 		entry->xact_depth = 0;
+	}
+}
+
+/*
+ * abort_all
+ *		Roll back every remote transaction, never raising an error: cancel
+ *		what runs everywhere at once, then clean up one connection after the
+ *		other, all within one deadline.  A connection that cannot be cleaned
+ *		up is marked to be dropped.
+ */
+static void
+abort_all(void)
+{
+	HASH_SEQ_STATUS scan;
+	AfdwConn   *entry;
+	TimestampTz deadline;
+
+	/*
+	 * After an error in the cleanup of an error, try nothing that could
+	 * fail again: the connections are dropped.
+	 */
+	if (in_error_recursion_trouble())
+	{
+		hash_seq_init(&scan, conn_hash);
+		while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+		{
+			if (entry->conn != NULL && entry->xact_depth > 0)
+				entry->changing_xact_state = true;
+		}
+		return;
+	}
+
+	hash_seq_init(&scan, conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		if (entry->conn != NULL && entry->xact_depth > 0 &&
+			!entry->changing_xact_state)
+			send_cancel(entry);
+	}
+
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+										   AFDW_CLEANUP_TIMEOUT_MS);
+	hash_seq_init(&scan, conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		StringInfoData sql;
+
+		if (entry->conn == NULL || entry->xact_depth == 0)
+			continue;
+		/* Statements no longer used go after the end of the transaction. */
+		initStringInfo(&sql);
+		appendStringInfoString(&sql, "ABORT TRANSACTION");
+		append_deallocs(entry, &sql);
+		if (!abort_remote(entry, sql.data, deadline))
+			entry->changing_xact_state = true;
+		pfree(sql.data);
 	}
 }
 
@@ -2148,21 +2513,7 @@ xact_callback(XactEvent event, void *arg pg_attribute_unused())
 
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			/* Cancel everything at once, then clean up one by one. */
-			hash_seq_init(&scan, conn_hash);
-			while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
-			{
-				if (entry->conn != NULL && entry->xact_depth > 0 &&
-					!entry->changing_xact_state)
-					send_cancel(entry);
-			}
-			hash_seq_init(&scan, conn_hash);
-			while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
-			{
-				if (entry->conn != NULL && entry->xact_depth > 0 &&
-					!abort_remote(entry, "ABORT TRANSACTION"))
-					entry->changing_xact_state = true;
-			}
+			abort_all();
 			break;
 
 		case XACT_EVENT_COMMIT:
@@ -2222,12 +2573,22 @@ subxact_callback(SubXactEvent event,
 	HASH_SEQ_STATUS scan;
 	AfdwConn   *entry;
 	int			curlevel;
+	TimestampTz deadline = 0;
+	bool		trouble = false;
 
 	if (event != SUBXACT_EVENT_PRE_COMMIT_SUB &&
 		event != SUBXACT_EVENT_ABORT_SUB)
 		return;
 	if (!xact_got_connection)
 		return;
+
+	/* The cleanups of all connections share one deadline. */
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		trouble = in_error_recursion_trouble();
+		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+											   AFDW_CLEANUP_TIMEOUT_MS);
+	}
 
 	curlevel = GetCurrentTransactionNestLevel();
 	hash_seq_init(&scan, conn_hash);
@@ -2238,8 +2599,14 @@ subxact_callback(SubXactEvent event,
 		if (entry->conn == NULL || entry->xact_depth < curlevel)
 			continue;
 		if (entry->xact_depth > curlevel)
-			elog(ERROR, "remote savepoint level %d outlived its subtransaction",
+		{
+			/* Never an error while aborting: that could recurse. */
+			elog(event == SUBXACT_EVENT_ABORT_SUB ? WARNING : ERROR,
+				 "remote savepoint level %d outlived its subtransaction",
 				 entry->xact_depth);
+			entry->changing_xact_state = true;
+			entry->xact_depth = curlevel;
+		}
 
 		if (event == SUBXACT_EVENT_PRE_COMMIT_SUB)
 		{
@@ -2254,6 +2621,12 @@ subxact_callback(SubXactEvent event,
 			entry->changing_xact_state = true;
 			afdw_run_command(entry, sql);
 			entry->changing_xact_state = false;
+			cursors_to_level(entry, curlevel - 1);
+		}
+		else if (trouble)
+		{
+			/* After an error in error cleanup, try nothing: drop it later. */
+			entry->changing_xact_state = true;
 		}
 		else
 		{
@@ -2269,9 +2642,9 @@ subxact_callback(SubXactEvent event,
 			entry->owner = NULL;
 			entry->drain = NULL;
 			entry->streaming = false;
-			forget_closes(entry);
+			forget_cursors_from(entry, curlevel);
 			forget_savepoint_op(entry, curlevel);
-			(void) abort_remote(entry, sql);
+			(void) abort_remote(entry, sql, deadline);
 		}
 		entry->xact_depth--;
 	}

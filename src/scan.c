@@ -1564,6 +1564,8 @@ send_start(AfdwScanState *st)
 		afdw_deparse_type_check(&sql, st->rel);
 	}
 	afdw_send_in_xact(st->conn, sql.data, st, drain_scan, st->nested);
+	if (st->preparing != 0)
+		afdw_preparing_statement(st->conn, st->prepared_sql, st->preparing);
 	if (st->streaming)
 		afdw_set_streaming(st->conn, true);
 	pfree(sql.data);
@@ -2815,10 +2817,23 @@ afdwAnalyzeForeignTable(Relation rel, AcquireSampleRowsFunc *func,
 	PG_TRY();
 	{
 		double		bytes = 0;
+		double		pages;
 
 		if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 0))
 			bytes = strtod(PQgetvalue(res, 0, 0), NULL);
-		*totalpages = (BlockNumber) Max(1, bytes / BLCKSZ);
+
+		/*
+		 * Whatever the remote server answered (a size past what a local
+		 * table can have, a negative number, NaN), the cast must stay
+		 * within BlockNumber.
+		 */
+		pages = bytes / BLCKSZ;
+		if (!(pages >= 1))
+			*totalpages = 1;
+		else if (pages >= (double) MaxBlockNumber)
+			*totalpages = MaxBlockNumber;
+		else
+			*totalpages = (BlockNumber) pages;
 	}
 	PG_FINALLY();
 	{

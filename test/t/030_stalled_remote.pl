@@ -1,0 +1,160 @@
+# test/t/030_stalled_remote.pl
+#   Waits for a remote server that stops answering (its backends are
+#   stopped with SIGSTOP): the wait for the answer to a COMMIT that was
+#   not waited for yields to statement_timeout and to a query cancel, and
+#   the cleanup of an abort (of the transaction or of a savepoint) waits
+#   one deadline for all its connections together (not one per connection
+#   in a row), or less when cancelled.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+
+my $remote = PostgreSQL::Test::Cluster->new('stalled');
+$remote->init;
+$remote->start;
+$remote->safe_psql('postgres',
+	'CREATE TABLE t (id int); INSERT INTO t SELECT generate_series(1, 100)');
+
+# Four servers on the same remote cluster: four connections, four
+# remote backends.
+my $coord = PostgreSQL::Test::Cluster->new('coordinator');
+$coord->init;
+$coord->start;
+$coord->safe_psql('postgres', 'CREATE EXTENSION async_fdw');
+my ($host, $port) = ($remote->host, $remote->port);
+for my $i (1 .. 4)
+{
+	$coord->safe_psql('postgres', qq{
+		CREATE SERVER s$i FOREIGN DATA WRAPPER async_fdw
+		  OPTIONS (host '$host', port '$port', dbname 'postgres');
+		CREATE USER MAPPING FOR CURRENT_USER SERVER s$i;
+		CREATE FOREIGN TABLE f$i (id int) SERVER s$i OPTIONS (table_name 't');
+	});
+}
+my $all4 = 'SELECT (SELECT count(*) FROM f1) + (SELECT count(*) FROM f2) + '
+  . '(SELECT count(*) FROM f3) + (SELECT count(*) FROM f4)';
+
+# The remote backends of async_fdw, stopped or resumed.
+sub remote_pids
+{
+	my $out = $remote->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE application_name = 'async_fdw'");
+	return split /\n/, $out;
+}
+my @stopped;
+sub stop_remote
+{
+	@stopped = remote_pids();
+	kill 'STOP', @stopped;
+	return scalar @stopped;
+}
+sub resume_remote
+{
+	kill 'CONT', @stopped;
+	@stopped = ();
+}
+
+my $session = $coord->background_psql('postgres', on_error_stop => 0);
+my $pid = $session->query_safe('SELECT pg_backend_pid()');
+my ($start, $elapsed);
+
+# 1. The answer to a COMMIT that was not waited for: statement_timeout.
+$session->query_safe("BEGIN; SELECT count(*) FROM f1");
+is(stop_remote(), 1, 'one remote backend to stop');
+$session->query_safe('COMMIT');
+$session->{stderr} = '';
+$start = time;
+$session->query("SET statement_timeout = '1s'; SELECT count(*) FROM f1");
+$elapsed = time - $start;
+like($session->{stderr}, qr/canceling statement due to statement timeout/,
+	'statement_timeout ends the wait for the answer to an earlier COMMIT');
+# It used to wait 30 s for the answer, ignoring the timeout.
+cmp_ok($elapsed, '<', 10, 'the timeout takes effect without waiting for the remote server');
+resume_remote();
+$session->{stderr} = '';
+is($session->query_safe('RESET statement_timeout; SELECT count(*) FROM f1'),
+	'100', 'the server is usable again afterwards');
+
+# 2. The same wait, cancelled from another session.
+$session->query_safe("BEGIN; SELECT count(*) FROM f1");
+stop_remote();
+$session->query_safe('COMMIT');
+$session->query_until(qr/started/, "\\echo started\nSELECT count(*) FROM f1;\n");
+$coord->poll_query_until('postgres',
+	"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $pid");
+$start = time;
+$coord->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
+$session->{stderr} = '';
+$session->query('SELECT 1');
+$elapsed = time - $start;
+like($session->{stderr}, qr/canceling statement due to user request/,
+	'a query cancel ends the wait for the answer to an earlier COMMIT');
+cmp_ok($elapsed, '<', 10, 'the cancel takes effect without waiting for the remote server');
+resume_remote();
+$session->{stderr} = '';
+is($session->query_safe('SELECT count(*) FROM f1'), '100',
+	'the server is usable after the cancel');
+
+# 3. A rollback with four stalled connections waits one deadline (30 s)
+# for all of them, not one per connection in a row (120 s).
+$session->query_safe("BEGIN; $all4");
+is(stop_remote(), 4, 'four remote backends to stop');
+$start = time;
+$session->query('ROLLBACK');
+$elapsed = time - $start;
+cmp_ok($elapsed, '<', 60,
+	'the rollback waits for its four stalled connections within one deadline');
+resume_remote();
+$session->{stderr} = '';
+is($session->query_safe($all4), '400',
+	'fresh connections work after the rollback');
+
+# 4. The same rollback, cancelled from another session: the cleanup
+# gives up, and the connections are dropped.  (statement_timeout does not
+# run while a transaction ends.)
+$session->query_safe("BEGIN; $all4");
+stop_remote();
+$session->query_until(qr/started/, "\\echo started\nROLLBACK;\n");
+$coord->poll_query_until('postgres',
+	"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $pid");
+$start = time;
+$coord->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
+$session->query('SELECT 1');
+$elapsed = time - $start;
+cmp_ok($elapsed, '<', 10,
+	'a query cancel cuts the cleanup of a rollback with stalled connections short');
+resume_remote();
+$session->{stderr} = '';
+is($session->query_safe($all4), '400',
+	'fresh connections work after the cut cleanup');
+
+# 5. The rollback of a savepoint with four stalled connections, cancelled
+# from another session.
+$session->query_safe("BEGIN; SAVEPOINT a; $all4");
+stop_remote();
+$session->query_until(qr/started/, "\\echo started\nROLLBACK TO a;\n");
+$coord->poll_query_until('postgres',
+	"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $pid");
+$start = time;
+$coord->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
+$session->query('SELECT 1');
+$elapsed = time - $start;
+cmp_ok($elapsed, '<', 10,
+	'a query cancel cuts the cleanup of a savepoint rollback short');
+resume_remote();
+$session->{stderr} = '';
+$session->query("$all4");
+like($session->{stderr}, qr/lost connection to server/,
+	'the connections that could not be cleaned up are not used again in the transaction');
+$session->query('ROLLBACK');
+$session->{stderr} = '';
+is($session->query_safe($all4), '400',
+	'fresh connections work after the transaction');
+
+$session->quit;
+done_testing();
