@@ -109,15 +109,16 @@ struct AfdwConn
 	PGresult   *held_result;
 
 	/*
-	 * Every command of a scan is wrapped in SAVEPOINT afdw_ra ... RELEASE
-	 * SAVEPOINT afdw_ra, after the statements that open the transaction
-	 * (wrap_skip of them), so that a failure of work the query may never
-	 * need leaves the remote transaction usable: the savepoint is rolled
-	 * back with the next command, and the scan raises the error only if it
-	 * needs the rows.  wrap_pending: the SAVEPOINT's result is still to
-	 * come; wrap_open: it came, the RELEASE's has not.  A failure before
-	 * the savepoint leaves the remote transaction failed (xact_failed,
-	 * with the SQLSTATE and message of the failure).
+	 * Every command of a scan runs in the savepoint afdw_ra, taken after
+	 * the statements that open the transaction (wrap_skip of them), so
+	 * that a failure of work the query may never need leaves the remote
+	 * transaction usable: the savepoint is rolled back with the next
+	 * command, and the scan raises the error only if it needs the rows.  A
+	 * savepoint whose command succeeded is released with the next command,
+	 * or ended by COMMIT at no cost.  wrap_pending: the SAVEPOINT's result
+	 * is still to come; wrap_open: it came, the command's end has not.  A
+	 * failure before the savepoint leaves the remote transaction failed
+	 * (xact_failed, with the SQLSTATE and message of the failure).
 	 */
 	int			wrap_skip;
 	bool		wrap_pending;
@@ -231,6 +232,7 @@ static void check_leader(AfdwConn *leader);
 static void note_prepare(AfdwConn *conn, PGresult *res);
 static void forget_savepoint_op(AfdwConn *entry, int level);
 static void forget_wrap(AfdwConn *entry);
+static void set_savepoint_op(AfdwConn *conn, const char *sql, int level);
 static bool discard_copy_data(AfdwConn *entry, TimestampTz deadline);
 static int	wait_readable(AfdwConn *entry, long timeout);
 static bool wait_for_input(AfdwConn *entry, TimestampTz deadline);
@@ -1213,22 +1215,29 @@ track_wrap(AfdwConn *conn, PGresult *res)
 {
 	ExecStatusType status;
 
-	if (res == NULL || !(conn->wrap_pending || conn->wrap_open))
+	if (!(conn->wrap_pending || conn->wrap_open))
 		return;
+	if (res == NULL)
+	{
+		/*
+		 * The command succeeded: its savepoint is released with the
+		 * connection's next command, or ended by the transaction's end.
+		 */
+		if (conn->wrap_open)
+			set_savepoint_op(conn, "RELEASE SAVEPOINT afdw_ra", conn->wrap_level);
+		conn->wrap_pending = false;
+		conn->wrap_open = false;
+		return;
+	}
 	status = PQresultStatus(res);
 	if (status == PGRES_COPY_OUT)
 		return;					/* the COPY's own result comes later */
 	if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
 	{
 		if (conn->wrap_open)
-		{
-			if (conn->savepoint_op != NULL)
-				pfree(conn->savepoint_op);
-			conn->savepoint_op =
-				MemoryContextStrdup(conn_cxt,
-									"ROLLBACK TO SAVEPOINT afdw_ra; RELEASE SAVEPOINT afdw_ra");
-			conn->savepoint_level = conn->wrap_level;
-		}
+			set_savepoint_op(conn,
+							 "ROLLBACK TO SAVEPOINT afdw_ra; RELEASE SAVEPOINT afdw_ra",
+							 conn->wrap_level);
 		else
 		{
 			const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
@@ -1257,8 +1266,20 @@ track_wrap(AfdwConn *conn, PGresult *res)
 		}
 		return;
 	}
-	if (strcmp(PQcmdStatus(res), "RELEASE") == 0)
-		conn->wrap_open = false;
+}
+
+/*
+ * set_savepoint_op
+ *		Have SQL, which ends the savepoint afdw_ra taken at local nesting
+ *		level LEVEL, sent first thing with the connection's next command.
+ */
+static void
+set_savepoint_op(AfdwConn *conn, const char *sql, int level)
+{
+	if (conn->savepoint_op != NULL)
+		pfree(conn->savepoint_op);
+	conn->savepoint_op = MemoryContextStrdup(conn_cxt, sql);
+	conn->savepoint_level = level;
 }
 
 /*
@@ -1723,7 +1744,7 @@ afdw_begin_xact(AfdwConn *conn)
 /*
  * afdw_send_in_xact
  *		Send a scan's SQL (no parameters) in the remote transaction without
- *		waiting, wrapped in the savepoint afdw_ra, with whatever opens the
+ *		waiting, in the savepoint afdw_ra, with whatever opens the
  *		transaction in the same send; OWNER reads the results, through DRAIN
  *		when someone else needs the connection.  NESTED says that the query
  *		runs inside another statement (a function, say), so that more
@@ -1753,8 +1774,7 @@ afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner, AfdwDrainFn drai
 				 errdetail_internal("%s", conn->xact_failed_msg),
 				 errhint("Roll back the local transaction and retry.")));
 	prefix = xact_prefix(conn, nested, &nstatements);
-	full = psprintf("%s%sSAVEPOINT afdw_ra; %s; RELEASE SAVEPOINT afdw_ra",
-					prefix, prefix[0] ? "; " : "", sql);
+	full = psprintf("%s%sSAVEPOINT afdw_ra; %s", prefix, prefix[0] ? "; " : "", sql);
 	afdw_send_query(conn, full, 0, NULL);
 	afdw_set_owner(conn, owner, drain);
 	conn->wrap_skip = nstatements;
@@ -2291,6 +2311,9 @@ abort_remote(AfdwConn *entry, const char *sql, TimestampTz deadline)
 		return false;
 
 	entry->changing_xact_state = true;
+	/* The rollback ends the savepoint of the command in flight too. */
+	entry->wrap_pending = false;
+	entry->wrap_open = false;
 	if (!finish_in_flight(entry, deadline))
 		return false;
 	entry->busy = false;
@@ -2371,11 +2394,10 @@ commit_all(void)
 		 * and whose outcome they cannot change.
 		 */
 		initStringInfo(&sql);
-		if (entry->savepoint_op != NULL)
-		{
+		if (entry->savepoint_op != NULL &&
+			strncmp(entry->savepoint_op, "RELEASE", 7) != 0)
 			appendStringInfo(&sql, "%s; ", entry->savepoint_op);
-			forget_savepoint_op(entry, 0);
-		}
+		forget_savepoint_op(entry, 0);
 		appendStringInfoString(&sql, "COMMIT TRANSACTION");
 		if (!IsolationIsSerializable())
 			append_deallocs(entry, &sql);

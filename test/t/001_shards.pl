@@ -92,8 +92,7 @@ is_deeply(
 	[
 		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ; '
 		  . 'SAVEPOINT afdw_ra; '
-		  . 'COPY (SELECT NULL FROM public.items WHERE ((id < 10))) TO STDOUT; '
-		  . 'RELEASE SAVEPOINT afdw_ra',
+		  . 'COPY (SELECT NULL FROM public.items WHERE ((id < 10))) TO STDOUT',
 		'COMMIT TRANSACTION'
 	],
 	'the remote statements of a streamed scan');
@@ -103,7 +102,7 @@ is_deeply(
 		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ; '
 		  . 'SAVEPOINT afdw_ra; '
 		  . 'DECLARE c1 CURSOR FOR SELECT id FROM public.items WHERE ((id < 10)); '
-		  . 'FETCH 100 FROM c1; RELEASE SAVEPOINT afdw_ra',
+		  . 'FETCH 100 FROM c1',
 		'COMMIT TRANSACTION'
 	],
 	'the remote statements of a scan under a LIMIT');
@@ -111,8 +110,8 @@ is_deeply(
 # A transaction block: the first connection exports its snapshot (no
 # export is possible after a savepoint) in the same message as its first
 # command, a savepoint rides with the next command, and COMMIT ends it.
-# Each scan's command is wrapped in the savepoint afdw_ra, released in the
-# same message.
+# Each scan's command runs in the savepoint afdw_ra, released with the
+# connection's next command (or ended by COMMIT).
 is_deeply(
 	remote_statements($shards[0], q{
 		BEGIN;
@@ -126,12 +125,10 @@ is_deeply(
 		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ; '
 		  . 'SELECT pg_catalog.pg_export_snapshot(); '
 		  . 'SAVEPOINT afdw_ra; '
-		  . 'COPY (SELECT NULL FROM public.items WHERE ((id < 10))) TO STDOUT; '
-		  . 'RELEASE SAVEPOINT afdw_ra',
-		'SAVEPOINT s2; SAVEPOINT afdw_ra; '
-		  . 'COPY (SELECT NULL FROM public.items WHERE ((id < 5))) TO STDOUT; '
-		  . 'RELEASE SAVEPOINT afdw_ra',
-		'RELEASE SAVEPOINT s2',
+		  . 'COPY (SELECT NULL FROM public.items WHERE ((id < 10))) TO STDOUT',
+		'RELEASE SAVEPOINT afdw_ra; SAVEPOINT s2; SAVEPOINT afdw_ra; '
+		  . 'COPY (SELECT NULL FROM public.items WHERE ((id < 5))) TO STDOUT',
+		'RELEASE SAVEPOINT afdw_ra; RELEASE SAVEPOINT s2',
 		'COMMIT TRANSACTION'
 	],
 	'the remote statements of a transaction block with a savepoint');
@@ -172,12 +169,12 @@ is_deeply(
 	[
 		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ; SAVEPOINT afdw_ra; '
 		  . 'PREPARE afdw_s1 AS SELECT id FROM public.items WHERE (($1::integer = id)) LIMIT 101; '
-		  . "EXECUTE afdw_s1('1'); RELEASE SAVEPOINT afdw_ra",
-		"SAVEPOINT afdw_ra; EXECUTE afdw_s1('2'); RELEASE SAVEPOINT afdw_ra",
+		  . "EXECUTE afdw_s1('1')",
+		"RELEASE SAVEPOINT afdw_ra; SAVEPOINT afdw_ra; EXECUTE afdw_s1('2')",
 		'COMMIT TRANSACTION',
 		"START TRANSACTION ISOLATION LEVEL REPEATABLE READ; SAVEPOINT afdw_ra; "
-		  . "EXECUTE afdw_s1('3'); RELEASE SAVEPOINT afdw_ra",
-		"SAVEPOINT afdw_ra; EXECUTE afdw_s1('4'); RELEASE SAVEPOINT afdw_ra",
+		  . "EXECUTE afdw_s1('3')",
+		"RELEASE SAVEPOINT afdw_ra; SAVEPOINT afdw_ra; EXECUTE afdw_s1('4')",
 		'COMMIT TRANSACTION'
 	],
 	'the remote statements of a parameterized rescan');
