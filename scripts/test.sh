@@ -62,6 +62,9 @@ unix_socket_directories = '$sock'
 fsync = off
 max_connections = 100
 max_prepared_transactions = 10
+# No transaction of autovacuum's between two remote transactions that a test
+# expects to see one snapshot (async.sql compares two servers' snapshots).
+autovacuum = off
 log_min_messages = warning
 CONF
 as_user pg_ctl -D "$data" -l "$work/server.log" -w start >/dev/null
