@@ -19,6 +19,7 @@
 #include "postgres.h"
 
 #include <poll.h>
+#include <sys/socket.h>
 
 #include "access/xact.h"
 #include "common/hashfn.h"
@@ -116,6 +117,12 @@ struct AfdwConn
 	HTAB	   *prepared;
 	MemoryContext prepared_cxt;
 	unsigned int statement_number;
+
+	/*
+	 * How the remote server broke the protocol, once it did (the
+	 * connection is then cut, and every later error on it says this).
+	 */
+	const char *violation;
 };
 
 /* A statement prepared in a remote session. */
@@ -726,8 +733,45 @@ disconnect_entry(AfdwConn *entry)
 	entry->drain = NULL;
 	entry->commit_pending = false;
 	entry->streaming = false;
+	entry->violation = NULL;
 	forget_closes(entry);
 	forget_savepoint_op(entry, 0);
+}
+
+/*
+ * break_connection
+ *		Stop trusting ENTRY's remote session, whose state is unknown: cut
+ *		the connection (the server sees it close, libpq at its next read),
+ *		so that nothing waits on the session any more, and keep it from
+ *		being used again in this transaction; the end of the transaction
+ *		drops it.  VIOLATION, if not NULL, says what the server did wrong.
+ */
+static void
+break_connection(AfdwConn *entry, const char *violation)
+{
+	pgsocket	sock = PQsocket(entry->conn);
+
+	if (violation != NULL && entry->violation == NULL)
+		entry->violation = violation;
+	entry->changing_xact_state = true;
+	if (sock != PGINVALID_SOCKET)
+		(void) shutdown(sock, SHUT_RDWR);
+}
+
+/*
+ * refuse_copy_in
+ *		The server answered with CopyInResponse or CopyBothResponse (STATUS):
+ *		async_fdw never sends COPY FROM, so the server is not speaking the
+ *		protocol.  Get libpq out of its COPY IN state, in which it would
+ *		return the same result forever, and cut the connection.
+ */
+static void
+refuse_copy_in(AfdwConn *entry, ExecStatusType status)
+{
+	(void) PQputCopyEnd(entry->conn, "async_fdw never sends COPY data");
+	break_connection(entry, status == PGRES_COPY_BOTH ?
+					 "It answered with CopyBothResponse, which async_fdw never asks for." :
+					 "It answered with CopyInResponse, but async_fdw sent no COPY FROM STDIN.");
 }
 
 /*
@@ -868,6 +912,9 @@ pop_result(AfdwConn *conn, bool *is_export)
 		return res;
 	}
 	res = PQgetResult(conn->conn);
+	if (res != NULL && (PQresultStatus(res) == PGRES_COPY_IN ||
+						PQresultStatus(res) == PGRES_COPY_BOTH))
+		refuse_copy_in(conn, PQresultStatus(res));
 	if (conn->export_pending &&
 		(res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK))
 	{
@@ -1478,6 +1525,17 @@ afdw_report_remote_error(PGresult *res, AfdwConn *conn, const char *sql)
 	char	   *context = NULL;
 	char	   *connmsg;
 	bool		fatal = false;
+
+	if (conn->violation != NULL)
+	{
+		PQclear(res);
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("protocol violation by server \"%s\"",
+						NameStr(conn->servername)),
+				 errdetail("%s", conn->violation),
+				 sql ? errcontext("remote SQL command: %s", sql) : 0));
+	}
 
 #define COPY_FIELD(f) \
 	(PQresultErrorField(res, (f)) ? pstrdup(PQresultErrorField(res, (f))) : NULL)

@@ -103,6 +103,29 @@ sub run_case
 	return;
 }
 
+# A server that broke the protocol, or sent what libpq could not read, is
+# not trusted with one more command (an ABORT would wait for its answer):
+# its connection is dropped.
+sub no_command_after
+{
+	my ($s) = @_;
+	my @abort = grep { /ABORT|ROLLBACK/ } fake_queries($s);
+	is(scalar @abort, 0, "$s: no command after the misbehaviour");
+	return;
+}
+
+# CopyInResponse or CopyBothResponse where a COPY TO or FETCH was sent.
+for my $s (qw(copy_in copy_both))
+{
+	for my $t ("${s}_stream", "${s}_cursor", "${s}_auto", "${s}_auto LIMIT 2")
+	{
+		run_case("$s, $t", "SELECT * FROM $t", '08P01',
+			qr/protocol violation by server "s_$s".*\n.*DETAIL:  .*Copy(In|Both)Response.*\n(.*\n)*.*scan of foreign table "${s}_/);
+	}
+	no_command_after($s);
+}
+
+
 # Binary rows that cannot be read: the first stream of the table is text
 # (and right), the second binary.
 my %binary = (
