@@ -115,6 +115,8 @@ extern PGresult *afdw_run_query(AfdwConn *conn, const char *sql, int nparams,
 								const char *const *values);
 extern void afdw_report_remote_error(PGresult *res, AfdwConn *conn,
 									 const char *sql) pg_attribute_noreturn();
+extern void afdw_protocol_violation(AfdwConn *conn, const char *detail,
+									const char *sql) pg_attribute_noreturn();
 
 /* deparse.c */
 extern bool afdw_is_shippable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr);

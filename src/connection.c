@@ -775,6 +775,18 @@ refuse_copy_in(AfdwConn *entry, ExecStatusType status)
 }
 
 /*
+ * afdw_protocol_violation
+ *		The server answered SQL on CONN in a way the protocol does not allow
+ *		there (DETAIL says how): cut the connection and raise the error.
+ */
+void
+afdw_protocol_violation(AfdwConn *conn, const char *detail, const char *sql)
+{
+	break_connection(conn, detail);
+	afdw_report_remote_error(NULL, conn, sql);
+}
+
+/*
  * server_snapshot
  *		The snapshot entry of SERVERID in the current local transaction.
  */

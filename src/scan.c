@@ -1410,6 +1410,22 @@ send_fetch(AfdwScanState *st)
 }
 
 /*
+ * refuse_copy_out
+ *		The server answered the scan's FETCH or EXECUTE with COPY data (RES):
+ *		never take its rows for the query's.
+ */
+static void
+refuse_copy_out(AfdwScanState *st, PGresult *res)
+{
+	PQclear(res);
+	afdw_forget_owner(st->conn, st);
+	st->req = REQ_NONE;
+	afdw_protocol_violation(st->conn,
+							"It answered with CopyOutResponse to a query that is not a COPY.",
+							st->req_sql);
+}
+
+/*
  * read_request
  *		Read the results of the scan's command in flight; true when all are
  *		in.  Without BLOCK, reads only what has arrived.
@@ -1472,6 +1488,8 @@ read_request(AfdwScanState *st, bool block)
 				PQclear(res);
 				break;
 			case PGRES_COPY_OUT:
+				if (!st->streaming)
+					refuse_copy_out(st, res);
 				/* The stream's rows follow; next_row reads them. */
 				PQclear(res);
 				st->copying = true;

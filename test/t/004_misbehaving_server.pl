@@ -125,6 +125,13 @@ for my $s (qw(copy_in copy_both))
 	no_command_after($s);
 }
 
+# A COPY where a FETCH was sent: its rows are not taken for the cursor's.
+for my $t ('copy_out_fetch_cursor', 'copy_out_fetch_auto LIMIT 2')
+{
+	run_case("copy_out_fetch, $t", "SELECT * FROM $t", '08P01',
+		qr/protocol violation by server "s_copy_out_fetch".*\n.*DETAIL:  .*CopyOutResponse/);
+}
+no_command_after('copy_out_fetch');
 
 # Binary rows that cannot be read: the first stream of the table is text
 # (and right), the second binary.
