@@ -1454,6 +1454,7 @@ afdw_wait_result(AfdwConn *conn, const char *sql)
 		for (;;)
 		{
 			PGresult   *res;
+			bool		lost;
 
 			while (!afdw_result_ready(conn))
 				afdw_wait_socket(conn, sql);
@@ -1470,12 +1471,25 @@ afdw_wait_result(AfdwConn *conn, const char *sql)
 				continue;
 			}
 
+			lost = (PQresultStatus(res) == PGRES_FATAL_ERROR &&
+					PQresultErrorField(res, PG_DIAG_SQLSTATE) == NULL);
 			if (kept != NULL && PQresultStatus(kept) == PGRES_FATAL_ERROR)
 				PQclear(res);
 			else
 			{
 				PQclear(kept);
 				kept = res;
+			}
+
+			/*
+			 * An error of libpq's own (it has no SQLSTATE): the session is
+			 * lost or out of step, and libpq may wait for an end that never
+			 * comes.
+			 */
+			if (lost)
+			{
+				break_connection(conn, NULL);
+				break;
 			}
 		}
 	}
@@ -1572,13 +1586,21 @@ afdw_report_remote_error(PGresult *res, AfdwConn *conn, const char *sql)
 
 	connmsg = pchomp(PQerrorMessage(conn->conn));
 
+	/*
+	 * Without a SQLSTATE, the error is libpq's: the connection failed, or
+	 * the server sent what libpq could not make sense of (or an error that
+	 * no server sends): nothing more is to be expected of the session.
+	 */
 	if (f_sqlstate == NULL || fatal || PQstatus(conn->conn) != CONNECTION_OK)
+	{
+		break_connection(conn, NULL);
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("lost connection to server \"%s\"",
 						NameStr(conn->servername)),
 				 errdetail_internal("%s", primary ? primary : connmsg),
 				 sql ? errcontext("remote SQL command: %s", sql) : 0));
+	}
 
 	ereport(ERROR,
 			(errcode(MAKE_SQLSTATE(f_sqlstate[0], f_sqlstate[1], f_sqlstate[2],

@@ -169,12 +169,20 @@ for my $t (qw(cut_mid_row_stream cut_mid_row_cursor))
 run_case('short_datarow, cursor', 'SELECT * FROM short_datarow_cursor', '08006',
 	qr/lost connection to server "s_short_datarow".*\n.*DETAIL:  unexpected field count in "D" message/);
 
-# An error without a SQLSTATE.
+# A message type the protocol does not have; an error without a SQLSTATE.
+for my $t (qw(garbage_stream garbage_cursor))
+{
+	run_case("garbage, $t", "SELECT * FROM $t", '08006',
+		qr/lost connection to server "s_garbage".*\n.*DETAIL:  unexpected response from server; first received character was "!"/);
+}
+run_case('garbage_mid_copy, stream', 'SELECT * FROM garbage_mid_copy_stream', '08006',
+	qr/lost connection to server "s_garbage_mid_copy".*\n.*DETAIL:  unexpected response from server; first received character was "!"/);
 for my $t (qw(error_no_sqlstate_stream error_no_sqlstate_cursor))
 {
 	run_case("error_no_sqlstate, $t", "SELECT * FROM $t", '08006',
 		qr/lost connection to server "s_error_no_sqlstate".*\n.*DETAIL:  something went wrong, and no code says what/);
 }
+no_command_after($_) for qw(short_datarow garbage garbage_mid_copy error_no_sqlstate);
 
 # Endless notices, and no answer at all: statement_timeout ends the query.
 for my $s (qw(notice_flood silent))
