@@ -1779,8 +1779,9 @@ take_stream_batch(AfdwScanState *st, bool block)
 			keep_line(st, buf, len);
 			if (st->binary && !binary_message(st))
 			{
-				/* The trailer: the end of the rows. */
+				/* The trailer: the end of the rows.  It takes no room. */
 				st->nlines--;
+				st->linebuf_used = st->line_offs[st->nlines];
 				continue;
 			}
 			consumed = false;

@@ -148,6 +148,11 @@ for my $s (sort keys %binary)
 	ok((grep { /FORMAT binary/ } fake_queries($s)), "$s: the failing stream was binary");
 }
 
+# Binary trailers without end: statement_timeout ends the query.
+run_case('bin_endless_trailer, binary stream', 'SELECT * FROM bin_endless_trailer_stream', '57014',
+	qr/canceling statement due to statement timeout\n(.*\n)*.*scan of foreign table "bin_endless_trailer_stream"/,
+	before => 'SELECT * FROM bin_endless_trailer_stream;', before_out => $rows);
+
 run_case('text_wrong_count, text stream', 'SELECT * FROM text_wrong_count_stream', 'HV004',
 	qr/remote query of foreign table "text_wrong_count_stream" returned 3 columns, expected 2/);
 

@@ -61,6 +61,10 @@ my %scenarios = (
 	bin_wrong_count => { binary => 'wrong_count' },
 	bin_bad_header  => { binary => 'bad_header' },
 
+	# Binary COPY trailers, one after the other, never the end; a cancel
+	# hangs up.
+	bin_endless_trailer => { binary => 'endless_trailer', cancel => 'close' },
+
 	# A text COPY row with three fields for two columns.
 	text_wrong_count => { text => 'wrong_count' },
 
@@ -659,6 +663,18 @@ sub copy
 		push @data, $how eq 'wrong_count' ? "3\tthree\textra\n" : "3\tthree\n";
 	}
 
+	if ($how eq 'endless_trailer')
+	{
+		$self->send_bytes($$out . FakePg::msg('d', $data[0])) or return 'gone';
+		$$out = '';
+		my $batch = FakePg::msg('d', pack('n', 0xffff)) x 1000;
+		for (;;)
+		{
+			return $self->cancelled_answer if $self->{cancelled};
+			return 'gone' if time - $self->{start} > $LIFETIME;
+			$self->send_bytes($batch) or return 'gone';
+		}
+	}
 	if ($how eq 'garbage_mid')
 	{
 		$self->send_bytes($$out . FakePg::msg('d', $data[0]) . FakePg::msg('!', 'what is this')) or return 'gone';
