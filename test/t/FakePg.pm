@@ -39,9 +39,12 @@ my $BOOLOID = 16;
 
 my $BINARY_SIGNATURE = "PGCOPY\n\377\r\n\0";
 
-# What a session does when a cancel request names it: 'error' answers the
-# statement with "canceling statement" as a real server does, 'close'
-# hangs up, 'ignore' carries on.
+# The scenarios, by name.  Keys: data (the answer to a COPY or a FETCH),
+# copy (to a COPY only), binary and text (to a COPY in that format), fetch
+# (to a FETCH only), startup (the startup's end), and cancel: what a
+# session does when a cancel request names it, 'error' answering the
+# statement with "canceling statement" as a real server does, 'close' (the
+# default) hanging up, 'ignore' carrying on.
 my %scenarios = (
 	# Everything well-formed.
 	good => {},
