@@ -1463,10 +1463,19 @@ afdw_wait_result(AfdwConn *conn, const char *sql)
 			if (res == NULL)
 				break;
 
-			/* Rows of a COPY nobody reads any more. */
+			/*
+			 * Rows of a COPY nobody reads any more: only an abandoned
+			 * command (afdw_make_idle, without SQL) may be a stream.  The
+			 * callers that name their command sent no COPY, or have read
+			 * its CopyOutResponse already.
+			 */
 			if (PQresultStatus(res) == PGRES_COPY_OUT)
 			{
 				PQclear(res);
+				if (sql != NULL)
+					afdw_protocol_violation(conn,
+											"It answered with CopyOutResponse to a query that is not a COPY.",
+											sql);
 				afdw_discard_copy(conn, sql);
 				continue;
 			}

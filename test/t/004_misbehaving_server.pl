@@ -131,6 +131,10 @@ for my $t ('copy_out_fetch_cursor', 'copy_out_fetch_auto LIMIT 2')
 	run_case("copy_out_fetch, $t", "SELECT * FROM $t", '08P01',
 		qr/protocol violation by server "s_copy_out_fetch".*\n.*DETAIL:  .*CopyOutResponse/);
 }
+
+# The same in ANALYZE, which reads through a cursor of its own.
+run_case('copy_out_fetch, ANALYZE', 'ANALYZE copy_out_fetch_cursor', '08P01',
+	qr/protocol violation by server "s_copy_out_fetch".*\n.*DETAIL:  .*CopyOutResponse.*\n.*CONTEXT:  remote SQL command: FETCH 100 FROM c1/);
 no_command_after('copy_out_fetch');
 
 # Binary rows that cannot be read: the first stream of the table is text
