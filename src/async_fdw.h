@@ -120,6 +120,7 @@ extern void afdw_set_idle(AfdwConn *conn);
 extern void afdw_forget_owner(AfdwConn *conn, void *owner);
 extern bool afdw_is_owner(AfdwConn *conn, void *owner);
 extern bool afdw_is_busy(AfdwConn *conn);
+extern bool afdw_result_lost(AfdwConn *conn, PGresult *res);
 extern bool afdw_result_ready(AfdwConn *conn);
 extern PGresult *afdw_get_result(AfdwConn *conn);
 extern unsigned int afdw_prepared_statement(AfdwConn *conn, const char *sql);
@@ -140,6 +141,8 @@ extern PGresult *afdw_run_query(AfdwConn *conn, const char *sql, int nparams,
 								const char *const *values);
 extern void afdw_report_remote_error(PGresult *res, AfdwConn *conn,
 									 const char *sql) pg_attribute_noreturn();
+extern void afdw_protocol_violation(AfdwConn *conn, const char *detail,
+									const char *sql) pg_attribute_noreturn();
 
 /* deparse.c */
 extern bool afdw_is_shippable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr);

@@ -19,6 +19,7 @@
 #include "postgres.h"
 
 #include <poll.h>
+#include <sys/socket.h>
 
 #include "access/xact.h"
 #include "common/hashfn.h"
@@ -164,6 +165,12 @@ struct AfdwConn
 	unsigned int preparing;
 	char	   *preparing_sql;
 	StringInfoData deallocs;
+
+	/*
+	 * How the remote server broke the protocol, once it did (the
+	 * connection is then cut, and every later error on it says this).
+	 */
+	const char *violation;
 };
 
 /* A cursor of a remote transaction. */
@@ -1067,10 +1074,76 @@ disconnect_entry(AfdwConn *entry)
 	entry->drain = NULL;
 	entry->commit_pending = false;
 	entry->streaming = false;
+	entry->violation = NULL;
 	forget_closes(entry);
 	forget_savepoint_op(entry, 0);
 	forget_wrap(entry);
 	forget_deallocs(entry);
+}
+
+/*
+ * break_connection
+ *		Stop trusting ENTRY's remote session, whose state is unknown: cut
+ *		the connection (the server sees it close, libpq at its next read),
+ *		so that nothing waits on the session any more, and keep it from
+ *		being used again in this transaction; the end of the transaction
+ *		drops it.  VIOLATION, if not NULL, says what the server did wrong.
+ */
+static void
+break_connection(AfdwConn *entry, const char *violation)
+{
+	pgsocket	sock = PQsocket(entry->conn);
+
+	if (violation != NULL && entry->violation == NULL)
+		entry->violation = violation;
+	entry->changing_xact_state = true;
+	if (sock != PGINVALID_SOCKET)
+		(void) shutdown(sock, SHUT_RDWR);
+}
+
+/*
+ * refuse_copy_in
+ *		The server answered with CopyInResponse or CopyBothResponse (STATUS):
+ *		async_fdw never sends COPY FROM, so the server is not speaking the
+ *		protocol.  Get libpq out of its COPY IN state, in which it would
+ *		return the same result forever, and cut the connection.
+ */
+static void
+refuse_copy_in(AfdwConn *entry, ExecStatusType status)
+{
+	(void) PQputCopyEnd(entry->conn, "async_fdw never sends COPY data");
+	break_connection(entry, status == PGRES_COPY_BOTH ?
+					 "It answered with CopyBothResponse, which async_fdw never asks for." :
+					 "It answered with CopyInResponse, but async_fdw sent no COPY FROM STDIN.");
+}
+
+/*
+ * afdw_result_lost
+ *		Whether RES, a result of CONN, is an error of libpq's own (it has no
+ *		SQLSTATE): the session is lost or out of step, and libpq may wait
+ *		for an end that never comes.  If so, the connection is cut, and the
+ *		caller reads no further result.
+ */
+bool
+afdw_result_lost(AfdwConn *conn, PGresult *res)
+{
+	if (PQresultStatus(res) != PGRES_FATAL_ERROR ||
+		PQresultErrorField(res, PG_DIAG_SQLSTATE) != NULL)
+		return false;
+	break_connection(conn, NULL);
+	return true;
+}
+
+/*
+ * afdw_protocol_violation
+ *		The server answered SQL on CONN in a way the protocol does not allow
+ *		there (DETAIL says how): cut the connection and raise the error.
+ */
+void
+afdw_protocol_violation(AfdwConn *conn, const char *detail, const char *sql)
+{
+	break_connection(conn, detail);
+	afdw_report_remote_error(NULL, conn, sql);
 }
 
 /*
@@ -1358,6 +1431,9 @@ pop_result(AfdwConn *conn, bool *is_export)
 		return res;
 	}
 	res = PQgetResult(conn->conn);
+	if (res != NULL && (PQresultStatus(res) == PGRES_COPY_IN ||
+						PQresultStatus(res) == PGRES_COPY_BOTH))
+		refuse_copy_in(conn, PQresultStatus(res));
 	track_wrap(conn, res);
 	if (conn->preparing != 0)
 		note_prepare(conn, res);
@@ -2054,6 +2130,7 @@ afdw_wait_result(AfdwConn *conn, const char *sql)
 		for (;;)
 		{
 			PGresult   *res;
+			bool		lost;
 
 			while (!afdw_result_ready(conn))
 				afdw_wait_socket(conn, sql);
@@ -2062,14 +2139,24 @@ afdw_wait_result(AfdwConn *conn, const char *sql)
 			if (res == NULL)
 				break;
 
-			/* Rows of a COPY nobody reads any more. */
+			/*
+			 * Rows of a COPY nobody reads any more: only an abandoned
+			 * command (afdw_make_idle, without SQL) may be a stream.  The
+			 * callers that name their command sent no COPY, or have read
+			 * its CopyOutResponse already.
+			 */
 			if (PQresultStatus(res) == PGRES_COPY_OUT)
 			{
 				PQclear(res);
+				if (sql != NULL)
+					afdw_protocol_violation(conn,
+											"It answered with CopyOutResponse to a query that is not a COPY.",
+											sql);
 				afdw_discard_copy(conn, sql);
 				continue;
 			}
 
+			lost = afdw_result_lost(conn, res);
 			if (kept != NULL && PQresultStatus(kept) == PGRES_FATAL_ERROR)
 				PQclear(res);
 			else
@@ -2077,6 +2164,8 @@ afdw_wait_result(AfdwConn *conn, const char *sql)
 				PQclear(kept);
 				kept = res;
 			}
+			if (lost)
+				break;
 		}
 	}
 	PG_CATCH();
@@ -2138,6 +2227,17 @@ afdw_report_remote_error(PGresult *res, AfdwConn *conn, const char *sql)
 	char	   *connmsg;
 	bool		fatal = false;
 
+	if (conn->violation != NULL)
+	{
+		PQclear(res);
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("protocol violation by server \"%s\"",
+						NameStr(conn->servername)),
+				 errdetail("%s", conn->violation),
+				 sql ? errcontext("remote SQL command: %s", sql) : 0));
+	}
+
 #define COPY_FIELD(f) \
 	(PQresultErrorField(res, (f)) ? pstrdup(PQresultErrorField(res, (f))) : NULL)
 
@@ -2161,13 +2261,21 @@ afdw_report_remote_error(PGresult *res, AfdwConn *conn, const char *sql)
 
 	connmsg = pchomp(PQerrorMessage(conn->conn));
 
+	/*
+	 * Without a SQLSTATE, the error is libpq's: the connection failed, or
+	 * the server sent what libpq could not make sense of (or an error that
+	 * no server sends): nothing more is to be expected of the session.
+	 */
 	if (f_sqlstate == NULL || fatal || PQstatus(conn->conn) != CONNECTION_OK)
+	{
+		break_connection(conn, NULL);
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("lost connection to server \"%s\"",
 						NameStr(conn->servername)),
 				 errdetail_internal("%s", primary ? primary : connmsg),
 				 sql ? errcontext("remote SQL command: %s", sql) : 0));
+	}
 
 	ereport(ERROR,
 			(errcode(MAKE_SQLSTATE(f_sqlstate[0], f_sqlstate[1], f_sqlstate[2],

@@ -1618,6 +1618,22 @@ enqueue(AfdwScanState *st, PGresult *res)
 }
 
 /*
+ * refuse_copy_out
+ *		The server answered the scan's FETCH or EXECUTE with COPY data (RES):
+ *		never take its rows for the query's.
+ */
+static void
+refuse_copy_out(AfdwScanState *st, PGresult *res)
+{
+	PQclear(res);
+	afdw_forget_owner(st->conn, st);
+	st->req = REQ_NONE;
+	afdw_protocol_violation(st->conn,
+							"It answered with CopyOutResponse to a query that is not a COPY.",
+							st->req_sql);
+}
+
+/*
  * read_request
  *		Read the results of the scan's command in flight; true when all are
  *		in.  Without BLOCK, reads only what has arrived.
@@ -1632,6 +1648,7 @@ read_request(AfdwScanState *st, bool block)
 {
 	PGconn	   *pgconn = afdw_pgconn(st->conn);
 	bool		stream_failed = false;
+	bool		lost = false;
 
 	Assert(st->req == REQ_INFLIGHT);
 
@@ -1683,6 +1700,8 @@ read_request(AfdwScanState *st, bool block)
 				PQclear(res);
 				break;
 			case PGRES_COPY_OUT:
+				if (!st->streaming)
+					refuse_copy_out(st, res);
 				/* The stream's rows follow; next_row reads them. */
 				PQclear(res);
 				st->copying = true;
@@ -1702,9 +1721,12 @@ read_request(AfdwScanState *st, bool block)
 					st->streaming = false;
 					stream_failed = true;
 				}
+				lost = afdw_result_lost(st->conn, res);
 				enqueue(st, res);
 				break;
 		}
+		if (lost)
+			break;
 	}
 
 	afdw_set_idle(st->conn);
@@ -1828,13 +1850,21 @@ end_stream(AfdwScanState *st, bool abandoned)
 			set_binary_status(RelationGetRelid(st->rel),
 							  strcmp(PQgetvalue(res, 0, 0), "t") == 0 ?
 							  BINARY_SAME_TYPES : BINARY_OTHER_TYPES);
-		if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK &&
-			st->held_error == NULL)
+		if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
 		{
-			st->held_error = res;
-			if (st->held_sql != NULL)
-				pfree(st->held_sql);
-			st->held_sql = MemoryContextStrdup(st->scan_cxt, st->req_sql);
+			bool		lost = afdw_result_lost(st->conn, res);
+
+			if (st->held_error == NULL)
+			{
+				st->held_error = res;
+				if (st->held_sql != NULL)
+					pfree(st->held_sql);
+				st->held_sql = MemoryContextStrdup(st->scan_cxt, st->req_sql);
+			}
+			else
+				PQclear(res);
+			if (lost)
+				break;
 			continue;
 		}
 		PQclear(res);
@@ -2050,8 +2080,9 @@ take_stream_batch(AfdwScanState *st, bool block)
 				!binary_line(st, LINE(st, st->nlines - 1),
 							 &st->line_lens[st->nlines - 1]))
 			{
-				/* The trailer: the end of the rows. */
+				/* The trailer: the end of the rows.  It takes no room. */
 				st->nlines--;
+				st->linebuf_used = st->line_offs[st->nlines];
 				continue;
 			}
 			consumed = false;
