@@ -132,6 +132,17 @@ EXECUTE sp_gt(0);
 ALTER SERVER loopback_s OPTIONS (DROP fetch_mode);
 DEALLOCATE sp_gt;
 RESET plan_cache_mode;
+-- A subplan run by the condition of each partition, itself an Append over
+-- the same server: its scans take connections that the outer partitions
+-- wait on (found by the differential test, test/t/005_differential.pl).
+ALTER SERVER loopback_s OPTIONS (ADD max_connections '2');
+SELECT count(*) FROM sp a WHERE a.id NOT IN (SELECT b.id FROM sp b WHERE b.id < 3000);
+SELECT count(*) FROM sp a WHERE a.id NOT IN (SELECT b.id FROM sp b WHERE b.id < 3000);
+ALTER SERVER loopback_s OPTIONS (ADD fetch_mode 'cursor', ADD fetch_size '7');
+SELECT count(*) FROM sp a WHERE a.id NOT IN (SELECT b.id FROM sp b WHERE b.id < 3000);
+ALTER SERVER loopback_s OPTIONS (SET fetch_mode 'stream', DROP fetch_size);
+SELECT count(*) FROM sp a WHERE a.id NOT IN (SELECT b.id FROM sp b WHERE b.id < 3000);
+ALTER SERVER loopback_s OPTIONS (DROP fetch_mode, DROP max_connections);
 
 -- 10. A second connection joins a remote transaction whose first one
 -- streams, or is inside a savepoint: each case in a fresh session, where

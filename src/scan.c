@@ -198,6 +198,12 @@ typedef struct AfdwScanState
 	bool		conn_wait;
 
 	/*
+	 * The socket this scan added to its Append's wait set, until its
+	 * request is served: no sibling of the same Append adds it again.
+	 */
+	pgsocket	wait_sock;
+
+	/*
 	 * Whether the executor has asked the scan for a row yet.  A scan that
 	 * was started eagerly and never asked is stopped rather than waited
 	 * for at its end, and its errors are never seen.
@@ -257,6 +263,25 @@ static dlist_head pending_scans = DLIST_STATIC_INIT(pending_scans);
 
 /* Scans of this backend between their Begin and End, with a connection. */
 static dlist_head active_scans = DLIST_STATIC_INIT(active_scans);
+
+/*
+ * The wait set of an asynchronous Append whose wait must end at once (see
+ * wake_append): the backend's latch is set again after each preparation of
+ * the wait by a child, since a child's own waits may have reset it.
+ */
+static WaitEventSet *wake_set = NULL;
+
+#if PG_VERSION_NUM < 150007
+/*
+ * The wait sets of asynchronous Appends (nested in one another's
+ * conditions) to which the backend's latch was added in their current wait
+ * (see wake_append); a set can hold one latch.  A set leaves the list when
+ * its Append's next wait begins (forget_waits).
+ */
+#define AFDW_MAX_LATCH_SETS		16
+static WaitEventSet *latch_sets[AFDW_MAX_LATCH_SETS];
+static int	n_latch_sets = 0;
+#endif
 
 /*
  * What is known of the remote types of foreign tables' columns, per local
@@ -1203,6 +1228,7 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 
 	st = palloc0(sizeof(AfdwScanState));
 	node->fdw_state = st;
+	st->wait_sock = PGINVALID_SOCKET;
 	st->node = node;
 	st->estate = estate;
 	st->rel = node->ss.ss_currentRelation;
@@ -1320,6 +1346,7 @@ remember_sql(AfdwScanState *st, const char *sql)
 }
 
 static void drain_scan(void *arg);
+static void forget_waits(AfdwScanState *st, bool all);
 static void send_start(AfdwScanState *st);
 static void spill_stream(AfdwScanState *st);
 
@@ -1747,6 +1774,47 @@ read_request(AfdwScanState *st, bool block)
 }
 
 /*
+ * wake_append
+ *		ST's results were read by another scan while ST's Append waits for
+ *		them on the socket (a scan of a subplan that a sibling's condition
+ *		ran during the Append's preparation of its wait): no event would
+ *		come.  Make the Append's wait end at once, through the backend's
+ *		latch, so that its next wait finds ST's rows ready.
+ *
+ * Since PostgreSQL 15.7 the Append waits on the latch too, added after
+ * its children prepared the wait; before, the latch is added here.
+ */
+static void
+wake_append(AfdwScanState *st)
+{
+	WaitEventSet *set;
+
+	if (st->wait_sock == PGINVALID_SOCKET || st->areq == NULL ||
+		!st->areq->callback_pending)
+		return;
+	/* (The socket stays in the set: no sibling may add it again.) */
+	set = ((AppendState *) st->areq->requestor)->as_eventset;
+	if (set == NULL)
+		return;					/* its wait is over already */
+#if PG_VERSION_NUM < 150007
+	for (int i = 0; i < n_latch_sets; i++)
+	{
+		if (latch_sets[i] == set)
+		{
+			SetLatch(MyLatch);
+			return;
+		}
+	}
+	if (n_latch_sets >= AFDW_MAX_LATCH_SETS)
+		n_latch_sets = 0;		/* sets of waits long over: forget them */
+	AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+	latch_sets[n_latch_sets++] = set;
+#endif
+	wake_set = set;
+	SetLatch(MyLatch);
+}
+
+/*
  * drain_scan
  *		Another scan needs the connection: read this scan's results now,
  *		to be used when it asks for rows.  A stream is read to its end into
@@ -1763,6 +1831,7 @@ drain_scan(void *arg)
 	else
 		(void) read_request(st, true);
 	st->draining = false;
+	wake_append(st);
 }
 
 /*
@@ -2593,6 +2662,7 @@ afdwForeignAsyncRequest(AsyncRequest *areq)
 	TupleTableSlot *slot;
 
 	st->areq = areq;
+	st->wait_sock = PGINVALID_SOCKET;
 
 	/*
 	 * Run the node itself (its quals and projection) without the
@@ -2616,7 +2686,66 @@ afdwForeignAsyncRequest(AsyncRequest *areq)
 }
 
 /*
- * afdwForeignAsyncConfigureWait
+ * forget_waits
+ *		ST is being configured for a new wait: the socket it added to an
+ *		earlier wait set is not in this one.  With ALL (the wait set holds
+ *		no socket yet: a new wait begins), neither are its siblings'.
+ */
+static void
+forget_waits(AfdwScanState *st, bool all)
+{
+	dlist_iter	it;
+
+	st->wait_sock = PGINVALID_SOCKET;
+	if (!all)
+		return;
+	if (wake_set == ((AppendState *) st->areq->requestor)->as_eventset)
+		wake_set = NULL;
+#if PG_VERSION_NUM < 150007
+	for (int i = 0; i < n_latch_sets; i++)
+	{
+		if (latch_sets[i] == ((AppendState *) st->areq->requestor)->as_eventset)
+			latch_sets[i--] = latch_sets[--n_latch_sets];
+	}
+#endif
+	dlist_foreach(it, &active_scans)
+	{
+		AfdwScanState *other = dlist_container(AfdwScanState, active_node, it.cur);
+
+		if (other->areq != NULL && other->areq->requestor == st->areq->requestor)
+			other->wait_sock = PGINVALID_SOCKET;
+	}
+}
+
+/*
+ * socket_in_wait
+ *		Whether a sibling of ST under the same Append, still waiting, added
+ *		SOCK to the Append's wait set.  A sibling takes the connection over
+ *		only when its owner does not wait (sibling_owns_connection), but a
+ *		scan of another plan node (a subplan evaluated in a sibling's
+ *		filter) may take it meanwhile, and then a third sibling finds it
+ *		free: the socket is then in the wait set already, and its event
+ *		reaches the sibling, after which the next wait serves ST.
+ */
+static bool
+socket_in_wait(AfdwScanState *st, pgsocket sock)
+{
+	dlist_iter	it;
+
+	dlist_foreach(it, &active_scans)
+	{
+		AfdwScanState *other = dlist_container(AfdwScanState, active_node, it.cur);
+
+		if (other != st && other->wait_sock == sock && other->areq != NULL &&
+			other->areq->requestor == st->areq->requestor &&
+			other->areq->callback_pending)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * configure_wait
  *		Wait on the connection's socket for the rows in flight.
  *
  * When another scan sharing the connection has already read them (it
@@ -2624,11 +2753,14 @@ afdwForeignAsyncRequest(AsyncRequest *areq)
  * event would come for it.
  */
 static void
-afdwForeignAsyncConfigureWait(AsyncRequest *areq)
+configure_wait(AsyncRequest *areq)
 {
 	AfdwScanState *st = (AfdwScanState *) ((ForeignScanState *) areq->requestee)->fdw_state;
+	WaitEventSet *set = ((AppendState *) areq->requestor)->as_eventset;
+	pgsocket	sock;
 
 	st->areq = areq;
+	forget_waits(st, GetNumRegisteredWaitEvents(set) <= 1);
 
 	/*
 	 * Waiting for a sibling's stream to end, or for a sibling's command to
@@ -2670,9 +2802,25 @@ afdwForeignAsyncConfigureWait(AsyncRequest *areq)
 
 	Assert(st->req == REQ_INFLIGHT);
 	areq->callback_pending = true;
-	AddWaitEventToSet(((AppendState *) areq->requestor)->as_eventset,
-					  WL_SOCKET_READABLE, PQsocket(afdw_pgconn(st->conn)),
-					  NULL, areq);
+	sock = PQsocket(afdw_pgconn(st->conn));
+	if (socket_in_wait(st, sock))
+		return;
+	AddWaitEventToSet(set, WL_SOCKET_READABLE, sock, NULL, areq);
+	st->wait_sock = sock;
+}
+
+/*
+ * afdwForeignAsyncConfigureWait
+ *		configure_wait, and the latch set again if the Append's wait must
+ *		end at once (wake_append).
+ */
+static void
+afdwForeignAsyncConfigureWait(AsyncRequest *areq)
+{
+	configure_wait(areq);
+	if (wake_set != NULL &&
+		wake_set == ((AppendState *) areq->requestor)->as_eventset)
+		SetLatch(MyLatch);
 }
 
 /*
