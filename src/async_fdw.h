@@ -145,6 +145,7 @@ extern void afdw_protocol_violation(AfdwConn *conn, const char *detail,
 									const char *sql) pg_attribute_noreturn();
 
 /* deparse.c */
+extern bool afdw_type_names_by_oid(Oid type);
 extern bool afdw_is_shippable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr);
 extern void afdw_classify_conditions(PlannerInfo *root, RelOptInfo *baserel,
 									 List *conds, List **remote, List **local);

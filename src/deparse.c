@@ -105,20 +105,19 @@ object_shippable(Oid oid, Oid classid, List *extensions)
 }
 
 /*
- * type_shippable
- *		True if a value of TYPE can be written as a literal or parameter and
- *		read back remotely as the same value, and the remote operators and
- *		functions on it behave as the local ones: a type made by the user
- *		(an enum, a domain with its CHECK) may have another meaning, or
- *		another type altogether, on the remote side.
- *
- * The reg* types print names that the remote server would resolve to its
- * own, different objects.
+ * afdw_type_names_by_oid
+ *		True for the types whose values are objects named by their OIDs
+ *		(regclass, regrole, ...), and arrays of them.  Their binary form
+ *		is the remote object's OID, which names another object locally, or
+ *		none; their text form is the name, which the local input function
+ *		looks up, as with postgres_fdw.
  */
-static bool
-type_shippable(Oid type, ShipContext *cxt)
+bool
+afdw_type_names_by_oid(Oid type)
 {
-	switch (type)
+	Oid			element = get_element_type(type);
+
+	switch (OidIsValid(element) ? element : type)
 	{
 		case REGPROCOID:
 		case REGPROCEDUREOID:
@@ -131,10 +130,27 @@ type_shippable(Oid type, ShipContext *cxt)
 		case REGDICTIONARYOID:
 		case REGNAMESPACEOID:
 		case REGROLEOID:
-			return false;
+			return true;
 		default:
-			return object_shippable(type, TypeRelationId, cxt->extensions);
+			return false;
 	}
+}
+
+/*
+ * type_shippable
+ *		True if a value of TYPE can be written as a literal or parameter and
+ *		read back remotely as the same value, and the remote operators and
+ *		functions on it behave as the local ones: a type made by the user
+ *		(an enum, a domain with its CHECK) may have another meaning, or
+ *		another type altogether, on the remote side.  The reg* types print
+ *		names that the remote server would resolve to its own, different
+ *		objects.
+ */
+static bool
+type_shippable(Oid type, ShipContext *cxt)
+{
+	return !afdw_type_names_by_oid(type) &&
+		object_shippable(type, TypeRelationId, cxt->extensions);
 }
 
 /*

@@ -891,38 +891,6 @@ set_binary_status(Oid relid, BinaryStatus status)
 }
 
 /*
- * names_by_oid
- *		True for the types whose values are objects named by their OIDs
- *		(regclass, regrole, ...), and arrays of them.  Their binary form
- *		is the remote object's OID, which names another object locally, or
- *		none; their text form is the name, which the local input function
- *		looks up, as with postgres_fdw.
- */
-static bool
-names_by_oid(Oid type)
-{
-	Oid			element = get_element_type(type);
-
-	switch (OidIsValid(element) ? element : type)
-	{
-		case REGPROCOID:
-		case REGPROCEDUREOID:
-		case REGOPEROID:
-		case REGOPERATOROID:
-		case REGCLASSOID:
-		case REGTYPEOID:
-		case REGCOLLATIONOID:
-		case REGCONFIGOID:
-		case REGDICTIONARYOID:
-		case REGNAMESPACEOID:
-		case REGROLEOID:
-			return true;
-		default:
-			return false;
-	}
-}
-
-/*
  * prepare_binary
  *		Whether the scan's rows may stream in binary format: every column
  *		has a built-in type (the same type, with the same binary form, on a
@@ -956,7 +924,7 @@ prepare_binary(AfdwScanState *st)
 		if (attnum == SelfItemPointerAttributeNumber)
 			continue;
 		att = TupleDescAttr(tupdesc, attnum - 1);
-		if (att->atttypid >= FirstGenbkiObjectId || names_by_oid(att->atttypid))
+		if (att->atttypid >= FirstGenbkiObjectId || afdw_type_names_by_oid(att->atttypid))
 			return false;
 		tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(att->atttypid));
 		if (!HeapTupleIsValid(tup))
