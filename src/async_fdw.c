@@ -277,7 +277,7 @@ afdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
  */
 static ForeignScan *
 afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
-				   ForeignPath *best_path pg_attribute_unused(), List *tlist, List *scan_clauses,
+				   ForeignPath *best_path, List *tlist, List *scan_clauses,
 				   Plan *outer_plan)
 {
 	AfdwRelInfo *fp = (AfdwRelInfo *) baserel->fdw_private;

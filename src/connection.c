@@ -706,7 +706,7 @@ check_password_rules(UserMapping *user, PGconn *conn, const char *servername)
 				 errmsg("password is required"),
 				 errdetail("A non-superuser must give a password in the user mapping for server \"%s\".",
 						   servername),
-				 errhint("Add option \"password\" to the user mapping, or have a superuser set password_required to false.")));
+				 errhint("Add option \"password\" to the user mapping, or have a superuser set \"password_required\" to false.")));
 
 	if (conn != NULL && !PQconnectionUsedPassword(conn))
 		ereport(ERROR,
@@ -714,7 +714,7 @@ check_password_rules(UserMapping *user, PGconn *conn, const char *servername)
 				 errmsg("password is required"),
 				 errdetail("Server \"%s\" did not ask for the password, and a non-superuser may only connect with one.",
 						   servername),
-				 errhint("Make the remote server ask for a password, or have a superuser set password_required to false.")));
+				 errhint("Make the remote server ask for a password, or have a superuser set \"password_required\" to false.")));
 
 	/*
 	 * The password that libpq sent must be the mapping's own, not one it

@@ -23,14 +23,15 @@
 #include "executor/execAsync.h"
 #include "executor/executor.h"
 #include "executor/instrument.h"
-#include "lib/ilist.h"
-#include "mb/pg_wchar.h"
-#include "port/pg_bswap.h"
-#include "nodes/execnodes.h"
 #include "foreign/fdwapi.h"
 #include "funcapi.h"
+#include "lib/ilist.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "nodes/execnodes.h"
 #include "nodes/nodeFuncs.h"
+#include "port/pg_bswap.h"
+#include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -39,7 +40,6 @@
 #include "utils/sampling.h"
 #include "utils/syscache.h"
 #include "utils/tuplestore.h"
-#include "tcop/tcopprot.h"
 
 #include "async_fdw.h"
 
@@ -263,6 +263,11 @@ static dlist_head pending_scans = DLIST_STATIC_INIT(pending_scans);
 
 /* Scans of this backend between their Begin and End, with a connection. */
 static dlist_head active_scans = DLIST_STATIC_INIT(active_scans);
+
+static void drain_scan(void *arg);
+static void forget_waits(AfdwScanState *st, bool all);
+static void send_start(AfdwScanState *st);
+static void spill_stream(AfdwScanState *st);
 
 /*
  * The wait set of an asynchronous Append whose wait must end at once (see
@@ -977,6 +982,10 @@ scan_user(ForeignScan *plan, EState *estate, Relation rel)
 	Oid			userid;
 	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
 
+	/*
+	 * PostgreSQL 16 moved the permission-checking user from the range table
+	 * entry to the plan; the guard keeps the code ready for it.
+	 */
 #if PG_VERSION_NUM >= 160000
 	userid = OidIsValid(plan->checkAsUser) ? plan->checkAsUser : GetUserId();
 #else
@@ -1313,10 +1322,6 @@ remember_sql(AfdwScanState *st, const char *sql)
 	st->req_sql = MemoryContextStrdup(st->scan_cxt, sql);
 }
 
-static void drain_scan(void *arg);
-static void forget_waits(AfdwScanState *st, bool all);
-static void send_start(AfdwScanState *st);
-static void spill_stream(AfdwScanState *st);
 
 /*
  * append_execute
@@ -1606,7 +1611,7 @@ enqueue(AfdwScanState *st, PGresult *res)
 	{
 		/* Room is made before each request: this cannot happen. */
 		PQclear(res);
-		elog(ERROR, "async_fdw batch queue overflow");
+		elog(ERROR, "batch queue of a foreign scan overflowed");
 	}
 	st->queue[(st->qhead + st->qcount) % AFDW_QUEUE_SIZE] = res;
 	st->qcount++;
@@ -2401,7 +2406,7 @@ next_row(AfdwScanState *st, bool block)
 		{
 			/* hand_over starts its stream when the sibling's ends. */
 			if (block)
-				elog(ERROR, "async_fdw: scan of \"%s\" waits for a sibling's stream but was read synchronously",
+				elog(ERROR, "scan of \"%s\" waits for a sibling's stream but was read synchronously",
 					 RelationGetRelationName(st->rel));
 			slot = NULL;
 			break;
