@@ -22,21 +22,22 @@
 #include <sys/socket.h>
 
 #include "access/xact.h"
-#include "common/hashfn.h"
 #include "catalog/pg_user_mapping.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
+#include "common/hashfn.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
-#include "utils/builtins.h"
-#include "utils/guc.h"
 #include "utils/timestamp.h"
 
 #include "async_fdw.h"
@@ -220,6 +221,8 @@ static HTAB *snapshot_hash = NULL;
 static bool xact_got_connection = false;
 
 static void connect_entry(AfdwConn *entry, UserMapping *user);
+static AfdwConn *least_used_open(Oid umid);
+static bool reserve_fd(bool optional);
 static void disconnect_entry(AfdwConn *entry);
 static void xact_callback(XactEvent event, void *arg);
 static void subxact_callback(SubXactEvent event, SubTransactionId mySubid,
@@ -409,11 +412,93 @@ afdw_acquire_connection(UserMapping *user)
 				 errdetail("The remote transaction of this local transaction is lost."),
 				 errhint("Roll back the local transaction and retry.")));
 
-	if (entry->conn == NULL)
-		connect_entry(entry, user);
+	/*
+	 * Each connection holds a file descriptor, counted against the
+	 * backend's limit as PostgreSQL counts its own.  Without one to spare,
+	 * a scan shares an open connection; only the first connection to the
+	 * server is required.
+	 */
+	if (entry->conn == NULL && !reserve_fd(least_used_open(user->umid) != NULL))
+	{
+		AfdwConn   *shared = least_used_open(user->umid);
+
+		if (shared == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+					 errmsg("could not connect to server \"%s\"", server->servername),
+					 errdetail("There are too many open files on the local server."),
+					 errhint("Raise the local server's \"max_files_per_process\" setting or its \"ulimit -n\" limit.")));
+		entry = shared;
+	}
+	else if (entry->conn == NULL)
+	{
+		PG_TRY();
+		{
+			connect_entry(entry, user);
+		}
+		PG_CATCH();
+		{
+			ReleaseExternalFD();
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+	}
 
 	entry->nusers++;
 	return entry;
+}
+
+/*
+ * reserve_fd
+ *		Count one more file descriptor against the backend's limit for a
+ *		connection; false if there is none to spare.  An OPTIONAL connection
+ *		is opened only while descriptors remain beyond its own and its wait
+ *		set's, since the executor's waits need some too (an asynchronous
+ *		Append cannot wait without one).
+ */
+static bool
+reserve_fd(bool optional)
+{
+	int			got = 0;
+	int			need = optional ? 3 : 1;
+
+	while (got < need && AcquireExternalFD())
+		got++;
+	if (got < need)
+	{
+		while (got-- > 0)
+			ReleaseExternalFD();
+		return false;
+	}
+	while (got-- > 1)
+		ReleaseExternalFD();
+	return true;
+}
+
+/*
+ * least_used_open
+ *		The open connection of user mapping UMID with the fewest users,
+ *		preferring one that no scan streams on; NULL if none is open.
+ */
+static AfdwConn *
+least_used_open(Oid umid)
+{
+	HASH_SEQ_STATUS scan;
+	AfdwConn   *entry;
+	AfdwConn   *best = NULL;
+
+	hash_seq_init(&scan, conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		if (entry->key.umid != umid || entry->conn == NULL ||
+			entry->changing_xact_state)
+			continue;
+		if (best == NULL ||
+			(best->streaming && !entry->streaming) ||
+			(best->streaming == entry->streaming && entry->nusers < best->nusers))
+			best = entry;
+	}
+	return best;
 }
 
 /*
@@ -1050,6 +1135,7 @@ disconnect_entry(AfdwConn *entry)
 	{
 		PQfinish(entry->conn);
 		entry->conn = NULL;
+		ReleaseExternalFD();
 	}
 	if (entry->held_result != NULL)
 	{
@@ -1992,6 +2078,30 @@ afdw_make_idle(AfdwConn *conn)
 }
 
 /*
+ * poll_readable
+ *		wait_readable without a wait set: poll SOCK for at most TIMEOUT
+ *		milliseconds (-1: no limit), and at most 100 at a time, reporting a
+ *		pending interrupt as the latch (the caller serves it).
+ */
+static int
+poll_readable(pgsocket sock, long timeout)
+{
+	struct pollfd pfd;
+	int			slice = (timeout < 0 || timeout > 100) ? 100 : (int) timeout;
+	int			rc;
+
+	pfd.fd = sock;
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	rc = poll(&pfd, 1, slice);
+	if (rc > 0)
+		return WL_SOCKET_READABLE;
+	if (InterruptPending)
+		return WL_LATCH_SET;
+	return (timeout >= 0 && slice >= timeout) ? WL_TIMEOUT : 0;
+}
+
+/*
  * wait_readable
  *		Wait until ENTRY's socket is readable, the latch is set or TIMEOUT
  *		milliseconds (-1: no limit) pass; returns the WL_ flags of what
@@ -2013,7 +2123,25 @@ wait_readable(AfdwConn *entry, long timeout)
 	}
 	if (entry->waitset == NULL)
 	{
-		WaitEventSet *set = CreateWaitEventSet(conn_cxt, 3);
+		WaitEventSet *set;
+
+		/*
+		 * A wait set costs a file descriptor.  Without one to spare beyond
+		 * one for the executor (the connections took them), poll the
+		 * socket, briefly, so that interrupts are served between polls; an
+		 * error here could come during abort cleanup, where it must not.
+		 */
+		if (!AcquireExternalFD())
+			return poll_readable(sock, timeout);
+		if (!AcquireExternalFD())
+		{
+			/* The last one is left for the executor's own waits. */
+			ReleaseExternalFD();
+			return poll_readable(sock, timeout);
+		}
+		ReleaseExternalFD();
+		ReleaseExternalFD();
+		set = CreateWaitEventSet(conn_cxt, 3);
 
 		AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
 		/* A single-user backend has no postmaster to watch. */
