@@ -4,7 +4,8 @@
 --
 -- An unknown name fails with ERRCODE_FDW_INVALID_OPTION_NAME (HV00D) and a
 -- hint listing the valid names for that kind of object; a bad value fails
--- with ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE (HV024) naming option and value.
+-- naming option and value, with the SQLSTATE postgres_fdw 15 gives it:
+-- 22023 for a number, 42601 for a word that is not among the valid ones.
 -- Everything created here is dropped at the end; setup's objects are only
 -- read (loopback, remote.t1) or granted on and revoked (loopback2).
 --
@@ -120,7 +121,7 @@ CREATE SERVER afdw_opt_bad FOREIGN DATA WRAPPER async_fdw OPTIONS (fdw_tuple_cos
 -- None of the failed CREATEs left a server behind.
 SELECT srvname FROM pg_foreign_server WHERE srvname LIKE 'afdw_opt%' ORDER BY 1;
 
--- The error codes: HV00D for a name, HV024 for a value.
+-- The error codes: HV00D for a name, 22023 or 42601 for a value.
 SELECT cmd, afdw_opt_try(cmd) FROM (VALUES
   ('CREATE SERVER afdw_opt_bad FOREIGN DATA WRAPPER async_fdw OPTIONS (nosuch ''1'')'),
   ('CREATE SERVER afdw_opt_bad FOREIGN DATA WRAPPER async_fdw OPTIONS (fetch_size ''0'')'),
@@ -438,3 +439,121 @@ CREATE SERVER afdw_opt_maxconn2 FOREIGN DATA WRAPPER async_fdw
 SELECT srvname, srvoptions FROM pg_foreign_server
   WHERE srvname LIKE 'afdw_opt_maxconn%';
 DROP SERVER afdw_opt_maxconn;
+
+--
+-- A bad option value fails with the SQLSTATE postgres_fdw 15 gives it, so
+-- that code catching these errors keeps working after a switch of wrapper.
+-- Each case runs through both wrappers side by side; "same" must be true.
+--
+SELECT NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'postgres_fdw')
+  AS afdw_opt_drop_pgfdw \gset
+CREATE EXTENSION IF NOT EXISTS postgres_fdw;
+-- The SQLSTATE of CMD's error, or "ok"; a CMD that succeeds is undone, so
+-- each case starts from the same objects.
+CREATE FUNCTION afdw_opt_state(cmd text) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE cmd;
+  RAISE EXCEPTION USING ERRCODE = 'ZZ001';
+EXCEPTION WHEN others THEN
+  RETURN CASE WHEN SQLSTATE = 'ZZ001' THEN 'ok' ELSE SQLSTATE END;
+END
+$$;
+-- One statement per kind of object; %1$s is the wrapper, %2$s its prefix.
+CREATE FUNCTION afdw_opt_cmd(kind text, fdw text, opt text, val text)
+RETURNS text LANGUAGE sql AS $$
+  SELECT format(CASE kind
+    WHEN 'server' THEN
+      'CREATE SERVER afdw_opt_cmp_new FOREIGN DATA WRAPPER %1$s OPTIONS (%3$I %4$L)'
+    WHEN 'alter server' THEN
+      'ALTER SERVER afdw_opt_cmp_%2$s OPTIONS (ADD %3$I %4$L)'
+    WHEN 'table' THEN
+      'ALTER FOREIGN TABLE afdw_opt_cmp_%2$s_ft OPTIONS (ADD %3$I %4$L)'
+    WHEN 'column' THEN
+      'ALTER FOREIGN TABLE afdw_opt_cmp_%2$s_ft ALTER COLUMN c OPTIONS (ADD %3$I %4$L)'
+    WHEN 'user mapping' THEN
+      'CREATE USER MAPPING FOR regress_afdw_opt_cmp SERVER afdw_opt_cmp_%2$s OPTIONS (%3$I %4$L)'
+    END, fdw, CASE fdw WHEN 'async_fdw' THEN 'a' ELSE 'p' END, opt, val)
+$$;
+CREATE SERVER afdw_opt_cmp_a FOREIGN DATA WRAPPER async_fdw;
+CREATE SERVER afdw_opt_cmp_p FOREIGN DATA WRAPPER postgres_fdw;
+CREATE FOREIGN TABLE afdw_opt_cmp_a_ft (c int) SERVER afdw_opt_cmp_a;
+CREATE FOREIGN TABLE afdw_opt_cmp_p_ft (c int) SERVER afdw_opt_cmp_p;
+CREATE ROLE regress_afdw_opt_cmp;
+GRANT USAGE ON FOREIGN SERVER afdw_opt_cmp_a TO regress_afdw_opt_cmp;
+GRANT USAGE ON FOREIGN SERVER afdw_opt_cmp_p TO regress_afdw_opt_cmp;
+CREATE TEMP TABLE afdw_opt_cases (n serial, kind text, opt text, val text);
+INSERT INTO afdw_opt_cases (kind, opt, val) VALUES
+  ('server', 'fetch_size', '0'),
+  ('server', 'fetch_size', '-5'),
+  ('server', 'fetch_size', 'abc'),
+  ('server', 'fetch_size', '1099511627776'),
+  ('server', 'fetch_size', ''),
+  ('alter server', 'fetch_size', '0'),
+  ('alter server', 'fetch_size', 'abc'),
+  ('table', 'fetch_size', '0'),
+  ('table', 'fetch_size', '-5'),
+  ('table', 'fetch_size', 'abc'),
+  ('table', 'fetch_size', '1099511627776'),
+  ('server', 'async_capable', 'maybe'),
+  ('server', 'async_capable', ''),
+  ('table', 'async_capable', 'maybe'),
+  ('server', 'keep_connections', 'maybe'),
+  ('alter server', 'keep_connections', '2'),
+  ('user mapping', 'password_required', 'maybe'),
+  ('server', 'fdw_startup_cost', '-1'),
+  ('server', 'fdw_startup_cost', 'abc'),
+  ('server', 'fdw_startup_cost', 'NaN'),
+  ('server', 'fdw_tuple_cost', '-0.5'),
+  ('server', 'fdw_tuple_cost', '1e400'),
+  ('server', 'extensions', 'plpgsql,,plpgsql'),
+  ('server', 'extensions', '"plpgsql'),
+  ('server', 'no_such_option', '1'),
+  ('server', 'column_name', 'c'),
+  ('table', 'no_such_option', '1'),
+  ('table', 'keep_connections', 'on'),
+  ('column', 'no_such_option', '1'),
+  ('column', 'table_name', 't'),
+  ('user mapping', 'no_such_option', '1'),
+  ('user mapping', 'fetch_size', '10'),
+  -- Good values, for contrast.
+  ('server', 'fetch_size', '100'),
+  ('table', 'schema_name', 's'),
+  ('column', 'column_name', 'c');
+SELECT kind, opt, quote_literal(val) AS val,
+       afdw_opt_state(afdw_opt_cmd(kind, 'postgres_fdw', opt, val)) AS postgres_fdw,
+       afdw_opt_state(afdw_opt_cmd(kind, 'async_fdw', opt, val)) AS async_fdw,
+       afdw_opt_state(afdw_opt_cmd(kind, 'postgres_fdw', opt, val)) =
+       afdw_opt_state(afdw_opt_cmd(kind, 'async_fdw', opt, val)) AS same
+  FROM afdw_opt_cases ORDER BY n;
+-- A non-superuser may not turn password_required off: 42501 in both.
+SET ROLE regress_afdw_opt_cmp;
+SELECT afdw_opt_state(afdw_opt_cmd('user mapping', 'postgres_fdw', 'password_required', 'false'))
+         AS postgres_fdw,
+       afdw_opt_state(afdw_opt_cmd('user mapping', 'async_fdw', 'password_required', 'false'))
+         AS async_fdw;
+RESET ROLE;
+-- Options postgres_fdw does not have: a word outside the set is 42601, as a
+-- bad Boolean; an integer that does not parse or is out of range is 22023, as
+-- a bad fetch_size.
+SELECT opt, quote_literal(val) AS val,
+       afdw_opt_state(afdw_opt_cmd('server', 'async_fdw', opt, val)) AS async_fdw
+  FROM (VALUES ('fetch_mode', 'fast'), ('fetch_mode', ''),
+               ('max_connections', '0'), ('max_connections', '257'),
+               ('max_connections', 'many'), ('max_connections', '1099511627776'))
+       v(opt, val);
+-- The message still names the option and the value.
+\set VERBOSITY terse
+ALTER SERVER afdw_opt_cmp_a OPTIONS (ADD keep_connections 'maybe');
+ALTER SERVER afdw_opt_cmp_a OPTIONS (ADD extensions 'plpgsql,,plpgsql');
+\set VERBOSITY default
+DROP TABLE afdw_opt_cases;
+DROP FOREIGN TABLE afdw_opt_cmp_a_ft, afdw_opt_cmp_p_ft;
+DROP SERVER afdw_opt_cmp_a;
+DROP SERVER afdw_opt_cmp_p;
+DROP ROLE regress_afdw_opt_cmp;
+DROP FUNCTION afdw_opt_state(text);
+DROP FUNCTION afdw_opt_cmd(text, text, text, text);
+\if :afdw_opt_drop_pgfdw
+DROP EXTENSION postgres_fdw;
+\endif

@@ -255,6 +255,12 @@ parse_positive_int(const char *value, int *result)
 /*
  * check_option_value
  *		Reject a value that does not fit the option's kind.
+ *
+ * The SQLSTATE of each rejection is the one postgres_fdw 15 raises for the
+ * same bad value, so that code which catches these errors keeps working
+ * when a server moves from postgres_fdw to async_fdw: a number that does not
+ * parse or is out of range is ERRCODE_INVALID_PARAMETER_VALUE (22023), a
+ * word that is not a Boolean is ERRCODE_SYNTAX_ERROR (42601).
  */
 static void
 check_option_value(const AfdwOption *opt, const char *value)
@@ -263,6 +269,7 @@ check_option_value(const AfdwOption *opt, const char *value)
 	double		d;
 	int			i;
 	const char *expected = NULL;	/* what the value should have been */
+	int			sqlstate = ERRCODE_INVALID_PARAMETER_VALUE;
 
 	switch (opt->kind)
 	{
@@ -270,22 +277,45 @@ check_option_value(const AfdwOption *opt, const char *value)
 			break;
 		case AFDW_OPT_BOOL:
 			if (!parse_bool(value, &b))
+			{
 				expected = "a Boolean value: true, false, on, off, yes, no, 1 or 0";
+				sqlstate = ERRCODE_SYNTAX_ERROR;
+			}
 			break;
 		case AFDW_OPT_POSITIVE_INT:
 			if (!parse_positive_int(value, NULL))
 				expected = "an integer between 1 and 2147483647";
 			break;
 		case AFDW_OPT_MAX_CONNECTIONS:
+
+			/*
+			 * postgres_fdw has no such option; an integer that does not parse
+			 * or lies outside its range gets the code postgres_fdw gives such
+			 * a fetch_size.
+			 */
 			if (!parse_positive_int(value, &i) || i > AFDW_MAX_MAX_CONNECTIONS)
 				expected = psprintf("an integer between 1 and %d",
 									AFDW_MAX_MAX_CONNECTIONS);
 			break;
 		case AFDW_OPT_FETCH_MODE:
+
+			/*
+			 * postgres_fdw has no such option either; a word outside a fixed
+			 * set of words is what a bad Boolean is, so it gets the same
+			 * code.
+			 */
 			if (afdw_parse_fetch_mode(value) < 0)
+			{
 				expected = "auto, stream or cursor";
+				sqlstate = ERRCODE_SYNTAX_ERROR;
+			}
 			break;
 		case AFDW_OPT_COST:
+
+			/*
+			 * postgres_fdw 15 takes an infinite cost; async_fdw does not, and
+			 * reports it with the code of a negative one, out of range too.
+			 */
 			if (!parse_real(value, &d, 0, NULL) || d < 0 || isinf(d) || isnan(d))
 				expected = "a finite, non-negative number";
 			break;
@@ -297,7 +327,7 @@ check_option_value(const AfdwOption *opt, const char *value)
 
 	if (expected != NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				(errcode(sqlstate),
 				 errmsg("invalid value for option \"%s\": \"%s\"", opt->name, value),
 				 errdetail("The option takes %s.", expected)));
 }
@@ -514,11 +544,13 @@ afdw_extension_list(const char *value, bool warn_missing)
 	List	   *oids = NIL;
 	ListCell   *lc;
 
+	/* 22023, as postgres_fdw 15 reports a list it cannot split. */
 	if (!SplitIdentifierString(copy, ',', &names))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("parameter \"%s\" must be a list of extension names",
-						"extensions")));
+				 errmsg("invalid value for option \"%s\": \"%s\"",
+						"extensions", value),
+				 errdetail("The option takes a comma-separated list of extension names.")));
 
 	foreach(lc, names)
 	{
