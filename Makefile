@@ -18,7 +18,10 @@ PGFILEDESC = "async_fdw - asynchronous foreign data wrapper for PostgreSQL serve
 PG_CPPFLAGS = -I$(libpq_srcdir) -isystem $(includedir_server)
 SHLIB_LINK_INTERNAL = $(libpq)
 
+# pg_regress reads test/sql and test/expected (pgvector's layout) and writes
+# results/ and regression.diffs in this directory.
 REGRESS = setup options connection xact scan types pushdown errors planner async stream prepared remote_types ctid locking appname cleanup safety
+REGRESS_OPTS = --inputdir=test
 
 # TAP tests (several servers, restarts) live in test/t.
 TAP_TESTS = 1

@@ -76,6 +76,8 @@ if [ -n "${SKIP_TAP:-}" ]; then tap="TAP_TESTS="; else tap=; fi
 if ! as_user PGHOST="$sock" PGPORT="$port" PGUSER=postgres \
 	make -C "$work/src" installcheck PG_CONFIG="$PG_CONFIG" $tap; then
 	status=1
+	# pg_regress reads test/sql and test/expected (--inputdir=test) but
+	# writes results/ and regression.diffs in the directory it runs in.
 	if [ -f "$work/src/regression.diffs" ]; then
 		log "regression.diffs"
 		cat "$work/src/regression.diffs"

@@ -68,7 +68,7 @@ usage: test/bench/run.sh [options]
   --modes LIST           async_fdw fetch modes (default $ASYNC_FDW_MODES)
   --quick                small run, under 2 minutes ($QUICK_ROWS rows, scenarios
                          $QUICK_SCENARIOS, fetch $QUICK_FETCH)
-  --full                 the whole BENCH.md matrix: every scenario and fetch size at
+  --full                 the whole matrix: every scenario and fetch size at
                          every RTT, lookups for $FULL_LOOKUP_SECONDS s (about 25 minutes)
   --no-lookups           skip the pgbench point lookups
   --no-raw               skip the raw COPY limit

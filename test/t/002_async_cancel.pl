@@ -10,7 +10,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(time);
+use Time::HiRes qw(time usleep);
 
 my @shards;
 for my $i (1 .. 4)
@@ -86,6 +86,28 @@ sub remote_busy
 	return $n;
 }
 
+# wait_for(CODE, SECONDS): call CODE every 0.1 s until it returns true or
+# SECONDS have passed; returns its last result.  Polling replaces fixed
+# sleeps, so a test waits no longer than the condition needs.
+sub wait_for
+{
+	my ($cond, $seconds) = @_;
+	my $deadline = time + $seconds;
+	my $ok;
+	until (($ok = $cond->()) || time >= $deadline)
+	{
+		usleep(100_000);
+	}
+	return $ok;
+}
+
+# How long a cancelled remote query may take to leave pg_stat_activity's
+# 'active' state.  One left running stays active much longer: a cursor FETCH
+# of 50 rows of slow_rows takes 10 s, a stream of its 300 rows 60 s.  (The
+# fixed sleep this replaces waited 1 s; the deadline leaves room for a busy
+# machine without letting an uncancelled FETCH end first most of the time.)
+my $cancel_deadline = 2;
+
 my $session = $coord->background_psql('postgres', on_error_stop => 0);
 my ($start, $elapsed, $out);
 # Each fetch mode in turn; auto is the default, without the option.
@@ -109,8 +131,8 @@ for my $mode ('stream', 'cursor', 'auto')
 	like($session->{stderr}, qr/canceling statement due to statement timeout/,
 		"$mode: statement_timeout ends a four-shard scan of slow rows");
 	cmp_ok($elapsed, '<', 30, "$mode: the timeout takes effect without waiting for the shards");
-	sleep 1;
-	is(remote_busy(), 0, "$mode: no remote query still runs a second after the timeout");
+	ok(wait_for(sub { remote_busy() == 0 }, $cancel_deadline),
+		"$mode: no remote query still runs shortly after the timeout");
 	$session->{stderr} = '';
 	is($session->query_safe("RESET statement_timeout; SELECT count(*) FROM items"),
 		'8000', "$mode: the pooled connections are usable afterwards");
@@ -121,12 +143,12 @@ for my $mode ('stream', 'cursor', 'auto')
 	# Wait until the shards are at work, then cancel.
 	$coord->poll_query_until('postgres',
 		"SELECT count(*) > 0 FROM pg_stat_activity WHERE pid = $pid AND state = 'active'");
-	sleep 1;
-	ok(remote_busy() >= 4, "$mode: the shards run the scan concurrently");
+	ok(wait_for(sub { remote_busy() >= 4 }, $PostgreSQL::Test::Utils::timeout_default),
+		"$mode: the shards run the scan concurrently");
 	$coord->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
 	$out = $session->query('SELECT 1');
-	sleep 1;
-	is(remote_busy(), 0, "$mode: a cancelled scan leaves no remote query running");
+	ok(wait_for(sub { remote_busy() == 0 }, $cancel_deadline),
+		"$mode: a cancelled scan leaves no remote query running");
 	$session->{stderr} = '';
 	is($session->query_safe('SELECT count(*) FROM items'), '8000',
 		"$mode: the pooled connections are usable after a cancel");
@@ -137,8 +159,8 @@ for my $mode ('stream', 'cursor', 'auto')
 	$elapsed = time - $start;
 	like($session->{stderr}, qr/shard 4 gives up/, "$mode: the remote error is reported");
 	cmp_ok($elapsed, '<', 30, "$mode: the error ends the query without waiting for the other shards");
-	sleep 1;
-	is(remote_busy(), 0, "$mode: no remote query still runs after an error in one scan");
+	ok(wait_for(sub { remote_busy() == 0 }, $cancel_deadline),
+		"$mode: no remote query still runs after an error in one scan");
 	$session->{stderr} = '';
 	is($session->query_safe('SELECT count(*) FROM items'), '8000',
 		"$mode: the pooled connections are usable after the error");

@@ -50,104 +50,33 @@ SELECT count(*) FROM ((SELECT a, b FROM apt EXCEPT ALL SELECT * FROM all_rows)
 
 -- Each concurrent scan of a server has a connection of its own, and all of
 -- a server's connections share one snapshot.  The checks of this section
--- run in each fetch mode, streams first, and every round inserts rows of
--- its own; EXPLAIN shows the mode of a full scan and of a scan under a
--- LIMIT.
+-- (include/apt_block.sql) run in each fetch mode, streams first, and every
+-- round inserts rows of its own; EXPLAIN shows the mode of a full scan and
+-- of a scan under a LIMIT.  pg_regress feeds this file to psql on standard
+-- input, so the block is found from the test directory it names.
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set apt_block :abs_srcdir '/sql/include/apt_block.sql'
 CREATE EXTENSION IF NOT EXISTS dblink;
 SELECT dblink_connect('writer', format('host=%s port=%s dbname=%s',
   coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
   current_setting('port'), current_database()));
 ALTER SERVER loopback OPTIONS (ADD fetch_mode 'stream');
 ALTER SERVER loopback2 OPTIONS (ADD fetch_mode 'stream');
-EXPLAIN (VERBOSE, COSTS OFF)
-  SELECT (SELECT count(*) FROM apt WHERE a <= 1000),
-         (SELECT count(*) FROM (SELECT a FROM apt WHERE a > 7500 LIMIT 10) s);
-SELECT count(DISTINCT pid) AS connections, count(DISTINCT snap) AS snapshots
-  FROM apt WHERE a <= 4000;
-SELECT count(DISTINCT pid) AS connections, count(DISTINCT snap) AS snapshots
-  FROM apt WHERE a > 4000;
--- Past max_connections, scans share connections: the same rows.  (Streams
--- of one Append take turns on a shared connection; other scans that share
--- one read with cursors.)
-ALTER SERVER loopback OPTIONS (ADD max_connections '2');
-SELECT count(DISTINCT pid) AS connections, count(DISTINCT snap) AS snapshots,
-       count(*), sum(a) FROM apt WHERE a <= 4000;
-ALTER SERVER loopback OPTIONS (SET max_connections '1');
-SELECT count(DISTINCT pid) AS connections, count(*), sum(a) FROM apt WHERE a <= 4000;
-ALTER SERVER loopback OPTIONS (DROP max_connections);
--- Rows committed remotely between two statements of one local transaction
--- are invisible to both, on every connection of both servers.
-BEGIN ISOLATION LEVEL REPEATABLE READ;
-SELECT count(*), count(DISTINCT snap) FROM apt;
-SELECT dblink_exec('writer', 'INSERT INTO shard.p1 VALUES (500, ''new''), (501, ''new'');
-  INSERT INTO shard.p3 VALUES (2500, ''new''); INSERT INTO shard.p6 VALUES (5500, ''new'')');
-SELECT count(*), count(DISTINCT snap) FROM apt;
-SELECT count(*) FROM apt a1 JOIN apt a2 USING (a) WHERE a1.b = 'new' OR a2.b = 'new';
-SELECT count(*) FROM (SELECT a FROM apt WHERE b = 'new' LIMIT 10) s;
-COMMIT;
-SELECT count(*), sum(a) FROM apt WHERE b = 'new';
-DELETE FROM shard.p1 WHERE b = 'new';
-DELETE FROM shard.p3 WHERE b = 'new';
-DELETE FROM shard.p6 WHERE b = 'new';
+\set round 500
+\i :apt_block
 
 -- The same with cursors.
 ALTER SERVER loopback OPTIONS (SET fetch_mode 'cursor');
 ALTER SERVER loopback2 OPTIONS (SET fetch_mode 'cursor');
-EXPLAIN (VERBOSE, COSTS OFF)
-  SELECT (SELECT count(*) FROM apt WHERE a <= 1000),
-         (SELECT count(*) FROM (SELECT a FROM apt WHERE a > 7500 LIMIT 10) s);
-SELECT count(DISTINCT pid) AS connections, count(DISTINCT snap) AS snapshots
-  FROM apt WHERE a <= 4000;
-SELECT count(DISTINCT pid) AS connections, count(DISTINCT snap) AS snapshots
-  FROM apt WHERE a > 4000;
-ALTER SERVER loopback OPTIONS (ADD max_connections '2');
-SELECT count(DISTINCT pid) AS connections, count(DISTINCT snap) AS snapshots,
-       count(*), sum(a) FROM apt WHERE a <= 4000;
-ALTER SERVER loopback OPTIONS (SET max_connections '1');
-SELECT count(DISTINCT pid) AS connections, count(*), sum(a) FROM apt WHERE a <= 4000;
-ALTER SERVER loopback OPTIONS (DROP max_connections);
-BEGIN ISOLATION LEVEL REPEATABLE READ;
-SELECT count(*), count(DISTINCT snap) FROM apt;
-SELECT dblink_exec('writer', 'INSERT INTO shard.p1 VALUES (600, ''new''), (601, ''new'');
-  INSERT INTO shard.p3 VALUES (2600, ''new''); INSERT INTO shard.p6 VALUES (5600, ''new'')');
-SELECT count(*), count(DISTINCT snap) FROM apt;
-SELECT count(*) FROM apt a1 JOIN apt a2 USING (a) WHERE a1.b = 'new' OR a2.b = 'new';
-SELECT count(*) FROM (SELECT a FROM apt WHERE b = 'new' LIMIT 10) s;
-COMMIT;
-SELECT count(*), sum(a) FROM apt WHERE b = 'new';
-DELETE FROM shard.p1 WHERE b = 'new';
-DELETE FROM shard.p3 WHERE b = 'new';
-DELETE FROM shard.p6 WHERE b = 'new';
+\set round 600
+\i :apt_block
 
 -- The same in auto mode, where scans under a LIMIT use a cursor and the
 -- others stream.
 ALTER SERVER loopback OPTIONS (DROP fetch_mode);
 ALTER SERVER loopback2 OPTIONS (DROP fetch_mode);
-EXPLAIN (VERBOSE, COSTS OFF)
-  SELECT (SELECT count(*) FROM apt WHERE a <= 1000),
-         (SELECT count(*) FROM (SELECT a FROM apt WHERE a > 7500 LIMIT 10) s);
-SELECT count(DISTINCT pid) AS connections, count(DISTINCT snap) AS snapshots
-  FROM apt WHERE a <= 4000;
-SELECT count(DISTINCT pid) AS connections, count(DISTINCT snap) AS snapshots
-  FROM apt WHERE a > 4000;
-ALTER SERVER loopback OPTIONS (ADD max_connections '2');
-SELECT count(DISTINCT pid) AS connections, count(DISTINCT snap) AS snapshots,
-       count(*), sum(a) FROM apt WHERE a <= 4000;
-ALTER SERVER loopback OPTIONS (SET max_connections '1');
-SELECT count(DISTINCT pid) AS connections, count(*), sum(a) FROM apt WHERE a <= 4000;
-ALTER SERVER loopback OPTIONS (DROP max_connections);
-BEGIN ISOLATION LEVEL REPEATABLE READ;
-SELECT count(*), count(DISTINCT snap) FROM apt;
-SELECT dblink_exec('writer', 'INSERT INTO shard.p1 VALUES (700, ''new''), (701, ''new'');
-  INSERT INTO shard.p3 VALUES (2700, ''new''); INSERT INTO shard.p6 VALUES (5700, ''new'')');
-SELECT count(*), count(DISTINCT snap) FROM apt;
-SELECT count(*) FROM apt a1 JOIN apt a2 USING (a) WHERE a1.b = 'new' OR a2.b = 'new';
-SELECT count(*) FROM (SELECT a FROM apt WHERE b = 'new' LIMIT 10) s;
-COMMIT;
-SELECT count(*), sum(a) FROM apt WHERE b = 'new';
-DELETE FROM shard.p1 WHERE b = 'new';
-DELETE FROM shard.p3 WHERE b = 'new';
-DELETE FROM shard.p6 WHERE b = 'new';
+\set round 700
+\i :apt_block
 SELECT dblink_disconnect('writer');
 
 -- async_capable off, on the server or the table, and enable_async_append
