@@ -268,7 +268,8 @@ check_option_value(const AfdwOption *opt, const char *value)
 	bool		b;
 	double		d;
 	int			i;
-	const char *expected = NULL;	/* what the value should have been */
+	const char *expected = NULL;	/* what the value should have been:
+									 * a whole sentence, translated */
 	int			sqlstate = ERRCODE_INVALID_PARAMETER_VALUE;
 
 	switch (opt->kind)
@@ -278,13 +279,13 @@ check_option_value(const AfdwOption *opt, const char *value)
 		case AFDW_OPT_BOOL:
 			if (!parse_bool(value, &b))
 			{
-				expected = "a Boolean value: true, false, on, off, yes, no, 1 or 0";
+				expected = _("The option takes a Boolean value: true, false, on, off, yes, no, 1 or 0.");
 				sqlstate = ERRCODE_SYNTAX_ERROR;
 			}
 			break;
 		case AFDW_OPT_POSITIVE_INT:
 			if (!parse_positive_int(value, NULL))
-				expected = "an integer between 1 and 2147483647";
+				expected = _("The option takes an integer between 1 and 2147483647.");
 			break;
 		case AFDW_OPT_MAX_CONNECTIONS:
 
@@ -294,7 +295,7 @@ check_option_value(const AfdwOption *opt, const char *value)
 			 * a fetch_size.
 			 */
 			if (!parse_positive_int(value, &i) || i > AFDW_MAX_MAX_CONNECTIONS)
-				expected = psprintf("an integer between 1 and %d",
+				expected = psprintf(_("The option takes an integer between 1 and %d."),
 									AFDW_MAX_MAX_CONNECTIONS);
 			break;
 		case AFDW_OPT_FETCH_MODE:
@@ -306,7 +307,7 @@ check_option_value(const AfdwOption *opt, const char *value)
 			 */
 			if (afdw_parse_fetch_mode(value) < 0)
 			{
-				expected = "auto, stream or cursor";
+				expected = _("The option takes auto, stream or cursor.");
 				sqlstate = ERRCODE_SYNTAX_ERROR;
 			}
 			break;
@@ -317,7 +318,7 @@ check_option_value(const AfdwOption *opt, const char *value)
 			 * reports it with the code of a negative one, out of range too.
 			 */
 			if (!parse_real(value, &d, 0, NULL) || d < 0 || isinf(d) || isnan(d))
-				expected = "a finite, non-negative number";
+				expected = _("The option takes a finite, non-negative number.");
 			break;
 		case AFDW_OPT_EXTENSIONS:
 			/* Names not installed here are only warned of. */
@@ -329,7 +330,7 @@ check_option_value(const AfdwOption *opt, const char *value)
 		ereport(ERROR,
 				(errcode(sqlstate),
 				 errmsg("invalid value for option \"%s\": \"%s\"", opt->name, value),
-				 errdetail("The option takes %s.", expected)));
+				 errdetail_internal("%s", expected)));
 }
 
 /*
