@@ -12,7 +12,10 @@
  * The connections of one server in a local transaction share a snapshot:
  * the first exports it in the same send as its first command, the others
  * import it.  Every reader of a connection's results goes through
- * afdw_get_result, which takes in the export's result on the way.
+ * afdw_get_result, which takes in the export's result on the way, and
+ * follows each scan command through its remote savepoint (track_wrap).
+ * Each connection counts against the backend's file descriptors; past
+ * them, scans share the connections open.
  *
  *-------------------------------------------------------------------------
  */

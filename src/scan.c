@@ -10,6 +10,15 @@
  * virtual tuple in the scan's slot when the executor asks for it, through
  * the local types' input (or receive) functions.
  *
+ * Work may be asked for before it is needed (a FETCH ahead, a stream read
+ * ahead, a query started eagerly for a scan the plan may never run): an
+ * error then waits in place of the rows it stands for and is raised only
+ * if they are used, while the remote savepoint around each command keeps
+ * the remote transaction usable (afdw_send_in_xact).  A stream whose
+ * connection another scan needs is read on into a tuplestore
+ * (spill_stream).  Under an asynchronous Append, scans sharing a
+ * connection wait on its socket once (socket_in_wait, wake_append).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
