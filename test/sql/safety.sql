@@ -214,12 +214,16 @@ ALTER FOREIGN TABLE sp_a OPTIONS (DROP fetch_size, DROP fetch_mode);
 
 -- 19. An Append consumes each child's rows as they come: the rows of a fast
 -- partition never wait behind a slow sibling's next packet.  The slow one,
--- first in the Append, sends a row every half second (each row fills the
--- remote send buffer, so that it is flushed at once); all 1000 fast rows
--- come before the slow partition's second row.
+-- first in the Append, sends its first row at once and its second after 3
+-- seconds (each row fills the remote send buffer, so that it is flushed at
+-- once); all 1000 fast rows come before the slow partition's second row.
+-- (The pause leaves a loaded machine time to open the fast partition's
+-- connection; with 0.5 seconds the check failed now and then.)
 CREATE FUNCTION remote.slow_row(i int) RETURNS int LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM pg_sleep(0.5);
+  IF i = 2 THEN
+    PERFORM pg_sleep(3);
+  END IF;
   RETURN i;
 END
 $$;
