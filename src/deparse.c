@@ -14,6 +14,8 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
+
 #include "access/htup_details.h"
 #include "access/sysattr.h"
 #include "access/transam.h"
@@ -29,7 +31,6 @@
 #include "optimizer/optimizer.h"
 #include "optimizer/prep.h"
 #include "utils/builtins.h"
-#include <ctype.h>
 #include "utils/datetime.h"
 #include "utils/float.h"
 #include "utils/guc.h"

@@ -14,11 +14,11 @@
 #include <math.h>
 
 #include "access/reloptions.h"
+#include "catalog/pg_attribute.h"
 #include "catalog/pg_foreign_data_wrapper.h"
 #include "catalog/pg_foreign_server.h"
 #include "catalog/pg_foreign_table.h"
 #include "catalog/pg_user_mapping.h"
-#include "catalog/pg_attribute.h"
 #include "commands/defrem.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
@@ -402,7 +402,7 @@ async_fdw_validator(PG_FUNCTION_ARGS)
 			if (!required && !superuser())
 				ereport(ERROR,
 						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-						 errmsg("only a superuser may set password_required to false"),
+						 errmsg("only a superuser may set option \"password_required\" to false"),
 						 errhint("Ask a superuser to create or alter this user mapping.")));
 		}
 		else if (catalog == UserMappingRelationId &&
