@@ -114,40 +114,40 @@ $session->{stderr} = '';
 is($session->query_safe($all4), '400',
 	'fresh connections work after the rollback');
 
+# A transaction ended with END_SQL while its four connections are
+# stalled, cancelled from another session once the backend waits on them:
+# the cleanup gives up.  BEGIN_SQL opens the transaction and uses the four
+# connections.
+sub cancel_cleanup
+{
+	my ($begin_sql, $end_sql, $what) = @_;
+
+	$session->query_safe("$begin_sql; $all4");
+	stop_remote();
+	$session->query_until(qr/started/, "\\echo started\n$end_sql;\n");
+	$coord->poll_query_until('postgres',
+		"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $pid");
+	$start = time;
+	$coord->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
+	$session->query('SELECT 1');
+	$elapsed = time - $start;
+	cmp_ok($elapsed, '<', 10,
+		"a query cancel cuts the cleanup of $what with stalled connections short");
+	resume_remote();
+	$session->{stderr} = '';
+	return;
+}
+
 # 4. The same rollback, cancelled from another session: the cleanup
 # gives up, and the connections are dropped.  (statement_timeout does not
 # run while a transaction ends.)
-$session->query_safe("BEGIN; $all4");
-stop_remote();
-$session->query_until(qr/started/, "\\echo started\nROLLBACK;\n");
-$coord->poll_query_until('postgres',
-	"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $pid");
-$start = time;
-$coord->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
-$session->query('SELECT 1');
-$elapsed = time - $start;
-cmp_ok($elapsed, '<', 10,
-	'a query cancel cuts the cleanup of a rollback with stalled connections short');
-resume_remote();
-$session->{stderr} = '';
+cancel_cleanup('BEGIN', 'ROLLBACK', 'a rollback');
 is($session->query_safe($all4), '400',
 	'fresh connections work after the cut cleanup');
 
 # 5. The rollback of a savepoint with four stalled connections, cancelled
 # from another session.
-$session->query_safe("BEGIN; SAVEPOINT a; $all4");
-stop_remote();
-$session->query_until(qr/started/, "\\echo started\nROLLBACK TO a;\n");
-$coord->poll_query_until('postgres',
-	"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $pid");
-$start = time;
-$coord->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
-$session->query('SELECT 1');
-$elapsed = time - $start;
-cmp_ok($elapsed, '<', 10,
-	'a query cancel cuts the cleanup of a savepoint rollback short');
-resume_remote();
-$session->{stderr} = '';
+cancel_cleanup('BEGIN; SAVEPOINT a', 'ROLLBACK TO a', 'a savepoint rollback');
 $session->query("$all4");
 like($session->{stderr}, qr/lost connection to server/,
 	'the connections that could not be cleaned up are not used again in the transaction');
