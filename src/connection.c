@@ -808,14 +808,11 @@ connect_entry(AfdwConn *entry, UserMapping *user)
 	entry->mapping_hash = GetSysCacheHashValue1(USERMAPPINGOID,
 												ObjectIdGetDatum(user->umid));
 	entry->keep = afdw_bool_option(server->options, "keep_connections", true);
+	/* A new session has nothing in flight and no remote transaction. */
 	entry->invalidated = false;
 	entry->changing_xact_state = false;
-	entry->xact_depth = 0;
-	entry->locks_rows = false;
-	entry->cursor_number = 0;
 	entry->busy = false;
-	entry->owner = NULL;
-	entry->drain = NULL;
+	afdw_reset_xact_state(entry, 1);
 
 	check_password_rules(user, NULL, server->servername);
 
@@ -957,12 +954,18 @@ afdw_disconnect_entry(AfdwConn *entry)
 		entry->conn = NULL;
 		ReleaseExternalFD();
 	}
+
+	/* What was in flight went with the session. */
 	if (entry->held_result != NULL)
 	{
 		PQclear(entry->held_result);
 		entry->held_result = NULL;
 	}
 	entry->export_pending = false;
+	entry->busy = false;
+	entry->commit_pending = false;
+
+	/* So did its prepared statements and its remote transaction. */
 	if (entry->prepared_cxt != NULL)
 	{
 		MemoryContextDelete(entry->prepared_cxt);
@@ -970,21 +973,13 @@ afdw_disconnect_entry(AfdwConn *entry)
 		entry->prepared = NULL;
 	}
 	entry->statement_number = 0;
-	entry->xact_depth = 0;
-	entry->locks_rows = false;
+	forget_deallocs(entry);
+	afdw_reset_xact_state(entry, 1);
+
+	/* The next session starts trusted. */
 	entry->changing_xact_state = false;
 	entry->invalidated = false;
-	entry->cursor_number = 0;
-	entry->busy = false;
-	entry->owner = NULL;
-	entry->drain = NULL;
-	entry->commit_pending = false;
-	entry->streaming = false;
 	entry->violation = NULL;
-	afdw_forget_closes(entry);
-	afdw_forget_savepoint_op(entry, 0);
-	afdw_forget_wrap(entry);
-	forget_deallocs(entry);
 }
 
 /*

@@ -172,9 +172,7 @@ extern void afdw_forget_snapshots(void);
 /* xact.c */
 extern void afdw_note_xact_connection(void);
 extern void afdw_track_wrap(AfdwConn *conn, PGresult *res);
-extern void afdw_forget_savepoint_op(AfdwConn *entry, int level);
-extern void afdw_forget_wrap(AfdwConn *entry);
-extern void afdw_forget_closes(AfdwConn *entry);
+extern void afdw_reset_xact_state(AfdwConn *entry, int level);
 extern void afdw_finish_commit(AfdwConn *entry);
 extern void afdw_xact_callback(XactEvent event, void *arg);
 extern void afdw_subxact_callback(SubXactEvent event, SubTransactionId mySubid,

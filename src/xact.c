@@ -271,11 +271,11 @@ set_savepoint_op(AfdwConn *conn, const char *sql, int level)
 }
 
 /*
- * afdw_forget_savepoint_op
+ * forget_savepoint_op
  *		Drop the pending savepoint command if its level is over.
  */
-void
-afdw_forget_savepoint_op(AfdwConn *entry, int level)
+static void
+forget_savepoint_op(AfdwConn *entry, int level)
 {
 	if (entry->savepoint_op != NULL && entry->savepoint_level >= level)
 	{
@@ -285,12 +285,12 @@ afdw_forget_savepoint_op(AfdwConn *entry, int level)
 }
 
 /*
- * afdw_forget_wrap
+ * forget_wrap
  *		The remote transaction ended or the connection was reset: nothing
  *		wraps anything any more, and nothing failed.
  */
-void
-afdw_forget_wrap(AfdwConn *entry)
+static void
+forget_wrap(AfdwConn *entry)
 {
 	entry->wrap_skip = 0;
 	entry->wrap_pending = false;
@@ -413,13 +413,52 @@ cursors_to_level(AfdwConn *entry, int level)
 }
 
 /*
- * afdw_forget_closes
+ * forget_closes
  *		The remote transaction is over, and took every cursor with it.
  */
-void
-afdw_forget_closes(AfdwConn *entry)
+static void
+forget_closes(AfdwConn *entry)
 {
 	entry->ncursors = 0;
+}
+
+/*
+ * afdw_reset_xact_state
+ *		Forget what ENTRY's remote transaction held at local nesting level
+ *		LEVEL and deeper, now over: LEVEL 1 when the whole remote
+ *		transaction is (ended, or its session gone), the level of a local
+ *		subtransaction when the rollback of its remote savepoint ends it.
+ *
+ * Any level: the owner of the command in flight, the stream, the cursors
+ * and the pending savepoint command of those levels.  Level 1 also: the
+ * transaction's depth and cursor numbers, its row locks, the savepoint of
+ * the last scan command and the failure of the transaction.  A rolled back
+ * savepoint leaves these to the transaction (a failure before it, or row
+ * locks taken outside it, still count).
+ *
+ * Not reset here: the command in flight (busy, commit_pending,
+ * export_pending, held_result) and the health of the session
+ * (changing_xact_state, invalidated, violation), by which callers decide
+ * whether the connection can be kept; afdw_disconnect_entry resets them.
+ */
+void
+afdw_reset_xact_state(AfdwConn *entry, int level)
+{
+	entry->owner = NULL;
+	entry->drain = NULL;
+	entry->streaming = false;
+	if (level > 1)
+	{
+		forget_cursors_from(entry, level);
+		forget_savepoint_op(entry, level);
+		return;
+	}
+	forget_closes(entry);
+	forget_savepoint_op(entry, 0);
+	entry->xact_depth = 0;
+	entry->cursor_number = 0;
+	entry->locks_rows = false;
+	forget_wrap(entry);
 }
 
 /*
@@ -440,7 +479,7 @@ commit_all(void)
 		if (entry->conn == NULL || entry->xact_depth == 0)
 			continue;
 		afdw_make_idle(entry);
-		afdw_forget_closes(entry);
+		forget_closes(entry);
 		entry->changing_xact_state = true;
 
 		/*
@@ -452,7 +491,7 @@ commit_all(void)
 		if (entry->savepoint_op != NULL &&
 			strncmp(entry->savepoint_op, "RELEASE", 7) != 0)
 			appendStringInfo(&sql, "%s; ", entry->savepoint_op);
-		afdw_forget_savepoint_op(entry, 0);
+		forget_savepoint_op(entry, 0);
 		appendStringInfoString(&sql, "COMMIT TRANSACTION");
 		if (!IsolationIsSerializable())
 			afdw_append_deallocs(entry, &sql);
@@ -685,15 +724,7 @@ afdw_xact_callback(XactEvent event, void *arg pg_attribute_unused())
 		/* Pre-commit ended every remote transaction. */
 		Assert(event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
 			   entry->xact_depth == 0);
-		entry->xact_depth = 0;
-		entry->locks_rows = false;
-		entry->cursor_number = 0;
-		entry->owner = NULL;
-		entry->drain = NULL;
-		afdw_forget_closes(entry);
-		afdw_forget_savepoint_op(entry, 0);
-		afdw_forget_wrap(entry);
-		entry->streaming = false;
+		afdw_reset_xact_state(entry, 1);
 		/* Results nobody read: the remote state is unknown. */
 		if (entry->export_pending || entry->held_result != NULL)
 		{
@@ -770,7 +801,7 @@ afdw_subxact_callback(SubXactEvent event,
 						 entry->savepoint_op, curlevel);
 			else
 				snprintf(sql, sizeof(sql), "RELEASE SAVEPOINT s%d", curlevel);
-			afdw_forget_savepoint_op(entry, curlevel);
+			forget_savepoint_op(entry, curlevel);
 			entry->changing_xact_state = true;
 			afdw_run_command(entry, sql);
 			entry->changing_xact_state = false;
@@ -792,11 +823,7 @@ afdw_subxact_callback(SubXactEvent event,
 			 * disconnection.
 			 */
 			afdw_cancel(entry);
-			entry->owner = NULL;
-			entry->drain = NULL;
-			entry->streaming = false;
-			forget_cursors_from(entry, curlevel);
-			afdw_forget_savepoint_op(entry, curlevel);
+			afdw_reset_xact_state(entry, curlevel);
 			(void) abort_remote(entry, sql, deadline);
 		}
 		entry->xact_depth--;
