@@ -25,6 +25,14 @@
 
 #include "async_fdw.h"
 
+/* Where a scan's command stands in its savepoint afdw_ra (AfdwConn). */
+typedef enum AfdwWrap
+{
+	AFDW_WRAP_NONE,				/* no command in flight is wrapped */
+	AFDW_WRAP_PENDING,			/* the SAVEPOINT's result is still to come */
+	AFDW_WRAP_OPEN				/* it came; the command's end has not */
+} AfdwWrap;
+
 /* Hash key of a connection: a user mapping and a slot in its pool. */
 typedef struct AfdwConnKey
 {
@@ -84,16 +92,13 @@ struct AfdwConn
 	 * transaction usable: the savepoint is rolled back with the next
 	 * command, and the scan raises the error only if it needs the rows.  A
 	 * savepoint whose command succeeded is released with the next command,
-	 * or ended by COMMIT at no cost.  wrap_pending: the SAVEPOINT's result
-	 * is still to come; wrap_open: it came, the command's end has not.  A
-	 * failure before the savepoint leaves the remote transaction failed
-	 * (xact_failed, with the SQLSTATE and message of the failure).
+	 * or ended by COMMIT at no cost.  A failure before the savepoint
+	 * leaves the remote transaction failed: xact_failed_msg, NULL until
+	 * then, is the message of the failure, xact_failed_state its SQLSTATE.
 	 */
 	int			wrap_skip;
-	bool		wrap_pending;
-	bool		wrap_open;
+	AfdwWrap	wrap;
 	int			wrap_level;		/* local nesting level of the savepoint */
-	bool		xact_failed;
 	char		xact_failed_state[6];
 	char	   *xact_failed_msg;
 

@@ -59,8 +59,7 @@ afdw_send_query(AfdwConn *conn, const char *sql, int nparams,
 		afdw_report_remote_error(NULL, conn, sql);
 	conn->busy = true;
 	conn->owner = NULL;
-	conn->wrap_pending = false;
-	conn->wrap_open = false;
+	conn->wrap = AFDW_WRAP_NONE;
 }
 
 /*

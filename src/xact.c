@@ -158,7 +158,7 @@ afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner, AfdwDrainFn drai
 	int			nstatements;
 
 	afdw_make_idle(conn);
-	if (conn->xact_failed)
+	if (conn->xact_failed_msg != NULL)
 		ereport(ERROR,
 				(errcode(MAKE_SQLSTATE(conn->xact_failed_state[0], conn->xact_failed_state[1],
 									   conn->xact_failed_state[2], conn->xact_failed_state[3],
@@ -172,8 +172,7 @@ afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner, AfdwDrainFn drai
 	afdw_send_query(conn, full, 0, NULL);
 	afdw_set_owner(conn, owner, drain);
 	conn->wrap_skip = nstatements;
-	conn->wrap_pending = true;
-	conn->wrap_open = false;
+	conn->wrap = AFDW_WRAP_PENDING;
 	conn->wrap_level = GetCurrentTransactionNestLevel();
 	pfree(full);
 	pfree(prefix);
@@ -203,7 +202,7 @@ afdw_track_wrap(AfdwConn *conn, PGresult *res)
 {
 	ExecStatusType status;
 
-	if (!(conn->wrap_pending || conn->wrap_open))
+	if (conn->wrap == AFDW_WRAP_NONE)
 		return;
 	if (res == NULL)
 	{
@@ -211,10 +210,9 @@ afdw_track_wrap(AfdwConn *conn, PGresult *res)
 		 * The command succeeded: its savepoint is released with the
 		 * connection's next command, or ended by the transaction's end.
 		 */
-		if (conn->wrap_open)
+		if (conn->wrap == AFDW_WRAP_OPEN)
 			set_savepoint_op(conn, "RELEASE SAVEPOINT afdw_ra", conn->wrap_level);
-		conn->wrap_pending = false;
-		conn->wrap_open = false;
+		conn->wrap = AFDW_WRAP_NONE;
 		return;
 	}
 	status = PQresultStatus(res);
@@ -222,7 +220,7 @@ afdw_track_wrap(AfdwConn *conn, PGresult *res)
 		return;					/* the COPY's own result comes later */
 	if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
 	{
-		if (conn->wrap_open)
+		if (conn->wrap == AFDW_WRAP_OPEN)
 			set_savepoint_op(conn,
 							 "ROLLBACK TO SAVEPOINT afdw_ra; RELEASE SAVEPOINT afdw_ra",
 							 conn->wrap_level);
@@ -231,7 +229,6 @@ afdw_track_wrap(AfdwConn *conn, PGresult *res)
 			const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 			const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
 
-			conn->xact_failed = true;
 			strlcpy(conn->xact_failed_state, state ? state : "08006",
 					sizeof(conn->xact_failed_state));
 			if (conn->xact_failed_msg != NULL)
@@ -239,20 +236,15 @@ afdw_track_wrap(AfdwConn *conn, PGresult *res)
 			conn->xact_failed_msg = MemoryContextStrdup(afdw_conn_cxt,
 														msg ? msg : "unknown failure");
 		}
-		conn->wrap_pending = false;
-		conn->wrap_open = false;
+		conn->wrap = AFDW_WRAP_NONE;
 		return;
 	}
-	if (conn->wrap_pending)
+	if (conn->wrap == AFDW_WRAP_PENDING)
 	{
 		if (conn->wrap_skip > 0)
 			conn->wrap_skip--;
 		else
-		{
-			conn->wrap_pending = false;
-			conn->wrap_open = true;
-		}
-		return;
+			conn->wrap = AFDW_WRAP_OPEN;
 	}
 }
 
@@ -293,9 +285,7 @@ static void
 forget_wrap(AfdwConn *entry)
 {
 	entry->wrap_skip = 0;
-	entry->wrap_pending = false;
-	entry->wrap_open = false;
-	entry->xact_failed = false;
+	entry->wrap = AFDW_WRAP_NONE;
 	if (entry->xact_failed_msg != NULL)
 	{
 		pfree(entry->xact_failed_msg);
@@ -652,8 +642,7 @@ abort_remote(AfdwConn *entry, const char *sql, TimestampTz deadline)
 
 	entry->changing_xact_state = true;
 	/* The rollback ends the savepoint of the command in flight too. */
-	entry->wrap_pending = false;
-	entry->wrap_open = false;
+	entry->wrap = AFDW_WRAP_NONE;
 	if (!finish_in_flight(entry, deadline))
 		return false;
 	entry->busy = false;
