@@ -652,7 +652,7 @@ notice_receiver(void *arg, const PGresult *res)
 }
 
 /*
- * connect_deadline_ms
+ * connect_timeout_ms
  *		The connect_timeout of OPTIONS in milliseconds, or -1 for none.
  *
  * libpq ignores connect_timeout when the caller drives the connection with
@@ -816,8 +816,10 @@ connect_entry(AfdwConn *entry, UserMapping *user)
 
 	check_password_rules(user, NULL, server->servername);
 
-	/* The users' options, then options, application_name,
-	 * fallback_application_name, client_encoding and the end. */
+	/*
+	 * The users' options, then options, application_name,
+	 * fallback_application_name, client_encoding and the end.
+	 */
 	max = list_length(server->options) + list_length(user->options) + 5;
 	keywords = palloc(sizeof(char *) * max);
 	values = palloc(sizeof(char *) * max);

@@ -40,7 +40,10 @@ typedef struct AfdwConnKey
 	int			slot;
 } AfdwConnKey;
 
-/* One remote connection and the state of its remote transaction. */
+/*
+ * One remote connection and the state of its remote transaction, which
+ * afdw_reset_xact_state (xact.c) resets.
+ */
 struct AfdwConn
 {
 	AfdwConnKey key;			/* hash key */

@@ -515,34 +515,25 @@ afdw_make_idle(AfdwConn *conn)
 }
 
 /*
- * send_cancel
- *		Ask the server to cancel what runs on ENTRY, without waiting for the
- *		effect, so that the cancels of many connections run at once.
+ * afdw_cancel
+ *		Ask the remote server to cancel the command running on CONN, if
+ *		any, without waiting for the effect, so that the cancels of many
+ *		connections run at once.
  */
-static void
-send_cancel(AfdwConn *entry)
+void
+afdw_cancel(AfdwConn *conn)
 {
 	PGcancel   *cancel;
 	char		errbuf[256];
 
-	if (entry->conn == NULL || PQtransactionStatus(entry->conn) != PQTRANS_ACTIVE)
+	if (conn->conn == NULL || PQtransactionStatus(conn->conn) != PQTRANS_ACTIVE)
 		return;
-	cancel = PQgetCancel(entry->conn);
+	cancel = PQgetCancel(conn->conn);
 	if (cancel != NULL)
 	{
 		(void) PQcancel(cancel, errbuf, sizeof(errbuf));
 		PQfreeCancel(cancel);
 	}
-}
-
-/*
- * afdw_cancel
- *		Ask the remote server to cancel the command running on CONN.
- */
-void
-afdw_cancel(AfdwConn *conn)
-{
-	send_cancel(conn);
 }
 
 /*

@@ -227,7 +227,6 @@ await_export(AfdwConn *leader)
 	while (leader->export_pending)
 	{
 		PGresult   *res;
-
 		bool		is_export;
 
 		while (!afdw_result_ready(leader))

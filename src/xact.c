@@ -12,7 +12,9 @@
  * afdw_track_wrap), so that a failure the query may never need leaves the
  * remote transaction usable.  Cursors no scan needs are closed with a
  * later command.  COMMITs of many connections overlap, and that of a
- * transaction that only read is not waited for.
+ * transaction that only read is not waited for.  When a remote transaction
+ * or savepoint is over, afdw_reset_xact_state forgets what the connection
+ * kept for it.
  *
  * Neighbours: connection.c holds the connections (and has a COMMIT left
  * unread finished, afdw_finish_commit, before reusing one); remote.c sends
