@@ -8,7 +8,10 @@ OBJS = \
 	src/connection.o \
 	src/deparse.o \
 	src/option.o \
-	src/scan.o
+	src/remote.o \
+	src/scan.o \
+	src/snapshot.o \
+	src/xact.o
 
 EXTENSION = async_fdw
 DATA = async_fdw--1.0.sql

@@ -74,7 +74,10 @@ typedef struct AfdwRelInfo
 	List	   *extensions;
 } AfdwRelInfo;
 
-/* Opaque handle of a pooled remote connection (connection.c). */
+/*
+ * Opaque handle of a pooled remote connection (connection.c); its fields
+ * are for the connection-side files only (connection_internal.h).
+ */
 typedef struct AfdwConn AfdwConn;
 
 /* option.c */
@@ -97,32 +100,13 @@ extern List *afdw_extensions_option(List *options);
 extern PGDLLIMPORT char *afdw_application_name;
 
 /* connection.c */
-typedef void (*AfdwDrainFn) (void *owner);
 extern void afdw_connection_init(void);
 extern AfdwConn *afdw_acquire_connection(UserMapping *user);
 extern void afdw_release_connection(AfdwConn *conn);
 extern AfdwConn *afdw_get_connection(UserMapping *user);
 extern PGconn *afdw_pgconn(AfdwConn *conn);
-extern unsigned int afdw_next_cursor_number(AfdwConn *conn);
-extern void afdw_begin_xact(AfdwConn *conn);
-extern void afdw_note_row_locks(AfdwConn *conn);
-extern void afdw_close_cursor_later(AfdwConn *conn, unsigned int cursor);
 extern int	afdw_conn_users(AfdwConn *conn);
 extern void afdw_set_streaming(AfdwConn *conn, bool streaming);
-extern void afdw_cancel(AfdwConn *conn);
-extern void afdw_prepare_snapshot(AfdwConn *conn);
-extern void afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner,
-							  AfdwDrainFn drain, bool nested);
-extern void *afdw_conn_owner(AfdwConn *conn);
-extern AfdwConn *afdw_join_target(AfdwConn *conn);
-extern void afdw_set_owner(AfdwConn *conn, void *owner, AfdwDrainFn drain);
-extern void afdw_set_idle(AfdwConn *conn);
-extern void afdw_forget_owner(AfdwConn *conn, void *owner);
-extern bool afdw_is_owner(AfdwConn *conn, void *owner);
-extern bool afdw_is_busy(AfdwConn *conn);
-extern bool afdw_result_lost(AfdwConn *conn, PGresult *res);
-extern bool afdw_result_ready(AfdwConn *conn);
-extern PGresult *afdw_get_result(AfdwConn *conn);
 extern unsigned int afdw_prepared_statement(AfdwConn *conn, const char *sql);
 extern unsigned int afdw_next_statement_number(AfdwConn *conn);
 extern void afdw_remember_statement(AfdwConn *conn, const char *sql,
@@ -130,19 +114,44 @@ extern void afdw_remember_statement(AfdwConn *conn, const char *sql,
 extern void afdw_forget_statement(AfdwConn *conn, const char *sql);
 extern void afdw_preparing_statement(AfdwConn *conn, const char *sql,
 									 unsigned int number);
-extern void afdw_make_idle(AfdwConn *conn);
-extern void afdw_wait_socket(AfdwConn *conn, const char *sql);
-extern void afdw_discard_copy(AfdwConn *conn, const char *sql);
+
+/* remote.c */
+typedef void (*AfdwDrainFn) (void *owner);
 extern void afdw_send_query(AfdwConn *conn, const char *sql, int nparams,
 							const char *const *values);
 extern PGresult *afdw_wait_result(AfdwConn *conn, const char *sql);
-extern void afdw_run_command(AfdwConn *conn, const char *sql);
 extern PGresult *afdw_run_query(AfdwConn *conn, const char *sql, int nparams,
 								const char *const *values);
-extern void afdw_report_remote_error(PGresult *res, AfdwConn *conn,
-									 const char *sql) pg_attribute_noreturn();
+extern void afdw_run_command(AfdwConn *conn, const char *sql);
+extern void afdw_wait_socket(AfdwConn *conn, const char *sql);
+extern bool afdw_result_ready(AfdwConn *conn);
+extern PGresult *afdw_get_result(AfdwConn *conn);
+extern void afdw_set_owner(AfdwConn *conn, void *owner, AfdwDrainFn drain);
+extern void afdw_set_idle(AfdwConn *conn);
+extern void afdw_forget_owner(AfdwConn *conn, void *owner);
+extern bool afdw_is_owner(AfdwConn *conn, void *owner);
+extern void *afdw_conn_owner(AfdwConn *conn);
+extern bool afdw_is_busy(AfdwConn *conn);
+extern void afdw_make_idle(AfdwConn *conn);
+extern void afdw_cancel(AfdwConn *conn);
+extern void afdw_discard_copy(AfdwConn *conn, const char *sql);
+extern bool afdw_result_lost(AfdwConn *conn, PGresult *res);
 extern void afdw_protocol_violation(AfdwConn *conn, const char *detail,
 									const char *sql) pg_attribute_noreturn();
+extern void afdw_report_remote_error(PGresult *res, AfdwConn *conn,
+									 const char *sql) pg_attribute_noreturn();
+
+/* snapshot.c */
+extern void afdw_prepare_snapshot(AfdwConn *conn);
+extern AfdwConn *afdw_join_target(AfdwConn *conn);
+
+/* xact.c */
+extern void afdw_begin_xact(AfdwConn *conn);
+extern void afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner,
+							  AfdwDrainFn drain, bool nested);
+extern void afdw_note_row_locks(AfdwConn *conn);
+extern unsigned int afdw_next_cursor_number(AfdwConn *conn);
+extern void afdw_close_cursor_later(AfdwConn *conn, unsigned int cursor);
 
 /* deparse.c */
 extern bool afdw_type_names_by_oid(Oid type);

@@ -1,0 +1,189 @@
+/*-------------------------------------------------------------------------
+ *
+ * connection_internal.h
+ *		The remote connection as the connection-side files of async_fdw
+ *		share it.
+ *
+ * Included only by connection.c (the pool, connecting, invalidation,
+ * prepared statements), remote.c (send, wait, results, cancel, remote
+ * errors), snapshot.c (the shared snapshot of a server) and xact.c (the
+ * remote transactions).  For every other file AfdwConn is opaque
+ * (async_fdw.h), and only these four call libpq on a connection.
+ * Declarations are grouped by the file that defines them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CONNECTION_INTERNAL_H
+#define CONNECTION_INTERNAL_H
+
+#include "access/xact.h"
+#include "lib/stringinfo.h"
+#include "libpq-fe.h"
+#include "storage/latch.h"
+#include "utils/hsearch.h"
+#include "utils/timestamp.h"
+
+#include "async_fdw.h"
+
+/* Where a scan's command stands in its savepoint afdw_ra (AfdwConn). */
+typedef enum AfdwWrap
+{
+	AFDW_WRAP_NONE,				/* no command in flight is wrapped */
+	AFDW_WRAP_PENDING,			/* the SAVEPOINT's result is still to come */
+	AFDW_WRAP_OPEN				/* it came; the command's end has not */
+} AfdwWrap;
+
+/* Hash key of a connection: a user mapping and a slot in its pool. */
+typedef struct AfdwConnKey
+{
+	Oid			umid;
+	int			slot;
+} AfdwConnKey;
+
+/*
+ * One remote connection and the state of its remote transaction, which
+ * afdw_reset_xact_state (xact.c) resets.
+ */
+struct AfdwConn
+{
+	AfdwConnKey key;			/* hash key */
+	PGconn	   *conn;			/* NULL when not connected */
+	Oid			serverid;
+	NameData	servername;		/* for messages */
+	uint32		server_hash;	/* syscache hash values, for invalidation */
+	uint32		mapping_hash;
+	int			xact_depth;		/* 0: no remote transaction; 1: one is
+								 * open; n > 1: savepoints s2 .. sn too */
+	bool		changing_xact_state;	/* a transaction command was cut
+										 * short: the remote state is unknown */
+	bool		invalidated;	/* server or mapping changed: reconnect */
+	bool		keep;			/* keep_connections */
+	unsigned int cursor_number; /* last cursor number used in this xact */
+
+	/*
+	 * The cursors of the remote transaction, each with the local nesting
+	 * level whose remote savepoint holds it; those no scan needs any more
+	 * are closed by the next command that opens a cursor, or ended by the
+	 * transaction or the rollback of their savepoint.
+	 */
+	struct RemoteCursor *cursors;
+	int			ncursors;
+	int			maxcursors;
+	bool		commit_pending; /* COMMIT sent, answer not read yet */
+	bool		locks_rows;		/* a scan of this transaction locks remote
+								 * rows: its COMMIT is waited for */
+	bool		streaming;		/* a scan streams on it: not to be shared */
+	char	   *savepoint_op;	/* RELEASE or ROLLBACK TO of the savepoint
+								 * around the last stream, to send first
+								 * with the next command */
+	int			savepoint_level;	/* local nesting level it belongs to */
+	int			nusers;			/* scans holding this connection */
+
+	/*
+	 * The command in flight starts with a snapshot export (the transaction
+	 * leader's, in the same send as its first command), whose result has
+	 * not been read yet.  afdw_get_result takes it in; held_result keeps an
+	 * error that await_export read ahead of the export, for the owner.
+	 */
+	bool		export_pending;
+	PGresult   *held_result;
+
+	/*
+	 * Every command of a scan runs in the savepoint afdw_ra, taken after
+	 * the statements that open the transaction (wrap_skip of them), so
+	 * that a failure of work the query may never need leaves the remote
+	 * transaction usable: the savepoint is rolled back with the next
+	 * command, and the scan raises the error only if it needs the rows.  A
+	 * savepoint whose command succeeded is released with the next command,
+	 * or ended by COMMIT at no cost.  A failure before the savepoint
+	 * leaves the remote transaction failed: xact_failed_msg, NULL until
+	 * then, is the message of the failure, xact_failed_state its SQLSTATE.
+	 */
+	int			wrap_skip;
+	AfdwWrap	wrap;
+	int			wrap_level;		/* local nesting level of the savepoint */
+	char		xact_failed_state[6];
+	char	   *xact_failed_msg;
+
+	/*
+	 * A command whose results are not all read yet.  Its owner, if still
+	 * there, reads them through drain(); otherwise they are thrown away
+	 * before the connection's next use.
+	 */
+	bool		busy;
+	void	   *owner;
+	AfdwDrainFn drain;
+
+	/*
+	 * What waits on the socket: the latch, postmaster death and the socket,
+	 * kept for the connection's life so that a wait costs one system call.
+	 */
+	WaitEventSet *waitset;
+	pgsocket	waitset_sock;
+
+	/*
+	 * Statements prepared in the remote session (PreparedStatements by
+	 * hash of their text), with their memory; names are afdw_s<number>
+	 * and never used twice in a session.
+	 */
+	HTAB	   *prepared;
+	MemoryContext prepared_cxt;
+	unsigned int statement_number;
+
+	/*
+	 * The statement whose PREPARE is part of the command in flight (0:
+	 * none), known to exist once its PREPARE's result comes in; and the
+	 * "DEALLOCATE afdw_sN; " of statements no longer used, sent with a
+	 * later command in a healthy remote transaction, or after the end of
+	 * the remote transaction.  Prepared statements outlive transactions
+	 * and rollbacks, so nothing else removes them.
+	 */
+	unsigned int preparing;
+	char	   *preparing_sql;
+	StringInfoData deallocs;
+
+	/*
+	 * How the remote server broke the protocol, once it did (the
+	 * connection is then cut, and every later error on it says this).
+	 */
+	const char *violation;
+};
+
+/* connection.c */
+
+/*
+ * All connections of this backend.  The hash and its entries live in
+ * TopMemoryContext's child "async_fdw connections" (afdw_conn_cxt), with
+ * what the connections keep, because connections outlive transactions;
+ * entries are never removed, so pointers to them stay valid.
+ */
+extern HTAB *afdw_conn_hash;
+extern MemoryContext afdw_conn_cxt;
+
+extern bool afdw_connection_alive(AfdwConn *entry);
+extern void afdw_note_prepare(AfdwConn *conn, PGresult *res);
+extern void afdw_append_deallocs(AfdwConn *entry, StringInfo sql);
+extern void afdw_disconnect_entry(AfdwConn *entry);
+extern void afdw_break_connection(AfdwConn *entry, const char *violation);
+
+/* remote.c */
+extern bool afdw_wait_cleanup(AfdwConn *entry, TimestampTz deadline,
+							  bool ignore_errors);
+extern PGresult *afdw_pop_result(AfdwConn *conn, bool *is_export);
+
+/* snapshot.c */
+extern bool afdw_store_export(AfdwConn *conn, PGresult *res);
+extern void afdw_take_export(AfdwConn *conn, PGresult *res);
+extern void afdw_share_snapshot(AfdwConn *entry, bool nested, StringInfo sql);
+extern void afdw_forget_snapshots(void);
+
+/* xact.c */
+extern void afdw_note_xact_connection(void);
+extern void afdw_track_wrap(AfdwConn *conn, PGresult *res);
+extern void afdw_reset_xact_state(AfdwConn *entry, int level);
+extern void afdw_finish_commit(AfdwConn *entry);
+extern void afdw_xact_callback(XactEvent event, void *arg);
+extern void afdw_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+								  SubTransactionId parentSubid, void *arg);
+
+#endif							/* CONNECTION_INTERNAL_H */

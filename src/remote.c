@@ -1,0 +1,702 @@
+/*-------------------------------------------------------------------------
+ *
+ * remote.c
+ *		Commands on a remote connection of async_fdw: sending, waiting,
+ *		reading results, cancelling, and reporting remote errors.
+ *
+ * One command at a time is in flight on a connection.  Whoever sent it
+ * (its owner) reads its results; when someone else needs the connection,
+ * the owner is asked to read them (its drain function), and results whose
+ * owner is gone are read and thrown away.  Every result goes through
+ * afdw_get_result (afdw_pop_result), which also follows the savepoint that
+ * wraps a scan's command (xact.c), notes statements being prepared
+ * (connection.c) and takes in a snapshot export riding ahead of the
+ * command (snapshot.c).  Waits serve interrupts and watch for postmaster
+ * death; the waits of cleanup have a deadline.
+ *
+ * Neighbours: connection.c opens and cuts the connections; xact.c and
+ * snapshot.c send their commands through this file; scan.c runs its
+ * queries with it, through async_fdw.h.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <poll.h>
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/fd.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "utils/timestamp.h"
+
+#include "async_fdw.h"
+#include "connection_internal.h"
+
+static bool discard_copy_data(AfdwConn *entry, TimestampTz deadline);
+static void refuse_copy_in(AfdwConn *entry, ExecStatusType status);
+
+/*
+ * afdw_send_query
+ *		Send SQL with NPARAMS text parameters, without waiting.  The caller
+ *		reads the results.
+ */
+void
+afdw_send_query(AfdwConn *conn, const char *sql, int nparams,
+				const char *const *values)
+{
+	int			ok;
+
+	afdw_make_idle(conn);
+	if (nparams > 0)
+		ok = PQsendQueryParams(conn->conn, sql, nparams, NULL, values,
+							   NULL, NULL, 0);
+	else
+		ok = PQsendQuery(conn->conn, sql);
+
+	if (!ok)
+		afdw_report_remote_error(NULL, conn, sql);
+	conn->busy = true;
+	conn->owner = NULL;
+	conn->wrap = AFDW_WRAP_NONE;
+}
+
+/*
+ * afdw_wait_result
+ *		Wait for the results of the command in flight and return the one
+ *		that matters: the first error, or else the last result.
+ *
+ * The wait reacts to interrupts and postmaster death; a query cancel here
+ * leaves the remote query running, and the abort callback cancels it.
+ */
+PGresult *
+afdw_wait_result(AfdwConn *conn, const char *sql)
+{
+	PGresult   *volatile kept = NULL;
+
+	PG_TRY();
+	{
+		for (;;)
+		{
+			PGresult   *res;
+			bool		lost;
+
+			while (!afdw_result_ready(conn))
+				afdw_wait_socket(conn, sql);
+
+			res = afdw_get_result(conn);
+			if (res == NULL)
+				break;
+
+			/*
+			 * Rows of a COPY nobody reads any more: only an abandoned
+			 * command (afdw_make_idle, without SQL) may be a stream.  The
+			 * callers that name their command sent no COPY, or have read
+			 * its CopyOutResponse already.
+			 */
+			if (PQresultStatus(res) == PGRES_COPY_OUT)
+			{
+				PQclear(res);
+				if (sql != NULL)
+					afdw_protocol_violation(conn,
+											"It answered with CopyOutResponse to a query that is not a COPY.",
+											sql);
+				afdw_discard_copy(conn, sql);
+				continue;
+			}
+
+			lost = afdw_result_lost(conn, res);
+			if (kept != NULL && PQresultStatus(kept) == PGRES_FATAL_ERROR)
+				PQclear(res);
+			else
+			{
+				PQclear(kept);
+				kept = res;
+			}
+			if (lost)
+				break;
+		}
+	}
+	PG_CATCH();
+	{
+		PQclear(kept);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	afdw_set_idle(conn);
+	return kept;
+}
+
+/*
+ * afdw_run_query
+ *		Run SQL and return its result, raising any remote error.
+ */
+PGresult *
+afdw_run_query(AfdwConn *conn, const char *sql, int nparams,
+			   const char *const *values)
+{
+	PGresult   *res;
+
+	afdw_send_query(conn, sql, nparams, values);
+	res = afdw_wait_result(conn, sql);
+	if (res == NULL ||
+		(PQresultStatus(res) != PGRES_TUPLES_OK &&
+		 PQresultStatus(res) != PGRES_COMMAND_OK))
+		afdw_report_remote_error(res, conn, sql);
+	return res;
+}
+
+/*
+ * afdw_run_command
+ *		Run SQL, which returns no rows, raising any remote error.
+ */
+void
+afdw_run_command(AfdwConn *conn, const char *sql)
+{
+	PQclear(afdw_run_query(conn, sql, 0, NULL));
+}
+
+/*
+ * poll_readable
+ *		wait_readable without a wait set: poll SOCK for at most TIMEOUT
+ *		milliseconds (-1: no limit), and at most 100 at a time, reporting a
+ *		pending interrupt as the latch (the caller serves it).
+ */
+static int
+poll_readable(pgsocket sock, long timeout)
+{
+	struct pollfd pfd;
+	int			slice = (timeout < 0 || timeout > 100) ? 100 : (int) timeout;
+	int			rc;
+
+	pfd.fd = sock;
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	rc = poll(&pfd, 1, slice);
+	if (rc > 0)
+		return WL_SOCKET_READABLE;
+	if (InterruptPending)
+		return WL_LATCH_SET;
+	return (timeout >= 0 && slice >= timeout) ? WL_TIMEOUT : 0;
+}
+
+/*
+ * wait_readable
+ *		Wait until ENTRY's socket is readable, the latch is set or TIMEOUT
+ *		milliseconds (-1: no limit) pass; returns the WL_ flags of what
+ *		happened.  The backend exits if the postmaster dies.
+ */
+static int
+wait_readable(AfdwConn *entry, long timeout)
+{
+	pgsocket	sock = PQsocket(entry->conn);
+	WaitEvent	event;
+
+	/* A broken connection: reading from it tells what happened. */
+	if (sock == PGINVALID_SOCKET)
+		return WL_SOCKET_READABLE;
+	if (entry->waitset != NULL && entry->waitset_sock != sock)
+	{
+		FreeWaitEventSet(entry->waitset);
+		entry->waitset = NULL;
+	}
+	if (entry->waitset == NULL)
+	{
+		WaitEventSet *set;
+
+		/*
+		 * A wait set costs a file descriptor.  Without one to spare beyond
+		 * one for the executor (the connections took them), poll the
+		 * socket, briefly, so that interrupts are served between polls; an
+		 * error here could come during abort cleanup, where it must not.
+		 */
+		if (!AcquireExternalFD())
+			return poll_readable(sock, timeout);
+		if (!AcquireExternalFD())
+		{
+			/* The last one is left for the executor's own waits. */
+			ReleaseExternalFD();
+			return poll_readable(sock, timeout);
+		}
+		ReleaseExternalFD();
+		ReleaseExternalFD();
+		set = CreateWaitEventSet(afdw_conn_cxt, 3);
+
+		AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+		/* A single-user backend has no postmaster to watch. */
+		if (IsUnderPostmaster)
+			AddWaitEventToSet(set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
+		AddWaitEventToSet(set, WL_SOCKET_READABLE, sock, NULL, NULL);
+		entry->waitset = set;
+		entry->waitset_sock = sock;
+	}
+	if (WaitEventSetWait(entry->waitset, timeout, &event, 1, PG_WAIT_EXTENSION) == 0)
+		return WL_TIMEOUT;
+	return event.events;
+}
+
+/*
+ * cleanup_interrupted
+ *		Whether cleanup waiting with interrupts held off (while aborting)
+ *		should give up: a query cancel or a termination came meanwhile, or
+ *		the backend is exiting, which ends the remote sessions anyway.
+ */
+static bool
+cleanup_interrupted(void)
+{
+	return QueryCancelPending || ProcDiePending || proc_exit_inprogress;
+}
+
+/*
+ * wait_for_input
+ *		Wait until ENTRY's socket is readable and read what came, at most
+ *		until DEADLINE (-1: no limit); false on timeout or when the
+ *		connection broke.
+ *
+ * Interrupts are served.  Where they are held off (while aborting), a
+ * cancel or termination ends a wait with a DEADLINE at once, with false.
+ */
+static bool
+wait_for_input(AfdwConn *entry, TimestampTz deadline)
+{
+	long		wait = -1;
+	int			rc;
+
+	if (deadline >= 0)
+	{
+		if (cleanup_interrupted())
+			return false;
+		wait = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		if (wait <= 0)
+			return false;
+	}
+	rc = wait_readable(entry, wait);
+	if (rc & WL_LATCH_SET)
+	{
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (deadline >= 0 && cleanup_interrupted())
+			return false;
+	}
+	return !(rc & WL_SOCKET_READABLE) || PQconsumeInput(entry->conn);
+}
+
+/*
+ * afdw_wait_socket
+ *		Wait until CONN's socket is readable and read what came, reacting to
+ *		interrupts and postmaster death.
+ */
+void
+afdw_wait_socket(AfdwConn *conn, const char *sql)
+{
+	if (!wait_for_input(conn, -1))
+		afdw_report_remote_error(NULL, conn, sql);
+}
+
+/*
+ * afdw_wait_cleanup
+ *		Wait at most until DEADLINE for the results of the command in flight,
+ *		without raising errors for them; true if it succeeded.
+ *
+ * Used while aborting, when an error must not be thrown and interrupts are
+ * held off (a cancel then ends the wait with false), and for the answer to
+ * a COMMIT, where interrupts are served.
+ */
+bool
+afdw_wait_cleanup(AfdwConn *entry, TimestampTz deadline, bool ignore_errors)
+{
+	PGconn	   *conn = entry->conn;
+	bool		ok = true;
+
+	/* The answer may be in already: then there is no need to wait. */
+	if (!afdw_result_ready(entry) && !PQconsumeInput(conn))
+		return false;
+
+	for (;;)
+	{
+		PGresult   *res;
+		bool		is_export;
+
+		while (!afdw_result_ready(entry))
+		{
+			if (!wait_for_input(entry, deadline))
+				return false;
+		}
+		res = afdw_pop_result(entry, &is_export);
+		if (is_export)
+		{
+			/*
+			 * Keep the snapshot (a rollback to a savepoint leaves the
+			 * transaction running), without an error here.
+			 */
+			(void) afdw_store_export(entry, res);
+			continue;
+		}
+		if (res == NULL)
+			break;
+		if (PQresultStatus(res) == PGRES_COPY_OUT)
+		{
+			PQclear(res);
+			if (!discard_copy_data(entry, deadline))
+				return false;
+			continue;
+		}
+		if (PQresultStatus(res) != PGRES_COMMAND_OK &&
+			PQresultStatus(res) != PGRES_TUPLES_OK && !ignore_errors)
+			ok = false;
+		PQclear(res);
+	}
+	return ok;
+}
+
+/*
+ * afdw_result_ready
+ *		Whether afdw_get_result would return without blocking.
+ */
+bool
+afdw_result_ready(AfdwConn *conn)
+{
+	return conn->held_result != NULL || !PQisBusy(conn->conn);
+}
+
+/*
+ * afdw_pop_result
+ *		The next result of CONN's command in flight (a result held back
+ *		first), or NULL at the end; *IS_EXPORT tells whether it is the
+ *		result of the snapshot export riding ahead of the command.  Any
+ *		other result but a command's ends the wait for the export: after a
+ *		failed transaction start it never comes.
+ */
+PGresult *
+afdw_pop_result(AfdwConn *conn, bool *is_export)
+{
+	PGresult   *res;
+
+	*is_export = false;
+	if (conn->held_result != NULL)
+	{
+		res = conn->held_result;
+		conn->held_result = NULL;
+		return res;
+	}
+	res = PQgetResult(conn->conn);
+	if (res != NULL && (PQresultStatus(res) == PGRES_COPY_IN ||
+						PQresultStatus(res) == PGRES_COPY_BOTH))
+		refuse_copy_in(conn, PQresultStatus(res));
+	afdw_track_wrap(conn, res);
+	if (conn->preparing != 0)
+		afdw_note_prepare(conn, res);
+	if (conn->export_pending &&
+		(res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK))
+	{
+		conn->export_pending = false;
+		*is_export = (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK);
+	}
+	return res;
+}
+
+/*
+ * afdw_get_result
+ *		PQgetResult for CONN: the next result of its command in flight, or
+ *		NULL at the end.  The result of a snapshot export riding ahead of
+ *		the command is taken in here and shows as a command result.
+ */
+PGresult *
+afdw_get_result(AfdwConn *conn)
+{
+	bool		is_export;
+	PGresult   *res = afdw_pop_result(conn, &is_export);
+
+	if (!is_export)
+		return res;
+	afdw_take_export(conn, res);
+	res = PQmakeEmptyPGresult(conn->conn, PGRES_COMMAND_OK);
+	if (res == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+	return res;
+}
+
+/*
+ * afdw_set_owner
+ *		Record who reads the results of the command in flight on CONN.
+ */
+void
+afdw_set_owner(AfdwConn *conn, void *owner, AfdwDrainFn drain)
+{
+	conn->busy = true;
+	conn->owner = owner;
+	conn->drain = drain;
+}
+
+/*
+ * afdw_set_idle
+ *		Note that every result of the command on CONN has been read.
+ */
+void
+afdw_set_idle(AfdwConn *conn)
+{
+	conn->busy = false;
+	conn->owner = NULL;
+	conn->drain = NULL;
+}
+
+/*
+ * afdw_forget_owner
+ *		OWNER is going away: whatever it left in flight on CONN will be
+ *		read and thrown away before the next use.
+ */
+void
+afdw_forget_owner(AfdwConn *conn, void *owner)
+{
+	if (conn->owner == owner)
+	{
+		conn->owner = NULL;
+		conn->drain = NULL;
+	}
+}
+
+/*
+ * afdw_is_owner
+ *		True if OWNER's command is the one in flight on CONN.
+ */
+bool
+afdw_is_owner(AfdwConn *conn, void *owner)
+{
+	return conn->busy && conn->owner == owner;
+}
+
+/*
+ * afdw_conn_owner
+ *		The owner of the command in flight on CONN, or NULL.
+ */
+void *
+afdw_conn_owner(AfdwConn *conn)
+{
+	return conn->busy ? conn->owner : NULL;
+}
+
+/*
+ * afdw_is_busy
+ *		True if a command on CONN still has results to be read.
+ */
+bool
+afdw_is_busy(AfdwConn *conn)
+{
+	return conn->busy;
+}
+
+/*
+ * afdw_make_idle
+ *		Make CONN ready for a new command: let the owner of the command in
+ *		flight read its results, or read and discard them if it is gone.
+ */
+void
+afdw_make_idle(AfdwConn *conn)
+{
+	if (!conn->busy)
+		return;
+
+	if (conn->owner != NULL)
+	{
+		conn->drain(conn->owner);
+		Assert(!conn->busy);
+	}
+	else
+	{
+		PGresult   *res = afdw_wait_result(conn, NULL);
+
+		afdw_set_idle(conn);
+		PQclear(res);
+	}
+}
+
+/*
+ * afdw_cancel
+ *		Ask the remote server to cancel the command running on CONN, if
+ *		any, without waiting for the effect, so that the cancels of many
+ *		connections run at once.
+ */
+void
+afdw_cancel(AfdwConn *conn)
+{
+	PGcancel   *cancel;
+	char		errbuf[256];
+
+	if (conn->conn == NULL || PQtransactionStatus(conn->conn) != PQTRANS_ACTIVE)
+		return;
+	cancel = PQgetCancel(conn->conn);
+	if (cancel != NULL)
+	{
+		(void) PQcancel(cancel, errbuf, sizeof(errbuf));
+		PQfreeCancel(cancel);
+	}
+}
+
+/*
+ * afdw_discard_copy
+ *		Read and drop the rest of the COPY TO STDOUT running on CONN (for
+ *		SQL), serving interrupts; the COPY's final result follows.
+ */
+void
+afdw_discard_copy(AfdwConn *conn, const char *sql)
+{
+	if (!discard_copy_data(conn, -1))
+		afdw_report_remote_error(NULL, conn, sql);
+}
+
+/*
+ * discard_copy_data
+ *		Read and drop the rest of a COPY TO STDOUT, waiting at most until
+ *		DEADLINE (-1: forever, reacting to interrupts); false if it could
+ *		not be read to its end.
+ */
+static bool
+discard_copy_data(AfdwConn *entry, TimestampTz deadline)
+{
+	PGconn	   *conn = entry->conn;
+
+	for (;;)
+	{
+		char	   *buf = NULL;
+		int			len = PQgetCopyData(conn, &buf, 1);
+
+		if (len > 0)
+		{
+			PQfreemem(buf);
+			continue;
+		}
+		if (len < 0)
+			return true;		/* end of the data, or failure: results follow */
+		if (!wait_for_input(entry, deadline))
+			return false;
+	}
+}
+
+/*
+ * refuse_copy_in
+ *		The server answered with CopyInResponse or CopyBothResponse (STATUS):
+ *		async_fdw never sends COPY FROM, so the server is not speaking the
+ *		protocol.  Get libpq out of its COPY IN state, in which it would
+ *		return the same result forever, and cut the connection.
+ */
+static void
+refuse_copy_in(AfdwConn *entry, ExecStatusType status)
+{
+	(void) PQputCopyEnd(entry->conn, "async_fdw never sends COPY data");
+	afdw_break_connection(entry, status == PGRES_COPY_BOTH ?
+					 "It answered with CopyBothResponse, which async_fdw never asks for." :
+					 "It answered with CopyInResponse, but async_fdw sent no COPY FROM STDIN.");
+}
+
+/*
+ * afdw_result_lost
+ *		Whether RES, a result of CONN, is an error of libpq's own (it has no
+ *		SQLSTATE): the session is lost or out of step, and libpq may wait
+ *		for an end that never comes.  If so, the connection is cut, and the
+ *		caller reads no further result.
+ */
+bool
+afdw_result_lost(AfdwConn *conn, PGresult *res)
+{
+	if (PQresultStatus(res) != PGRES_FATAL_ERROR ||
+		PQresultErrorField(res, PG_DIAG_SQLSTATE) != NULL)
+		return false;
+	afdw_break_connection(conn, NULL);
+	return true;
+}
+
+/*
+ * afdw_protocol_violation
+ *		The server answered SQL on CONN in a way the protocol does not allow
+ *		there (DETAIL says how): cut the connection and raise the error.
+ */
+void
+afdw_protocol_violation(AfdwConn *conn, const char *detail, const char *sql)
+{
+	afdw_break_connection(conn, detail);
+	afdw_report_remote_error(NULL, conn, sql);
+}
+
+/*
+ * afdw_report_remote_error
+ *		Raise the error RES (or, without one, the connection's) as a local
+ *		error carrying the remote SQLSTATE, message, detail, hint and context.
+ *
+ * RES is freed.  A failure of the connection itself, which has no SQLSTATE,
+ * names the server.
+ */
+void
+afdw_report_remote_error(PGresult *res, AfdwConn *conn, const char *sql)
+{
+	const char *f_sqlstate = NULL;
+	char	   *primary = NULL;
+	char	   *detail = NULL;
+	char	   *hint = NULL;
+	char	   *context = NULL;
+	char	   *connmsg;
+	bool		fatal = false;
+
+	if (conn->violation != NULL)
+	{
+		PQclear(res);
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("protocol violation by server \"%s\"",
+						NameStr(conn->servername)),
+				 errdetail("%s", conn->violation),
+				 sql ? errcontext("remote SQL command: %s", sql) : 0));
+	}
+
+#define COPY_FIELD(f) \
+	(PQresultErrorField(res, (f)) ? pstrdup(PQresultErrorField(res, (f))) : NULL)
+
+	if (res != NULL)
+	{
+		const char *severity = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+
+		/* A FATAL error ends the remote session: report the lost session. */
+		fatal = severity != NULL &&
+			(strcmp(severity, "FATAL") == 0 || strcmp(severity, "PANIC") == 0);
+		f_sqlstate = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+		if (f_sqlstate != NULL)
+			f_sqlstate = pstrdup(f_sqlstate);
+		primary = COPY_FIELD(PG_DIAG_MESSAGE_PRIMARY);
+		detail = COPY_FIELD(PG_DIAG_MESSAGE_DETAIL);
+		hint = COPY_FIELD(PG_DIAG_MESSAGE_HINT);
+		context = COPY_FIELD(PG_DIAG_CONTEXT);
+		PQclear(res);
+	}
+#undef COPY_FIELD
+
+	connmsg = pchomp(PQerrorMessage(conn->conn));
+
+	/*
+	 * Without a SQLSTATE, the error is libpq's: the connection failed, or
+	 * the server sent what libpq could not make sense of (or an error that
+	 * no server sends): nothing more is to be expected of the session.
+	 */
+	if (f_sqlstate == NULL || fatal || PQstatus(conn->conn) != CONNECTION_OK)
+	{
+		afdw_break_connection(conn, NULL);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("lost connection to server \"%s\"",
+						NameStr(conn->servername)),
+				 errdetail_internal("%s", primary ? primary : connmsg),
+				 sql ? errcontext("remote SQL command: %s", sql) : 0));
+	}
+
+	ereport(ERROR,
+			(errcode(MAKE_SQLSTATE(f_sqlstate[0], f_sqlstate[1], f_sqlstate[2],
+								   f_sqlstate[3], f_sqlstate[4])),
+			 errmsg_internal("%s", primary ? primary : connmsg),
+			 detail ? errdetail_internal("%s", detail) : 0,
+			 hint ? errhint("%s", hint) : 0,
+			 context ? errcontext("%s", context) : 0,
+			 sql ? errcontext("remote SQL command: %s", sql) : 0));
+	pg_unreachable();
+}

@@ -1,0 +1,382 @@
+/*-------------------------------------------------------------------------
+ *
+ * snapshot.c
+ *		The snapshot that the connections of async_fdw to one server share
+ *		in a local transaction.
+ *
+ * The first connection to a server in a local transaction (its leader)
+ * opens its remote transaction and, when more connections may join,
+ * exports its snapshot in the same send as its first command; the others
+ * import it, so that every scan of the server sees the same data.  A
+ * connection that cannot join (the leader exported nothing and now cannot)
+ * shares the leader instead.
+ *
+ * Neighbours: xact.c opens the remote transactions and calls
+ * afdw_share_snapshot for the commands that give each its snapshot;
+ * remote.c hands the export's result over as it reads results; scan.c
+ * asks where a scan's first command goes (afdw_join_target).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "async_fdw.h"
+#include "connection_internal.h"
+
+/*
+ * The remote snapshot of one server in the current local transaction: the
+ * first connection to the server (the leader) exports it when more than
+ * one connection needs it, the others import it.
+ */
+typedef struct ServerSnapshot
+{
+	Oid			serverid;		/* hash key */
+	AfdwConn   *leader;
+	char		snapshot[64];	/* exported snapshot id, or "" */
+} ServerSnapshot;
+
+/* ServerSnapshots of the current local transaction, or NULL. */
+static HTAB *snapshot_hash = NULL;
+
+static bool valid_snapshot_name(const char *name);
+
+/*
+ * server_snapshot
+ *		The snapshot entry of SERVERID in the current local transaction.
+ */
+static ServerSnapshot *
+server_snapshot(Oid serverid)
+{
+	bool		found;
+	ServerSnapshot *ss;
+
+	if (snapshot_hash == NULL)
+	{
+		HASHCTL		ctl;
+
+		/* Dies with the transaction; afdw_xact_callback forgets the pointer. */
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(ServerSnapshot);
+		ctl.hcxt = TopTransactionContext;
+		snapshot_hash = hash_create("async_fdw snapshots", 8, &ctl,
+									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	ss = hash_search(snapshot_hash, &serverid, HASH_ENTER, &found);
+	if (!found)
+	{
+		ss->leader = NULL;
+		ss->snapshot[0] = '\0';
+	}
+	return ss;
+}
+
+/*
+ * export_wanted
+ *		Whether LEADER, the first connection to its server in the local
+ *		transaction, should export its snapshot with its first command.
+ *
+ * More connections may join the remote transaction when scans hold other
+ * connections to the server now, in a transaction block, inside a local
+ * subtransaction, or when the query runs inside another statement (NESTED:
+ * a function's loop may start another scan at any time).  Otherwise every
+ * scan of the transaction has its connection already (executors take them
+ * at startup), and the export, which costs the remote server a file, is
+ * left out.
+ */
+static bool
+export_wanted(AfdwConn *leader, bool nested)
+{
+	HASH_SEQ_STATUS scan;
+	AfdwConn   *entry;
+	bool		others = false;
+
+	if (nested || IsTransactionBlock() || GetCurrentTransactionNestLevel() > 1)
+		return true;
+	hash_seq_init(&scan, afdw_conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		if (entry != leader && entry->conn != NULL &&
+			entry->serverid == leader->serverid && entry->nusers > 0)
+			others = true;
+	}
+	return others;
+}
+
+/*
+ * export_snapshot
+ *		Export the snapshot of LEADER's remote transaction into SS.
+ */
+static void
+export_snapshot(ServerSnapshot *ss, AfdwConn *leader, const char *prefix)
+{
+	char	   *sql = psprintf("%s%sSELECT pg_catalog.pg_export_snapshot()",
+							   prefix, prefix[0] ? "; " : "");
+	PGresult   *res = afdw_run_query(leader, sql, 0, NULL);
+
+	if (PQntuples(res) != 1 || PQgetisnull(res, 0, 0) ||
+		!valid_snapshot_name(PQgetvalue(res, 0, 0)))
+	{
+		PQclear(res);
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_ERROR),
+				 errmsg("could not export the snapshot of server \"%s\"",
+						NameStr(leader->servername)),
+				 errdetail("pg_export_snapshot() returned no usable snapshot name.")));
+	}
+	strlcpy(ss->snapshot, PQgetvalue(res, 0, 0), sizeof(ss->snapshot));
+	PQclear(res);
+	pfree(sql);
+}
+
+/*
+ * valid_snapshot_name
+ *		Whether NAME looks like what pg_export_snapshot() returns (hex
+ *		numbers and dashes) and fits in a ServerSnapshot.  It goes into SQL
+ *		of the other connections: quoted, but never trusted blindly.
+ */
+static bool
+valid_snapshot_name(const char *name)
+{
+	size_t		len = strlen(name);
+
+	if (len == 0 || len >= sizeof(((ServerSnapshot *) NULL)->snapshot))
+		return false;
+	return strspn(name, "0123456789ABCDEFabcdef-") == len;
+}
+
+/*
+ * afdw_store_export
+ *		RES is the result of the export that rode in CONN's first command of
+ *		the transaction: keep the snapshot name for the connections that
+ *		join later, and free RES.  False if RES holds no usable name.
+ */
+bool
+afdw_store_export(AfdwConn *conn, PGresult *res)
+{
+	bool		ok = (PQntuples(res) == 1 && PQnfields(res) == 1 &&
+					  !PQgetisnull(res, 0, 0));
+	ServerSnapshot *ss = NULL;
+
+	conn->export_pending = false;
+	if (snapshot_hash != NULL)
+		ss = hash_search(snapshot_hash, &conn->serverid, HASH_FIND, NULL);
+	if (ok && ss != NULL && ss->leader == conn)
+	{
+		ok = valid_snapshot_name(PQgetvalue(res, 0, 0));
+		if (ok)
+			strlcpy(ss->snapshot, PQgetvalue(res, 0, 0), sizeof(ss->snapshot));
+	}
+	PQclear(res);
+	return ok;
+}
+
+/*
+ * afdw_take_export
+ *		afdw_store_export, failing when the export gave no usable name.
+ */
+void
+afdw_take_export(AfdwConn *conn, PGresult *res)
+{
+	if (!afdw_store_export(conn, res))
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_ERROR),
+				 errmsg("could not export the snapshot of server \"%s\"",
+						NameStr(conn->servername)),
+				 errdetail("pg_export_snapshot() returned no usable snapshot name.")));
+}
+
+/*
+ * check_leader
+ *		Fail unless LEADER, the connection that opened the remote transaction
+ *		of its server and whose snapshot the others import, is still there:
+ *		a lost one took its transaction and snapshot with it, so the local
+ *		transaction can no longer see that server's data as one snapshot.
+ */
+static void
+check_leader(AfdwConn *leader)
+{
+	if (!leader->changing_xact_state && afdw_connection_alive(leader))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("lost connection to server \"%s\"",
+					NameStr(leader->servername)),
+			 errdetail("The connection that opened the remote transaction, whose snapshot the other connections share, is lost."),
+			 errhint("Roll back the local transaction and retry.")));
+}
+
+/*
+ * await_export
+ *		Wait for the snapshot export riding ahead of the command in flight on
+ *		LEADER, and read it, leaving the command's own results to its owner.
+ *
+ * Only results of the transaction start come before the export.  If the
+ * start or the export fails, the error is kept for the owner, and the
+ * connection that needed the snapshot fails.
+ */
+static void
+await_export(AfdwConn *leader)
+{
+	static const char export_sql[] = "SELECT pg_catalog.pg_export_snapshot()";
+
+	while (leader->export_pending)
+	{
+		PGresult   *res;
+		bool		is_export;
+
+		while (!afdw_result_ready(leader))
+			afdw_wait_socket(leader, export_sql);
+		res = afdw_pop_result(leader, &is_export);
+		if (is_export)
+		{
+			afdw_take_export(leader, res);
+			break;
+		}
+		if (res != NULL && PQresultStatus(res) == PGRES_COMMAND_OK)
+		{
+			PQclear(res);
+			continue;
+		}
+		leader->held_result = res;
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_ERROR),
+				 errmsg("could not export the snapshot of server \"%s\"",
+						NameStr(leader->servername)),
+				 errdetail("The export failed on the connection that opened the remote transaction: %s",
+						   res && PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) ?
+						   PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) :
+						   pchomp(PQerrorMessage(leader->conn)))));
+	}
+}
+
+/*
+ * afdw_prepare_snapshot
+ *		If CONN will join a remote transaction whose server already has a
+ *		leader that has not exported its snapshot, export it now, while the
+ *		leader is likely idle (before a stream occupies it).
+ */
+void
+afdw_prepare_snapshot(AfdwConn *conn)
+{
+	ServerSnapshot *ss;
+
+	if (conn->xact_depth > 0)
+		return;
+	ss = server_snapshot(conn->serverid);
+	if (ss->leader == NULL || ss->leader == conn || ss->snapshot[0] != '\0')
+		return;
+	/* Its export is on the way already, ahead of its first command. */
+	if (ss->leader->export_pending)
+		return;
+	/* Not possible now: the joining scan shares the leader instead. */
+	if ((ss->leader->busy && ss->leader->streaming) || ss->leader->xact_depth != 1)
+		return;
+	afdw_make_idle(ss->leader);
+	if (ss->leader->savepoint_op != NULL)
+	{
+		/* The savepoint of a finished stream must end first. */
+		char	   *op = ss->leader->savepoint_op;
+
+		ss->leader->savepoint_op = NULL;
+		export_snapshot(ss, ss->leader, op);
+		pfree(op);
+		return;
+	}
+	export_snapshot(ss, ss->leader, "");
+}
+
+/*
+ * afdw_join_target
+ *		The connection a scan holding CONN should send its first command on.
+ *
+ * CONN itself, unless it has yet to join the remote transaction of its
+ * server and cannot: joining imports the snapshot of the transaction's
+ * first connection (the leader), and a leader that did not export it with
+ * its first command cannot export it while a stream runs on it or inside
+ * a savepoint.  Then the scan shares the leader (the caller moves to it),
+ * which sees the same data, so that no query ever fails for want of a
+ * snapshot.
+ */
+AfdwConn *
+afdw_join_target(AfdwConn *conn)
+{
+	ServerSnapshot *ss;
+	AfdwConn   *leader;
+
+	if (conn->xact_depth > 0 || snapshot_hash == NULL)
+		return conn;
+	ss = hash_search(snapshot_hash, &conn->serverid, HASH_FIND, NULL);
+	if (ss == NULL || ss->leader == NULL || ss->leader == conn ||
+		ss->snapshot[0] != '\0')
+		return conn;
+	leader = ss->leader;
+	if (leader->export_pending)
+		return conn;
+	if (leader->conn != NULL && leader->xact_depth == 1 &&
+		!(leader->busy && leader->streaming))
+		return conn;
+	if (conn->nusers > 0)
+		conn->nusers--;
+	leader->nusers++;
+	return leader;
+}
+
+/*
+ * afdw_share_snapshot
+ *		Append to SQL, which starts ENTRY's remote transaction, what gives
+ *		the transaction the snapshot that the connections to its server
+ *		share in the local transaction.  NESTED is afdw_send_in_xact's.
+ *
+ * The first connection to the server in the local transaction becomes its
+ * leader.  When the server has several connections, or may have in a
+ * transaction block, the leader exports its snapshot in the same send as
+ * its first command, and every other one imports it in the same send as
+ * its own first command (after waiting for the export's result if it is
+ * still on its way), so that all of them see the same data.
+ */
+void
+afdw_share_snapshot(AfdwConn *entry, bool nested, StringInfo sql)
+{
+	ServerSnapshot *ss = server_snapshot(entry->serverid);
+
+	if (ss->leader == NULL)
+	{
+		ss->leader = entry;
+		/*
+		 * Export when other connections serve this server now, or may
+		 * join later: a snapshot cannot be exported once a savepoint is
+		 * open or while a stream runs.  The export rides in the same
+		 * send as the command; afdw_get_result reads its result.
+		 */
+		if (export_wanted(entry, nested))
+		{
+			appendStringInfoString(sql, "; SELECT pg_catalog.pg_export_snapshot()");
+			entry->export_pending = true;
+		}
+		return;
+	}
+
+	check_leader(ss->leader);
+	if (ss->snapshot[0] == '\0' && ss->leader->export_pending)
+		await_export(ss->leader);
+	if (ss->snapshot[0] == '\0')
+		export_snapshot(ss, ss->leader, "");
+	appendStringInfo(sql, "; SET TRANSACTION SNAPSHOT %s",
+					 quote_literal_cstr(ss->snapshot));
+}
+
+/*
+ * afdw_forget_snapshots
+ *		The local transaction is over: its snapshots went with
+ *		TopTransactionContext.
+ */
+void
+afdw_forget_snapshots(void)
+{
+	snapshot_hash = NULL;
+}

@@ -1,0 +1,822 @@
+/*-------------------------------------------------------------------------
+ *
+ * xact.c
+ *		The remote transactions of async_fdw: opening them, the savepoint
+ *		around each scan command, deferred cursor CLOSEs, commit, and
+ *		cleanup after an abort.
+ *
+ * A connection opens a remote transaction at its first use inside a local
+ * one, with savepoints mirroring local subtransactions, and the transaction
+ * callbacks end it with the local transaction, whatever happens.  Every
+ * command of a scan runs in a savepoint of its own (afdw_send_in_xact,
+ * afdw_track_wrap), so that a failure the query may never need leaves the
+ * remote transaction usable.  Cursors no scan needs are closed with a
+ * later command.  COMMITs of many connections overlap, and that of a
+ * transaction that only read is not waited for.  When a remote transaction
+ * or savepoint is over, afdw_reset_xact_state forgets what the connection
+ * kept for it.
+ *
+ * Neighbours: connection.c holds the connections (and has a COMMIT left
+ * unread finished, afdw_finish_commit, before reusing one); remote.c sends
+ * and waits; snapshot.c gives each remote transaction its server's shared
+ * snapshot; scan.c sends its commands through afdw_send_in_xact.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "utils/hsearch.h"
+#include "utils/timestamp.h"
+
+#include "async_fdw.h"
+#include "connection_internal.h"
+
+/*
+ * How long cleanup may wait for remote servers: after an abort, for all of
+ * them together; for the answer to a COMMIT that was not waited for, for
+ * one.
+ */
+#define AFDW_CLEANUP_TIMEOUT_MS		30000
+
+/* A cursor of a remote transaction. */
+typedef struct RemoteCursor
+{
+	unsigned int number;		/* it is cN */
+	int			level;			/* local nesting level that holds it */
+	bool		closing;		/* no scan needs it: to be closed */
+} RemoteCursor;
+
+/* Whether any connection was used in the current local transaction. */
+static bool xact_got_connection = false;
+
+static bool abort_remote(AfdwConn *entry, const char *sql, TimestampTz deadline);
+static void append_closes(AfdwConn *entry, StringInfo sql);
+static void set_savepoint_op(AfdwConn *conn, const char *sql, int level);
+
+/*
+ * afdw_note_xact_connection
+ *		A connection is used in the current local transaction: the
+ *		transaction callbacks have work to do at its end.
+ */
+void
+afdw_note_xact_connection(void)
+{
+	xact_got_connection = true;
+}
+
+/*
+ * xact_prefix
+ *		The commands that must run on ENTRY before the caller's next one so
+ *		that it runs in the remote transaction at the current local nesting
+ *		level; "" if there are none.  Counts them as done.
+ *
+ * A connection's first use in a local transaction opens a REPEATABLE READ
+ * (or SERIALIZABLE) transaction in the snapshot that the connections to
+ * its server share (afdw_share_snapshot).  NESTED is afdw_send_in_xact's.
+ */
+static char *
+xact_prefix(AfdwConn *entry, bool nested, int *nstatements)
+{
+	int			curlevel = GetCurrentTransactionNestLevel();
+	StringInfoData sql;
+
+	initStringInfo(&sql);
+	xact_got_connection = true;
+
+	/* It ends a savepoint older than any the lines below may take. */
+	if (entry->savepoint_op != NULL)
+	{
+		appendStringInfoString(&sql, entry->savepoint_op);
+		pfree(entry->savepoint_op);
+		entry->savepoint_op = NULL;
+	}
+
+	if (entry->xact_depth == 0)
+	{
+		appendStringInfoString(&sql, IsolationIsSerializable() ?
+							   "START TRANSACTION ISOLATION LEVEL SERIALIZABLE" :
+							   "START TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+		afdw_share_snapshot(entry, nested, &sql);
+		entry->xact_depth = 1;
+	}
+
+	for (int level = Max(entry->xact_depth, 1) + 1; level <= curlevel; level++)
+		appendStringInfo(&sql, "%sSAVEPOINT s%d", sql.len > 0 ? "; " : "", level);
+	entry->xact_depth = Max(entry->xact_depth, curlevel);
+
+	/* Cursors left by ended scans, statements by failed ones. */
+	append_closes(entry, &sql);
+	afdw_append_deallocs(entry, &sql);
+
+	/* Statements are separated by "; ", which none of them contains. */
+	*nstatements = 0;
+	if (sql.len > 0)
+	{
+		*nstatements = 1;
+		for (const char *p = sql.data; (p = strstr(p, "; ")) != NULL; p += 2)
+			(*nstatements)++;
+	}
+	return sql.data;
+}
+
+/*
+ * afdw_begin_xact
+ *		Open the remote transaction (and savepoints) on CONN now.
+ */
+void
+afdw_begin_xact(AfdwConn *conn)
+{
+	char	   *prefix;
+	int			nstatements;
+
+	afdw_make_idle(conn);
+	prefix = xact_prefix(conn, true, &nstatements);
+	if (prefix[0] != '\0')
+		afdw_run_command(conn, prefix);
+	pfree(prefix);
+}
+
+/*
+ * afdw_send_in_xact
+ *		Send a scan's SQL (no parameters) in the remote transaction without
+ *		waiting, in the savepoint afdw_ra, with whatever opens the
+ *		transaction in the same send; OWNER reads the results, through DRAIN
+ *		when someone else needs the connection.  NESTED says that the query
+ *		runs inside another statement (a function, say), so that more
+ *		connections to the server may join the remote transaction later.
+ *
+ * A failure inside the savepoint is the scan's to report when it needs
+ * the rows; the connection rolls the savepoint back with its next command
+ * (afdw_track_wrap), so that the remote transaction and its exported snapshot
+ * stay usable for the rest of the query.
+ */
+void
+afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner, AfdwDrainFn drain,
+				  bool nested)
+{
+	char	   *prefix;
+	char	   *full;
+	int			nstatements;
+
+	afdw_make_idle(conn);
+	if (conn->xact_failed_msg != NULL)
+		ereport(ERROR,
+				(errcode(MAKE_SQLSTATE(conn->xact_failed_state[0], conn->xact_failed_state[1],
+									   conn->xact_failed_state[2], conn->xact_failed_state[3],
+									   conn->xact_failed_state[4])),
+				 errmsg("remote transaction on server \"%s\" failed earlier in this transaction",
+						NameStr(conn->servername)),
+				 errdetail_internal("%s", conn->xact_failed_msg),
+				 errhint("Roll back the local transaction and retry.")));
+	prefix = xact_prefix(conn, nested, &nstatements);
+	full = psprintf("%s%sSAVEPOINT afdw_ra; %s", prefix, prefix[0] ? "; " : "", sql);
+	afdw_send_query(conn, full, 0, NULL);
+	afdw_set_owner(conn, owner, drain);
+	conn->wrap_skip = nstatements;
+	conn->wrap = AFDW_WRAP_PENDING;
+	conn->wrap_level = GetCurrentTransactionNestLevel();
+	pfree(full);
+	pfree(prefix);
+}
+
+/*
+ * afdw_note_row_locks
+ *		A scan on CONN locks the remote rows it reads: the transaction's
+ *		COMMIT is to be waited for.
+ */
+void
+afdw_note_row_locks(AfdwConn *conn)
+{
+	conn->locks_rows = true;
+}
+
+/*
+ * afdw_track_wrap
+ *		Follow RES, the next result of CONN's command in flight, through the
+ *		savepoint that wraps a scan's command (see AfdwConn): when the
+ *		command fails inside it, have the savepoint rolled back before the
+ *		connection's next command; when a statement before it fails, note
+ *		that the remote transaction failed.
+ */
+void
+afdw_track_wrap(AfdwConn *conn, PGresult *res)
+{
+	ExecStatusType status;
+
+	if (conn->wrap == AFDW_WRAP_NONE)
+		return;
+	if (res == NULL)
+	{
+		/*
+		 * The command succeeded: its savepoint is released with the
+		 * connection's next command, or ended by the transaction's end.
+		 */
+		if (conn->wrap == AFDW_WRAP_OPEN)
+			set_savepoint_op(conn, "RELEASE SAVEPOINT afdw_ra", conn->wrap_level);
+		conn->wrap = AFDW_WRAP_NONE;
+		return;
+	}
+	status = PQresultStatus(res);
+	if (status == PGRES_COPY_OUT)
+		return;					/* the COPY's own result comes later */
+	if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
+	{
+		if (conn->wrap == AFDW_WRAP_OPEN)
+			set_savepoint_op(conn,
+							 "ROLLBACK TO SAVEPOINT afdw_ra; RELEASE SAVEPOINT afdw_ra",
+							 conn->wrap_level);
+		else
+		{
+			const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+			const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+
+			strlcpy(conn->xact_failed_state, state ? state : "08006",
+					sizeof(conn->xact_failed_state));
+			if (conn->xact_failed_msg != NULL)
+				pfree(conn->xact_failed_msg);
+			conn->xact_failed_msg = MemoryContextStrdup(afdw_conn_cxt,
+														msg ? msg : "unknown failure");
+		}
+		conn->wrap = AFDW_WRAP_NONE;
+		return;
+	}
+	if (conn->wrap == AFDW_WRAP_PENDING)
+	{
+		if (conn->wrap_skip > 0)
+			conn->wrap_skip--;
+		else
+			conn->wrap = AFDW_WRAP_OPEN;
+	}
+}
+
+/*
+ * set_savepoint_op
+ *		Have SQL, which ends the savepoint afdw_ra taken at local nesting
+ *		level LEVEL, sent first thing with the connection's next command.
+ */
+static void
+set_savepoint_op(AfdwConn *conn, const char *sql, int level)
+{
+	if (conn->savepoint_op != NULL)
+		pfree(conn->savepoint_op);
+	conn->savepoint_op = MemoryContextStrdup(afdw_conn_cxt, sql);
+	conn->savepoint_level = level;
+}
+
+/*
+ * forget_savepoint_op
+ *		Drop the pending savepoint command if its level is over.
+ */
+static void
+forget_savepoint_op(AfdwConn *entry, int level)
+{
+	if (entry->savepoint_op != NULL && entry->savepoint_level >= level)
+	{
+		pfree(entry->savepoint_op);
+		entry->savepoint_op = NULL;
+	}
+}
+
+/*
+ * forget_wrap
+ *		The remote transaction ended or the connection was reset: nothing
+ *		wraps anything any more, and nothing failed.
+ */
+static void
+forget_wrap(AfdwConn *entry)
+{
+	entry->wrap_skip = 0;
+	entry->wrap = AFDW_WRAP_NONE;
+	if (entry->xact_failed_msg != NULL)
+	{
+		pfree(entry->xact_failed_msg);
+		entry->xact_failed_msg = NULL;
+	}
+}
+
+/*
+ * afdw_next_cursor_number
+ *		A cursor number unique within the connection's remote transaction.
+ */
+unsigned int
+afdw_next_cursor_number(AfdwConn *conn)
+{
+	RemoteCursor *cur;
+
+	/* It is declared at the current level, with the command it is for. */
+	if (conn->ncursors >= conn->maxcursors)
+	{
+		int			newmax = Max(conn->maxcursors * 2, 8);
+
+		conn->cursors = conn->cursors == NULL ?
+			MemoryContextAlloc(afdw_conn_cxt, sizeof(RemoteCursor) * newmax) :
+			repalloc(conn->cursors, sizeof(RemoteCursor) * newmax);
+		conn->maxcursors = newmax;
+	}
+	cur = &conn->cursors[conn->ncursors++];
+	cur->number = ++conn->cursor_number;
+	cur->level = GetCurrentTransactionNestLevel();
+	cur->closing = false;
+	return cur->number;
+}
+
+/*
+ * afdw_close_cursor_later
+ *		Cursor CURSOR of CONN is no longer needed: close it with the
+ *		connection's next command that opens a cursor, at no extra round
+ *		trip, or let the end of the transaction close it.
+ */
+void
+afdw_close_cursor_later(AfdwConn *conn, unsigned int cursor)
+{
+	/*
+	 * The CLOSE is not sent now, but a cursor whose session is gone cannot
+	 * be closed: say so now, as the CLOSE would.
+	 */
+	if (!afdw_connection_alive(conn))
+		afdw_report_remote_error(NULL, conn, NULL);
+
+	/* Not found: the rollback of its savepoint closed it. */
+	for (int i = 0; i < conn->ncursors; i++)
+	{
+		if (conn->cursors[i].number == cursor)
+			conn->cursors[i].closing = true;
+	}
+}
+
+/*
+ * append_closes
+ *		Append to SQL (commands separated by "; ") the CLOSE of every
+ *		cursor no scan needs any more, and forget those cursors.
+ */
+static void
+append_closes(AfdwConn *entry, StringInfo sql)
+{
+	int			kept = 0;
+
+	for (int i = 0; i < entry->ncursors; i++)
+	{
+		RemoteCursor *cur = &entry->cursors[i];
+
+		if (!cur->closing)
+		{
+			entry->cursors[kept++] = *cur;
+			continue;
+		}
+		appendStringInfo(sql, "%sCLOSE c%u", sql->len > 0 ? "; " : "",
+						 cur->number);
+	}
+	entry->ncursors = kept;
+}
+
+/*
+ * forget_cursors_from
+ *		The remote savepoint of local level LEVEL is rolled back: so are
+ *		the cursors declared at that level or deeper, while those of outer
+ *		levels stay open.
+ */
+static void
+forget_cursors_from(AfdwConn *entry, int level)
+{
+	int			kept = 0;
+
+	for (int i = 0; i < entry->ncursors; i++)
+	{
+		if (entry->cursors[i].level < level)
+			entry->cursors[kept++] = entry->cursors[i];
+	}
+	entry->ncursors = kept;
+}
+
+/*
+ * cursors_to_level
+ *		The remote savepoints deeper than LEVEL are released: their cursors
+ *		now belong to LEVEL.
+ */
+static void
+cursors_to_level(AfdwConn *entry, int level)
+{
+	for (int i = 0; i < entry->ncursors; i++)
+	{
+		if (entry->cursors[i].level > level)
+			entry->cursors[i].level = level;
+	}
+}
+
+/*
+ * forget_closes
+ *		The remote transaction is over, and took every cursor with it.
+ */
+static void
+forget_closes(AfdwConn *entry)
+{
+	entry->ncursors = 0;
+}
+
+/*
+ * afdw_reset_xact_state
+ *		Forget what ENTRY's remote transaction held at local nesting level
+ *		LEVEL and deeper, now over: LEVEL 1 when the whole remote
+ *		transaction is (ended, or its session gone), the level of a local
+ *		subtransaction when the rollback of its remote savepoint ends it.
+ *
+ * Any level: the owner of the command in flight, the stream, the cursors
+ * and the pending savepoint command of those levels.  Level 1 also: the
+ * transaction's depth and cursor numbers, its row locks, the savepoint of
+ * the last scan command and the failure of the transaction.  A rolled back
+ * savepoint leaves these to the transaction (a failure before it, or row
+ * locks taken outside it, still count).
+ *
+ * Not reset here: the command in flight (busy, commit_pending,
+ * export_pending, held_result) and the health of the session
+ * (changing_xact_state, invalidated, violation), by which callers decide
+ * whether the connection can be kept; afdw_disconnect_entry resets them.
+ */
+void
+afdw_reset_xact_state(AfdwConn *entry, int level)
+{
+	entry->owner = NULL;
+	entry->drain = NULL;
+	entry->streaming = false;
+	if (level > 1)
+	{
+		forget_cursors_from(entry, level);
+		forget_savepoint_op(entry, level);
+		return;
+	}
+	forget_closes(entry);
+	forget_savepoint_op(entry, 0);
+	entry->xact_depth = 0;
+	entry->cursor_number = 0;
+	entry->locks_rows = false;
+	forget_wrap(entry);
+}
+
+/*
+ * commit_all
+ *		Send COMMIT on every connection in a remote transaction, then wait
+ *		for all the answers, so that commits of many servers overlap.
+ */
+static void
+commit_all(void)
+{
+	HASH_SEQ_STATUS scan;
+	AfdwConn   *entry;
+	StringInfoData sql;
+
+	hash_seq_init(&scan, afdw_conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		if (entry->conn == NULL || entry->xact_depth == 0)
+			continue;
+		afdw_make_idle(entry);
+		forget_closes(entry);
+		entry->changing_xact_state = true;
+
+		/*
+		 * A failed scan's savepoint is rolled back first.  Statements no
+		 * longer used go after the COMMIT, whose answer is not waited for
+		 * and whose outcome they cannot change.
+		 */
+		initStringInfo(&sql);
+		if (entry->savepoint_op != NULL &&
+			strncmp(entry->savepoint_op, "RELEASE", 7) != 0)
+			appendStringInfo(&sql, "%s; ", entry->savepoint_op);
+		forget_savepoint_op(entry, 0);
+		appendStringInfoString(&sql, "COMMIT TRANSACTION");
+		if (!IsolationIsSerializable())
+			afdw_append_deallocs(entry, &sql);
+		afdw_send_query(entry, sql.data, 0, NULL);
+		pfree(sql.data);
+
+		/*
+		 * async_fdw only reads, and a REPEATABLE READ transaction that only
+		 * read has nothing to lose at COMMIT: its answer is read before the
+		 * connection's next use, off the critical path.  SERIALIZABLE ones
+		 * may fail to commit, so they are waited for, and so are those
+		 * holding row locks (SELECT ... FOR UPDATE), which must be free for
+		 * others once the local COMMIT has returned.
+		 */
+		if (!IsolationIsSerializable() && !entry->locks_rows)
+		{
+			entry->commit_pending = true;
+			entry->changing_xact_state = false;
+			entry->xact_depth = 0;
+		}
+	}
+
+	hash_seq_init(&scan, afdw_conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		PGresult   *res;
+
+		if (entry->conn == NULL || entry->xact_depth == 0 || entry->commit_pending)
+			continue;
+		res = afdw_wait_result(entry, "COMMIT TRANSACTION");
+		if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
+		{
+			hash_seq_term(&scan);
+			afdw_report_remote_error(res, entry, "COMMIT TRANSACTION");
+		}
+		PQclear(res);
+		entry->changing_xact_state = false;
+		entry->xact_depth = 0;
+	}
+}
+
+/*
+ * afdw_finish_commit
+ *		Read the answer to a COMMIT that was not waited for.  It was the
+ *		commit of a transaction that only read: whatever it says, nothing
+ *		is lost, but a connection that fails here is replaced.
+ */
+void
+afdw_finish_commit(AfdwConn *entry)
+{
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   AFDW_CLEANUP_TIMEOUT_MS);
+
+	entry->commit_pending = false;
+	entry->busy = false;
+
+	/*
+	 * The wait serves interrupts: if one cuts it short, the answer is still
+	 * on its way, and the end of the transaction drops the connection.
+	 */
+	entry->changing_xact_state = true;
+	if (!afdw_wait_cleanup(entry, deadline, true) ||
+		PQtransactionStatus(entry->conn) != PQTRANS_IDLE)
+		afdw_disconnect_entry(entry);
+	else
+		entry->changing_xact_state = false;
+}
+
+/*
+ * abort_all
+ *		Roll back every remote transaction, never raising an error: cancel
+ *		what runs everywhere at once, then clean up one connection after the
+ *		other, all within one deadline.  A connection that cannot be cleaned
+ *		up is marked to be dropped.
+ */
+static void
+abort_all(void)
+{
+	HASH_SEQ_STATUS scan;
+	AfdwConn   *entry;
+	TimestampTz deadline;
+
+	/*
+	 * After an error in the cleanup of an error, try nothing that could
+	 * fail again: the connections are dropped.
+	 */
+	if (in_error_recursion_trouble())
+	{
+		hash_seq_init(&scan, afdw_conn_hash);
+		while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+		{
+			if (entry->conn != NULL && entry->xact_depth > 0)
+				entry->changing_xact_state = true;
+		}
+		return;
+	}
+
+	hash_seq_init(&scan, afdw_conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		if (entry->conn != NULL && entry->xact_depth > 0 &&
+			!entry->changing_xact_state)
+			afdw_cancel(entry);
+	}
+
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+										   AFDW_CLEANUP_TIMEOUT_MS);
+	hash_seq_init(&scan, afdw_conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		StringInfoData sql;
+
+		if (entry->conn == NULL || entry->xact_depth == 0)
+			continue;
+		/* Statements no longer used go after the end of the transaction. */
+		initStringInfo(&sql);
+		appendStringInfoString(&sql, "ABORT TRANSACTION");
+		afdw_append_deallocs(entry, &sql);
+		if (!abort_remote(entry, sql.data, deadline))
+			entry->changing_xact_state = true;
+		pfree(sql.data);
+	}
+}
+
+/*
+ * finish_in_flight
+ *		Read and discard what the command on CONN (cancelled by the caller)
+ *		still returns; true if the connection is idle in its transaction
+ *		afterwards.
+ */
+static bool
+finish_in_flight(AfdwConn *entry, TimestampTz deadline)
+{
+	/* An error read ahead for the owner of a command that is over. */
+	if (entry->held_result != NULL)
+	{
+		PQclear(entry->held_result);
+		entry->held_result = NULL;
+	}
+	if (PQtransactionStatus(entry->conn) != PQTRANS_ACTIVE)
+		return true;
+	(void) afdw_wait_cleanup(entry, deadline, true);
+	return PQtransactionStatus(entry->conn) != PQTRANS_ACTIVE;
+}
+
+/*
+ * abort_remote
+ *		Cancel what runs on ENTRY and send SQL (ABORT or ROLLBACK TO), never
+ *		raising an error, waiting at most until DEADLINE; false if the
+ *		connection must be dropped.
+ */
+static bool
+abort_remote(AfdwConn *entry, const char *sql, TimestampTz deadline)
+{
+	/* A transaction command that was cut short left an unknown state. */
+	if (entry->changing_xact_state || PQstatus(entry->conn) != CONNECTION_OK)
+		return false;
+
+	entry->changing_xact_state = true;
+	/* The rollback ends the savepoint of the command in flight too. */
+	entry->wrap = AFDW_WRAP_NONE;
+	if (!finish_in_flight(entry, deadline))
+		return false;
+	entry->busy = false;
+	entry->owner = NULL;
+	if (!PQsendQuery(entry->conn, sql) ||
+		!afdw_wait_cleanup(entry, deadline, false))
+		return false;
+	entry->changing_xact_state = false;
+	return true;
+}
+
+/*
+ * afdw_xact_callback
+ *		Commit or roll back the remote transactions with the local one.
+ */
+void
+afdw_xact_callback(XactEvent event, void *arg pg_attribute_unused())
+{
+	HASH_SEQ_STATUS scan;
+	AfdwConn   *entry;
+
+	if (!xact_got_connection)
+		return;
+
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+			/* A failure here aborts the local transaction. */
+			commit_all();
+			return;
+
+		case XACT_EVENT_PRE_PREPARE:
+			hash_seq_init(&scan, afdw_conn_hash);
+			while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+			{
+				if (entry->conn != NULL && entry->xact_depth > 0)
+				{
+					hash_seq_term(&scan);
+					ereport(ERROR,
+							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							 errmsg("cannot prepare a transaction that has used async_fdw foreign tables"),
+							 errdetail("Server \"%s\" was used in this transaction.",
+									   NameStr(entry->servername)),
+							 errhint("Commit or roll back the transaction instead.")));
+				}
+			}
+			return;
+
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			abort_all();
+			break;
+
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PREPARE:
+			break;
+	}
+
+	/* The local transaction is over: so is every remote one. */
+	hash_seq_init(&scan, afdw_conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		entry->nusers = 0;
+		if (entry->conn == NULL)
+			continue;
+		/* Pre-commit ended every remote transaction. */
+		Assert(event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
+			   entry->xact_depth == 0);
+		afdw_reset_xact_state(entry, 1);
+		/* Results nobody read: the remote state is unknown. */
+		if (entry->export_pending || entry->held_result != NULL)
+		{
+			afdw_disconnect_entry(entry);
+			continue;
+		}
+		if (entry->commit_pending && entry->keep && !entry->invalidated)
+			continue;
+		if (entry->busy || entry->changing_xact_state || entry->invalidated ||
+			!entry->keep || PQstatus(entry->conn) != CONNECTION_OK ||
+			PQtransactionStatus(entry->conn) != PQTRANS_IDLE)
+			afdw_disconnect_entry(entry);
+	}
+
+	xact_got_connection = false;
+	afdw_forget_snapshots();
+}
+
+/*
+ * afdw_subxact_callback
+ *		Release or roll back the remote savepoint of the subtransaction that
+ *		ends.
+ */
+void
+afdw_subxact_callback(SubXactEvent event,
+				 SubTransactionId mySubid pg_attribute_unused(),
+				 SubTransactionId parentSubid pg_attribute_unused(),
+				 void *arg pg_attribute_unused())
+{
+	HASH_SEQ_STATUS scan;
+	AfdwConn   *entry;
+	int			curlevel;
+	TimestampTz deadline = 0;
+	bool		trouble = false;
+
+	if (event != SUBXACT_EVENT_PRE_COMMIT_SUB &&
+		event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	if (!xact_got_connection)
+		return;
+
+	/* The cleanups of all connections share one deadline. */
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		trouble = in_error_recursion_trouble();
+		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+											   AFDW_CLEANUP_TIMEOUT_MS);
+	}
+
+	curlevel = GetCurrentTransactionNestLevel();
+	hash_seq_init(&scan, afdw_conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		char		sql[200];
+
+		if (entry->conn == NULL || entry->xact_depth < curlevel)
+			continue;
+		if (entry->xact_depth > curlevel)
+		{
+			/* Never an error while aborting: that could recurse. */
+			elog(event == SUBXACT_EVENT_ABORT_SUB ? WARNING : ERROR,
+				 "remote savepoint level %d outlived its subtransaction",
+				 entry->xact_depth);
+			entry->changing_xact_state = true;
+			entry->xact_depth = curlevel;
+		}
+
+		if (event == SUBXACT_EVENT_PRE_COMMIT_SUB)
+		{
+			afdw_make_idle(entry);
+			/* A stream's savepoint, possibly failed, is ended first. */
+			if (entry->savepoint_op != NULL && entry->savepoint_level >= curlevel)
+				snprintf(sql, sizeof(sql), "%s; RELEASE SAVEPOINT s%d",
+						 entry->savepoint_op, curlevel);
+			else
+				snprintf(sql, sizeof(sql), "RELEASE SAVEPOINT s%d", curlevel);
+			forget_savepoint_op(entry, curlevel);
+			entry->changing_xact_state = true;
+			afdw_run_command(entry, sql);
+			entry->changing_xact_state = false;
+			cursors_to_level(entry, curlevel - 1);
+		}
+		else if (trouble)
+		{
+			/* After an error in error cleanup, try nothing: drop it later. */
+			entry->changing_xact_state = true;
+		}
+		else
+		{
+			snprintf(sql, sizeof(sql),
+					 "ROLLBACK TO SAVEPOINT s%d; RELEASE SAVEPOINT s%d",
+					 curlevel, curlevel);
+			/*
+			 * What was in flight is cancelled; its owner finds out at its
+			 * next use.  On failure the connection stays marked for
+			 * disconnection.
+			 */
+			afdw_cancel(entry);
+			afdw_reset_xact_state(entry, curlevel);
+			(void) abort_remote(entry, sql, deadline);
+		}
+		entry->xact_depth--;
+	}
+}
