@@ -100,7 +100,7 @@ afdw_wait_result(AfdwConn *conn, const char *sql)
 				PQclear(res);
 				if (sql != NULL)
 					afdw_protocol_violation(conn,
-											"It answered with CopyOutResponse to a query that is not a COPY.",
+											gettext_noop("It answered with CopyOutResponse to a query that is not a COPY."),
 											sql);
 				afdw_discard_copy(conn, sql);
 				continue;
@@ -588,8 +588,8 @@ refuse_copy_in(AfdwConn *entry, ExecStatusType status)
 {
 	(void) PQputCopyEnd(entry->conn, "async_fdw never sends COPY data");
 	afdw_break_connection(entry, status == PGRES_COPY_BOTH ?
-					 "It answered with CopyBothResponse, which async_fdw never asks for." :
-					 "It answered with CopyInResponse, but async_fdw sent no COPY FROM STDIN.");
+						  gettext_noop("It answered with CopyBothResponse, which async_fdw never asks for.") :
+						  gettext_noop("It answered with CopyInResponse, but async_fdw sent no COPY FROM STDIN."));
 }
 
 /*
@@ -613,6 +613,10 @@ afdw_result_lost(AfdwConn *conn, PGresult *res)
  * afdw_protocol_violation
  *		The server answered SQL on CONN in a way the protocol does not allow
  *		there (DETAIL says how): cut the connection and raise the error.
+ *
+ * DETAIL is a whole sentence marked with gettext_noop, translated when the
+ * error is raised: it is kept as the connection's violation, and every
+ * later error on the connection repeats it.
  */
 void
 afdw_protocol_violation(AfdwConn *conn, const char *detail, const char *sql)
@@ -647,7 +651,7 @@ afdw_report_remote_error(PGresult *res, AfdwConn *conn, const char *sql)
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("protocol violation by server \"%s\"",
 						NameStr(conn->servername)),
-				 errdetail("%s", conn->violation),
+				 errdetail("%s", _(conn->violation)),
 				 sql ? errcontext("remote SQL command: %s", sql) : 0));
 	}
 
