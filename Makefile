@@ -4,11 +4,15 @@
 MODULE_big = async_fdw
 OBJS = \
 	$(WIN32RES) \
+	src/analyze.o \
 	src/async_fdw.o \
 	src/connection.o \
+	src/convert.o \
 	src/deparse.o \
 	src/option.o \
-	src/scan.o
+	src/request.o \
+	src/scan.o \
+	src/stream.o
 
 EXTENSION = async_fdw
 DATA = async_fdw--1.0.sql
