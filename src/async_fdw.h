@@ -144,6 +144,14 @@ extern void afdw_report_remote_error(PGresult *res, AfdwConn *conn,
 extern void afdw_protocol_violation(AfdwConn *conn, const char *detail,
 									const char *sql) pg_attribute_noreturn();
 
+/* connection.c: scan-side accessors (to move to remote.c at merge) */
+extern int	afdw_get_copy_line(AfdwConn *conn, char **line, bool block,
+							   const char *sql);
+extern void afdw_consume_input(AfdwConn *conn, const char *sql);
+extern pgsocket afdw_socket(AfdwConn *conn);
+extern int	afdw_server_version(AfdwConn *conn);
+extern bool afdw_connection_ok(AfdwConn *conn);
+
 /* deparse.c */
 extern bool afdw_type_names_by_oid(Oid type);
 extern bool afdw_is_shippable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr);

@@ -2942,3 +2942,77 @@ inval_callback(Datum arg pg_attribute_unused(), int cacheid, uint32 hashvalue)
 			entry->invalidated = true;
 	}
 }
+
+/* --- scan-side accessors, to move to remote.c at merge --- */
+
+/*
+ * afdw_get_copy_line
+ *		The next line of the COPY TO STDOUT running on CONN (for SQL): its
+ *		length, with *LINE pointing at it in libpq's memory, followed by a
+ *		zero byte (the caller frees it with PQfreemem); 0 when no whole line
+ *		has arrived yet and BLOCK is false; -1 when the data is over or
+ *		failed, and the COPY's final result follows through afdw_get_result.
+ *
+ * Without BLOCK, nothing is read from the socket: the caller decides when
+ * to read more (afdw_consume_input) or wait (afdw_wait_socket), so that a
+ * batch of lines costs no system call beyond those that bring them.  With
+ * BLOCK, the socket is waited on as afdw_wait_socket does.
+ */
+int
+afdw_get_copy_line(AfdwConn *conn, char **line, bool block, const char *sql)
+{
+	for (;;)
+	{
+		int			len = PQgetCopyData(conn->conn, line, 1);
+
+		if (len > 0)
+			return len;
+		if (len < 0)
+			return -1;
+		if (!block)
+			return 0;
+		afdw_wait_socket(conn, sql);
+	}
+}
+
+/*
+ * afdw_consume_input
+ *		Read what has arrived on CONN's socket, without waiting; a broken
+ *		connection raises an error naming SQL.
+ */
+void
+afdw_consume_input(AfdwConn *conn, const char *sql)
+{
+	if (!PQconsumeInput(conn->conn))
+		afdw_report_remote_error(NULL, conn, sql);
+}
+
+/*
+ * afdw_socket
+ *		CONN's socket, for a wait set of the executor.
+ */
+pgsocket
+afdw_socket(AfdwConn *conn)
+{
+	return PQsocket(conn->conn);
+}
+
+/*
+ * afdw_server_version
+ *		The remote server's version number (PQserverVersion's form).
+ */
+int
+afdw_server_version(AfdwConn *conn)
+{
+	return PQserverVersion(conn->conn);
+}
+
+/*
+ * afdw_connection_ok
+ *		Whether CONN's session is still usable.
+ */
+bool
+afdw_connection_ok(AfdwConn *conn)
+{
+	return PQstatus(conn->conn) == CONNECTION_OK;
+}

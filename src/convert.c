@@ -759,5 +759,5 @@ afdw_binary_allowed(AfdwScanState *st)
 {
 	return st->binary_capable &&
 		pg_get_client_encoding() == GetDatabaseEncoding() &&
-		PQserverVersion(afdw_pgconn(st->conn)) / 10000 == PG_VERSION_NUM / 10000;
+		afdw_server_version(st->conn) / 10000 == PG_VERSION_NUM / 10000;
 }

@@ -333,7 +333,6 @@ refuse_copy_out(AfdwScanState *st, PGresult *res)
 bool
 afdw_read_request(AfdwScanState *st, bool block)
 {
-	PGconn	   *pgconn = afdw_pgconn(st->conn);
 	bool		stream_failed = false;
 	bool		lost = false;
 
@@ -350,8 +349,8 @@ afdw_read_request(AfdwScanState *st, bool block)
 				 errdetail("A rollback to a savepoint cancelled the query in flight on its connection.")));
 	}
 
-	if (!block && !PQconsumeInput(pgconn))
-		afdw_report_remote_error(NULL, st->conn, st->req_sql);
+	if (!block)
+		afdw_consume_input(st->conn, st->req_sql);
 
 	for (;;)
 	{

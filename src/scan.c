@@ -835,7 +835,7 @@ configure_wait(AsyncRequest *areq)
 
 	Assert(st->req == REQ_INFLIGHT);
 	areq->callback_pending = true;
-	sock = PQsocket(afdw_pgconn(st->conn));
+	sock = afdw_socket(st->conn);
 	if (socket_in_wait(st, sock))
 		return;
 	AddWaitEventToSet(set, WL_SOCKET_READABLE, sock, NULL, areq);

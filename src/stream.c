@@ -11,7 +11,8 @@
  * tuplestore (afdw_spill_stream); one stopped early is cancelled
  * (afdw_abandon_stream).  Asynchronous siblings under one Append may
  * stream on a connection they share, one after the other
- * (afdw_hand_over).  request.c sends the COPY and reads its first result.
+ * (afdw_hand_over).  request.c sends the COPY and reads its first result;
+ * connection.c reads its lines off the socket (afdw_get_copy_line).
  *
  *-------------------------------------------------------------------------
  */
@@ -184,7 +185,7 @@ end_stream(AfdwScanState *st, bool abandoned)
 			PQclear(st->held_error);
 			st->held_error = NULL;
 		}
-		if (PQstatus(afdw_pgconn(st->conn)) != CONNECTION_OK)
+		if (!afdw_connection_ok(st->conn))
 			afdw_report_remote_error(NULL, st->conn, st->req_sql);
 		return;
 	}
@@ -311,7 +312,6 @@ alloc_lines(AfdwScanState *st)
 bool
 afdw_take_stream_batch(AfdwScanState *st, bool block)
 {
-	PGconn	   *pgconn = afdw_pgconn(st->conn);
 	int			batch_lines = Min(st->fetch_size, AFDW_STREAM_BATCH_MAX);
 	bool		consumed = false;
 
@@ -321,7 +321,7 @@ afdw_take_stream_batch(AfdwScanState *st, bool block)
 	for (;;)
 	{
 		char	   *buf = NULL;
-		int			len = PQgetCopyData(pgconn, &buf, 1);
+		int			len = afdw_get_copy_line(st->conn, &buf, false, st->req_sql);
 
 		if (len > 0)
 		{
@@ -347,8 +347,7 @@ afdw_take_stream_batch(AfdwScanState *st, bool block)
 				break;
 			if (!consumed)
 			{
-				if (!PQconsumeInput(pgconn))
-					afdw_report_remote_error(NULL, st->conn, st->req_sql);
+				afdw_consume_input(st->conn, st->req_sql);
 				consumed = true;
 				continue;
 			}
@@ -357,7 +356,7 @@ afdw_take_stream_batch(AfdwScanState *st, bool block)
 			afdw_wait_socket(st->conn, st->req_sql);
 			continue;
 		}
-		/* -1: the stream is over; -2: it failed.  An error waits its turn. */
+		/* The stream is over, or failed: an error waits its turn. */
 		end_stream(st, false);
 		break;
 	}
@@ -377,7 +376,6 @@ afdw_take_stream_batch(AfdwScanState *st, bool block)
 void
 afdw_spill_stream(AfdwScanState *st)
 {
-	PGconn	   *pgconn;
 	MemoryContext oldcxt;
 	TupleDesc	desc;
 
@@ -396,20 +394,14 @@ afdw_spill_stream(AfdwScanState *st)
 	st->spill_eof = false;
 	MemoryContextSwitchTo(oldcxt);
 
-	pgconn = afdw_pgconn(st->conn);
 	for (;;)
 	{
 		char	   *buf = NULL;
-		int			len = PQgetCopyData(pgconn, &buf, 1);
+		int			len = afdw_get_copy_line(st->conn, &buf, true, st->req_sql);
 		bytea	   *line;
 		Datum		value;
 		bool		isnull = false;
 
-		if (len == 0)
-		{
-			afdw_wait_socket(st->conn, st->req_sql);
-			continue;
-		}
 		if (len < 0)
 			break;
 		if (st->binary && !binary_line(st, buf, &len))
