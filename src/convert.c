@@ -573,10 +573,10 @@ afdw_store_row(AfdwScanState *st, TupleTableSlot *slot)
 	 * Only a stream's one and only batch can be read again (by
 	 * afdwReScanForeignScan); the lines of any other may be rewritten.
 	 */
-	bool		reread = (st->nbatches == 1 && st->remote_eof);
+	bool		reread = (st->nbatches == 1 && st->phase == PHASE_DONE);
 
 	ExecClearTuple(slot);
-	if (st->binary)
+	if (st->mode == READ_BINARY_STREAM)
 	{
 		/* libpq ends each message with a zero byte: room for the trick. */
 		convert_binary_row(rb, LINE(st, row), st->line_lens[row], !reread,
@@ -608,9 +608,8 @@ afdw_store_row(AfdwScanState *st, TupleTableSlot *slot)
 
 /*
  * forget_binary_status
- *		Invalidation callbacks: forget what is known of the remote types of
- *		a changed foreign table, or of every table when a server or user
- *		mapping changed (or when RELID is InvalidOid).
+ *		Forget what is known of the remote types of foreign table RELID, or
+ *		of every table when RELID is InvalidOid.
  */
 static void
 forget_binary_status(Oid relid)
@@ -630,12 +629,22 @@ forget_binary_status(Oid relid)
 		(void) hash_search(binary_cache, &entry->relid, HASH_REMOVE, NULL);
 }
 
+/*
+ * binary_relcache_callback
+ *		A relation changed (RELID, or every one when InvalidOid): forget its
+ *		remote types.
+ */
 static void
 binary_relcache_callback(Datum arg pg_attribute_unused(), Oid relid)
 {
 	forget_binary_status(relid);
 }
 
+/*
+ * binary_syscache_callback
+ *		A foreign server or user mapping changed: forget the remote types of
+ *		every table, whichever server they are on.
+ */
 static void
 binary_syscache_callback(Datum arg pg_attribute_unused(),
 						 int cacheid pg_attribute_unused(),

@@ -133,7 +133,6 @@ append_execute(AfdwScanState *st, StringInfo buf)
 			appendStringInfoString(buf, quote_literal_cstr(st->param_values[i]));
 	}
 	appendStringInfoChar(buf, ')');
-	st->executing = true;
 	return true;
 }
 
@@ -148,8 +147,9 @@ static void
 append_query(AfdwScanState *st, StringInfo buf)
 {
 	StringInfoData query;
+	bool		binary = (st->mode == READ_BINARY_STREAM);
 
-	if (st->nparams == 0 && !st->binary)
+	if (st->nparams == 0 && !binary)
 	{
 		appendStringInfoString(buf, st->sql);
 		return;
@@ -164,7 +164,7 @@ append_query(AfdwScanState *st, StringInfo buf)
 		afdw_bind_params(&query, st->sql, st->nparams,
 						 (const char *const *) st->param_values);
 	}
-	if (st->binary)
+	if (binary)
 		afdw_deparse_binary_select(buf, query.data, st->rel, st->retrieved_attrs);
 	else
 		appendStringInfoString(buf, query.data);
@@ -180,14 +180,11 @@ void
 afdw_send_start(AfdwScanState *st)
 {
 	StringInfoData sql;
+	bool		stream;
 
-	Assert(!st->cursor_open && st->req == REQ_NONE);
-
-	if (st->pending)
-	{
-		dlist_delete(&st->pending_node);
-		st->pending = false;
-	}
+	/* Its first run, a rerun after a rescan, or a rerun by cursor. */
+	Assert(!afdw_query_sent(st) || st->phase == PHASE_OVERFLOW);
+	afdw_set_phase(st, PHASE_UNSENT);
 
 	/* A connection that cannot join the remote transaction shares another. */
 	st->conn = afdw_join_target(st->conn);
@@ -203,16 +200,15 @@ afdw_send_start(AfdwScanState *st)
 	 * scan that needs the connection anyway reads the rest of the stream
 	 * into memory first: see afdw_spill_stream.)
 	 */
-	st->streaming = st->stream_planned && !st->stream_off &&
+	stream = st->may_stream &&
 		(afdw_conn_users(st->conn) == 1 || afdw_siblings_may_stream(st));
-	st->binary = false;
 	st->checking = false;
-	st->executing = false;
 	st->preparing = 0;
-	st->overflow = false;
 	st->declaring = false;
-	if (st->streaming)
+	if (stream)
 	{
+		bool		binary = false;
+
 		/*
 		 * Binary format once a remote check has found the remote columns of
 		 * the local types; the first stream of a table asks, after its
@@ -222,20 +218,25 @@ afdw_send_start(AfdwScanState *st)
 		{
 			BinaryStatus status = afdw_binary_status(RelationGetRelid(st->rel));
 
-			st->binary = (status == BINARY_SAME_TYPES);
+			binary = (status == BINARY_SAME_TYPES);
 			st->checking = (status == BINARY_UNKNOWN);
 		}
-		st->header_pending = st->binary;
+		st->mode = binary ? READ_BINARY_STREAM : READ_TEXT_STREAM;
+		st->header_pending = binary;
 		st->cursor_number = 0;
 		appendStringInfoString(&sql, "COPY (");
 		append_query(st, &sql);
-		appendStringInfoString(&sql, st->binary ? ") TO STDOUT (FORMAT binary)" :
+		appendStringInfoString(&sql, binary ? ") TO STDOUT (FORMAT binary)" :
 							   ") TO STDOUT");
 	}
-	else if (st->nparams > 0 && !st->prepare_off && append_execute(st, &sql))
+	else if (st->may_prepare && append_execute(st, &sql))
+	{
+		st->mode = READ_EXECUTE;
 		st->cursor_number = 0;
+	}
 	else
 	{
+		st->mode = READ_CURSOR;
 		st->cursor_number = afdw_next_cursor_number(st->conn);
 		st->declaring = true;
 		appendStringInfo(&sql, "DECLARE c%u CURSOR FOR ", st->cursor_number);
@@ -253,16 +254,13 @@ afdw_send_start(AfdwScanState *st)
 	afdw_send_in_xact(st->conn, sql.data, st, drain_scan, st->nested);
 	if (st->preparing != 0)
 		afdw_preparing_statement(st->conn, st->prepared_sql, st->preparing);
-	if (st->streaming)
+	if (stream)
 		afdw_set_streaming(st->conn, true);
 	pfree(sql.data);
 
-	st->copying = false;
-	st->cursor_open = true;
-	st->cursor_gone = false;
-	st->req = REQ_INFLIGHT;
+	afdw_set_phase(st, PHASE_IN_FLIGHT);
+	st->outcome = PHASE_OPEN;
 	st->nbatches = 0;
-	st->remote_eof = false;
 }
 
 /*
@@ -275,7 +273,7 @@ afdw_send_fetch(AfdwScanState *st)
 	char		sql[64 * AFDW_FETCH_DEPTH];
 	int			len = 0;
 
-	Assert(st->cursor_open && st->req == REQ_NONE);
+	Assert(st->phase == PHASE_OPEN && st->outcome == PHASE_OPEN);
 	Assert(st->qcount <= AFDW_QUEUE_SIZE - AFDW_FETCH_DEPTH);
 	for (int i = 0; i < AFDW_FETCH_DEPTH; i++)
 		len += snprintf(sql + len, sizeof(sql) - len, "%sFETCH %d FROM c%u",
@@ -283,7 +281,7 @@ afdw_send_fetch(AfdwScanState *st)
 	remember_sql(st, sql);
 	st->declaring = false;
 	afdw_send_in_xact(st->conn, sql, st, drain_scan, st->nested);
-	st->req = REQ_INFLIGHT;
+	afdw_set_phase(st, PHASE_IN_FLIGHT);
 }
 
 /*
@@ -314,7 +312,7 @@ refuse_copy_out(AfdwScanState *st, PGresult *res)
 {
 	PQclear(res);
 	afdw_forget_owner(st->conn, st);
-	st->req = REQ_NONE;
+	afdw_set_phase(st, st->outcome);
 	afdw_protocol_violation(st->conn,
 							"It answered with CopyOutResponse to a query that is not a COPY.",
 							st->req_sql);
@@ -333,15 +331,15 @@ refuse_copy_out(AfdwScanState *st, PGresult *res)
 bool
 afdw_read_request(AfdwScanState *st, bool block)
 {
-	bool		stream_failed = false;
+	bool		stream_failed;
 	bool		lost = false;
 
-	Assert(st->req == REQ_INFLIGHT);
+	Assert(st->phase == PHASE_IN_FLIGHT || st->phase == PHASE_STREAM_FAILED);
 
 	/* A rollback to a savepoint cancelled it under us. */
 	if (!afdw_is_owner(st->conn, st))
 	{
-		st->req = REQ_NONE;
+		afdw_set_phase(st, st->outcome);
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_ERROR),
 				 errmsg("remote query of foreign table \"%s\" was cancelled",
@@ -371,42 +369,39 @@ afdw_read_request(AfdwScanState *st, bool block)
 		switch (PQresultStatus(res))
 		{
 			case PGRES_TUPLES_OK:
-				if (st->executing && PQntuples(res) > st->fetch_size)
+				if (st->mode == READ_EXECUTE && PQntuples(res) > st->fetch_size)
 				{
 					/* Past the LIMIT: no lookup; next_row starts over. */
 					PQclear(res);
-					st->overflow = true;
+					st->outcome = PHASE_OVERFLOW;
 					break;
 				}
 				enqueue(st, res);
-				if (PQntuples(res) < st->fetch_size || st->executing)
-					st->remote_eof = true;
+				if ((PQntuples(res) < st->fetch_size || st->mode == READ_EXECUTE) &&
+					st->outcome != PHASE_OVERFLOW)
+					st->outcome = PHASE_DONE;
 				break;
 			case PGRES_COMMAND_OK:
 				PQclear(res);
 				break;
 			case PGRES_COPY_OUT:
-				if (!st->streaming)
+				if (!afdw_streaming(st))
 					refuse_copy_out(st, res);
 				/* The stream's rows follow; next_row reads them. */
 				PQclear(res);
-				st->copying = true;
+				afdw_set_phase(st, PHASE_COPYING);
 				return true;
 			default:
 				/* Kept for when the rows are needed; nothing more comes. */
 				st->preparing = 0;	/* whether it was prepared is unknown */
-				if (st->executing)
+				if (st->mode == READ_EXECUTE)
 					afdw_forget_statement(st->conn, st->prepared_sql);
 				/* The savepoint's rollback took the cursor declared in it. */
 				if (st->declaring)
-					st->cursor_gone = true;
-				st->overflow = false;
-				st->remote_eof = true;
-				if (st->streaming)
-				{
-					st->streaming = false;
-					stream_failed = true;
-				}
+					st->cursor_number = 0;
+				st->outcome = PHASE_DONE;
+				if (afdw_streaming(st))
+					afdw_set_phase(st, PHASE_STREAM_FAILED);
 				lost = afdw_result_lost(st->conn, res);
 				enqueue(st, res);
 				break;
@@ -416,7 +411,8 @@ afdw_read_request(AfdwScanState *st, bool block)
 	}
 
 	afdw_set_idle(st->conn);
-	st->req = REQ_NONE;
+	stream_failed = (st->phase == PHASE_STREAM_FAILED);
+	afdw_set_phase(st, st->outcome);
 	st->declaring = false;
 	if (st->preparing != 0)
 	{
@@ -444,7 +440,7 @@ drain_scan(void *arg)
 	AfdwScanState *st = (AfdwScanState *) arg;
 
 	st->draining = true;
-	if (st->streaming)
+	if (afdw_streaming(st))
 		afdw_spill_stream(st);
 	else
 		(void) afdw_read_request(st, true);
@@ -483,7 +479,7 @@ afdw_take_batch(AfdwScanState *st)
 	 * Ask ahead, unless another scan's command occupies the connection:
 	 * taking it over would mean waiting for that command here.
 	 */
-	if (!st->remote_eof && st->req == REQ_NONE &&
+	if (st->phase == PHASE_OPEN &&
 		st->qcount <= AFDW_QUEUE_SIZE - AFDW_FETCH_DEPTH &&
 		!afdw_is_busy(st->conn))
 		afdw_send_fetch(st);
@@ -515,23 +511,23 @@ void
 afdw_finish_request(AfdwScanState *st)
 {
 	st->conn_wait = false;
-	if (st->streaming && st->req == REQ_INFLIGHT && afdw_is_owner(st->conn, st))
+	if (afdw_streaming(st) && afdw_is_owner(st->conn, st))
 	{
 		afdw_abandon_stream(st);
 		/* A scan rescanned before its end may stop early again. */
-		st->stream_off = true;
+		st->may_stream = false;
 	}
-	if (st->req == REQ_INFLIGHT && afdw_is_owner(st->conn, st))
+	if (afdw_in_flight(st) && afdw_is_owner(st->conn, st))
 	{
 		if (!st->demanded && !afdw_read_request(st, false))
 			afdw_cancel(st->conn);
-		if (st->req == REQ_INFLIGHT)
+		if (afdw_in_flight(st))
 			(void) afdw_read_request(st, true);
 	}
 	if (st->spill != NULL)
 	{
 		afdw_end_spill(st);
-		st->stream_off = true;
+		st->may_stream = false;
 	}
 	afdw_clear_queue(st);
 	if (st->held_error != NULL)
@@ -539,7 +535,12 @@ afdw_finish_request(AfdwScanState *st)
 		PQclear(st->held_error);
 		st->held_error = NULL;
 	}
-	st->req = REQ_NONE;
+	/*
+	 * The query is over; a command still in flight is no longer ours (a
+	 * rollback to a savepoint took it over).
+	 */
+	if (afdw_query_sent(st))
+		afdw_set_phase(st, PHASE_DONE);
 }
 
 /*
@@ -550,9 +551,11 @@ afdw_finish_request(AfdwScanState *st)
 void
 afdw_close_cursor(AfdwScanState *st)
 {
-	if (st->cursor_open && st->cursor_number != 0 && !st->cursor_gone)
-		afdw_close_cursor_later(st->conn, st->cursor_number);
+	if (afdw_query_sent(st))
+	{
+		if (st->cursor_number != 0)
+			afdw_close_cursor_later(st->conn, st->cursor_number);
+		afdw_set_phase(st, PHASE_UNSENT);
+	}
 	st->cursor_number = 0;
-	st->cursor_open = false;
-	st->cursor_gone = false;
 }

@@ -77,6 +77,55 @@ scan_error_context(void *arg)
 }
 
 /*
+ * afdw_set_phase
+ *		Move ST's query to PHASE; it leaves pending_scans when it leaves
+ *		PHASE_PENDING, which only afdwBeginForeignScan enters.
+ */
+void
+afdw_set_phase(AfdwScanState *st, AfdwPhase phase)
+{
+#ifdef USE_ASSERT_CHECKING
+	/* Each phase is entered from the phases listed. */
+	switch (phase)
+	{
+		case PHASE_PENDING:
+			Assert(false);
+			break;
+		case PHASE_UNSENT:
+			/* From any: an eager start, a rescan, the end of the scan. */
+			break;
+		case PHASE_QUEUED:
+			Assert(st->phase == PHASE_UNSENT);
+			break;
+		case PHASE_IN_FLIGHT:
+			/* afdw_send_start, afdw_send_fetch */
+			Assert(st->phase == PHASE_UNSENT || st->phase == PHASE_OPEN);
+			break;
+		case PHASE_COPYING:
+		case PHASE_STREAM_FAILED:
+			Assert(st->phase == PHASE_IN_FLIGHT && afdw_is_stream(st));
+			break;
+		case PHASE_SPILLED:
+			Assert(st->phase == PHASE_DONE && st->spill != NULL);
+			break;
+		case PHASE_OPEN:
+		case PHASE_OVERFLOW:
+			/* The results of a command are all read. */
+			Assert(st->phase == PHASE_IN_FLIGHT ||
+				   st->phase == PHASE_STREAM_FAILED);
+			break;
+		case PHASE_DONE:
+			/* The last results, a stream's end, or the query stopped. */
+			Assert(afdw_query_sent(st));
+			break;
+	}
+#endif
+	if (st->phase == PHASE_PENDING && phase != PHASE_PENDING)
+		dlist_delete(&st->pending_node);
+	st->phase = phase;
+}
+
+/*
  * scan_user
  *		The user mapping a scan of a relation in PLAN runs under.
  */
@@ -187,11 +236,8 @@ scan_cleanup(void *arg)
 {
 	AfdwScanState *st = (AfdwScanState *) arg;
 
-	if (st->pending)
-	{
-		dlist_delete(&st->pending_node);
-		st->pending = false;
-	}
+	if (st->phase == PHASE_PENDING)
+		afdw_set_phase(st, PHASE_UNSENT);
 	if (st->active)
 	{
 		dlist_delete(&st->active_node);
@@ -283,8 +329,8 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 	ForeignScan *plan = (ForeignScan *) node->ss.ps.plan;
 	EState	   *estate = node->ss.ps.state;
 	AfdwScanState *st;
-	MemoryContext oldcxt;
 	ListCell   *lc;
+	bool		stream;
 	int			i = 0;
 
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
@@ -296,8 +342,12 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 	st->node = node;
 	st->estate = estate;
 	st->rel = node->ss.ss_currentRelation;
+	st->mode = READ_CURSOR;		/* until the query is sent */
+	st->phase = PHASE_UNSENT;	/* until it is in pending_scans */
+	st->outcome = PHASE_OPEN;
 	afdw_scan_private(plan, &st->sql, &st->retrieved_attrs, &st->fetch_size,
-					  &st->stream_planned);
+					  &stream);
+	st->may_stream = stream;
 
 	st->scan_cxt = AllocSetContextCreate(estate->es_query_cxt,
 										 "async_fdw scan",
@@ -309,10 +359,11 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 										"async_fdw row",
 										ALLOCSET_DEFAULT_SIZES);
 	afdw_init_row_builder(&st->rb, st->rel, st->retrieved_attrs, st->row_cxt);
-	if (st->stream_planned)
+	if (stream)
 		st->binary_capable = afdw_prepare_binary(st);
 
 	st->nparams = list_length(plan->fdw_exprs);
+	st->may_prepare = (st->nparams > 0);
 	if (st->nparams > 0)
 	{
 		st->param_exprs = ExecInitExprList(plan->fdw_exprs, (PlanState *) node);
@@ -337,7 +388,7 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 				  strcmp(estate->es_sourceText, debug_query_string) != 0);
 
 	if (plan->scan.plan.async_capable && estate->es_epq_active == NULL &&
-		st->stream_planned && st->nparams == 0)
+		stream && st->nparams == 0)
 		st->async_parent = find_async_parent(estate->es_plannedstmt,
 											 (Plan *) plan);
 
@@ -358,12 +409,10 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 	st->cleanup.arg = st;
 	MemoryContextRegisterResetCallback(estate->es_query_cxt, &st->cleanup);
 
-	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+	st->phase = PHASE_PENDING;
 	dlist_push_tail(&pending_scans, &st->pending_node);
-	st->pending = true;
 	dlist_push_tail(&afdw_active_scans, &st->active_node);
 	st->active = true;
-	MemoryContextSwitchTo(oldcxt);
 }
 
 /*
@@ -442,10 +491,8 @@ start_pending_scans(EState *estate)
 
 		if (other->estate != estate)
 			continue;
-		dlist_delete(it.cur);
-		other->pending = false;
-		if (other->nparams == 0 && !other->cursor_open &&
-			other->req == REQ_NONE && !afdw_is_busy(other->conn))
+		afdw_set_phase(other, PHASE_UNSENT);
+		if (other->nparams == 0 && !afdw_is_busy(other->conn))
 			afdw_send_start(other);
 	}
 }
@@ -488,86 +535,88 @@ next_row(AfdwScanState *st, bool block)
 	st->conn_wait = false;
 	for (;;)
 	{
-		bool		must_send = false;
-
 		if (st->next_tuple < st->ntuples)
 		{
 			afdw_store_row(st, slot);
-			break;
-		}
-		if (st->copying)
-		{
-			if (!afdw_take_stream_batch(st, block))
-			{
-				slot = NULL;
-				break;
-			}
-		}
-		else if (st->spill != NULL && !st->spill_eof)
-			afdw_take_spill_batch(st);
-		else if (st->qcount > 0)
-			afdw_take_batch(st);
-		else if (st->req == REQ_INFLIGHT)
-		{
-			if (!afdw_read_request(st, block))
-			{
-				slot = NULL;
-				break;
-			}
-		}
-		else if (st->held_error != NULL)
-			afdw_raise_held_error(st);
-		else if (st->queued)
-		{
-			/* afdw_hand_over starts its stream when the sibling's ends. */
-			if (block)
-				elog(ERROR, "scan of \"%s\" waits for a sibling's stream but was read synchronously",
-					 RelationGetRelationName(st->rel));
-			slot = NULL;
-			break;
-		}
-		else if (st->overflow || st->cursor_open)
-		{
-			if (!st->overflow && st->remote_eof)
-			{
-				ExecClearTuple(slot);
-				break;
-			}
-			must_send = true;
-		}
-		else
-		{
-			start_pending_scans(st->estate);
-			if (st->cursor_open)
-				continue;
-			if (afdw_sibling_streaming(st))
-				st->queued = true;
-			else
-				must_send = true;
+			goto out;
 		}
 
-		if (!must_send)
-			continue;
+		/* The batch is used up: the phase says where the next one is. */
+		switch (st->phase)
+		{
+			case PHASE_COPYING:
+				if (!afdw_take_stream_batch(st, block))
+					goto not_ready;
+				continue;
+			case PHASE_SPILLED:
+				afdw_take_spill_batch(st);
+				continue;
+			case PHASE_IN_FLIGHT:
+			case PHASE_STREAM_FAILED:
+				if (st->qcount > 0)
+					afdw_take_batch(st);
+				else if (!afdw_read_request(st, block))
+					goto not_ready;
+				continue;
+			case PHASE_DONE:
+				if (st->qcount > 0)
+					afdw_take_batch(st);
+				else if (st->held_error != NULL)
+					afdw_raise_held_error(st);
+				else
+				{
+					ExecClearTuple(slot);
+					goto out;
+				}
+				continue;
+			case PHASE_OPEN:
+			case PHASE_OVERFLOW:
+				if (st->qcount > 0)
+				{
+					afdw_take_batch(st);
+					continue;
+				}
+				break;			/* a command to send */
+			case PHASE_QUEUED:
+				/* afdw_hand_over starts its stream when the sibling's ends. */
+				if (block)
+					elog(ERROR, "scan of \"%s\" waits for a sibling's stream but was read synchronously",
+						 RelationGetRelationName(st->rel));
+				goto not_ready;
+			case PHASE_PENDING:
+			case PHASE_UNSENT:
+				Assert(st->qcount == 0);
+				start_pending_scans(st->estate);
+				if (st->phase != PHASE_UNSENT)
+					continue;	/* sent with the others */
+				if (afdw_sibling_streaming(st))
+				{
+					afdw_set_phase(st, PHASE_QUEUED);
+					continue;
+				}
+				break;			/* a command to send */
+		}
+
 		if (!block && sibling_owns_connection(st))
 		{
 			/* The sibling's event comes first; the next wait sends. */
 			st->conn_wait = true;
-			slot = NULL;
-			break;
+			goto not_ready;
 		}
-		if (st->overflow)
-		{
-			/* More rows than a lookup: run it again with a cursor. */
-			st->prepare_off = true;
-			st->cursor_open = false;
-			afdw_send_start(st);
-		}
-		else if (st->cursor_open)
+		if (st->phase == PHASE_OPEN)
 			afdw_send_fetch(st);
 		else
+		{
+			/* More rows than a lookup: run it again with a cursor. */
+			if (st->phase == PHASE_OVERFLOW)
+				st->may_prepare = false;
 			afdw_send_start(st);
+		}
 	}
 
+not_ready:
+	slot = NULL;
+out:
 	error_context_stack = errcb.previous;
 	return slot;
 }
@@ -606,12 +655,12 @@ afdwReScanForeignScan(ForeignScanState *node)
 	AfdwScanState *st = (AfdwScanState *) node->fdw_state;
 
 	/* It never started: it starts over like the others. */
-	st->queued = false;
+	if (st->phase == PHASE_QUEUED)
+		afdw_set_phase(st, PHASE_UNSENT);
 	st->conn_wait = false;
 
-	if (node->ss.ps.chgParam == NULL && st->cursor_open && st->remote_eof &&
-		st->nbatches == 1 && st->qcount == 0 && st->req == REQ_NONE &&
-		st->held_error == NULL && (st->spill == NULL || st->spill_eof))
+	if (node->ss.ps.chgParam == NULL && st->phase == PHASE_DONE &&
+		st->nbatches == 1 && st->qcount == 0 && st->held_error == NULL)
 	{
 		/* Convert the rows again: the values of the first pass go. */
 		ExecClearTuple(node->ss.ss_ScanTupleSlot);
@@ -621,13 +670,11 @@ afdwReScanForeignScan(ForeignScanState *node)
 	}
 
 	afdw_finish_request(st);
-	if (!st->cursor_open)
+	if (!afdw_query_sent(st))
 		return;
 
 	afdw_close_cursor(st);
-	st->overflow = false;
 	afdw_drop_batch(st);
-	st->remote_eof = false;
 }
 
 /*
@@ -643,12 +690,8 @@ afdwEndForeignScan(ForeignScanState *node)
 	if (st == NULL)
 		return;
 
-	if (st->pending)
-	{
-		dlist_delete(&st->pending_node);
-		st->pending = false;
-	}
-	st->queued = false;
+	if (st->phase == PHASE_PENDING || st->phase == PHASE_QUEUED)
+		afdw_set_phase(st, PHASE_UNSENT);
 	afdw_finish_request(st);
 	afdw_close_cursor(st);
 
@@ -699,11 +742,9 @@ afdwForeignAsyncRequest(AsyncRequest *areq)
 
 	/*
 	 * Run the node itself (its quals and projection) without the
-	 * instrumentation wrapper, which the async machinery provides.
-	 */
-	/*
-	 * No PG_TRY is needed to clear the flag: an error here ends the
-	 * executor state the scan belongs to, and a sigsetjmp per row costs.
+	 * instrumentation wrapper, which the async machinery provides.  No
+	 * PG_TRY is needed to clear the flag: an error here ends the executor
+	 * state the scan belongs to, and a sigsetjmp per row costs.
 	 */
 	st->nowait = true;
 	st->not_ready = false;
@@ -801,7 +842,8 @@ configure_wait(AsyncRequest *areq)
 	 * waited on once), and this scan goes on when the sibling's event has
 	 * been served.
 	 */
-	if (st->queued || (st->conn_wait && sibling_owns_connection(st)))
+	if (st->phase == PHASE_QUEUED ||
+		(st->conn_wait && sibling_owns_connection(st)))
 	{
 		areq->callback_pending = true;
 		return;
@@ -812,7 +854,7 @@ configure_wait(AsyncRequest *areq)
 	 * transaction read ahead to get at its snapshot, may wait in libpq's
 	 * buffer, unseen by the socket.
 	 */
-	if (st->req != REQ_INFLIGHT || st->copying ||
+	if ((st->phase != PHASE_IN_FLIGHT && st->phase != PHASE_STREAM_FAILED) ||
 		(afdw_is_owner(st->conn, st) && afdw_result_ready(st->conn)))
 	{
 		areq->callback_pending = false;
@@ -826,14 +868,14 @@ configure_wait(AsyncRequest *areq)
 			ExecAsyncResponse(areq);
 			return;
 		}
-		if (st->queued || st->conn_wait)
+		if (st->phase == PHASE_QUEUED || st->conn_wait)
 		{
 			areq->callback_pending = true;
 			return;
 		}
 	}
 
-	Assert(st->req == REQ_INFLIGHT);
+	Assert(afdw_in_flight(st));
 	areq->callback_pending = true;
 	sock = afdw_socket(st->conn);
 	if (socket_in_wait(st, sock))

@@ -42,13 +42,47 @@ typedef struct RowBuilder
 	ItemPointerData ctid;		/* the latest row's remote ctid, if fetched */
 } RowBuilder;
 
-
-/* Where the scan's latest command to the remote server stands. */
-typedef enum AfdwRequest
+/*
+ * How the scan reads its current remote query.  send_start chooses; the
+ * choice holds until the query's next run, rows of the last batch
+ * included.
+ */
+typedef enum AfdwReadMode
 {
-	REQ_NONE,					/* nothing in flight */
-	REQ_INFLIGHT				/* sent; results not all read */
-} AfdwRequest;
+	READ_TEXT_STREAM,			/* COPY (query) TO STDOUT */
+	READ_BINARY_STREAM,			/* COPY (query) TO STDOUT (FORMAT binary) */
+	READ_CURSOR,				/* DECLARE, then FETCH fetch_size rows */
+	READ_EXECUTE				/* EXECUTE a prepared statement, LIMIT
+								 * fetch_size + 1 rows */
+} AfdwReadMode;
+
+/*
+ * Where the scan's current remote query stands.  afdw_set_phase makes
+ * every change (and keeps pending_scans in step); the row loop, next_row,
+ * is a switch over it.
+ */
+typedef enum AfdwPhase
+{
+	PHASE_PENDING,				/* not sent; in pending_scans, so that the
+								 * first fetch of any scan of the statement
+								 * sends it (eager start) */
+	PHASE_UNSENT,				/* not sent; sent at the scan's next fetch */
+	PHASE_QUEUED,				/* not sent; waits for a sibling's stream on
+								 * the shared connection (afdw_hand_over) */
+	PHASE_IN_FLIGHT,			/* a command sent, its results not all read;
+								 * a stream's rows have not begun */
+	PHASE_COPYING,				/* a stream's rows are arriving */
+	PHASE_STREAM_FAILED,		/* a stream failed before its rows: the rest
+								 * of its results are still to be read, then
+								 * the connection goes to a sibling */
+	PHASE_SPILLED,				/* the rest of the stream waits in a
+								 * tuplestore (afdw_spill_stream) */
+	PHASE_OPEN,					/* results read; the cursor has more rows */
+	PHASE_OVERFLOW,				/* an EXECUTE returned more rows than its
+								 * LIMIT: the query runs again by cursor */
+	PHASE_DONE					/* every row (or the error standing for the
+								 * rest) has arrived */
+} AfdwPhase;
 
 /*
  * FETCH commands per message after the first: while the coordinator works
@@ -78,10 +112,6 @@ typedef struct AfdwScanState
 
 	AfdwConn   *conn;
 	bool		released;		/* conn given back to the pool */
-	unsigned int cursor_number;
-	bool		cursor_open;
-	bool		declaring;		/* the request in flight declares it */
-	bool		cursor_gone;	/* ... and failed: the savepoint took it */
 	bool		draining;		/* another scan reads our results (drain) */
 
 	/* Parameters: expressions and their output functions. */
@@ -90,13 +120,39 @@ typedef struct AfdwScanState
 	FmgrInfo   *param_flinfo;
 	const char **param_values;
 
+	/*
+	 * The current remote query: how it is read, and where it stands.
+	 * While a command is in flight, outcome is the phase that the results
+	 * read so far lead to once all are in: PHASE_OPEN, PHASE_DONE (a short
+	 * batch, an EXECUTE's rows, an error) or PHASE_OVERFLOW.
+	 */
+	AfdwReadMode mode;
+	AfdwPhase	phase;
+	AfdwPhase	outcome;
+	dlist_node	pending_node;	/* in pending_scans while PHASE_PENDING */
+
+	/*
+	 * The ways later runs of the query may take, tried in this order
+	 * before a cursor (send_start).  A scan rescanned before the end of
+	 * its stream, or whose stream was spilled, may stop early again: it
+	 * uses a cursor from then on; so does a parameterized scan once a run
+	 * overflowed the LIMIT of its prepared statement.
+	 */
+	bool		may_stream;		/* the plan chose streaming, and still does */
+	bool		may_prepare;	/* a parameterized scan, not yet overflowed */
+
+	/*
+	 * The scan's remote cursor (READ_CURSOR), or 0: none, or its DECLARE
+	 * failed and the savepoint's rollback took it.
+	 */
+	unsigned int cursor_number;
+	bool		declaring;		/* the command in flight declares it */
+
 	/* The command in flight, and the batches that arrived. */
-	AfdwRequest req;
 	char	   *req_sql;		/* its text, for error messages */
 	PGresult   *queue[AFDW_QUEUE_SIZE];
 	int			qhead;
 	int			qcount;
-	bool		remote_eof;		/* a short batch arrived: no more to fetch */
 
 	/*
 	 * The current batch, converted a row at a time as the rows are asked
@@ -114,29 +170,19 @@ typedef struct AfdwScanState
 	int			nlines;
 	int			ntuples;
 	int			next_tuple;
-	int			nbatches;		/* batches used since the cursor opened */
+	int			nbatches;		/* batches used since the query was sent */
 
-	/* Streaming with COPY (query) TO STDOUT. */
-	bool		stream_planned; /* the plan chose streaming */
-	bool		stream_off;		/* rescanned before the end: use a cursor */
-	bool		streaming;		/* the current remote query is a stream */
-	bool		copying;		/* its rows are arriving */
+	/* Streams (READ_TEXT_STREAM, READ_BINARY_STREAM). */
 	bool		binary_capable; /* every column's type has a binary form */
-	bool		binary;			/* the stream is in binary format */
-	bool		header_pending; /* ... and its header is still to come */
-	bool		checking;		/* a check of the remote types follows it */
+	bool		header_pending; /* the binary COPY header is still to come */
+	bool		checking;		/* a check of the remote types follows */
 
 	/*
 	 * Parameterized scans run a statement prepared in the remote session
-	 * (text in prepared_sql), with a LIMIT of fetch_size + 1 rows: a
-	 * rescan that overflows it is run again with a cursor, as are the
-	 * later ones (prepare_off).
+	 * (text in prepared_sql), with a LIMIT of fetch_size + 1 rows.
 	 */
 	char	   *prepared_sql;
-	bool		executing;		/* the request in flight is an EXECUTE */
-	unsigned int preparing;		/* ... after the PREPARE of this number */
-	bool		overflow;		/* ... whose rows overflowed the LIMIT */
-	bool		prepare_off;
+	unsigned int preparing;		/* the command in flight PREPAREs this */
 
 	/* Set while the Append asks for a row without waiting for it. */
 	bool		nowait;
@@ -180,25 +226,19 @@ typedef struct AfdwScanState
 	/*
 	 * The rest of a stream read into memory (spilling to disk past
 	 * work_mem) because another scan needed its connection: raw COPY
-	 * lines, one bytea per row, read back in batches.
+	 * lines, one bytea per row, read back in batches (PHASE_SPILLED).
 	 */
 	Tuplestorestate *spill;
 	TupleTableSlot *spill_slot;
-	bool		spill_eof;		/* the spill's rows are all used */
-
-	/* Scans whose query is sent at the first fetch of any of them. */
-	dlist_node	pending_node;
-	bool		pending;
 
 	/*
 	 * Asynchronous children of one Append (async_parent, its plan) may
 	 * stream on a connection they share, one after the other: a stream
-	 * that finds the connection streaming for a sibling waits (queued)
-	 * and starts when that stream ends.
+	 * that finds the connection streaming for a sibling waits
+	 * (PHASE_QUEUED) and starts when that stream ends.
 	 */
 	Plan	   *async_parent;
-	bool		queued;
-	dlist_node	active_node;	/* in afdw_active_scans from Begin to End */
+	dlist_node	active_node;	/* in active_scans from Begin to End */
 	bool		active;
 
 	MemoryContext scan_cxt;		/* long-lived bits of the scan */
@@ -206,6 +246,51 @@ typedef struct AfdwScanState
 	MemoryContext row_cxt;		/* values of the current batch's rows */
 	MemoryContextCallback cleanup;
 } AfdwScanState;
+
+/*
+ * afdw_is_stream
+ *		Whether the scan's current query is a stream.
+ */
+static inline bool
+afdw_is_stream(AfdwScanState *st)
+{
+	return st->mode == READ_TEXT_STREAM || st->mode == READ_BINARY_STREAM;
+}
+
+/*
+ * afdw_query_sent
+ *		Whether the scan's current query has been sent: from send_start
+ *		until a rescan or the end of the scan.
+ */
+static inline bool
+afdw_query_sent(AfdwScanState *st)
+{
+	return st->phase != PHASE_PENDING && st->phase != PHASE_UNSENT &&
+		st->phase != PHASE_QUEUED;
+}
+
+/*
+ * afdw_in_flight
+ *		Whether a command of the scan has results still to be read.
+ */
+static inline bool
+afdw_in_flight(AfdwScanState *st)
+{
+	return st->phase == PHASE_IN_FLIGHT || st->phase == PHASE_COPYING ||
+		st->phase == PHASE_STREAM_FAILED;
+}
+
+/*
+ * afdw_streaming
+ *		Whether the scan's stream occupies its connection: sent, and
+ *		neither over nor failed.
+ */
+static inline bool
+afdw_streaming(AfdwScanState *st)
+{
+	return st->phase == PHASE_COPYING ||
+		(st->phase == PHASE_IN_FLIGHT && afdw_is_stream(st));
+}
 
 /*
  * What is known of the remote types of a foreign table's columns (see
@@ -221,6 +306,7 @@ typedef enum BinaryStatus
 
 /* scan.c */
 extern dlist_head afdw_active_scans;
+extern void afdw_set_phase(AfdwScanState *st, AfdwPhase phase);
 extern void afdw_drop_batch(AfdwScanState *st);
 extern void afdw_wake_append(AfdwScanState *st);
 

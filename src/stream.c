@@ -58,7 +58,7 @@ afdw_siblings_may_stream(AfdwScanState *st)
 		if (other == st || other->conn != st->conn)
 			continue;
 		if (other->estate != st->estate ||
-			other->async_parent != st->async_parent || other->stream_off)
+			other->async_parent != st->async_parent || !other->may_stream)
 			return false;
 	}
 	return true;
@@ -74,15 +74,14 @@ afdw_sibling_streaming(AfdwScanState *st)
 {
 	dlist_iter	it;
 
-	if (!st->stream_planned || st->stream_off || !afdw_is_busy(st->conn) ||
+	if (!st->may_stream || !afdw_is_busy(st->conn) ||
 		!afdw_siblings_may_stream(st))
 		return false;
 	dlist_foreach(it, &afdw_active_scans)
 	{
 		AfdwScanState *other = dlist_container(AfdwScanState, active_node, it.cur);
 
-		if (other != st && other->conn == st->conn && other->streaming &&
-			other->req == REQ_INFLIGHT)
+		if (other != st && other->conn == st->conn && afdw_streaming(other))
 			return true;
 	}
 	return false;
@@ -102,9 +101,10 @@ afdw_hand_over(AfdwScanState *st)
 	{
 		AfdwScanState *other = dlist_container(AfdwScanState, active_node, it.cur);
 
-		if (other != st && other->conn == st->conn && other->queued)
+		if (other != st && other->conn == st->conn &&
+			other->phase == PHASE_QUEUED)
 		{
-			other->queued = false;
+			afdw_set_phase(other, PHASE_UNSENT);
 			/*
 			 * While another scan takes the connection over (drain_scan),
 			 * the sibling starts at its next request instead.
@@ -172,10 +172,7 @@ end_stream(AfdwScanState *st, bool abandoned)
 	}
 	afdw_set_idle(st->conn);
 	st->checking = false;
-	st->copying = false;
-	st->streaming = false;
-	st->req = REQ_NONE;
-	st->remote_eof = true;
+	afdw_set_phase(st, PHASE_DONE);
 	afdw_set_streaming(st->conn, false);
 
 	if (abandoned)
@@ -327,7 +324,7 @@ afdw_take_stream_batch(AfdwScanState *st, bool block)
 		{
 			append_line(st, buf, len, true);
 			PQfreemem(buf);
-			if (st->binary &&
+			if (st->mode == READ_BINARY_STREAM &&
 				!binary_line(st, LINE(st, st->nlines - 1),
 							 &st->line_lens[st->nlines - 1]))
 			{
@@ -379,10 +376,10 @@ afdw_spill_stream(AfdwScanState *st)
 	MemoryContext oldcxt;
 	TupleDesc	desc;
 
-	if (!st->copying)
+	if (st->phase != PHASE_COPYING)
 	{
 		(void) afdw_read_request(st, true);
-		if (!st->copying)
+		if (st->phase != PHASE_COPYING)
 			return;				/* it failed before its rows: queued */
 	}
 
@@ -391,7 +388,6 @@ afdw_spill_stream(AfdwScanState *st)
 	TupleDescInitEntry(desc, (AttrNumber) 1, "line", BYTEAOID, -1, 0);
 	st->spill = tuplestore_begin_heap(false, false, work_mem);
 	st->spill_slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
-	st->spill_eof = false;
 	MemoryContextSwitchTo(oldcxt);
 
 	for (;;)
@@ -404,7 +400,7 @@ afdw_spill_stream(AfdwScanState *st)
 
 		if (len < 0)
 			break;
-		if (st->binary && !binary_line(st, buf, &len))
+		if (st->mode == READ_BINARY_STREAM && !binary_line(st, buf, &len))
 		{
 			PQfreemem(buf);
 			continue;
@@ -425,6 +421,7 @@ afdw_spill_stream(AfdwScanState *st)
 		pfree(line);
 	}
 	end_stream(st, false);
+	afdw_set_phase(st, PHASE_SPILLED);
 }
 
 /*
@@ -445,7 +442,7 @@ afdw_take_spill_batch(AfdwScanState *st)
 
 		if (!tuplestore_gettupleslot(st->spill, true, false, st->spill_slot))
 		{
-			st->spill_eof = true;
+			afdw_set_phase(st, PHASE_DONE);
 			break;
 		}
 		line = DatumGetByteaPP(slot_getattr(st->spill_slot, 1, &isnull));
@@ -469,7 +466,6 @@ afdw_end_spill(AfdwScanState *st)
 	tuplestore_end(st->spill);
 	st->spill = NULL;
 	st->spill_slot = NULL;
-	st->spill_eof = false;
 }
 
 /*
@@ -480,9 +476,9 @@ afdw_end_spill(AfdwScanState *st)
 void
 afdw_abandon_stream(AfdwScanState *st)
 {
-	if (!st->copying)
+	if (st->phase != PHASE_COPYING)
 		(void) afdw_read_request(st, true);
-	if (!st->copying)
+	if (st->phase != PHASE_COPYING)
 	{
 		/* It failed before the rows began: the error is queued, unused. */
 		return;
