@@ -102,7 +102,6 @@ extern void afdw_connection_init(void);
 extern AfdwConn *afdw_acquire_connection(UserMapping *user);
 extern void afdw_release_connection(AfdwConn *conn);
 extern AfdwConn *afdw_get_connection(UserMapping *user);
-extern PGconn *afdw_pgconn(AfdwConn *conn);
 extern unsigned int afdw_next_cursor_number(AfdwConn *conn);
 extern void afdw_begin_xact(AfdwConn *conn);
 extern void afdw_note_row_locks(AfdwConn *conn);

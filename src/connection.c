@@ -530,16 +530,6 @@ afdw_get_connection(UserMapping *user)
 }
 
 /*
- * afdw_pgconn
- *		The libpq connection of a pooled connection.
- */
-PGconn *
-afdw_pgconn(AfdwConn *conn)
-{
-	return conn->conn;
-}
-
-/*
  * afdw_next_cursor_number
  *		A cursor number unique within the connection's remote transaction.
  */
