@@ -4,13 +4,17 @@
 MODULE_big = async_fdw
 OBJS = \
 	$(WIN32RES) \
+	src/analyze.o \
 	src/async_fdw.o \
 	src/connection.o \
+	src/convert.o \
 	src/deparse.o \
 	src/option.o \
 	src/remote.o \
+	src/request.o \
 	src/scan.o \
 	src/snapshot.o \
+	src/stream.o \
 	src/xact.o
 
 EXTENSION = async_fdw

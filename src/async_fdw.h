@@ -98,13 +98,15 @@ extern List *afdw_extensions_option(List *options);
  * escapes are replaced, the application_name of new remote connections.
  */
 extern PGDLLIMPORT char *afdw_application_name;
+extern void afdw_scan_private(ForeignScan *plan, char **sql,
+							  List **retrieved_attrs, int *fetch_size,
+							  bool *stream);
 
 /* connection.c */
 extern void afdw_connection_init(void);
 extern AfdwConn *afdw_acquire_connection(UserMapping *user);
 extern void afdw_release_connection(AfdwConn *conn);
 extern AfdwConn *afdw_get_connection(UserMapping *user);
-extern PGconn *afdw_pgconn(AfdwConn *conn);
 extern int	afdw_conn_users(AfdwConn *conn);
 extern void afdw_set_streaming(AfdwConn *conn, bool streaming);
 extern unsigned int afdw_prepared_statement(AfdwConn *conn, const char *sql);
@@ -134,7 +136,13 @@ extern void *afdw_conn_owner(AfdwConn *conn);
 extern bool afdw_is_busy(AfdwConn *conn);
 extern void afdw_make_idle(AfdwConn *conn);
 extern void afdw_cancel(AfdwConn *conn);
+extern void afdw_consume_input(AfdwConn *conn, const char *sql);
+extern int	afdw_get_copy_line(AfdwConn *conn, char **line, bool block,
+							   const char *sql);
 extern void afdw_discard_copy(AfdwConn *conn, const char *sql);
+extern pgsocket afdw_socket(AfdwConn *conn);
+extern int	afdw_server_version(AfdwConn *conn);
+extern bool afdw_connection_ok(AfdwConn *conn);
 extern bool afdw_result_lost(AfdwConn *conn, PGresult *res);
 extern void afdw_protocol_violation(AfdwConn *conn, const char *detail,
 									const char *sql) pg_attribute_noreturn();
@@ -174,11 +182,6 @@ extern void afdw_bind_params(StringInfo buf, const char *sql, int nparams,
 							 const char *const *values);
 extern int	afdw_set_transmission_modes(void);
 extern void afdw_reset_transmission_modes(int nestlevel);
-
-/* async_fdw.c */
-extern void afdw_scan_private(ForeignScan *plan, char **sql,
-							  List **retrieved_attrs, int *fetch_size,
-							  bool *stream);
 
 /* scan.c */
 extern void afdw_scan_routines(FdwRoutine *routine);

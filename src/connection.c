@@ -328,16 +328,6 @@ afdw_get_connection(UserMapping *user)
 }
 
 /*
- * afdw_pgconn
- *		The libpq connection of a pooled connection.
- */
-PGconn *
-afdw_pgconn(AfdwConn *conn)
-{
-	return conn->conn;
-}
-
-/*
  * afdw_conn_users
  *		How many scans hold CONN.
  */
@@ -355,6 +345,26 @@ void
 afdw_set_streaming(AfdwConn *conn, bool streaming)
 {
 	conn->streaming = streaming;
+}
+
+/*
+ * afdw_server_version
+ *		The remote server's version number (PQserverVersion's form).
+ */
+int
+afdw_server_version(AfdwConn *conn)
+{
+	return PQserverVersion(conn->conn);
+}
+
+/*
+ * afdw_connection_ok
+ *		Whether CONN's session is still usable.
+ */
+bool
+afdw_connection_ok(AfdwConn *conn)
+{
+	return PQstatus(conn->conn) == CONNECTION_OK;
 }
 
 /*

@@ -11,12 +11,15 @@
  * afdw_get_result (afdw_pop_result), which also follows the savepoint that
  * wraps a scan's command (xact.c), notes statements being prepared
  * (connection.c) and takes in a snapshot export riding ahead of the
- * command (snapshot.c).  Waits serve interrupts and watch for postmaster
- * death; the waits of cleanup have a deadline.
+ * command (snapshot.c).  The lines of a COPY TO STDOUT are read here too,
+ * for a stream (afdw_get_copy_line) or to throw them away.  Waits serve
+ * interrupts and watch for postmaster death; the waits of cleanup have a
+ * deadline.  This is the only file that reads a connection's socket.
  *
  * Neighbours: connection.c opens and cuts the connections; xact.c and
- * snapshot.c send their commands through this file; scan.c runs its
- * queries with it, through async_fdw.h.
+ * snapshot.c send their commands through this file; the scan files
+ * (request.c, stream.c, scan.c) run their queries with it, through
+ * async_fdw.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -534,6 +537,58 @@ afdw_cancel(AfdwConn *conn)
 		(void) PQcancel(cancel, errbuf, sizeof(errbuf));
 		PQfreeCancel(cancel);
 	}
+}
+
+/*
+ * afdw_consume_input
+ *		Read what has arrived on CONN's socket, without waiting; a broken
+ *		connection raises an error naming SQL.
+ */
+void
+afdw_consume_input(AfdwConn *conn, const char *sql)
+{
+	if (!PQconsumeInput(conn->conn))
+		afdw_report_remote_error(NULL, conn, sql);
+}
+
+/*
+ * afdw_get_copy_line
+ *		The next line of the COPY TO STDOUT running on CONN (for SQL): its
+ *		length, with *LINE pointing at it in libpq's memory, followed by a
+ *		zero byte (the caller frees it with PQfreemem); 0 when no whole line
+ *		has arrived yet and BLOCK is false; -1 when the data is over or
+ *		failed, and the COPY's final result follows through afdw_get_result.
+ *
+ * Without BLOCK, nothing is read from the socket: the caller decides when
+ * to read more (afdw_consume_input) or wait (afdw_wait_socket), so that a
+ * batch of lines costs no system call beyond those that bring them.  With
+ * BLOCK, the socket is waited on as afdw_wait_socket does.
+ */
+int
+afdw_get_copy_line(AfdwConn *conn, char **line, bool block, const char *sql)
+{
+	for (;;)
+	{
+		int			len = PQgetCopyData(conn->conn, line, 1);
+
+		if (len > 0)
+			return len;
+		if (len < 0)
+			return -1;
+		if (!block)
+			return 0;
+		afdw_wait_socket(conn, sql);
+	}
+}
+
+/*
+ * afdw_socket
+ *		CONN's socket, for a wait set of the executor.
+ */
+pgsocket
+afdw_socket(AfdwConn *conn)
+{
+	return PQsocket(conn->conn);
 }
 
 /*

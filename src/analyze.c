@@ -1,0 +1,194 @@
+/*-------------------------------------------------------------------------
+ *
+ * analyze.c
+ *		ANALYZE of foreign tables: the remote size and a sample of rows.
+ *
+ * The rows are read through a cursor on a connection of the pool
+ * (connection.c) and sampled as they come (Vitter's reservoir algorithm);
+ * convert.c turns the sampled ones into heap tuples.  scan.c registers
+ * the callback.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "commands/vacuum.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/sampling.h"
+
+#include "async_fdw.h"
+#include "scan_internal.h"
+
+/* State of ANALYZE's reservoir sampling. */
+typedef struct Sampler
+{
+	RowBuilder	rb;				/* remote rows to tuples */
+	MemoryContext anl_cxt;		/* where sampled rows live */
+	ReservoirStateData rstate;
+	int			targrows;
+	double		seen;			/* rows read so far */
+	double		skip;			/* rows to pass over before the next pick */
+} Sampler;
+
+/*
+ * sample_batch
+ *		Offer the rows of RES to the sample ROWS (*NUMROWS long); return how
+ *		many rows RES had.  RES is freed.
+ */
+static int
+sample_batch(PGresult *res, Sampler *s, HeapTuple *rows, int *numrows)
+{
+	int			n = PQntuples(res);
+
+	PG_TRY();
+	{
+		for (int i = 0; i < n; i++)
+		{
+			int			slot = -1;
+
+			s->seen += 1;
+			if (*numrows < s->targrows)
+				slot = (*numrows)++;
+			else
+			{
+				if (s->skip < 0)
+					s->skip = reservoir_get_next_S(&s->rstate, s->seen, s->targrows);
+				if (s->skip <= 0)
+				{
+					slot = (int) (s->targrows * sampler_random_fract(&s->rstate.randstate));
+					heap_freetuple(rows[slot]);
+				}
+				s->skip -= 1;
+			}
+			if (slot >= 0)
+				rows[slot] = afdw_make_tuple(&s->rb, res, i, s->anl_cxt);
+		}
+		MemoryContextReset(s->rb.row_cxt);
+	}
+	PG_FINALLY();
+	{
+		PQclear(res);
+	}
+	PG_END_TRY();
+
+	return n;
+}
+
+/*
+ * acquire_sample_rows
+ *		Read every remote row of REL and keep a random sample of TARGROWS
+ *		of them in ROWS (Vitter's reservoir algorithm); ANALYZE's callback.
+ */
+static int
+acquire_sample_rows(Relation rel, int elevel, HeapTuple *rows, int targrows,
+					double *totalrows, double *totaldeadrows)
+{
+	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
+	ForeignServer *server = GetForeignServer(table->serverid);
+	UserMapping *user = GetUserMapping(rel->rd_rel->relowner, table->serverid);
+	AfdwConn   *conn = afdw_get_connection(user);
+	Sampler		sampler;
+	List	   *retrieved_attrs;
+	StringInfoData sql;
+	unsigned int cursor = afdw_next_cursor_number(conn);
+	int			fetch_size;
+	int			numrows = 0;
+	char		fetch[64];
+	bool		done = false;
+
+	fetch_size = afdw_fetch_size_option(server->options, AFDW_DEFAULT_FETCH_SIZE);
+	fetch_size = afdw_fetch_size_option(table->options, fetch_size);
+
+	sampler.anl_cxt = CurrentMemoryContext;
+	sampler.targrows = targrows;
+	sampler.seen = 0;
+	sampler.skip = -1;
+	reservoir_init_selection_state(&sampler.rstate, targrows);
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "DECLARE c%u CURSOR FOR ", cursor);
+	afdw_deparse_analyze(&sql, rel, &retrieved_attrs);
+	afdw_init_row_builder(&sampler.rb, rel, retrieved_attrs,
+					 AllocSetContextCreate(CurrentMemoryContext,
+										   "async_fdw analyze row",
+										   ALLOCSET_DEFAULT_SIZES));
+	afdw_run_command(conn, sql.data);
+
+	snprintf(fetch, sizeof(fetch), "FETCH %d FROM c%u", fetch_size, cursor);
+	while (!done)
+	{
+		vacuum_delay_point();
+		done = sample_batch(afdw_run_query(conn, fetch, 0, NULL), &sampler,
+							rows, &numrows) < fetch_size;
+	}
+
+	snprintf(fetch, sizeof(fetch), "CLOSE c%u", cursor);
+	afdw_run_command(conn, fetch);
+	afdw_release_connection(conn);
+	MemoryContextDelete(sampler.rb.row_cxt);
+
+	*totalrows = sampler.seen;
+	*totaldeadrows = 0;
+	ereport(elevel,
+			(errmsg("\"%s\": foreign table contains %.0f rows, %d rows in sample",
+					RelationGetRelationName(rel), sampler.seen, numrows)));
+	return numrows;
+}
+
+/*
+ * afdwAnalyzeForeignTable
+ *		Offer acquire_sample_rows to ANALYZE, with the remote table's size
+ *		in pages.
+ */
+bool
+afdwAnalyzeForeignTable(Relation rel, AcquireSampleRowsFunc *func,
+						BlockNumber *totalpages)
+{
+	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
+	UserMapping *user = GetUserMapping(rel->rd_rel->relowner, table->serverid);
+	AfdwConn   *conn = afdw_get_connection(user);
+	StringInfoData name;
+	StringInfoData sql;
+	PGresult   *volatile res;
+
+	initStringInfo(&name);
+	afdw_deparse_relation(&name, rel);
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT pg_catalog.pg_relation_size(");
+	appendStringInfoString(&sql, quote_literal_cstr(name.data));
+	appendStringInfoString(&sql, "::pg_catalog.regclass)");
+
+	res = afdw_run_query(conn, sql.data, 0, NULL);
+	PG_TRY();
+	{
+		double		bytes = 0;
+		double		pages;
+
+		if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 0))
+			bytes = strtod(PQgetvalue(res, 0, 0), NULL);
+
+		/*
+		 * Whatever the remote server answered (a size past what a local
+		 * table can have, a negative number, NaN), the cast must stay
+		 * within BlockNumber.
+		 */
+		pages = bytes / BLCKSZ;
+		if (!(pages >= 1))
+			*totalpages = 1;
+		else if (pages >= (double) MaxBlockNumber)
+			*totalpages = MaxBlockNumber;
+		else
+			*totalpages = (BlockNumber) pages;
+	}
+	PG_FINALLY();
+	{
+		PQclear(res);
+	}
+	PG_END_TRY();
+	afdw_release_connection(conn);
+
+	*func = acquire_sample_rows;
+	return true;
+}

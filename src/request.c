@@ -1,0 +1,561 @@
+/*-------------------------------------------------------------------------
+ *
+ * request.c
+ *		The remote commands of a scan, and the reading of their results.
+ *
+ * The query of a scan is sent (afdw_send_start) as a cursor's DECLARE and
+ * first FETCH, an EXECUTE of a statement prepared in the remote session (a
+ * parameterized scan), or a COPY stream, whose rows stream.c reads; more
+ * FETCHes follow ahead of need (afdw_send_fetch).  Results arrive into a
+ * queue of batches (afdw_read_request), which next_row (scan.c) takes one
+ * at a time (afdw_take_batch); convert.c turns their rows into tuples.
+ * Commands go through the connection's calls (connection.c), which wrap
+ * each in a savepoint.
+ *
+ * Work may be asked for before it is needed (a FETCH ahead, a query
+ * started eagerly for a scan the plan may never run): an error then waits
+ * in the queue in place of the rows it stands for and is raised only if
+ * they are used, while the remote savepoint around each command keeps the
+ * remote transaction usable (afdw_send_in_xact).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "async_fdw.h"
+#include "scan_internal.h"
+
+static void drain_scan(void *arg);
+
+/*
+ * afdw_clear_queue
+ *		Drop the batches that arrived and were not used.
+ */
+void
+afdw_clear_queue(AfdwScanState *st)
+{
+	while (st->qcount > 0)
+	{
+		PQclear(st->queue[st->qhead]);
+		st->queue[st->qhead] = NULL;
+		st->qhead = (st->qhead + 1) % AFDW_QUEUE_SIZE;
+		st->qcount--;
+	}
+	st->qhead = 0;
+}
+
+/*
+ * compute_params
+ *		Evaluate the scan's parameters as text, as the remote side reads it.
+ */
+static void
+compute_params(AfdwScanState *st)
+{
+	ExprContext *econtext = st->node->ss.ps.ps_ExprContext;
+	MemoryContext oldcxt;
+	ListCell   *lc;
+	int			nestlevel;
+	int			i = 0;
+
+	/* The values live until the next query's. */
+	MemoryContextReset(st->batch_cxt);
+	oldcxt = MemoryContextSwitchTo(st->batch_cxt);
+	nestlevel = afdw_set_transmission_modes();
+	foreach(lc, st->param_exprs)
+	{
+		ExprState  *expr = (ExprState *) lfirst(lc);
+		bool		isnull;
+		Datum		value = ExecEvalExpr(expr, econtext, &isnull);
+
+		st->param_values[i] = isnull ? NULL :
+			OutputFunctionCall(&st->param_flinfo[i], value);
+		i++;
+	}
+	afdw_reset_transmission_modes(nestlevel);
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * remember_sql
+ *		Keep the text of the command in flight, for error messages.
+ */
+static void
+remember_sql(AfdwScanState *st, const char *sql)
+{
+	if (st->req_sql != NULL)
+		pfree(st->req_sql);
+	st->req_sql = MemoryContextStrdup(st->scan_cxt, sql);
+}
+
+/*
+ * append_execute
+ *		Append to BUF the EXECUTE of the scan's prepared statement with the
+ *		current parameter values, after its PREPARE when the remote session
+ *		does not have it yet; false, with nothing appended, when the session
+ *		may not prepare one more.
+ *
+ * Rescans of a parameterized scan then cost the remote server no parsing
+ * or planning (it keeps a generic plan when that is as good), and no
+ * cursor.  The LIMIT bounds the rows, and so the memory, of one EXECUTE.
+ */
+static bool
+append_execute(AfdwScanState *st, StringInfo buf)
+{
+	unsigned int number;
+
+	if (st->prepared_sql == NULL)
+		st->prepared_sql = MemoryContextStrdup(st->scan_cxt,
+											   psprintf("%s LIMIT " INT64_FORMAT, st->sql,
+														(int64) st->fetch_size + 1));
+	number = afdw_prepared_statement(st->conn, st->prepared_sql);
+	if (number == 0)
+	{
+		number = afdw_next_statement_number(st->conn);
+		if (number == 0)
+			return false;
+		appendStringInfo(buf, "PREPARE afdw_s%u AS %s; ", number, st->prepared_sql);
+		st->preparing = number;
+	}
+
+	compute_params(st);
+	appendStringInfo(buf, "EXECUTE afdw_s%u(", number);
+	for (int i = 0; i < st->nparams; i++)
+	{
+		if (i > 0)
+			appendStringInfoString(buf, ", ");
+		if (st->param_values[i] == NULL)
+			appendStringInfoString(buf, "NULL");
+		else
+			appendStringInfoString(buf, quote_literal_cstr(st->param_values[i]));
+	}
+	appendStringInfoChar(buf, ')');
+	return true;
+}
+
+/*
+ * append_query
+ *		Append the scan's remote SELECT to BUF, with the parameter values
+ *		inline (so that it goes in one message with the transaction's start,
+ *		the CLOSE of cursors no longer needed and the first FETCH), wrapped
+ *		for a binary stream.
+ */
+static void
+append_query(AfdwScanState *st, StringInfo buf)
+{
+	StringInfoData query;
+	bool		binary = (st->mode == READ_BINARY_STREAM);
+
+	if (st->nparams == 0 && !binary)
+	{
+		appendStringInfoString(buf, st->sql);
+		return;
+	}
+
+	initStringInfo(&query);
+	if (st->nparams == 0)
+		appendStringInfoString(&query, st->sql);
+	else
+	{
+		compute_params(st);
+		afdw_bind_params(&query, st->sql, st->nparams,
+						 (const char *const *) st->param_values);
+	}
+	if (binary)
+		afdw_deparse_binary_select(buf, query.data, st->rel, st->retrieved_attrs);
+	else
+		appendStringInfoString(buf, query.data);
+	pfree(query.data);
+}
+
+/*
+ * afdw_send_start
+ *		Open the scan's cursor (or run its statement, or start its stream)
+ *		and ask for its first batch, without waiting.
+ */
+void
+afdw_send_start(AfdwScanState *st)
+{
+	StringInfoData sql;
+	bool		stream;
+
+	/* Its first run, a rerun after a rescan, or a rerun by cursor. */
+	Assert(!afdw_query_sent(st) || st->phase == PHASE_OVERFLOW);
+	afdw_set_phase(st, PHASE_UNSENT);
+
+	/* A connection that cannot join the remote transaction shares another. */
+	st->conn = afdw_join_target(st->conn);
+	if (st->locks_rows)
+		afdw_note_row_locks(st->conn);
+
+	initStringInfo(&sql);
+
+	/*
+	 * A stream needs a connection of its own: rows flow without a break
+	 * until the end, so no other scan could take a turn on it; only
+	 * asynchronous siblings take turns, each stream after the other.  (A
+	 * scan that needs the connection anyway reads the rest of the stream
+	 * into memory first: see afdw_spill_stream.)
+	 */
+	stream = st->may_stream &&
+		(afdw_conn_users(st->conn) == 1 || afdw_siblings_may_stream(st));
+	st->checking = false;
+	st->preparing = 0;
+	st->declaring = false;
+	if (stream)
+	{
+		bool		binary = false;
+
+		/*
+		 * Binary format once a remote check has found the remote columns of
+		 * the local types; the first stream of a table asks, after its
+		 * COPY, in the same message.
+		 */
+		if (afdw_binary_allowed(st))
+		{
+			BinaryStatus status = afdw_binary_status(RelationGetRelid(st->rel));
+
+			binary = (status == BINARY_SAME_TYPES);
+			st->checking = (status == BINARY_UNKNOWN);
+		}
+		st->mode = binary ? READ_BINARY_STREAM : READ_TEXT_STREAM;
+		st->header_pending = binary;
+		st->cursor_number = 0;
+		appendStringInfoString(&sql, "COPY (");
+		append_query(st, &sql);
+		appendStringInfoString(&sql, binary ? ") TO STDOUT (FORMAT binary)" :
+							   ") TO STDOUT");
+	}
+	else if (st->may_prepare && append_execute(st, &sql))
+	{
+		st->mode = READ_EXECUTE;
+		st->cursor_number = 0;
+	}
+	else
+	{
+		st->mode = READ_CURSOR;
+		st->cursor_number = afdw_next_cursor_number(st->conn);
+		st->declaring = true;
+		appendStringInfo(&sql, "DECLARE c%u CURSOR FOR ", st->cursor_number);
+		append_query(st, &sql);
+		appendStringInfo(&sql, "; FETCH %d FROM c%u", st->fetch_size,
+						 st->cursor_number);
+	}
+	remember_sql(st, sql.data);
+	if (st->checking)
+	{
+		/* Error messages show the stream's query, not the check. */
+		appendStringInfoString(&sql, "; ");
+		afdw_deparse_type_check(&sql, st->rel);
+	}
+	afdw_send_in_xact(st->conn, sql.data, st, drain_scan, st->nested);
+	if (st->preparing != 0)
+		afdw_preparing_statement(st->conn, st->prepared_sql, st->preparing);
+	if (stream)
+		afdw_set_streaming(st->conn, true);
+	pfree(sql.data);
+
+	afdw_set_phase(st, PHASE_IN_FLIGHT);
+	st->outcome = PHASE_OPEN;
+	st->nbatches = 0;
+}
+
+/*
+ * afdw_send_fetch
+ *		Ask for the next batch.
+ */
+void
+afdw_send_fetch(AfdwScanState *st)
+{
+	char		sql[64 * AFDW_FETCH_DEPTH];
+	int			len = 0;
+
+	Assert(st->phase == PHASE_OPEN && st->outcome == PHASE_OPEN);
+	Assert(st->qcount <= AFDW_QUEUE_SIZE - AFDW_FETCH_DEPTH);
+	for (int i = 0; i < AFDW_FETCH_DEPTH; i++)
+		len += snprintf(sql + len, sizeof(sql) - len, "%sFETCH %d FROM c%u",
+						i > 0 ? "; " : "", st->fetch_size, st->cursor_number);
+	remember_sql(st, sql);
+	st->declaring = false;
+	afdw_send_in_xact(st->conn, sql, st, drain_scan, st->nested);
+	afdw_set_phase(st, PHASE_IN_FLIGHT);
+}
+
+/*
+ * enqueue
+ *		Add RES, a batch or the error that stands in its place, to the
+ *		batches that arrived.
+ */
+static void
+enqueue(AfdwScanState *st, PGresult *res)
+{
+	if (st->qcount >= AFDW_QUEUE_SIZE)
+	{
+		/* Room is made before each request: this cannot happen. */
+		PQclear(res);
+		elog(ERROR, "batch queue of a foreign scan overflowed");
+	}
+	st->queue[(st->qhead + st->qcount) % AFDW_QUEUE_SIZE] = res;
+	st->qcount++;
+}
+
+/*
+ * refuse_copy_out
+ *		The server answered the scan's FETCH or EXECUTE with COPY data (RES):
+ *		never take its rows for the query's.
+ */
+static void
+refuse_copy_out(AfdwScanState *st, PGresult *res)
+{
+	PQclear(res);
+	afdw_forget_owner(st->conn, st);
+	afdw_set_phase(st, st->outcome);
+	afdw_protocol_violation(st->conn,
+							"It answered with CopyOutResponse to a query that is not a COPY.",
+							st->req_sql);
+}
+
+/*
+ * afdw_read_request
+ *		Read the results of the scan's command in flight; true when all are
+ *		in.  Without BLOCK, reads only what has arrived.
+ *
+ * An error is queued in place of the rows it stands for, and raised only
+ * when the scan needs them (afdw_take_batch): a FETCH sent ahead, or a query
+ * started eagerly, may fail on rows the query never uses.  The savepoint
+ * around the command keeps the remote transaction usable meanwhile.
+ */
+bool
+afdw_read_request(AfdwScanState *st, bool block)
+{
+	bool		stream_failed;
+	bool		lost = false;
+
+	Assert(st->phase == PHASE_IN_FLIGHT || st->phase == PHASE_STREAM_FAILED);
+
+	/* A rollback to a savepoint cancelled it under us. */
+	if (!afdw_is_owner(st->conn, st))
+	{
+		afdw_set_phase(st, st->outcome);
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_ERROR),
+				 errmsg("remote query of foreign table \"%s\" was cancelled",
+						RelationGetRelationName(st->rel)),
+				 errdetail("A rollback to a savepoint cancelled the query in flight on its connection.")));
+	}
+
+	if (!block)
+		afdw_consume_input(st->conn, st->req_sql);
+
+	for (;;)
+	{
+		PGresult   *res;
+
+		if (!afdw_result_ready(st->conn))
+		{
+			if (!block)
+				return false;
+			afdw_wait_socket(st->conn, st->req_sql);
+			continue;
+		}
+
+		res = afdw_get_result(st->conn);
+		if (res == NULL)
+			break;
+
+		switch (PQresultStatus(res))
+		{
+			case PGRES_TUPLES_OK:
+				if (st->mode == READ_EXECUTE && PQntuples(res) > st->fetch_size)
+				{
+					/* Past the LIMIT: no lookup; next_row starts over. */
+					PQclear(res);
+					st->outcome = PHASE_OVERFLOW;
+					break;
+				}
+				enqueue(st, res);
+				if ((PQntuples(res) < st->fetch_size || st->mode == READ_EXECUTE) &&
+					st->outcome != PHASE_OVERFLOW)
+					st->outcome = PHASE_DONE;
+				break;
+			case PGRES_COMMAND_OK:
+				PQclear(res);
+				break;
+			case PGRES_COPY_OUT:
+				if (!afdw_streaming(st))
+					refuse_copy_out(st, res);
+				/* The stream's rows follow; next_row reads them. */
+				PQclear(res);
+				afdw_set_phase(st, PHASE_COPYING);
+				return true;
+			default:
+				/* Kept for when the rows are needed; nothing more comes. */
+				st->preparing = 0;	/* whether it was prepared is unknown */
+				if (st->mode == READ_EXECUTE)
+					afdw_forget_statement(st->conn, st->prepared_sql);
+				/* The savepoint's rollback took the cursor declared in it. */
+				if (st->declaring)
+					st->cursor_number = 0;
+				st->outcome = PHASE_DONE;
+				if (afdw_streaming(st))
+					afdw_set_phase(st, PHASE_STREAM_FAILED);
+				lost = afdw_result_lost(st->conn, res);
+				enqueue(st, res);
+				break;
+		}
+		if (lost)
+			break;
+	}
+
+	afdw_set_idle(st->conn);
+	stream_failed = (st->phase == PHASE_STREAM_FAILED);
+	afdw_set_phase(st, st->outcome);
+	st->declaring = false;
+	if (st->preparing != 0)
+	{
+		afdw_remember_statement(st->conn, st->prepared_sql, st->preparing);
+		st->preparing = 0;
+	}
+	if (stream_failed)
+	{
+		/* The stream ended before its rows: the siblings go on. */
+		afdw_set_streaming(st->conn, false);
+		afdw_hand_over(st);
+	}
+	return true;
+}
+
+/*
+ * drain_scan
+ *		Another scan needs the connection: read this scan's results now,
+ *		to be used when it asks for rows.  A stream is read to its end into
+ *		memory.
+ */
+static void
+drain_scan(void *arg)
+{
+	AfdwScanState *st = (AfdwScanState *) arg;
+
+	st->draining = true;
+	if (afdw_streaming(st))
+		afdw_spill_stream(st);
+	else
+		(void) afdw_read_request(st, true);
+	st->draining = false;
+	afdw_wake_append(st);
+}
+
+/*
+ * afdw_take_batch
+ *		Turn the next batch that arrived into the current one, after asking
+ *		for more if the rows in hand are all that is left, so that the
+ *		remote server works meanwhile.  An error that arrived in place of
+ *		the batch is raised now that the rows are needed.
+ */
+void
+afdw_take_batch(AfdwScanState *st)
+{
+	PGresult   *res;
+
+	Assert(st->qcount > 0);
+	afdw_drop_batch(st);
+	res = st->queue[st->qhead];
+	st->queue[st->qhead] = NULL;
+	st->qhead = (st->qhead + 1) % AFDW_QUEUE_SIZE;
+	st->qcount--;
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		afdw_clear_queue(st);
+		afdw_report_remote_error(res, st->conn, st->req_sql);
+	}
+	st->batch_res = res;
+	st->ntuples = PQntuples(res);
+	st->nbatches++;
+
+	/*
+	 * Ask ahead, unless another scan's command occupies the connection:
+	 * taking it over would mean waiting for that command here.
+	 */
+	if (st->phase == PHASE_OPEN &&
+		st->qcount <= AFDW_QUEUE_SIZE - AFDW_FETCH_DEPTH &&
+		!afdw_is_busy(st->conn))
+		afdw_send_fetch(st);
+}
+
+/*
+ * afdw_raise_held_error
+ *		The rows before the error that ended the stream are used: raise it.
+ */
+void
+afdw_raise_held_error(AfdwScanState *st)
+{
+	PGresult   *res = st->held_error;
+
+	st->held_error = NULL;
+	afdw_report_remote_error(res, st->conn, st->held_sql ? st->held_sql : st->req_sql);
+}
+
+/*
+ * afdw_finish_request
+ *		Stop whatever the scan has in flight and drop the rows and errors
+ *		not used.
+ *
+ * A query started eagerly that the executor never asked rows of is
+ * cancelled if it still runs, rather than waited for: it may wait for a
+ * lock, or run long, for nothing.
+ */
+void
+afdw_finish_request(AfdwScanState *st)
+{
+	st->conn_wait = false;
+	if (afdw_streaming(st) && afdw_is_owner(st->conn, st))
+	{
+		afdw_abandon_stream(st);
+		/* A scan rescanned before its end may stop early again. */
+		st->may_stream = false;
+	}
+	if (afdw_in_flight(st) && afdw_is_owner(st->conn, st))
+	{
+		if (!st->demanded && !afdw_read_request(st, false))
+			afdw_cancel(st->conn);
+		if (afdw_in_flight(st))
+			(void) afdw_read_request(st, true);
+	}
+	if (st->spill != NULL)
+	{
+		afdw_end_spill(st);
+		st->may_stream = false;
+	}
+	afdw_clear_queue(st);
+	if (st->held_error != NULL)
+	{
+		PQclear(st->held_error);
+		st->held_error = NULL;
+	}
+	/*
+	 * The query is over; a command still in flight is no longer ours (a
+	 * rollback to a savepoint took it over).
+	 */
+	if (afdw_query_sent(st))
+		afdw_set_phase(st, PHASE_DONE);
+}
+
+/*
+ * afdw_close_cursor
+ *		Leave the scan's cursor, if it has one, to be closed by the
+ *		connection's next command or by the end of the transaction.
+ */
+void
+afdw_close_cursor(AfdwScanState *st)
+{
+	if (afdw_query_sent(st))
+	{
+		if (st->cursor_number != 0)
+			afdw_close_cursor_later(st->conn, st->cursor_number);
+		afdw_set_phase(st, PHASE_UNSENT);
+	}
+	st->cursor_number = 0;
+}

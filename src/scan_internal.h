@@ -1,0 +1,348 @@
+/*-------------------------------------------------------------------------
+ *
+ * scan_internal.h
+ *		The state of one foreign scan, shared by the files that run scans.
+ *
+ * Included only by scan.c (executor and asynchronous callbacks), request.c
+ * (remote commands and their results), stream.c (COPY streams), convert.c
+ * (rows to tuples, the remote type check) and analyze.c (ANALYZE).
+ * Declarations are grouped by the file that defines them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SCAN_INTERNAL_H
+#define SCAN_INTERNAL_H
+
+#include "access/htup.h"
+#include "executor/tuptable.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "lib/ilist.h"
+#include "nodes/execnodes.h"
+#include "utils/relcache.h"
+#include "utils/tuplestore.h"
+
+#include "async_fdw.h"
+
+/* What turns rows of text values into local tuples, with its scratch space. */
+typedef struct RowBuilder
+{
+	Relation	rel;
+	AttInMetadata *attinmeta;
+	List	   *retrieved_attrs;	/* local column numbers of the values */
+	Datum	   *values;			/* natts of them */
+	bool	   *nulls;
+	char	  **fields;			/* one row's text values */
+	int			max_fields;
+	char	   *in_kinds;		/* IN_ kind of each column */
+	FmgrInfo   *recv_funcs;		/* receive functions, for binary streams */
+	Oid		   *recv_ioparams;
+	char	   *recv_kinds;		/* RECV_ kind of each column */
+	MemoryContext row_cxt;		/* input functions' garbage; reset per batch */
+	ItemPointerData ctid;		/* the latest row's remote ctid, if fetched */
+} RowBuilder;
+
+/*
+ * How the scan reads its current remote query.  send_start chooses; the
+ * choice holds until the query's next run, rows of the last batch
+ * included.
+ */
+typedef enum AfdwReadMode
+{
+	READ_TEXT_STREAM,			/* COPY (query) TO STDOUT */
+	READ_BINARY_STREAM,			/* COPY (query) TO STDOUT (FORMAT binary) */
+	READ_CURSOR,				/* DECLARE, then FETCH fetch_size rows */
+	READ_EXECUTE				/* EXECUTE a prepared statement, LIMIT
+								 * fetch_size + 1 rows */
+} AfdwReadMode;
+
+/*
+ * Where the scan's current remote query stands.  afdw_set_phase makes
+ * every change (and keeps pending_scans in step); the row loop, next_row,
+ * is a switch over it.
+ */
+typedef enum AfdwPhase
+{
+	PHASE_PENDING,				/* not sent; in pending_scans, so that the
+								 * first fetch of any scan of the statement
+								 * sends it (eager start) */
+	PHASE_UNSENT,				/* not sent; sent at the scan's next fetch */
+	PHASE_QUEUED,				/* not sent; waits for a sibling's stream on
+								 * the shared connection (afdw_hand_over) */
+	PHASE_IN_FLIGHT,			/* a command sent, its results not all read;
+								 * a stream's rows have not begun */
+	PHASE_COPYING,				/* a stream's rows are arriving */
+	PHASE_STREAM_FAILED,		/* a stream failed before its rows: the rest
+								 * of its results are still to be read, then
+								 * the connection goes to a sibling */
+	PHASE_SPILLED,				/* the rest of the stream waits in a
+								 * tuplestore (afdw_spill_stream) */
+	PHASE_OPEN,					/* results read; the cursor has more rows */
+	PHASE_OVERFLOW,				/* an EXECUTE returned more rows than its
+								 * LIMIT: the query runs again by cursor */
+	PHASE_DONE					/* every row (or the error standing for the
+								 * rest) has arrived */
+} AfdwPhase;
+
+/*
+ * FETCH commands per message after the first: while the coordinator works
+ * through one message's batches, the next message is on its way, so a
+ * round trip brings AFDW_FETCH_DEPTH batches rather than one.
+ */
+#define AFDW_FETCH_DEPTH	2
+
+/* Batches received and not yet used: at most two messages' worth. */
+#define AFDW_QUEUE_SIZE		(2 * AFDW_FETCH_DEPTH)
+
+/* A stream batch's line buffer: first size, and most kept between batches. */
+#define LINEBUF_INITIAL		8192
+#define LINEBUF_KEEP		(8 * 1024 * 1024)
+#define LINE(st, i)			((st)->linebuf + (st)->line_offs[i])
+
+/* State of one foreign scan, in ForeignScanState->fdw_state. */
+typedef struct AfdwScanState
+{
+	ForeignScanState *node;
+	EState	   *estate;
+	Relation	rel;
+	RowBuilder	rb;				/* remote rows to tuples */
+	char	   *sql;			/* remote SELECT */
+	List	   *retrieved_attrs;	/* local column numbers of its columns */
+	int			fetch_size;
+
+	AfdwConn   *conn;
+	bool		released;		/* conn given back to the pool */
+	bool		draining;		/* another scan reads our results (drain) */
+
+	/* Parameters: expressions and their output functions. */
+	int			nparams;
+	List	   *param_exprs;	/* ExprStates */
+	FmgrInfo   *param_flinfo;
+	const char **param_values;
+
+	/*
+	 * The current remote query: how it is read, and where it stands.
+	 * While a command is in flight, outcome is the phase that the results
+	 * read so far lead to once all are in: PHASE_OPEN, PHASE_DONE (a short
+	 * batch, an EXECUTE's rows, an error) or PHASE_OVERFLOW.
+	 */
+	AfdwReadMode mode;
+	AfdwPhase	phase;
+	AfdwPhase	outcome;
+	dlist_node	pending_node;	/* in pending_scans while PHASE_PENDING */
+
+	/*
+	 * The ways later runs of the query may take, tried in this order
+	 * before a cursor (send_start).  A scan rescanned before the end of
+	 * its stream, or whose stream was spilled, may stop early again: it
+	 * uses a cursor from then on; so does a parameterized scan once a run
+	 * overflowed the LIMIT of its prepared statement.
+	 */
+	bool		may_stream;		/* the plan chose streaming, and still does */
+	bool		may_prepare;	/* a parameterized scan, not yet overflowed */
+
+	/*
+	 * The scan's remote cursor (READ_CURSOR), or 0: none, or its DECLARE
+	 * failed and the savepoint's rollback took it.
+	 */
+	unsigned int cursor_number;
+	bool		declaring;		/* the command in flight declares it */
+
+	/* The command in flight, and the batches that arrived. */
+	char	   *req_sql;		/* its text, for error messages */
+	PGresult   *queue[AFDW_QUEUE_SIZE];
+	int			qhead;
+	int			qcount;
+
+	/*
+	 * The current batch, converted a row at a time as the rows are asked
+	 * for: a FETCH's result, or lines of a stream.  A stream's lines are
+	 * copied one after the other into linebuf, and each line libpq gave is
+	 * freed at once: libpq mallocs every line, and a malloc'd line held
+	 * until its batch ends is costly for the allocator.
+	 */
+	PGresult   *batch_res;
+	char	   *linebuf;		/* the lines, each with libpq's zero byte */
+	Size		linebuf_size;
+	Size		linebuf_used;
+	Size	   *line_offs;		/* room for fetch_size of them */
+	int		   *line_lens;
+	int			nlines;
+	int			ntuples;
+	int			next_tuple;
+	int			nbatches;		/* batches used since the query was sent */
+
+	/* Streams (READ_TEXT_STREAM, READ_BINARY_STREAM). */
+	bool		binary_capable; /* every column's type has a binary form */
+	bool		header_pending; /* the binary COPY header is still to come */
+	bool		checking;		/* a check of the remote types follows */
+
+	/*
+	 * Parameterized scans run a statement prepared in the remote session
+	 * (text in prepared_sql), with a LIMIT of fetch_size + 1 rows.
+	 */
+	char	   *prepared_sql;
+	unsigned int preparing;		/* the command in flight PREPAREs this */
+
+	/* Set while the Append asks for a row without waiting for it. */
+	bool		nowait;
+	bool		not_ready;		/* ... and no row had arrived */
+	AsyncRequest *areq;			/* the Append's request, once it asked */
+
+	/*
+	 * The scan waits, under an asynchronous Append, for a sibling of the
+	 * same Append whose command occupies the shared connection: that
+	 * sibling waits on the socket, this one sends when the connection is
+	 * free (a socket can be waited on once per wait).
+	 */
+	bool		conn_wait;
+
+	/*
+	 * The socket this scan added to its Append's wait set, until its
+	 * request is served: no sibling of the same Append adds it again.
+	 */
+	pgsocket	wait_sock;
+
+	/*
+	 * Whether the executor has asked the scan for a row yet.  A scan that
+	 * was started eagerly and never asked is stopped rather than waited
+	 * for at its end, and its errors are never seen.
+	 */
+	bool		demanded;
+
+	/* The query runs inside another statement (see afdw_send_in_xact). */
+	bool		nested;
+
+	/* SELECT ... FOR UPDATE/SHARE: the scan locks the remote rows. */
+	bool		locks_rows;
+
+	/*
+	 * An error that ended a stream after rows that are still to be used:
+	 * raised when the scan needs the rows after them.
+	 */
+	PGresult   *held_error;
+	char	   *held_sql;
+
+	/*
+	 * The rest of a stream read into memory (spilling to disk past
+	 * work_mem) because another scan needed its connection: raw COPY
+	 * lines, one bytea per row, read back in batches (PHASE_SPILLED).
+	 */
+	Tuplestorestate *spill;
+	TupleTableSlot *spill_slot;
+
+	/*
+	 * Asynchronous children of one Append (async_parent, its plan) may
+	 * stream on a connection they share, one after the other: a stream
+	 * that finds the connection streaming for a sibling waits
+	 * (PHASE_QUEUED) and starts when that stream ends.
+	 */
+	Plan	   *async_parent;
+	dlist_node	active_node;	/* in active_scans from Begin to End */
+	bool		active;
+
+	MemoryContext scan_cxt;		/* long-lived bits of the scan */
+	MemoryContext batch_cxt;	/* parameter values of the current query */
+	MemoryContext row_cxt;		/* values of the current batch's rows */
+	MemoryContextCallback cleanup;
+} AfdwScanState;
+
+/*
+ * afdw_is_stream
+ *		Whether the scan's current query is a stream.
+ */
+static inline bool
+afdw_is_stream(AfdwScanState *st)
+{
+	return st->mode == READ_TEXT_STREAM || st->mode == READ_BINARY_STREAM;
+}
+
+/*
+ * afdw_query_sent
+ *		Whether the scan's current query has been sent: from send_start
+ *		until a rescan or the end of the scan.
+ */
+static inline bool
+afdw_query_sent(AfdwScanState *st)
+{
+	return st->phase != PHASE_PENDING && st->phase != PHASE_UNSENT &&
+		st->phase != PHASE_QUEUED;
+}
+
+/*
+ * afdw_in_flight
+ *		Whether a command of the scan has results still to be read.
+ */
+static inline bool
+afdw_in_flight(AfdwScanState *st)
+{
+	return st->phase == PHASE_IN_FLIGHT || st->phase == PHASE_COPYING ||
+		st->phase == PHASE_STREAM_FAILED;
+}
+
+/*
+ * afdw_streaming
+ *		Whether the scan's stream occupies its connection: sent, and
+ *		neither over nor failed.
+ */
+static inline bool
+afdw_streaming(AfdwScanState *st)
+{
+	return st->phase == PHASE_COPYING ||
+		(st->phase == PHASE_IN_FLIGHT && afdw_is_stream(st));
+}
+
+/*
+ * What is known of the remote types of a foreign table's columns (see
+ * convert.c): whether they are the local types, so that streams of the
+ * table can be in binary format.
+ */
+typedef enum BinaryStatus
+{
+	BINARY_UNKNOWN,
+	BINARY_SAME_TYPES,
+	BINARY_OTHER_TYPES
+} BinaryStatus;
+
+/* scan.c */
+extern dlist_head afdw_active_scans;
+extern void afdw_set_phase(AfdwScanState *st, AfdwPhase phase);
+extern void afdw_drop_batch(AfdwScanState *st);
+extern void afdw_wake_append(AfdwScanState *st);
+
+/* request.c */
+extern void afdw_clear_queue(AfdwScanState *st);
+extern void afdw_send_start(AfdwScanState *st);
+extern void afdw_send_fetch(AfdwScanState *st);
+extern bool afdw_read_request(AfdwScanState *st, bool block);
+extern void afdw_take_batch(AfdwScanState *st);
+extern void afdw_raise_held_error(AfdwScanState *st);
+extern void afdw_finish_request(AfdwScanState *st);
+extern void afdw_close_cursor(AfdwScanState *st);
+
+/* stream.c */
+extern bool afdw_siblings_may_stream(AfdwScanState *st);
+extern bool afdw_sibling_streaming(AfdwScanState *st);
+extern void afdw_hand_over(AfdwScanState *st);
+extern bool afdw_take_stream_batch(AfdwScanState *st, bool block);
+extern void afdw_spill_stream(AfdwScanState *st);
+extern void afdw_take_spill_batch(AfdwScanState *st);
+extern void afdw_end_spill(AfdwScanState *st);
+extern void afdw_abandon_stream(AfdwScanState *st);
+
+/* convert.c */
+extern void afdw_init_row_builder(RowBuilder *rb, Relation rel, List *retrieved_attrs,
+							 MemoryContext row_cxt);
+extern HeapTuple afdw_make_tuple(RowBuilder *rb, PGresult *res, int row,
+							MemoryContext cxt);
+extern void afdw_store_row(AfdwScanState *st, TupleTableSlot *slot);
+extern bool afdw_prepare_binary(AfdwScanState *st);
+extern bool afdw_binary_allowed(AfdwScanState *st);
+extern BinaryStatus afdw_binary_status(Oid relid);
+extern void afdw_set_binary_status(Oid relid, BinaryStatus status);
+
+/* analyze.c */
+extern bool afdwAnalyzeForeignTable(Relation rel, AcquireSampleRowsFunc *func,
+									BlockNumber *totalpages);
+
+#endif							/* SCAN_INTERNAL_H */

@@ -1,0 +1,490 @@
+/*-------------------------------------------------------------------------
+ *
+ * stream.c
+ *		COPY (query) TO STDOUT streams of scans, and their turns on a
+ *		shared connection.
+ *
+ * A streaming scan's rows are read from the socket as its batches need
+ * them (afdw_take_stream_batch): each line is copied into the batch's line
+ * buffer, where convert.c turns it into a tuple when next_row (scan.c)
+ * asks.  A stream whose connection another scan needs is read on into a
+ * tuplestore (afdw_spill_stream); one stopped early is cancelled
+ * (afdw_abandon_stream).  Asynchronous siblings under one Append may
+ * stream on a connection they share, one after the other
+ * (afdw_hand_over).  request.c sends the COPY and reads its first result;
+ * connection.c reads its lines off the socket (afdw_get_copy_line).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "port/pg_bswap.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/tuplestore.h"
+
+#include "async_fdw.h"
+#include "scan_internal.h"
+
+/*
+ * Lines of a stream per batch, at most, whatever fetch_size says: the rows
+ * are read from the socket as the batch needs them, so a bigger batch
+ * saves nothing, and the arrays of a batch are allocated at its size.
+ */
+#define AFDW_STREAM_BATCH_MAX	100000
+
+/*
+ * afdw_siblings_may_stream
+ *		Whether ST may stream on a connection that other scans hold: only
+ *		if each of them is an asynchronous sibling of ST (a child of the
+ *		same Append of the same executor) that may stream too.  The Append
+ *		reads all of them as their rows come, so a sibling that finds the
+ *		connection streaming can wait for that stream to end; any other
+ *		scan could be read first and wait forever.
+ */
+bool
+afdw_siblings_may_stream(AfdwScanState *st)
+{
+	dlist_iter	it;
+
+	if (st->async_parent == NULL)
+		return false;
+	dlist_foreach(it, &afdw_active_scans)
+	{
+		AfdwScanState *other = dlist_container(AfdwScanState, active_node, it.cur);
+
+		if (other == st || other->conn != st->conn)
+			continue;
+		if (other->estate != st->estate ||
+			other->async_parent != st->async_parent || !other->may_stream)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * afdw_sibling_streaming
+ *		Whether ST should wait for the stream of a sibling that occupies its
+ *		connection, so as to stream after it.
+ */
+bool
+afdw_sibling_streaming(AfdwScanState *st)
+{
+	dlist_iter	it;
+
+	if (!st->may_stream || !afdw_is_busy(st->conn) ||
+		!afdw_siblings_may_stream(st))
+		return false;
+	dlist_foreach(it, &afdw_active_scans)
+	{
+		AfdwScanState *other = dlist_container(AfdwScanState, active_node, it.cur);
+
+		if (other != st && other->conn == st->conn && afdw_streaming(other))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * afdw_hand_over
+ *		ST's stream has ended: start the stream of a sibling waiting for
+ *		the connection, if any.
+ */
+void
+afdw_hand_over(AfdwScanState *st)
+{
+	dlist_iter	it;
+
+	dlist_foreach(it, &afdw_active_scans)
+	{
+		AfdwScanState *other = dlist_container(AfdwScanState, active_node, it.cur);
+
+		if (other != st && other->conn == st->conn &&
+			other->phase == PHASE_QUEUED)
+		{
+			afdw_set_phase(other, PHASE_UNSENT);
+			/*
+			 * While another scan takes the connection over (drain_scan),
+			 * the sibling starts at its next request instead.
+			 */
+			if (!st->draining)
+				afdw_send_start(other);
+			return;
+		}
+	}
+}
+
+/*
+ * end_stream
+ *		The stream's rows are all read (or abandoned): read the results of
+ *		the COPY, of the type check after it and of the savepoint's release,
+ *		and free the connection.  A failure is kept in held_error, to be
+ *		raised when the rows after the last one read are needed; an
+ *		abandoned stream's is dropped (the connection rolls the savepoint
+ *		back with its next command).
+ */
+static void
+end_stream(AfdwScanState *st, bool abandoned)
+{
+	for (;;)
+	{
+		PGresult   *res;
+		ExecStatusType status;
+
+		while (!afdw_result_ready(st->conn))
+			afdw_wait_socket(st->conn, st->req_sql);
+		res = afdw_get_result(st->conn);
+		if (res == NULL)
+			break;
+		status = PQresultStatus(res);
+		if (status == PGRES_COPY_OUT)
+		{
+			/* Rows of another COPY cannot follow: a broken server. */
+			PQclear(res);
+			afdw_discard_copy(st->conn, st->req_sql);
+			continue;
+		}
+		if (status == PGRES_TUPLES_OK && st->checking && !abandoned &&
+			PQntuples(res) == 1 && PQnfields(res) == 1)
+			afdw_set_binary_status(RelationGetRelid(st->rel),
+							  strcmp(PQgetvalue(res, 0, 0), "t") == 0 ?
+							  BINARY_SAME_TYPES : BINARY_OTHER_TYPES);
+		if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
+		{
+			bool		lost = afdw_result_lost(st->conn, res);
+
+			if (st->held_error == NULL)
+			{
+				st->held_error = res;
+				if (st->held_sql != NULL)
+					pfree(st->held_sql);
+				st->held_sql = MemoryContextStrdup(st->scan_cxt, st->req_sql);
+			}
+			else
+				PQclear(res);
+			if (lost)
+				break;
+			continue;
+		}
+		PQclear(res);
+	}
+	afdw_set_idle(st->conn);
+	st->checking = false;
+	afdw_set_phase(st, PHASE_DONE);
+	afdw_set_streaming(st->conn, false);
+
+	if (abandoned)
+	{
+		if (st->held_error != NULL)
+		{
+			PQclear(st->held_error);
+			st->held_error = NULL;
+		}
+		if (!afdw_connection_ok(st->conn))
+			afdw_report_remote_error(NULL, st->conn, st->req_sql);
+		return;
+	}
+	afdw_hand_over(st);
+}
+
+/*
+ * binary_line
+ *		Make BUF, *LEN bytes of a binary stream's message, a row: take
+ *		COPY's header off the first message, where the first row or the
+ *		trailer follows it.  False when what is left is the trailer.
+ */
+static bool
+binary_line(AfdwScanState *st, char *buf, int *len)
+{
+	static const char signature[11] = "PGCOPY\n\377\r\n\0";
+	int16		n16;
+
+	if (st->header_pending)
+	{
+		uint32		flags;
+		uint32		extlen;
+		int			hdrlen;
+
+		if (*len < 19 || memcmp(buf, signature, 11) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+					 errmsg("remote COPY of foreign table \"%s\" did not start with a binary COPY header",
+							RelationGetRelationName(st->rel))));
+		memcpy(&flags, buf + 11, 4);
+		memcpy(&extlen, buf + 15, 4);
+		flags = pg_ntoh32(flags);
+		extlen = pg_ntoh32(extlen);
+		if ((flags & (1 << 16)) != 0 || extlen > (uint32) (*len - 19))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+					 errmsg("remote COPY of foreign table \"%s\" sent an unsupported binary COPY header",
+							RelationGetRelationName(st->rel))));
+		hdrlen = 19 + extlen;
+		memmove(buf, buf + hdrlen, *len - hdrlen + 1);
+		*len -= hdrlen;
+		st->header_pending = false;
+	}
+	if (*len == 0)
+		return false;
+	if (*len == 2)
+	{
+		memcpy(&n16, buf, 2);
+		if ((int16) pg_ntoh16(n16) == -1)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * append_line
+ *		Add LEN bytes at BUF, a line followed by a zero byte, to the current
+ *		batch.  BUF is libpq's when OWNED_BY_LIBPQ: given back on failure.
+ */
+static void
+append_line(AfdwScanState *st, char *buf, int len, bool owned_by_libpq)
+{
+	Size		start = MAXALIGN(st->linebuf_used);
+	Size		need = start + (Size) len + 1;
+
+	if (need > st->linebuf_size)
+	{
+		Size		newsize = Max(st->linebuf_size * 2, LINEBUF_INITIAL);
+		char	   *newbuf;
+
+		while (newsize < need)
+			newsize *= 2;
+		newbuf = MemoryContextAllocExtended(st->scan_cxt, newsize,
+											MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+		if (newbuf == NULL)
+		{
+			/* Give libpq's line back before failing. */
+			if (owned_by_libpq)
+				PQfreemem(buf);
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory"),
+					 errdetail("A batch of rows of foreign table \"%s\" needed %zu bytes.",
+							   RelationGetRelationName(st->rel), newsize)));
+		}
+		if (st->linebuf_used > 0)
+			memcpy(newbuf, st->linebuf, st->linebuf_used);
+		if (st->linebuf != NULL)
+			pfree(st->linebuf);
+		st->linebuf = newbuf;
+		st->linebuf_size = newsize;
+	}
+	memcpy(st->linebuf + start, buf, (Size) len);
+	st->linebuf[start + len] = '\0';
+	st->line_offs[st->nlines] = start;
+	st->line_lens[st->nlines++] = len;
+	st->linebuf_used = need;
+}
+
+/*
+ * alloc_lines
+ *		Make room for the lines of one batch of a stream.
+ */
+static void
+alloc_lines(AfdwScanState *st)
+{
+	int			n = Min(st->fetch_size, AFDW_STREAM_BATCH_MAX);
+
+	if (st->line_offs == NULL)
+	{
+		st->line_offs = MemoryContextAlloc(st->scan_cxt, sizeof(Size) * n);
+		st->line_lens = MemoryContextAlloc(st->scan_cxt, sizeof(int) * n);
+	}
+}
+
+/*
+ * afdw_take_stream_batch
+ *		Take up to fetch_size streamed rows as the current batch; false
+ *		when BLOCK is false and no row has arrived yet.
+ *
+ * Rows are read from the socket only as the batch needs them, so TCP
+ * flow control keeps the remote server from running far ahead.
+ */
+bool
+afdw_take_stream_batch(AfdwScanState *st, bool block)
+{
+	int			batch_lines = Min(st->fetch_size, AFDW_STREAM_BATCH_MAX);
+	bool		consumed = false;
+
+	afdw_drop_batch(st);
+	alloc_lines(st);
+
+	for (;;)
+	{
+		char	   *buf = NULL;
+		int			len = afdw_get_copy_line(st->conn, &buf, false, st->req_sql);
+
+		if (len > 0)
+		{
+			append_line(st, buf, len, true);
+			PQfreemem(buf);
+			if (st->mode == READ_BINARY_STREAM &&
+				!binary_line(st, LINE(st, st->nlines - 1),
+							 &st->line_lens[st->nlines - 1]))
+			{
+				/* The trailer: the end of the rows.  It takes no room. */
+				st->nlines--;
+				st->linebuf_used = st->line_offs[st->nlines];
+				continue;
+			}
+			consumed = false;
+			if (st->nlines >= batch_lines)
+				break;
+			continue;
+		}
+		if (len == 0)
+		{
+			if (st->nlines > 0)
+				break;
+			if (!consumed)
+			{
+				afdw_consume_input(st->conn, st->req_sql);
+				consumed = true;
+				continue;
+			}
+			if (!block)
+				return false;
+			afdw_wait_socket(st->conn, st->req_sql);
+			continue;
+		}
+		/* The stream is over, or failed: an error waits its turn. */
+		end_stream(st, false);
+		break;
+	}
+	st->ntuples = st->nlines;
+	st->nbatches++;
+	return true;
+}
+
+/*
+ * afdw_spill_stream
+ *		Another scan needs the connection of this scan's stream, which
+ *		cannot be interrupted: read the rest of the stream into a
+ *		tuplestore (memory up to work_mem, then a temporary file), one row
+ *		per raw line, converted only when the scan reads it back
+ *		(afdw_take_spill_batch).  The current batch is left as it is.
+ */
+void
+afdw_spill_stream(AfdwScanState *st)
+{
+	MemoryContext oldcxt;
+	TupleDesc	desc;
+
+	if (st->phase != PHASE_COPYING)
+	{
+		(void) afdw_read_request(st, true);
+		if (st->phase != PHASE_COPYING)
+			return;				/* it failed before its rows: queued */
+	}
+
+	oldcxt = MemoryContextSwitchTo(st->scan_cxt);
+	desc = CreateTemplateTupleDesc(1);
+	TupleDescInitEntry(desc, (AttrNumber) 1, "line", BYTEAOID, -1, 0);
+	st->spill = tuplestore_begin_heap(false, false, work_mem);
+	st->spill_slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	MemoryContextSwitchTo(oldcxt);
+
+	for (;;)
+	{
+		char	   *buf = NULL;
+		int			len = afdw_get_copy_line(st->conn, &buf, true, st->req_sql);
+		bytea	   *line;
+		Datum		value;
+		bool		isnull = false;
+
+		if (len < 0)
+			break;
+		if (st->mode == READ_BINARY_STREAM && !binary_line(st, buf, &len))
+		{
+			PQfreemem(buf);
+			continue;
+		}
+		line = palloc_extended(len + VARHDRSZ, MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+		if (line == NULL)
+		{
+			PQfreemem(buf);
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory")));
+		}
+		SET_VARSIZE(line, len + VARHDRSZ);
+		memcpy(VARDATA(line), buf, len);
+		PQfreemem(buf);
+		value = PointerGetDatum(line);
+		tuplestore_putvalues(st->spill, desc, &value, &isnull);
+		pfree(line);
+	}
+	end_stream(st, false);
+	afdw_set_phase(st, PHASE_SPILLED);
+}
+
+/*
+ * afdw_take_spill_batch
+ *		Take up to fetch_size rows of a spilled stream as the current batch.
+ */
+void
+afdw_take_spill_batch(AfdwScanState *st)
+{
+	int			batch_lines = Min(st->fetch_size, AFDW_STREAM_BATCH_MAX);
+
+	afdw_drop_batch(st);
+	alloc_lines(st);
+	while (st->nlines < batch_lines)
+	{
+		bool		isnull;
+		bytea	   *line;
+
+		if (!tuplestore_gettupleslot(st->spill, true, false, st->spill_slot))
+		{
+			afdw_set_phase(st, PHASE_DONE);
+			break;
+		}
+		line = DatumGetByteaPP(slot_getattr(st->spill_slot, 1, &isnull));
+		append_line(st, VARDATA_ANY(line), VARSIZE_ANY_EXHDR(line), false);
+	}
+	ExecClearTuple(st->spill_slot);
+	st->ntuples = st->nlines;
+	st->nbatches++;
+}
+
+/*
+ * afdw_end_spill
+ *		Forget a spilled stream's rows.
+ */
+void
+afdw_end_spill(AfdwScanState *st)
+{
+	if (st->spill == NULL)
+		return;
+	ExecDropSingleTupleTableSlot(st->spill_slot);
+	tuplestore_end(st->spill);
+	st->spill = NULL;
+	st->spill_slot = NULL;
+}
+
+/*
+ * afdw_abandon_stream
+ *		Stop a stream before its end: cancel the COPY remotely, throw away
+ *		what is still on its way, and roll back to the savepoint before it.
+ */
+void
+afdw_abandon_stream(AfdwScanState *st)
+{
+	if (st->phase != PHASE_COPYING)
+		(void) afdw_read_request(st, true);
+	if (st->phase != PHASE_COPYING)
+	{
+		/* It failed before the rows began: the error is queued, unused. */
+		return;
+	}
+
+	afdw_cancel(st->conn);
+	afdw_discard_copy(st->conn, st->req_sql);
+	end_stream(st, true);
+}
