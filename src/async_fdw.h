@@ -119,6 +119,38 @@ extern void afdw_preparing_statement(AfdwConn *conn, const char *sql,
 
 /* remote.c */
 typedef void (*AfdwDrainFn) (void *owner);
+
+/*
+ * Lines of a COPY TO STDOUT, read as a batch (afdw_read_copy_lines).  Each
+ * line is copied into buf after the one before, at a MAXALIGNed offset and
+ * followed by a zero byte, and the line libpq gave is freed at once: libpq
+ * mallocs every line, and a malloc'd line held until its batch ends is
+ * costly for the allocator.  The owner allocates offs and lens (room for
+ * max lines) and empties the batch by setting n and used to 0.
+ */
+typedef struct AfdwLines
+{
+	char	   *buf;			/* the lines */
+	Size		size;			/* bytes allocated at buf */
+	Size		used;			/* bytes used */
+	Size	   *offs;			/* where each line starts in buf */
+	int		   *lens;			/* the length of each line */
+	int			n;				/* lines in the batch */
+	int			max;			/* room in offs and lens */
+	MemoryContext cxt;			/* where buf is allocated */
+	const char *table;			/* the foreign table, for messages */
+} AfdwLines;
+
+#define AFDW_LINE(lines, i)		((lines)->buf + (lines)->offs[i])
+
+/* What afdw_read_copy_lines found. */
+typedef enum AfdwCopyRead
+{
+	AFDW_COPY_LINES,			/* lines added; more may follow */
+	AFDW_COPY_NONE,				/* no line has arrived (not waiting) */
+	AFDW_COPY_END				/* the data is over, after the lines added */
+} AfdwCopyRead;
+
 extern void afdw_send_query(AfdwConn *conn, const char *sql, int nparams,
 							const char *const *values);
 extern PGresult *afdw_wait_result(AfdwConn *conn, const char *sql);
@@ -139,6 +171,9 @@ extern void afdw_cancel(AfdwConn *conn);
 extern void afdw_consume_input(AfdwConn *conn, const char *sql);
 extern int	afdw_get_copy_line(AfdwConn *conn, char **line, bool block,
 							   const char *sql);
+extern AfdwCopyRead afdw_read_copy_lines(AfdwConn *conn, AfdwLines *lines,
+										 bool block, const char *sql);
+extern void afdw_add_line(AfdwLines *lines, const char *line, int len);
 extern void afdw_discard_copy(AfdwConn *conn, const char *sql);
 extern pgsocket afdw_socket(AfdwConn *conn);
 extern int	afdw_server_version(AfdwConn *conn);

@@ -5,7 +5,7 @@
  *
  * A row arrives as text values (a FETCH's result, a line of a text COPY
  * stream) or as a binary COPY row; it becomes a virtual tuple in the
- * scan's slot (afdw_store_row, once per row, called by next_row in scan.c)
+ * scan's slot (afdw_store_row, once per row, called by afdwIterateForeignScan)
  * or a heap tuple (afdw_make_tuple, for analyze.c), through the local
  * types' input or receive functions, the commonest types read inline.
  * Streams may use the binary format once a remote check (sent by request.c,
@@ -560,14 +560,18 @@ split_copy_line(char *line, int len, char **fields, int max)
 /*
  * afdw_store_row
  *		Convert the batch's next row into the scan's slot, as a virtual
- *		tuple whose values live until the batch is dropped.
+ *		tuple whose values live until the batch is dropped; return SLOT.
+ *
+ * An error names the foreign table (afdw_scan_error_context) as those of
+ * the rest of the scan do.
  */
-void
+TupleTableSlot *
 afdw_store_row(AfdwScanState *st, TupleTableSlot *slot)
 {
 	RowBuilder *rb = &st->rb;
 	int			row = st->next_tuple++;
 	int			nfields;
+	ErrorContextCallback errcb;
 
 	/*
 	 * Only a stream's one and only batch can be read again (by
@@ -575,35 +579,42 @@ afdw_store_row(AfdwScanState *st, TupleTableSlot *slot)
 	 */
 	bool		reread = (st->nbatches == 1 && st->phase == PHASE_DONE);
 
+	errcb.callback = afdw_scan_error_context;
+	errcb.arg = st->rel;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+
 	ExecClearTuple(slot);
 	if (st->mode == READ_BINARY_STREAM)
 	{
 		/* libpq ends each message with a zero byte: room for the trick. */
-		convert_binary_row(rb, LINE(st, row), st->line_lens[row], !reread,
+		convert_binary_row(rb, LINE(st, row), st->lines.lens[row], !reread,
 						   slot->tts_values, slot->tts_isnull);
-		ExecStoreVirtualTuple(slot);
-		slot->tts_tid = rb->ctid;
-		return;
 	}
-	if (st->batch_res != NULL)
-		nfields = fields_of_result(rb, st->batch_res, row);
 	else
 	{
-		int			len = st->line_lens[row];
-		char	   *line = LINE(st, row);
-
-		/* Splitting rewrites the line. */
-		if (reread)
+		if (st->batch_res != NULL)
+			nfields = fields_of_result(rb, st->batch_res, row);
+		else
 		{
-			line = MemoryContextAlloc(st->row_cxt, len + 1);
-			memcpy(line, LINE(st, row), len + 1);
+			int			len = st->lines.lens[row];
+			char	   *line = LINE(st, row);
+
+			/* Splitting rewrites the line. */
+			if (reread)
+			{
+				line = MemoryContextAlloc(st->row_cxt, len + 1);
+				memcpy(line, LINE(st, row), len + 1);
+			}
+			nfields = split_copy_line(line, len, rb->fields, rb->max_fields);
 		}
-		nfields = split_copy_line(line, len, rb->fields, rb->max_fields);
+		convert_row(rb, nfields, slot->tts_values, slot->tts_isnull);
 	}
-	convert_row(rb, nfields, slot->tts_values, slot->tts_isnull);
 	ExecStoreVirtualTuple(slot);
 	/* Invalid unless the remote ctid is fetched (it is referenced). */
 	slot->tts_tid = rb->ctid;
+	error_context_stack = errcb.previous;
+	return slot;
 }
 
 /*

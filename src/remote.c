@@ -37,6 +37,9 @@
 #include "async_fdw.h"
 #include "connection_internal.h"
 
+/* The first size of a batch's line buffer (AfdwLines). */
+#define AFDW_LINES_INITIAL	8192
+
 static bool discard_copy_data(AfdwConn *entry, TimestampTz deadline);
 static void refuse_copy_in(AfdwConn *entry, ExecStatusType status);
 
@@ -577,6 +580,111 @@ afdw_get_copy_line(AfdwConn *conn, char **line, bool block, const char *sql)
 			return -1;
 		if (!block)
 			return 0;
+		afdw_wait_socket(conn, sql);
+	}
+}
+
+/*
+ * add_line
+ *		Copy LINE, LEN bytes followed by a zero byte, into LINES.  LINE is
+ *		libpq's when OWNED_BY_LIBPQ: given back before an error.
+ */
+static inline void
+add_line(AfdwLines *lines, const char *line, int len, bool owned_by_libpq)
+{
+	Size		start = MAXALIGN(lines->used);
+	Size		need = start + (Size) len + 1;
+
+	Assert(lines->n < lines->max);
+	if (unlikely(need > lines->size))
+	{
+		Size		newsize = Max(lines->size * 2, AFDW_LINES_INITIAL);
+		char	   *newbuf;
+
+		while (newsize < need)
+			newsize *= 2;
+		newbuf = MemoryContextAllocExtended(lines->cxt, newsize,
+											MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+		if (newbuf == NULL)
+		{
+			if (owned_by_libpq)
+				PQfreemem((void *) line);
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory"),
+					 errdetail("A batch of rows of foreign table \"%s\" needed %zu bytes.",
+							   lines->table, newsize)));
+		}
+		if (lines->used > 0)
+			memcpy(newbuf, lines->buf, lines->used);
+		if (lines->buf != NULL)
+			pfree(lines->buf);
+		lines->buf = newbuf;
+		lines->size = newsize;
+	}
+	memcpy(lines->buf + start, line, (Size) len);
+	lines->buf[start + len] = '\0';
+	lines->offs[lines->n] = start;
+	lines->lens[lines->n++] = len;
+	lines->used = need;
+}
+
+/*
+ * afdw_add_line
+ *		Copy LINE, LEN bytes in memory of our own (a spilled row), into
+ *		LINES.
+ */
+void
+afdw_add_line(AfdwLines *lines, const char *line, int len)
+{
+	add_line(lines, line, len, false);
+}
+
+/*
+ * afdw_read_copy_lines
+ *		Add the lines of the COPY TO STDOUT running on CONN (for SQL) that
+ *		have arrived to LINES, until it is full: AFDW_COPY_LINES when lines
+ *		were added and more may follow, AFDW_COPY_NONE when LINES is empty,
+ *		none has arrived and BLOCK is false, AFDW_COPY_END when the data is
+ *		over or failed (the COPY's final result follows through
+ *		afdw_get_result).
+ *
+ * Lines are read from the socket only as the batch needs them, so that TCP
+ * flow control keeps the remote server from running far ahead; the socket
+ * is read (and, with BLOCK, waited on) only while LINES is empty.  One
+ * call per batch, not per line: the loop is the per-row path of a stream.
+ */
+AfdwCopyRead
+afdw_read_copy_lines(AfdwConn *conn, AfdwLines *lines, bool block,
+					 const char *sql)
+{
+	bool		consumed = false;
+
+	for (;;)
+	{
+		char	   *buf = NULL;
+		int			len = PQgetCopyData(conn->conn, &buf, 1);
+
+		if (len > 0)
+		{
+			add_line(lines, buf, len, true);
+			PQfreemem(buf);
+			if (lines->n >= lines->max)
+				return AFDW_COPY_LINES;
+			continue;
+		}
+		if (len < 0)
+			return AFDW_COPY_END;
+		if (lines->n > 0)
+			return AFDW_COPY_LINES;
+		if (!consumed)
+		{
+			afdw_consume_input(conn, sql);
+			consumed = true;
+			continue;
+		}
+		if (!block)
+			return AFDW_COPY_NONE;
 		afdw_wait_socket(conn, sql);
 	}
 }

@@ -7,7 +7,7 @@
  * first FETCH, an EXECUTE of a statement prepared in the remote session (a
  * parameterized scan), or a COPY stream, whose rows stream.c reads; more
  * FETCHes follow ahead of need (afdw_send_fetch).  Results arrive into a
- * queue of batches (afdw_read_request), which next_row (scan.c) takes one
+ * queue of batches (afdw_read_request), which next_batch (scan.c) takes one
  * at a time (afdw_take_batch); convert.c turns their rows into tuples.
  * Commands go through the connection's calls (connection.c), which wrap
  * each in a savepoint.
@@ -371,7 +371,7 @@ afdw_read_request(AfdwScanState *st, bool block)
 			case PGRES_TUPLES_OK:
 				if (st->mode == READ_EXECUTE && PQntuples(res) > st->fetch_size)
 				{
-					/* Past the LIMIT: no lookup; next_row starts over. */
+					/* Past the LIMIT: no lookup; next_batch starts over. */
 					PQclear(res);
 					st->outcome = PHASE_OVERFLOW;
 					break;
@@ -387,7 +387,7 @@ afdw_read_request(AfdwScanState *st, bool block)
 			case PGRES_COPY_OUT:
 				if (!afdw_streaming(st))
 					refuse_copy_out(st, res);
-				/* The stream's rows follow; next_row reads them. */
+				/* The stream's rows follow; next_batch reads them. */
 				PQclear(res);
 				afdw_set_phase(st, PHASE_COPYING);
 				return true;

@@ -5,7 +5,7 @@
  *
  * Begin, Iterate, ReScan, End and Explain, the life of a scan's state,
  * the eager start of queries (every scan of a statement sends its query at
- * the first fetch of any of them), and the row loop (next_row) that takes
+ * the first fetch of any of them), and the row loop (next_batch) that takes
  * batches from where the scan reads its query: a COPY stream (stream.c), a
  * queue of FETCH or EXECUTE results (request.c).  convert.c turns each row
  * into a tuple; analyze.c holds ANALYZE, registered here.
@@ -33,6 +33,14 @@
 
 #include "async_fdw.h"
 #include "scan_internal.h"
+
+/* What next_batch found. */
+typedef enum AfdwBatchResult
+{
+	BATCH_READY,				/* the current batch has a row to use */
+	BATCH_END,					/* the scan's rows are all used */
+	BATCH_NOT_READY				/* no row has arrived yet (not waiting) */
+} AfdwBatchResult;
 
 /*
  * Scans of this backend that have not sent their query yet.  The first
@@ -66,11 +74,11 @@ static int	n_latch_sets = 0;
 #endif
 
 /*
- * scan_error_context
+ * afdw_scan_error_context
  *		Name the foreign table whose scan failed.
  */
-static void
-scan_error_context(void *arg)
+void
+afdw_scan_error_context(void *arg)
 {
 	errcontext("scan of foreign table \"%s\"",
 			   RelationGetRelationName((Relation) arg));
@@ -161,14 +169,14 @@ free_batch(AfdwScanState *st)
 		PQclear(st->batch_res);
 		st->batch_res = NULL;
 	}
-	st->nlines = 0;
-	st->linebuf_used = 0;
+	st->lines.n = 0;
+	st->lines.used = 0;
 	/* A batch of huge rows leaves no huge buffer behind. */
-	if (st->linebuf_size > LINEBUF_KEEP)
+	if (st->lines.size > LINEBUF_KEEP)
 	{
-		pfree(st->linebuf);
-		st->linebuf = NULL;
-		st->linebuf_size = 0;
+		pfree(st->lines.buf);
+		st->lines.buf = NULL;
+		st->lines.size = 0;
 	}
 	st->ntuples = 0;
 	st->next_tuple = 0;
@@ -197,10 +205,10 @@ free_libpq_memory(AfdwScanState *st)
 		PQclear(st->held_error);
 		st->held_error = NULL;
 	}
-	st->linebuf = NULL;
-	st->linebuf_size = 0;
-	st->linebuf_used = 0;
-	st->nlines = 0;
+	st->lines.buf = NULL;
+	st->lines.size = 0;
+	st->lines.used = 0;
+	st->lines.n = 0;
 	st->ntuples = 0;
 	st->next_tuple = 0;
 	/* The tuplestore's temporary file goes with the resource owner. */
@@ -516,28 +524,30 @@ sibling_owns_connection(AfdwScanState *st)
 }
 
 /*
- * next_row
- *		The scan's next row in its slot, an empty slot at the end, or NULL
- *		when BLOCK is false and the rows have not arrived yet.
+ * next_batch
+ *		Make a batch with rows to use current: BATCH_READY when there is
+ *		one, BATCH_END when the rows are all used, BATCH_NOT_READY when
+ *		BLOCK is false and the rows have not arrived yet.
+ *
+ * Not inlined: afdwIterateForeignScan, which calls it once per batch, then
+ * needs no stack frame for its rows.
  */
-static TupleTableSlot *
-next_row(AfdwScanState *st, bool block)
+static pg_noinline AfdwBatchResult
+next_batch(AfdwScanState *st, bool block)
 {
-	TupleTableSlot *slot = st->node->ss.ss_ScanTupleSlot;
+	AfdwBatchResult result;
 	ErrorContextCallback errcb;
 
-	errcb.callback = scan_error_context;
+	errcb.callback = afdw_scan_error_context;
 	errcb.arg = st->rel;
 	errcb.previous = error_context_stack;
 	error_context_stack = &errcb;
 
-	st->demanded = true;
-	st->conn_wait = false;
 	for (;;)
 	{
 		if (st->next_tuple < st->ntuples)
 		{
-			afdw_store_row(st, slot);
+			result = BATCH_READY;
 			goto out;
 		}
 
@@ -565,7 +575,7 @@ next_row(AfdwScanState *st, bool block)
 					afdw_raise_held_error(st);
 				else
 				{
-					ExecClearTuple(slot);
+					result = BATCH_END;
 					goto out;
 				}
 				continue;
@@ -615,29 +625,43 @@ next_row(AfdwScanState *st, bool block)
 	}
 
 not_ready:
-	slot = NULL;
+	result = BATCH_NOT_READY;
 out:
 	error_context_stack = errcb.previous;
-	return slot;
+	return result;
 }
 
 /*
  * afdwIterateForeignScan
  *		The next row, waiting for it unless an asynchronous request asked
  *		not to.
+ *
+ * A row of the current batch, the common case, goes to afdw_store_row as
+ * the last thing done here, so that the call costs no more than the jump
+ * to it.
  */
 static TupleTableSlot *
 afdwIterateForeignScan(ForeignScanState *node)
 {
 	AfdwScanState *st = (AfdwScanState *) node->fdw_state;
-	TupleTableSlot *slot = next_row(st, !st->nowait);
+	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
 
-	if (slot == NULL)
+	st->demanded = true;
+	st->conn_wait = false;
+	if (unlikely(st->next_tuple >= st->ntuples))
 	{
-		st->not_ready = true;
-		slot = ExecClearTuple(node->ss.ss_ScanTupleSlot);
+		switch (next_batch(st, !st->nowait))
+		{
+			case BATCH_READY:
+				break;
+			case BATCH_END:
+				return ExecClearTuple(slot);
+			case BATCH_NOT_READY:
+				st->not_ready = true;
+				return ExecClearTuple(slot);
+		}
 	}
-	return slot;
+	return afdw_store_row(st, slot);
 }
 
 /*

@@ -58,8 +58,8 @@ typedef enum AfdwReadMode
 
 /*
  * Where the scan's current remote query stands.  afdw_set_phase makes
- * every change (and keeps pending_scans in step); the row loop, next_row,
- * is a switch over it.
+ * every change (and keeps pending_scans in step); the row loop, next_batch
+ * in scan.c, is a switch over it.
  */
 typedef enum AfdwPhase
 {
@@ -94,10 +94,9 @@ typedef enum AfdwPhase
 /* Batches received and not yet used: at most two messages' worth. */
 #define AFDW_QUEUE_SIZE		(2 * AFDW_FETCH_DEPTH)
 
-/* A stream batch's line buffer: first size, and most kept between batches. */
-#define LINEBUF_INITIAL		8192
+/* A stream batch's line buffer: the most kept between batches. */
 #define LINEBUF_KEEP		(8 * 1024 * 1024)
-#define LINE(st, i)			((st)->linebuf + (st)->line_offs[i])
+#define LINE(st, i)			AFDW_LINE(&(st)->lines, i)
 
 /* State of one foreign scan, in ForeignScanState->fdw_state. */
 typedef struct AfdwScanState
@@ -156,18 +155,11 @@ typedef struct AfdwScanState
 
 	/*
 	 * The current batch, converted a row at a time as the rows are asked
-	 * for: a FETCH's result, or lines of a stream.  A stream's lines are
-	 * copied one after the other into linebuf, and each line libpq gave is
-	 * freed at once: libpq mallocs every line, and a malloc'd line held
-	 * until its batch ends is costly for the allocator.
+	 * for: a FETCH's result, or lines of a stream (or of a spill).
 	 */
 	PGresult   *batch_res;
-	char	   *linebuf;		/* the lines, each with libpq's zero byte */
-	Size		linebuf_size;
-	Size		linebuf_used;
-	Size	   *line_offs;		/* room for fetch_size of them */
-	int		   *line_lens;
-	int			nlines;
+	AfdwLines	lines;			/* room for fetch_size lines, at most
+								 * AFDW_STREAM_BATCH_MAX */
 	int			ntuples;
 	int			next_tuple;
 	int			nbatches;		/* batches used since the query was sent */
@@ -309,6 +301,7 @@ extern dlist_head afdw_active_scans;
 extern void afdw_set_phase(AfdwScanState *st, AfdwPhase phase);
 extern void afdw_drop_batch(AfdwScanState *st);
 extern void afdw_wake_append(AfdwScanState *st);
+extern void afdw_scan_error_context(void *arg);
 
 /* request.c */
 extern void afdw_clear_queue(AfdwScanState *st);
@@ -335,7 +328,7 @@ extern void afdw_init_row_builder(RowBuilder *rb, Relation rel, List *retrieved_
 							 MemoryContext row_cxt);
 extern HeapTuple afdw_make_tuple(RowBuilder *rb, PGresult *res, int row,
 							MemoryContext cxt);
-extern void afdw_store_row(AfdwScanState *st, TupleTableSlot *slot);
+extern TupleTableSlot *afdw_store_row(AfdwScanState *st, TupleTableSlot *slot);
 extern bool afdw_prepare_binary(AfdwScanState *st);
 extern bool afdw_binary_allowed(AfdwScanState *st);
 extern BinaryStatus afdw_binary_status(Oid relid);

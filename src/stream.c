@@ -5,14 +5,15 @@
  *		shared connection.
  *
  * A streaming scan's rows are read from the socket as its batches need
- * them (afdw_take_stream_batch): each line is copied into the batch's line
- * buffer, where convert.c turns it into a tuple when next_row (scan.c)
- * asks.  A stream whose connection another scan needs is read on into a
- * tuplestore (afdw_spill_stream); one stopped early is cancelled
+ * them (afdw_take_stream_batch): remote.c copies a batch of lines off the
+ * socket into the batch's line buffer (afdw_read_copy_lines), this file
+ * takes the binary format's framing off them, and convert.c turns each
+ * into a tuple when the executor asks (afdw_store_row).  A stream whose
+ * connection another scan needs is read on into a tuplestore
+ * (afdw_spill_stream); one stopped early is cancelled
  * (afdw_abandon_stream).  Asynchronous siblings under one Append may
  * stream on a connection they share, one after the other
- * (afdw_hand_over).  request.c sends the COPY and reads its first result;
- * connection.c reads its lines off the socket (afdw_get_copy_line).
+ * (afdw_hand_over).  request.c sends the COPY and reads its first result.
  *
  *-------------------------------------------------------------------------
  */
@@ -238,48 +239,27 @@ binary_line(AfdwScanState *st, char *buf, int *len)
 }
 
 /*
- * append_line
- *		Add LEN bytes at BUF, a line followed by a zero byte, to the current
- *		batch.  BUF is libpq's when OWNED_BY_LIBPQ: given back on failure.
+ * binary_lines
+ *		Take the binary COPY header off the first line of the stream, and
+ *		drop what is not a row (the trailer, a line of nothing but the
+ *		header) from the lines of the batch.
  */
 static void
-append_line(AfdwScanState *st, char *buf, int len, bool owned_by_libpq)
+binary_lines(AfdwScanState *st)
 {
-	Size		start = MAXALIGN(st->linebuf_used);
-	Size		need = start + (Size) len + 1;
+	AfdwLines  *lines = &st->lines;
+	int			kept = 0;
 
-	if (need > st->linebuf_size)
+	for (int i = 0; i < lines->n; i++)
 	{
-		Size		newsize = Max(st->linebuf_size * 2, LINEBUF_INITIAL);
-		char	   *newbuf;
+		int			len = lines->lens[i];
 
-		while (newsize < need)
-			newsize *= 2;
-		newbuf = MemoryContextAllocExtended(st->scan_cxt, newsize,
-											MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
-		if (newbuf == NULL)
-		{
-			/* Give libpq's line back before failing. */
-			if (owned_by_libpq)
-				PQfreemem(buf);
-			ereport(ERROR,
-					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("out of memory"),
-					 errdetail("A batch of rows of foreign table \"%s\" needed %zu bytes.",
-							   RelationGetRelationName(st->rel), newsize)));
-		}
-		if (st->linebuf_used > 0)
-			memcpy(newbuf, st->linebuf, st->linebuf_used);
-		if (st->linebuf != NULL)
-			pfree(st->linebuf);
-		st->linebuf = newbuf;
-		st->linebuf_size = newsize;
+		if (!binary_line(st, AFDW_LINE(lines, i), &len))
+			continue;
+		lines->offs[kept] = lines->offs[i];
+		lines->lens[kept++] = len;
 	}
-	memcpy(st->linebuf + start, buf, (Size) len);
-	st->linebuf[start + len] = '\0';
-	st->line_offs[st->nlines] = start;
-	st->line_lens[st->nlines++] = len;
-	st->linebuf_used = need;
+	lines->n = kept;
 }
 
 /*
@@ -289,12 +269,15 @@ append_line(AfdwScanState *st, char *buf, int len, bool owned_by_libpq)
 static void
 alloc_lines(AfdwScanState *st)
 {
-	int			n = Min(st->fetch_size, AFDW_STREAM_BATCH_MAX);
+	AfdwLines  *lines = &st->lines;
 
-	if (st->line_offs == NULL)
+	if (lines->offs == NULL)
 	{
-		st->line_offs = MemoryContextAlloc(st->scan_cxt, sizeof(Size) * n);
-		st->line_lens = MemoryContextAlloc(st->scan_cxt, sizeof(int) * n);
+		lines->max = Min(st->fetch_size, AFDW_STREAM_BATCH_MAX);
+		lines->offs = MemoryContextAlloc(st->scan_cxt, sizeof(Size) * lines->max);
+		lines->lens = MemoryContextAlloc(st->scan_cxt, sizeof(int) * lines->max);
+		lines->cxt = st->scan_cxt;
+		lines->table = RelationGetRelationName(st->rel);
 	}
 }
 
@@ -309,55 +292,20 @@ alloc_lines(AfdwScanState *st)
 bool
 afdw_take_stream_batch(AfdwScanState *st, bool block)
 {
-	int			batch_lines = Min(st->fetch_size, AFDW_STREAM_BATCH_MAX);
-	bool		consumed = false;
+	AfdwCopyRead got;
 
 	afdw_drop_batch(st);
 	alloc_lines(st);
 
-	for (;;)
-	{
-		char	   *buf = NULL;
-		int			len = afdw_get_copy_line(st->conn, &buf, false, st->req_sql);
-
-		if (len > 0)
-		{
-			append_line(st, buf, len, true);
-			PQfreemem(buf);
-			if (st->mode == READ_BINARY_STREAM &&
-				!binary_line(st, LINE(st, st->nlines - 1),
-							 &st->line_lens[st->nlines - 1]))
-			{
-				/* The trailer: the end of the rows.  It takes no room. */
-				st->nlines--;
-				st->linebuf_used = st->line_offs[st->nlines];
-				continue;
-			}
-			consumed = false;
-			if (st->nlines >= batch_lines)
-				break;
-			continue;
-		}
-		if (len == 0)
-		{
-			if (st->nlines > 0)
-				break;
-			if (!consumed)
-			{
-				afdw_consume_input(st->conn, st->req_sql);
-				consumed = true;
-				continue;
-			}
-			if (!block)
-				return false;
-			afdw_wait_socket(st->conn, st->req_sql);
-			continue;
-		}
-		/* The stream is over, or failed: an error waits its turn. */
+	got = afdw_read_copy_lines(st->conn, &st->lines, block, st->req_sql);
+	if (got == AFDW_COPY_NONE)
+		return false;
+	if (st->mode == READ_BINARY_STREAM)
+		binary_lines(st);
+	/* The stream is over, or failed: an error waits its turn. */
+	if (got == AFDW_COPY_END)
 		end_stream(st, false);
-		break;
-	}
-	st->ntuples = st->nlines;
+	st->ntuples = st->lines.n;
 	st->nbatches++;
 	return true;
 }
@@ -431,11 +379,9 @@ afdw_spill_stream(AfdwScanState *st)
 void
 afdw_take_spill_batch(AfdwScanState *st)
 {
-	int			batch_lines = Min(st->fetch_size, AFDW_STREAM_BATCH_MAX);
-
 	afdw_drop_batch(st);
 	alloc_lines(st);
-	while (st->nlines < batch_lines)
+	while (st->lines.n < st->lines.max)
 	{
 		bool		isnull;
 		bytea	   *line;
@@ -446,10 +392,10 @@ afdw_take_spill_batch(AfdwScanState *st)
 			break;
 		}
 		line = DatumGetByteaPP(slot_getattr(st->spill_slot, 1, &isnull));
-		append_line(st, VARDATA_ANY(line), VARSIZE_ANY_EXHDR(line), false);
+		afdw_add_line(&st->lines, VARDATA_ANY(line), VARSIZE_ANY_EXHDR(line));
 	}
 	ExecClearTuple(st->spill_slot);
-	st->ntuples = st->nlines;
+	st->ntuples = st->lines.n;
 	st->nbatches++;
 }
 
