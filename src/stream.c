@@ -294,6 +294,13 @@ afdw_take_stream_batch(AfdwScanState *st, bool block)
 {
 	AfdwCopyRead got;
 
+	/*
+	 * A batch may hold no row (binary trailers, a header alone), and the
+	 * caller then asks for the next one: a server sending such lines
+	 * without end is still interrupted, by statement_timeout or a cancel.
+	 */
+	CHECK_FOR_INTERRUPTS();
+
 	afdw_drop_batch(st);
 	alloc_lines(st);
 
