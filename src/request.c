@@ -30,6 +30,8 @@
 #include "scan_internal.h"
 
 static void drain_scan(void *arg);
+static void refuse_answer(AfdwScanState *st, PGresult *res,
+						  const char *detail) pg_attribute_noreturn();
 
 /*
  * afdw_clear_queue
@@ -303,19 +305,18 @@ enqueue(AfdwScanState *st, PGresult *res)
 }
 
 /*
- * refuse_copy_out
- *		The server answered the scan's FETCH or EXECUTE with COPY data (RES):
- *		never take its rows for the query's.
+ * refuse_answer
+ *		The server answered the scan's command with a result the command
+ *		cannot have (DETAIL, a sentence marked for translation, says which):
+ *		cut the connection and raise the error.
  */
 static void
-refuse_copy_out(AfdwScanState *st, PGresult *res)
+refuse_answer(AfdwScanState *st, PGresult *res, const char *detail)
 {
 	PQclear(res);
 	afdw_forget_owner(st->conn, st);
 	afdw_set_phase(st, st->outcome);
-	afdw_protocol_violation(st->conn,
-							"It answered with CopyOutResponse to a query that is not a COPY.",
-							st->req_sql);
+	afdw_protocol_violation(st->conn, detail, st->req_sql);
 }
 
 /*
@@ -369,6 +370,10 @@ afdw_read_request(AfdwScanState *st, bool block)
 		switch (PQresultStatus(res))
 		{
 			case PGRES_TUPLES_OK:
+				/* A binary stream would read lines it never received. */
+				if (afdw_streaming(st))
+					refuse_answer(st, res,
+								  gettext_noop("It answered a COPY with rows, not with CopyOutResponse."));
 				if (st->mode == READ_EXECUTE && PQntuples(res) > st->fetch_size)
 				{
 					/* Past the LIMIT: no lookup; next_batch starts over. */
@@ -386,7 +391,8 @@ afdw_read_request(AfdwScanState *st, bool block)
 				break;
 			case PGRES_COPY_OUT:
 				if (!afdw_streaming(st))
-					refuse_copy_out(st, res);
+					refuse_answer(st, res,
+								  gettext_noop("It answered with CopyOutResponse to a query that is not a COPY."));
 				/* The stream's rows follow; next_batch reads them. */
 				PQclear(res);
 				afdw_set_phase(st, PHASE_COPYING);

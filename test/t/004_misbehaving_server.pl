@@ -152,6 +152,15 @@ for my $s (sort keys %binary)
 	ok((grep { /FORMAT binary/ } fake_queries($s)), "$s: the failing stream was binary");
 }
 
+# Rows where a COPY was sent, text or binary: they are not taken for the
+# stream's (a binary stream would read lines it never received).
+run_case('text_rows, text stream', 'SELECT * FROM text_rows_stream', '08P01',
+	qr/protocol violation by server "s_text_rows".*\n.*DETAIL:  It answered a COPY with rows/);
+run_case('bin_rows, binary stream', 'SELECT * FROM bin_rows_stream', '08P01',
+	qr/protocol violation by server "s_bin_rows".*\n.*DETAIL:  It answered a COPY with rows/,
+	before => 'SELECT * FROM bin_rows_stream;', before_out => $rows);
+no_command_after($_) for qw(text_rows bin_rows);
+
 # Binary trailers without end: statement_timeout ends the query.
 run_case('bin_endless_trailer, binary stream', 'SELECT * FROM bin_endless_trailer_stream', '57014',
 	qr/canceling statement due to statement timeout\n(.*\n)*.*scan of foreign table "bin_endless_trailer_stream"/,

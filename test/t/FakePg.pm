@@ -71,6 +71,11 @@ my %scenarios = (
 	# A text COPY row with three fields for two columns.
 	text_wrong_count => { text => 'wrong_count' },
 
+	# Rows (RowDescription, DataRow) where a COPY was sent: to a text
+	# COPY, or to a binary one only (the text stream before it is right).
+	text_rows => { text => 'rows' },
+	bin_rows => { binary => 'rows' },
+
 	# A CopyData message that claims 1 GB, then nothing more.
 	huge_message => { copy => 'huge', cancel => 'close' },
 
@@ -630,6 +635,14 @@ sub copy
 	my ($self, $how, $binary, $out) = @_;
 	my $common = $self->common_misbehaviour($how, $out);
 	return $common if defined $common;
+
+	if ($how eq 'rows')
+	{
+		$$out .= FakePg::row_description([ 'id', $INT4OID ], [ 'v', $TEXTOID ]);
+		$$out .= FakePg::data_row(@$_) for @ROWS;
+		$$out .= FakePg::command_complete('SELECT ' . scalar @ROWS);
+		return 'ok';
+	}
 
 	my $fmt = $binary ? 1 : 0;
 	$$out .= FakePg::copy_response('H', $fmt, 2);
