@@ -355,12 +355,13 @@ afdw_spill_stream(AfdwScanState *st)
 
 		if (len < 0)
 			break;
-		if (st->mode == READ_BINARY_STREAM && !binary_line(st, buf, &len))
-		{
-			PQfreemem(buf);
-			continue;
-		}
-		line = palloc_extended(len + VARHDRSZ, MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+
+		/*
+		 * Copied with libpq's zero byte before anything can fail, so that
+		 * libpq's line is never left behind by an error (a bad binary
+		 * header).
+		 */
+		line = palloc_extended(len + VARHDRSZ + 1, MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
 		if (line == NULL)
 		{
 			PQfreemem(buf);
@@ -368,9 +369,14 @@ afdw_spill_stream(AfdwScanState *st)
 					(errcode(ERRCODE_OUT_OF_MEMORY),
 					 errmsg("out of memory")));
 		}
-		SET_VARSIZE(line, len + VARHDRSZ);
-		memcpy(VARDATA(line), buf, len);
+		memcpy(VARDATA(line), buf, len + 1);
 		PQfreemem(buf);
+		if (st->mode == READ_BINARY_STREAM && !binary_line(st, VARDATA(line), &len))
+		{
+			pfree(line);
+			continue;
+		}
+		SET_VARSIZE(line, len + VARHDRSZ);
 		value = PointerGetDatum(line);
 		tuplestore_putvalues(st->spill, desc, &value, &isnull);
 		pfree(line);
