@@ -3,6 +3,13 @@
  * async_fdw.c
  *		Module entry points, the FDW handler and the planner callbacks.
  *
+ * The planner side of a foreign scan: its options (read through option.c),
+ * its conditions split into those shipped and those checked locally
+ * (deparse.c decides), its paths and costs, and the plan, whose private
+ * list carries the remote SQL and the way of reading to scan.c
+ * (afdw_scan_private).  The executor callbacks come from scan.c
+ * (afdw_scan_routines).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -10,6 +10,11 @@
  * default involved.  Objects of the extensions named in the server's
  * extensions option count as built in.
  *
+ * The planner (async_fdw.c) classifies conditions and builds the SELECT
+ * here; request.c binds parameters into it, wraps it in a binary COPY and
+ * asks for the remote type check with the helpers below, and analyze.c
+ * gets its sampling query.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
