@@ -6,8 +6,8 @@
  * The names follow postgres_fdw so that moving a table from postgres_fdw is
  * a change of the wrapper's name.  The libpq connection options are taken
  * from libpq itself at run time, so a newer libpq brings its new options.
- * The planner (async_fdw.c) and connection.c read the values through the
- * lookups here.
+ * The planner (async_fdw.c), connection.c and analyze.c read the values
+ * through the lookups here.
  *
  *-------------------------------------------------------------------------
  */
