@@ -111,9 +111,9 @@ acquire_sample_rows(Relation rel, int elevel, HeapTuple *rows, int targrows,
 	appendStringInfo(&sql, "DECLARE c%u CURSOR FOR ", cursor);
 	afdw_deparse_analyze(&sql, rel, &retrieved_attrs);
 	afdw_init_row_builder(&sampler.rb, rel, retrieved_attrs,
-					 AllocSetContextCreate(CurrentMemoryContext,
-										   "async_fdw analyze row",
-										   ALLOCSET_DEFAULT_SIZES));
+						  AllocSetContextCreate(CurrentMemoryContext,
+												"async_fdw analyze row",
+												ALLOCSET_DEFAULT_SIZES));
 	afdw_run_command(conn, sql.data);
 
 	snprintf(fetch, sizeof(fetch), "FETCH %d FROM c%u", fetch_size, cursor);

@@ -93,7 +93,7 @@ conversion_error_context(void *arg)
  */
 void
 afdw_init_row_builder(RowBuilder *rb, Relation rel, List *retrieved_attrs,
-				 MemoryContext row_cxt)
+					  MemoryContext row_cxt)
 {
 	int			natts = RelationGetDescr(rel)->natts;
 

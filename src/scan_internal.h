@@ -325,9 +325,9 @@ extern void afdw_abandon_stream(AfdwScanState *st);
 
 /* convert.c */
 extern void afdw_init_row_builder(RowBuilder *rb, Relation rel, List *retrieved_attrs,
-							 MemoryContext row_cxt);
+								  MemoryContext row_cxt);
 extern HeapTuple afdw_make_tuple(RowBuilder *rb, PGresult *res, int row,
-							MemoryContext cxt);
+								 MemoryContext cxt);
 extern TupleTableSlot *afdw_store_row(AfdwScanState *st, TupleTableSlot *slot);
 extern bool afdw_prepare_binary(AfdwScanState *st);
 extern bool afdw_binary_allowed(AfdwScanState *st);

@@ -150,8 +150,8 @@ end_stream(AfdwScanState *st, bool abandoned)
 		if (status == PGRES_TUPLES_OK && st->checking && !abandoned &&
 			PQntuples(res) == 1 && PQnfields(res) == 1)
 			afdw_set_binary_status(RelationGetRelid(st->rel),
-							  strcmp(PQgetvalue(res, 0, 0), "t") == 0 ?
-							  BINARY_SAME_TYPES : BINARY_OTHER_TYPES);
+								   strcmp(PQgetvalue(res, 0, 0), "t") == 0 ?
+								   BINARY_SAME_TYPES : BINARY_OTHER_TYPES);
 		if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
 		{
 			bool		lost = afdw_result_lost(st->conn, res);

@@ -741,9 +741,9 @@ afdw_xact_callback(XactEvent event, void *arg pg_attribute_unused())
  */
 void
 afdw_subxact_callback(SubXactEvent event,
-				 SubTransactionId mySubid pg_attribute_unused(),
-				 SubTransactionId parentSubid pg_attribute_unused(),
-				 void *arg pg_attribute_unused())
+					  SubTransactionId mySubid pg_attribute_unused(),
+					  SubTransactionId parentSubid pg_attribute_unused(),
+					  void *arg pg_attribute_unused())
 {
 	HASH_SEQ_STATUS scan;
 	AfdwConn   *entry;
