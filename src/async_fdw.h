@@ -17,6 +17,7 @@
 #include "nodes/execnodes.h"
 #include "nodes/pathnodes.h"
 #include "nodes/plannodes.h"
+#include "portability/instr_time.h"
 #include "utils/relcache.h"
 
 /* Defaults of the numeric options. */
@@ -139,6 +140,9 @@ typedef struct AfdwLines
 	int			max;			/* room in offs and lens */
 	MemoryContext cxt;			/* where buf is allocated */
 	const char *table;			/* the foreign table, for messages */
+	uint64		received;		/* bytes of the lines read off the socket
+								 * by afdw_read_copy_lines, over all the
+								 * batches (for EXPLAIN ANALYZE) */
 } AfdwLines;
 
 #define AFDW_LINE(lines, i)		((lines)->buf + (lines)->offs[i])
@@ -150,6 +154,14 @@ typedef enum AfdwCopyRead
 	AFDW_COPY_NONE,				/* no line has arrived (not waiting) */
 	AFDW_COPY_END				/* the data is over, after the lines added */
 } AfdwCopyRead;
+
+/*
+ * Time blocked in waits on remote sockets, over the backend's life, counted
+ * while afdw_timed_scans (scans under EXPLAIN ANALYZE with timing) is not
+ * zero: a scan takes the difference across its own calls.
+ */
+extern int	afdw_timed_scans;
+extern instr_time afdw_wait_time;
 
 extern void afdw_send_query(AfdwConn *conn, const char *sql, int nparams,
 							const char *const *values);

@@ -14,7 +14,9 @@
  * command (snapshot.c).  The lines of a COPY TO STDOUT are read here too,
  * for a stream (afdw_get_copy_line) or to throw them away.  Waits serve
  * interrupts and watch for postmaster death; the waits of cleanup have a
- * deadline.  This is the only file that reads a connection's socket.
+ * deadline, and under EXPLAIN ANALYZE their time is summed for the scans
+ * (afdw_wait_time).  This is the only file that reads a connection's
+ * socket.
  *
  * Neighbours: connection.c opens and cuts the connections; xact.c and
  * snapshot.c send their commands through this file; the scan files
@@ -39,6 +41,9 @@
 
 /* The first size of a batch's line buffer (AfdwLines). */
 #define AFDW_LINES_INITIAL	8192
+
+int			afdw_timed_scans = 0;
+instr_time	afdw_wait_time;
 
 static bool discard_copy_data(AfdwConn *entry, TimestampTz deadline);
 static void refuse_copy_in(AfdwConn *entry, ExecStatusType status);
@@ -269,6 +274,9 @@ wait_for_input(AfdwConn *entry, TimestampTz deadline)
 {
 	long		wait = -1;
 	int			rc;
+	bool		timed = (afdw_timed_scans > 0);
+	instr_time	start;
+	instr_time	end;
 
 	if (deadline >= 0)
 	{
@@ -278,7 +286,16 @@ wait_for_input(AfdwConn *entry, TimestampTz deadline)
 		if (wait <= 0)
 			return false;
 	}
+	/* Two clock readings per wait, and only under EXPLAIN ANALYZE. */
+	INSTR_TIME_SET_ZERO(start);
+	if (timed)
+		INSTR_TIME_SET_CURRENT(start);
 	rc = wait_readable(entry, wait);
+	if (timed)
+	{
+		INSTR_TIME_SET_CURRENT(end);
+		INSTR_TIME_ACCUM_DIFF(afdw_wait_time, end, start);
+	}
 	if (rc & WL_LATCH_SET)
 	{
 		ResetLatch(MyLatch);
@@ -669,6 +686,7 @@ afdw_read_copy_lines(AfdwConn *conn, AfdwLines *lines, bool block,
 		{
 			add_line(lines, buf, len, true);
 			PQfreemem(buf);
+			lines->received += len;
 			if (lines->n >= lines->max)
 				return AFDW_COPY_LINES;
 			continue;

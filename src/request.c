@@ -30,6 +30,7 @@
 #include "scan_internal.h"
 
 static void drain_scan(void *arg);
+static uint64 result_bytes(PGresult *res);
 static void refuse_answer(AfdwScanState *st, PGresult *res,
 						  const char *detail) pg_attribute_noreturn();
 
@@ -254,6 +255,9 @@ afdw_send_start(AfdwScanState *st)
 		afdw_deparse_type_check(&sql, st->rel);
 	}
 	afdw_send_in_xact(st->conn, sql.data, st, drain_scan, st->nested);
+	st->stats.runs[st->mode]++;
+	st->stats.round_trips++;
+	st->stats.users = Max(st->stats.users, afdw_conn_users(st->conn));
 	if (st->preparing != 0)
 		afdw_preparing_statement(st->conn, st->prepared_sql, st->preparing);
 	if (stream)
@@ -283,6 +287,7 @@ afdw_send_fetch(AfdwScanState *st)
 	remember_sql(st, sql);
 	st->declaring = false;
 	afdw_send_in_xact(st->conn, sql, st, drain_scan, st->nested);
+	st->stats.round_trips++;
 	afdw_set_phase(st, PHASE_IN_FLIGHT);
 }
 
@@ -317,6 +322,25 @@ refuse_answer(AfdwScanState *st, PGresult *res, const char *detail)
 	afdw_forget_owner(st->conn, st);
 	afdw_set_phase(st, st->outcome);
 	afdw_protocol_violation(st->conn, detail, st->req_sql);
+}
+
+/*
+ * result_bytes
+ *		The bytes of RES's values: what EXPLAIN ANALYZE counts as received
+ *		for a FETCH or EXECUTE.  A loop over every value, so it runs only
+ *		for an instrumented scan.
+ */
+static uint64
+result_bytes(PGresult *res)
+{
+	int			nrows = PQntuples(res);
+	int			nfields = PQnfields(res);
+	uint64		total = 0;
+
+	for (int i = 0; i < nrows; i++)
+		for (int j = 0; j < nfields; j++)
+			total += PQgetlength(res, i, j);
+	return total;
 }
 
 /*
@@ -374,11 +398,15 @@ afdw_read_request(AfdwScanState *st, bool block)
 				if (afdw_streaming(st))
 					refuse_answer(st, res,
 								  gettext_noop("It answered a COPY with rows, not with CopyOutResponse."));
+				st->stats.rows += PQntuples(res);
+				if (st->stats.count_bytes)
+					st->stats.bytes += result_bytes(res);
 				if (st->mode == READ_EXECUTE && PQntuples(res) > st->fetch_size)
 				{
 					/* Past the LIMIT: no lookup; next_batch starts over. */
 					PQclear(res);
 					st->outcome = PHASE_OVERFLOW;
+					st->stats.overflows++;
 					break;
 				}
 				enqueue(st, res);
@@ -446,6 +474,7 @@ drain_scan(void *arg)
 	AfdwScanState *st = (AfdwScanState *) arg;
 
 	st->draining = true;
+	st->stats.users = Max(st->stats.users, afdw_conn_users(st->conn));
 	if (afdw_streaming(st))
 		afdw_spill_stream(st);
 	else
@@ -519,6 +548,7 @@ afdw_finish_request(AfdwScanState *st)
 	st->conn_wait = false;
 	if (afdw_streaming(st) && afdw_is_owner(st->conn, st))
 	{
+		st->stats.stopped++;
 		afdw_abandon_stream(st);
 		/* A scan rescanned before its end may stop early again. */
 		st->may_stream = false;

@@ -61,6 +61,14 @@ dlist_head afdw_active_scans = DLIST_STATIC_INIT(afdw_active_scans);
  */
 static WaitEventSet *wake_set = NULL;
 
+/*
+ * When a scan under an asynchronous Append was last served after the
+ * Append's wait (afdwForeignAsyncNotify), while scans are timed: a scan
+ * still pending at its next wait counts its previous wait as lasting until
+ * then.
+ */
+static instr_time last_notify;
+
 #if PG_VERSION_NUM < 150007
 /*
  * The wait sets of asynchronous Appends (nested in one another's
@@ -230,6 +238,32 @@ afdw_drop_batch(AfdwScanState *st)
 }
 
 /*
+ * stop_timing
+ *		The scan no longer needs the waits timed.
+ */
+static void
+stop_timing(AfdwScanState *st)
+{
+	if (st->stats.timed)
+	{
+		st->stats.timed = false;
+		afdw_timed_scans--;
+	}
+}
+
+/*
+ * add_wait_since
+ *		Count the time from *BEFORE's reading of afdw_wait_time until now
+ *		as time ST waited.
+ */
+static inline void
+add_wait_since(AfdwScanState *st, instr_time *before)
+{
+	if (st->stats.timed)
+		INSTR_TIME_ACCUM_DIFF(st->stats.wait, afdw_wait_time, *before);
+}
+
+/*
  * scan_cleanup
  *		Memory-context callback: the executor state of the scan is going
  *		away, normally or on error.  Drop every reference to the scan held
@@ -244,6 +278,7 @@ scan_cleanup(void *arg)
 {
 	AfdwScanState *st = (AfdwScanState *) arg;
 
+	stop_timing(st);
 	if (st->phase == PHASE_PENDING)
 		afdw_set_phase(st, PHASE_UNSENT);
 	if (st->active)
@@ -412,10 +447,28 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 	if (st->locks_rows)
 		afdw_note_row_locks(st->conn);
 
+	st->stats.users = afdw_conn_users(st->conn);
+
 	/* From here on the scan is referenced from outside its memory. */
 	st->cleanup.func = scan_cleanup;
 	st->cleanup.arg = st;
 	MemoryContextRegisterResetCallback(estate->es_query_cxt, &st->cleanup);
+
+	/*
+	 * EXPLAIN ANALYZE: count the bytes of results, and time the waits
+	 * unless TIMING is off (undone by the End or the cleanup above).  The
+	 * node's own instrumentation is set up only after this callback: the
+	 * executor's flags tell what it will be.
+	 */
+	if (estate->es_instrument != 0)
+	{
+		st->stats.count_bytes = true;
+		if (estate->es_instrument & INSTRUMENT_TIMER)
+		{
+			st->stats.timed = true;
+			afdw_timed_scans++;
+		}
+	}
 
 	st->phase = PHASE_PENDING;
 	dlist_push_tail(&pending_scans, &st->pending_node);
@@ -537,6 +590,7 @@ next_batch(AfdwScanState *st, bool block)
 {
 	AfdwBatchResult result;
 	ErrorContextCallback errcb;
+	instr_time	waited = afdw_wait_time;
 
 	errcb.callback = afdw_scan_error_context;
 	errcb.arg = st->rel;
@@ -627,6 +681,7 @@ next_batch(AfdwScanState *st, bool block)
 not_ready:
 	result = BATCH_NOT_READY;
 out:
+	add_wait_since(st, &waited);
 	error_context_stack = errcb.previous;
 	return result;
 }
@@ -677,6 +732,7 @@ static void
 afdwReScanForeignScan(ForeignScanState *node)
 {
 	AfdwScanState *st = (AfdwScanState *) node->fdw_state;
+	instr_time	waited;
 
 	/* It never started: it starts over like the others. */
 	if (st->phase == PHASE_QUEUED)
@@ -693,7 +749,9 @@ afdwReScanForeignScan(ForeignScanState *node)
 		return;
 	}
 
+	waited = afdw_wait_time;
 	afdw_finish_request(st);
+	add_wait_since(st, &waited);
 	if (!afdw_query_sent(st))
 		return;
 
@@ -718,6 +776,7 @@ afdwEndForeignScan(ForeignScanState *node)
 		afdw_set_phase(st, PHASE_UNSENT);
 	afdw_finish_request(st);
 	afdw_close_cursor(st);
+	stop_timing(st);
 
 	if (st->active)
 	{
@@ -909,6 +968,29 @@ configure_wait(AsyncRequest *areq)
 }
 
 /*
+ * note_pending
+ *		The Append is about to wait, for ST's data if PENDING.  A wait that
+ *		ended without serving ST (another scan's data came) counted for ST
+ *		until the last scan was served after it.
+ */
+static void
+note_pending(AfdwScanState *st, bool pending)
+{
+	if (!INSTR_TIME_IS_ZERO(st->stats.pending_since))
+	{
+		instr_time	waited = last_notify;
+
+		INSTR_TIME_SUBTRACT(waited, st->stats.pending_since);
+		if (INSTR_TIME_GET_DOUBLE(waited) > 0)
+			INSTR_TIME_ADD(st->stats.wait, waited);
+	}
+	if (pending)
+		INSTR_TIME_SET_CURRENT(st->stats.pending_since);
+	else
+		INSTR_TIME_SET_ZERO(st->stats.pending_since);
+}
+
+/*
  * afdwForeignAsyncConfigureWait
  *		configure_wait, and the latch set again if the Append's wait must
  *		end at once (afdw_wake_append).
@@ -916,7 +998,11 @@ configure_wait(AsyncRequest *areq)
 static void
 afdwForeignAsyncConfigureWait(AsyncRequest *areq)
 {
+	AfdwScanState *st = (AfdwScanState *) ((ForeignScanState *) areq->requestee)->fdw_state;
+
 	configure_wait(areq);
+	if (st->stats.timed)
+		note_pending(st, areq->callback_pending);
 	if (wake_set != NULL &&
 		wake_set == ((AppendState *) areq->requestor)->as_eventset)
 		SetLatch(MyLatch);
@@ -929,12 +1015,108 @@ afdwForeignAsyncConfigureWait(AsyncRequest *areq)
 static void
 afdwForeignAsyncNotify(AsyncRequest *areq)
 {
+	AfdwScanState *st = (AfdwScanState *) ((ForeignScanState *) areq->requestee)->fdw_state;
+
+	/* The Append's wait is over for this scan: count it (see note_pending). */
+	if (st->stats.timed)
+	{
+		INSTR_TIME_SET_CURRENT(last_notify);
+		if (!INSTR_TIME_IS_ZERO(st->stats.pending_since))
+		{
+			INSTR_TIME_ACCUM_DIFF(st->stats.wait, last_notify,
+								  st->stats.pending_since);
+			INSTR_TIME_SET_ZERO(st->stats.pending_since);
+		}
+	}
 	afdwForeignAsyncRequest(areq);
 }
 
 /*
+ * explain_reads
+ *		The ways the scan's query ran, e.g. "binary stream 1, cursor 3;
+ *		stopped early 1": runs by read mode, then what ended runs early.
+ */
+static char *
+explain_reads(AfdwScanStats *stats)
+{
+	static const char *const mode_names[] = {
+		[READ_TEXT_STREAM] = "text stream",
+		[READ_BINARY_STREAM] = "binary stream",
+		[READ_CURSOR] = "cursor",
+		[READ_EXECUTE] = "prepared statement"
+	};
+	StringInfoData buf;
+	const char *sep = "";
+
+	initStringInfo(&buf);
+	for (int m = 0; m <= READ_EXECUTE; m++)
+	{
+		if (stats->runs[m] > 0)
+		{
+			appendStringInfo(&buf, "%s%s %d", sep, mode_names[m], stats->runs[m]);
+			sep = ", ";
+		}
+	}
+	if (buf.len == 0)
+		appendStringInfoString(&buf, "none");
+	sep = "; ";
+	if (stats->stopped > 0)
+	{
+		appendStringInfo(&buf, "%sstopped early %d", sep, stats->stopped);
+		sep = ", ";
+	}
+	if (stats->spills > 0)
+	{
+		appendStringInfo(&buf, "%sspilled %d", sep, stats->spills);
+		sep = ", ";
+	}
+	if (stats->overflows > 0)
+		appendStringInfo(&buf, "%soverflowed %d", sep, stats->overflows);
+	return buf.data;
+}
+
+/*
+ * explain_analyze
+ *		What the scan did remotely, for EXPLAIN (ANALYZE, VERBOSE): one
+ *		line of counts in text format, a property each in the others.
+ */
+static void
+explain_analyze(AfdwScanState *st, ExplainState *es)
+{
+	AfdwScanStats *stats = &st->stats;
+	int64		bytes = (int64) (stats->bytes + st->lines.received);
+	double		wait_ms = INSTR_TIME_GET_MILLISEC(stats->wait);
+	char	   *connection = stats->users > 1 ?
+		psprintf("shared by %d scans", stats->users) : "own";
+
+	ExplainPropertyText("Remote Reads", explain_reads(stats), es);
+	if (es->format == EXPLAIN_FORMAT_TEXT)
+	{
+		appendStringInfoSpaces(es->str, es->indent * 2);
+		appendStringInfo(es->str, "Remote Received: " INT64_FORMAT " rows, "
+						 INT64_FORMAT " bytes, " INT64_FORMAT " round trips\n",
+						 stats->rows, bytes, stats->round_trips);
+		if (stats->timed)
+		{
+			appendStringInfoSpaces(es->str, es->indent * 2);
+			appendStringInfo(es->str, "Remote Wait: %.3f ms\n", wait_ms);
+		}
+	}
+	else
+	{
+		ExplainPropertyInteger("Remote Rows", NULL, stats->rows, es);
+		ExplainPropertyInteger("Remote Bytes", NULL, bytes, es);
+		ExplainPropertyInteger("Round Trips", NULL, stats->round_trips, es);
+		if (stats->timed)
+			ExplainPropertyFloat("Remote Wait Time", "ms", wait_ms, 3, es);
+	}
+	ExplainPropertyText("Connection", connection, es);
+}
+
+/*
  * afdwExplainForeignScan
- *		Show the remote SQL in EXPLAIN VERBOSE.
+ *		Show the remote SQL in EXPLAIN VERBOSE, and with ANALYZE what the
+ *		scan did remotely.
  */
 static void
 afdwExplainForeignScan(ForeignScanState *node, ExplainState *es)
@@ -950,6 +1132,8 @@ afdwExplainForeignScan(ForeignScanState *node, ExplainState *es)
 					  &fetch_size, &stream);
 	ExplainPropertyText("Remote SQL", sql, es);
 	ExplainPropertyText("Fetch Mode", stream ? "stream" : "cursor", es);
+	if (es->analyze && node->fdw_state != NULL)
+		explain_analyze((AfdwScanState *) node->fdw_state, es);
 }
 
 /*

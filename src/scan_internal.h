@@ -94,6 +94,31 @@ typedef enum AfdwPhase
 /* Batches received and not yet used: at most two messages' worth. */
 #define AFDW_QUEUE_SIZE		(2 * AFDW_FETCH_DEPTH)
 
+/*
+ * What the scan did remotely, for EXPLAIN (ANALYZE, VERBOSE): counted per
+ * query run, command, batch or wait, never per row of a batch (except the
+ * rows of a spill, read one by one anyway).
+ */
+typedef struct AfdwScanStats
+{
+	int			runs[READ_EXECUTE + 1]; /* query runs, by AfdwReadMode */
+	int			spills;			/* streams read into a tuplestore */
+	int			overflows;		/* EXECUTEs past their LIMIT */
+	int			stopped;		/* streams cancelled before their end */
+	int64		rows;			/* rows received: results, stream batches,
+								 * spilled lines */
+	uint64		bytes;			/* value bytes of FETCH/EXECUTE results
+								 * (summed only when count_bytes) and
+								 * spilled lines; streamed lines are in
+								 * lines.received */
+	int64		round_trips;	/* messages sent that get an answer */
+	int			users;			/* most scans seen holding the connection */
+	bool		count_bytes;	/* the node is instrumented (ANALYZE) */
+	bool		timed;			/* ... with timing: waits are timed */
+	instr_time	wait;			/* time blocked for the scan's data */
+	instr_time	pending_since;	/* an Append waits for the scan since */
+} AfdwScanStats;
+
 /* A stream batch's line buffer: the most kept between batches. */
 #define LINEBUF_KEEP		(8 * 1024 * 1024)
 #define LINE(st, i)			AFDW_LINE(&(st)->lines, i)
@@ -232,6 +257,8 @@ typedef struct AfdwScanState
 	Plan	   *async_parent;
 	dlist_node	active_node;	/* in active_scans from Begin to End */
 	bool		active;
+
+	AfdwScanStats stats;		/* for EXPLAIN ANALYZE */
 
 	MemoryContext scan_cxt;		/* long-lived bits of the scan */
 	MemoryContext batch_cxt;	/* parameter values of the current query */

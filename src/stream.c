@@ -309,6 +309,7 @@ afdw_take_stream_batch(AfdwScanState *st, bool block)
 		return false;
 	if (st->mode == READ_BINARY_STREAM)
 		binary_lines(st);
+	st->stats.rows += st->lines.n;
 	/* The stream is over, or failed: an error waits its turn. */
 	if (got == AFDW_COPY_END)
 		end_stream(st, false);
@@ -338,6 +339,7 @@ afdw_spill_stream(AfdwScanState *st)
 			return;				/* it failed before its rows: queued */
 	}
 
+	st->stats.spills++;
 	oldcxt = MemoryContextSwitchTo(st->scan_cxt);
 	desc = CreateTemplateTupleDesc(1);
 	TupleDescInitEntry(desc, (AttrNumber) 1, "line", BYTEAOID, -1, 0);
@@ -371,11 +373,13 @@ afdw_spill_stream(AfdwScanState *st)
 		}
 		memcpy(VARDATA(line), buf, len + 1);
 		PQfreemem(buf);
+		st->stats.bytes += len;
 		if (st->mode == READ_BINARY_STREAM && !binary_line(st, VARDATA(line), &len))
 		{
 			pfree(line);
 			continue;
 		}
+		st->stats.rows++;
 		SET_VARSIZE(line, len + VARHDRSZ);
 		value = PointerGetDatum(line);
 		tuplestore_putvalues(st->spill, desc, &value, &isnull);
