@@ -18,7 +18,8 @@
  * COMMIT left unread before a connection is reused), snapshot.c shares a
  * snapshot among the connections to one server.  They share struct
  * AfdwConn through connection_internal.h; scan.c and async_fdw.c see it
- * through async_fdw.h only.
+ * through async_fdw.h only, and so does funcs.c, which shows and closes
+ * connections through afdw_list_connections and afdw_close_connection.
  *
  *-------------------------------------------------------------------------
  */
@@ -1118,7 +1119,14 @@ inval_callback(Datum arg pg_attribute_unused(), int cacheid, uint32 hashvalue)
 		if (hashvalue != 0 && hashvalue != mine)
 			continue;
 
-		if (entry->xact_depth == 0 && entry->nusers == 0 && !entry->busy)
+		/*
+		 * One whose only work in flight is the COMMIT of a transaction that
+		 * only read, not waited for, goes too: its answer matters to nobody,
+		 * and a dropped server's connection would otherwise stay open for
+		 * the backend's life, since no later scan takes its slot.
+		 */
+		if (entry->xact_depth == 0 && entry->nusers == 0 &&
+			(!entry->busy || entry->commit_pending))
 			afdw_disconnect_entry(entry);
 		else
 			entry->invalidated = true;

@@ -15,12 +15,12 @@ DECLARE
   sock text := coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost');
   s text;
 BEGIN
-  FOREACH s IN ARRAY ARRAY['fn_a', 'fn_b', 'fn_d'] LOOP
+  FOREACH s IN ARRAY ARRAY['fn_a', 'fn_b', 'fn_d', 'fn_e'] LOOP
     EXECUTE format('CREATE SERVER %I FOREIGN DATA WRAPPER async_fdw
                     OPTIONS (host %L, port %L, dbname %L, application_name %L)',
                    s, sock, current_setting('port'), current_database(), 'afdw_' || s);
   END LOOP;
-  FOREACH s IN ARRAY ARRAY['fn_pg', 'fn_pgd'] LOOP
+  FOREACH s IN ARRAY ARRAY['fn_pg', 'fn_pgd', 'fn_pge'] LOOP
     EXECUTE format('CREATE SERVER %I FOREIGN DATA WRAPPER postgres_fdw
                     OPTIONS (host %L, port %L, dbname %L, application_name %L)',
                    s, sock, current_setting('port'), current_database(), 'afdw_' || s);
@@ -32,6 +32,8 @@ CREATE USER MAPPING FOR PUBLIC SERVER fn_b;
 CREATE USER MAPPING FOR CURRENT_USER SERVER fn_d;
 CREATE USER MAPPING FOR CURRENT_USER SERVER fn_pg;
 CREATE USER MAPPING FOR CURRENT_USER SERVER fn_pgd;
+CREATE USER MAPPING FOR CURRENT_USER SERVER fn_e;
+CREATE USER MAPPING FOR CURRENT_USER SERVER fn_pge;
 
 -- A table of four partitions: three on fn_a, the first of them streamed
 -- (enough rows that a stream read one row at a time is not over), the
@@ -57,6 +59,10 @@ CREATE FOREIGN TABLE fn_pgt (k int, v int)
   SERVER fn_pg OPTIONS (schema_name 'remote', table_name 'fn1');
 CREATE FOREIGN TABLE fn_pgdt (k int, v int)
   SERVER fn_pgd OPTIONS (schema_name 'remote', table_name 'fn1');
+CREATE FOREIGN TABLE fn_et (k int, v int)
+  SERVER fn_e OPTIONS (schema_name 'remote', table_name 'fn1');
+CREATE FOREIGN TABLE fn_pget (k int, v int)
+  SERVER fn_pge OPTIONS (schema_name 'remote', table_name 'fn1');
 
 -- The remote sessions of this backend's servers (application_name
 -- afdw_<server>) once those that closed have left: after a disconnect the
@@ -147,6 +153,23 @@ COMMIT;
 SELECT * FROM async_fdw_get_connections();
 SELECT * FROM postgres_fdw_get_connections();
 SELECT fn_remote('fn_d') AS fn_d, fn_remote('fn_pgd') AS fn_pgd;
+
+-- Between transactions, a change or a drop closes the connection at once,
+-- as with postgres_fdw: also the one kept after a transaction that only
+-- read, whose COMMIT answer async_fdw did not wait for (a dropped server's
+-- used to stay open for the backend's life).
+SELECT count(*) FROM fn_et;
+SELECT count(*) FROM fn_pget;
+SELECT server_name, valid, in_use FROM async_fdw_get_connections();
+ALTER SERVER fn_e OPTIONS (ADD fetch_size '50');
+SELECT * FROM async_fdw_get_connections();
+SELECT fn_remote('fn_e') AS fn_e;
+SELECT count(*) FROM fn_et;
+DROP SERVER fn_e CASCADE;
+DROP SERVER fn_pge CASCADE;
+SELECT * FROM async_fdw_get_connections();
+SELECT * FROM postgres_fdw_get_connections();
+SELECT fn_remote('fn_e') AS fn_e, fn_remote('fn_pge') AS fn_pge;
 
 -- 3. Inside a transaction: connections it uses are kept (warning, false,
 -- and they go on working), the others are closed.
