@@ -9,6 +9,7 @@ OBJS = \
 	src/connection.o \
 	src/convert.o \
 	src/deparse.o \
+	src/funcs.o \
 	src/option.o \
 	src/remote.o \
 	src/request.o \
@@ -18,7 +19,7 @@ OBJS = \
 	src/xact.o
 
 EXTENSION = async_fdw
-DATA = async_fdw--1.0.sql
+DATA = async_fdw--1.0.sql async_fdw--1.0--1.1.sql
 PGFILEDESC = "async_fdw - asynchronous foreign data wrapper for PostgreSQL servers"
 
 # The server headers are not -Wextra clean: treat them as system headers.
@@ -27,7 +28,7 @@ SHLIB_LINK_INTERNAL = $(libpq)
 
 # pg_regress reads test/sql and test/expected (pgvector's layout) and writes
 # results/ and regression.diffs in this directory.
-REGRESS = setup options connection xact scan types pushdown errors planner async stream prepared remote_types ctid locking appname cleanup safety explain
+REGRESS = setup options connection xact scan types pushdown errors planner async stream prepared remote_types ctid locking appname cleanup safety explain functions
 REGRESS_OPTS = --inputdir=test
 
 # TAP tests (several servers, restarts) live in test/t.

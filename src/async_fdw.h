@@ -10,6 +10,7 @@
 #ifndef ASYNC_FDW_H
 #define ASYNC_FDW_H
 
+#include "datatype/timestamp.h"
 #include "foreign/fdwapi.h"
 #include "foreign/foreign.h"
 #include "lib/stringinfo.h"
@@ -104,11 +105,34 @@ extern void afdw_scan_private(ForeignScan *plan, char **sql,
 							  bool *stream);
 
 /* connection.c */
+
+/*
+ * One open connection of this backend, as afdw_list_connections describes
+ * it for async_fdw_get_connections (funcs.c).
+ */
+typedef struct AfdwConnInfo
+{
+	Oid			serverid;
+	Oid			umid;			/* the user mapping */
+	int			slot;			/* its place in the mapping's pool */
+	bool		valid;			/* false: server or mapping changed, the
+								 * connection goes at the end of the
+								 * transaction */
+	bool		in_use;			/* scans hold it, or a remote transaction
+								 * is open on it */
+	int			nusers;			/* scans holding it */
+	bool		streaming;		/* one of them streams on it */
+	int			remote_pid;		/* the remote backend's process id */
+	TimestampTz opened_at;
+} AfdwConnInfo;
+
 extern void afdw_connection_init(void);
 extern AfdwConn *afdw_acquire_connection(UserMapping *user);
 extern void afdw_release_connection(AfdwConn *conn);
 extern AfdwConn *afdw_get_connection(UserMapping *user);
 extern int	afdw_conn_users(AfdwConn *conn);
+extern List *afdw_list_connections(void);
+extern bool afdw_close_connection(Oid umid, int slot);
 extern void afdw_set_streaming(AfdwConn *conn, bool streaming);
 extern unsigned int afdw_prepared_statement(AfdwConn *conn, const char *sql);
 extern unsigned int afdw_next_statement_number(AfdwConn *conn);

@@ -18,7 +18,8 @@
  * COMMIT left unread before a connection is reused), snapshot.c shares a
  * snapshot among the connections to one server.  They share struct
  * AfdwConn through connection_internal.h; scan.c and async_fdw.c see it
- * through async_fdw.h only.
+ * through async_fdw.h only, and so does funcs.c, which shows and closes
+ * connections through afdw_list_connections and afdw_close_connection.
  *
  *-------------------------------------------------------------------------
  */
@@ -335,6 +336,84 @@ int
 afdw_conn_users(AfdwConn *conn)
 {
 	return conn->nusers;
+}
+
+/*
+ * conn_in_use
+ *		Whether the current transaction uses ENTRY: scans hold it, or a
+ *		remote transaction (even a failed one) is open on it.
+ */
+static bool
+conn_in_use(AfdwConn *entry)
+{
+	return entry->nusers > 0 || entry->xact_depth > 0;
+}
+
+/*
+ * afdw_list_connections
+ *		A List of AfdwConnInfo, palloc'd in the current context, one per
+ *		open connection of this backend, in no particular order.
+ */
+List *
+afdw_list_connections(void)
+{
+	HASH_SEQ_STATUS scan;
+	AfdwConn   *entry;
+	List	   *result = NIL;
+
+	if (afdw_conn_hash == NULL)
+		return NIL;
+
+	hash_seq_init(&scan, afdw_conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		AfdwConnInfo *info;
+
+		/* Entries stay in the hash once their session is closed. */
+		if (entry->conn == NULL)
+			continue;
+
+		info = palloc(sizeof(AfdwConnInfo));
+		info->serverid = entry->serverid;
+		info->umid = entry->key.umid;
+		info->slot = entry->key.slot;
+		info->valid = !entry->invalidated;
+		info->in_use = conn_in_use(entry);
+		info->nusers = entry->nusers;
+		info->streaming = entry->streaming && entry->nusers > 0;
+		info->remote_pid = PQbackendPID(entry->conn);
+		info->opened_at = entry->opened_at;
+		result = lappend(result, info);
+	}
+	return result;
+}
+
+/*
+ * afdw_close_connection
+ *		Close the connection in SLOT of user mapping UMID unless the current
+ *		transaction uses it; true if it was open and is now closed.
+ */
+bool
+afdw_close_connection(Oid umid, int slot)
+{
+	AfdwConnKey key;
+	AfdwConn   *entry;
+
+	if (afdw_conn_hash == NULL)
+		return false;
+	key.umid = umid;
+	key.slot = slot;
+	entry = hash_search(afdw_conn_hash, &key, HASH_FIND, NULL);
+	if (entry == NULL || entry->conn == NULL || conn_in_use(entry))
+		return false;
+
+	/*
+	 * Outside the transaction's use nothing refers to the session but the
+	 * entry (a COMMIT not waited for is dropped with it, as it is when an
+	 * idle connection is found broken).
+	 */
+	afdw_disconnect_entry(entry);
+	return true;
 }
 
 /*
@@ -940,6 +1019,7 @@ connect_entry(AfdwConn *entry, UserMapping *user)
 
 	PQsetNoticeReceiver(conn, notice_receiver, NameStr(entry->servername));
 	entry->conn = conn;
+	entry->opened_at = GetCurrentTimestamp();
 
 	pfree(keywords);
 	pfree(values);
@@ -1039,7 +1119,14 @@ inval_callback(Datum arg pg_attribute_unused(), int cacheid, uint32 hashvalue)
 		if (hashvalue != 0 && hashvalue != mine)
 			continue;
 
-		if (entry->xact_depth == 0 && entry->nusers == 0 && !entry->busy)
+		/*
+		 * One whose only work in flight is the COMMIT of a transaction that
+		 * only read, not waited for, goes too: its answer matters to nobody,
+		 * and a dropped server's connection would otherwise stay open for
+		 * the backend's life, since no later scan takes its slot.
+		 */
+		if (entry->xact_depth == 0 && entry->nusers == 0 &&
+			(!entry->busy || entry->commit_pending))
 			afdw_disconnect_entry(entry);
 		else
 			entry->invalidated = true;

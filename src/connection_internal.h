@@ -78,6 +78,7 @@ struct AfdwConn
 								 * with the next command */
 	int			savepoint_level;	/* local nesting level it belongs to */
 	int			nusers;			/* scans holding this connection */
+	TimestampTz opened_at;		/* when the session was opened */
 
 	/*
 	 * The command in flight starts with a snapshot export (the transaction

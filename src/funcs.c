@@ -1,0 +1,243 @@
+/*-------------------------------------------------------------------------
+ *
+ * funcs.c
+ *		The SQL-callable operations functions of async_fdw: the open
+ *		connections of this backend, and closing them.
+ *
+ * async_fdw_get_connections, async_fdw_disconnect and
+ * async_fdw_disconnect_all are postgres_fdw 15's functions of the same
+ * purpose, with its columns and rules where they overlap, plus what a
+ * pool of several connections per user mapping adds (the slot, whether
+ * scans hold it and how they read, the remote process, when it opened).
+ * They act on the calling backend's connections only.
+ *
+ * Neighbours: connection.c owns the pool and hands out what this file
+ * shows and closes (afdw_list_connections, afdw_close_connection); this
+ * file sees connections through async_fdw.h only, not
+ * connection_internal.h, so the pool's invariants stay in connection.c.
+ * async_fdw--1.0--1.1.sql declares the functions.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_user_mapping.h"
+#include "fmgr.h"
+#include "foreign/foreign.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "async_fdw.h"
+
+/* Columns of async_fdw_get_connections. */
+#define GET_CONNECTIONS_COLS	8
+
+/* Connections a disconnect left open because they are in use, per server. */
+typedef struct SkippedServer
+{
+	Oid			serverid;
+	char	   *name;			/* NULL if the server was dropped */
+	int			count;
+} SkippedServer;
+
+static bool disconnect_connections(Oid serverid);
+static int	skipped_cmp(const void *a, const void *b);
+static char *mapping_user_name(Oid umid);
+
+PG_FUNCTION_INFO_V1(async_fdw_get_connections);
+PG_FUNCTION_INFO_V1(async_fdw_disconnect);
+PG_FUNCTION_INFO_V1(async_fdw_disconnect_all);
+
+/*
+ * async_fdw_get_connections
+ *		One row per open connection of this backend.
+ *
+ * As in postgres_fdw, server_name is NULL when the server was dropped
+ * (only a connection the transaction uses can outlive its server: the
+ * others are closed at once), and valid is false when the server or user
+ * mapping changed while the transaction used the connection, which then
+ * goes at the transaction's end.  mode tells how the scans holding the
+ * connection now read: 'stream', 'cursor' (commands whose answers are
+ * read one at a time: DECLARE and FETCH, or EXECUTE of a prepared
+ * statement), NULL when no scan holds it.
+ */
+Datum
+async_fdw_get_connections(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	List	   *conns;
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	conns = afdw_list_connections();
+	foreach(lc, conns)
+	{
+		AfdwConnInfo *info = (AfdwConnInfo *) lfirst(lc);
+		ForeignServer *server = GetForeignServerExtended(info->serverid,
+														 FSV_MISSING_OK);
+		char	   *user = mapping_user_name(info->umid);
+		Datum		values[GET_CONNECTIONS_COLS];
+		bool		nulls[GET_CONNECTIONS_COLS];
+
+		memset(nulls, 0, sizeof(nulls));
+		if (server != NULL)
+			values[0] = CStringGetTextDatum(server->servername);
+		else
+			nulls[0] = true;
+		values[1] = BoolGetDatum(info->valid);
+		if (user != NULL)
+			values[2] = CStringGetTextDatum(user);
+		else
+			nulls[2] = true;
+		values[3] = Int32GetDatum(info->slot);
+		values[4] = BoolGetDatum(info->in_use);
+		if (info->nusers > 0)
+			values[5] = CStringGetTextDatum(info->streaming ? "stream" : "cursor");
+		else
+			nulls[5] = true;
+		values[6] = Int32GetDatum(info->remote_pid);
+		values[7] = TimestampTzGetDatum(info->opened_at);
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	list_free_deep(conns);
+
+	return (Datum) 0;
+}
+
+/*
+ * mapping_user_name
+ *		The name of the user of user mapping UMID, "public" for a mapping
+ *		FOR PUBLIC, NULL if the mapping is gone.
+ */
+static char *
+mapping_user_name(Oid umid)
+{
+	HeapTuple	tup = SearchSysCache1(USERMAPPINGOID, ObjectIdGetDatum(umid));
+	Oid			user;
+
+	if (!HeapTupleIsValid(tup))
+		return NULL;
+	user = ((Form_pg_user_mapping) GETSTRUCT(tup))->umuser;
+	ReleaseSysCache(tup);
+	if (!OidIsValid(user))
+		return pstrdup("public");
+	return GetUserNameFromId(user, true);
+}
+
+/*
+ * async_fdw_disconnect
+ *		Close this backend's connections to the named server; true if any
+ *		was closed.
+ *
+ * An unknown name is an error, as in postgres_fdw; a server of another
+ * foreign data wrapper has no connection of async_fdw, so the answer is
+ * false, as postgres_fdw answers for one of async_fdw's.
+ */
+Datum
+async_fdw_disconnect(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	ForeignServer *server = GetForeignServerByName(name, false);
+
+	PG_RETURN_BOOL(disconnect_connections(server->serverid));
+}
+
+/*
+ * async_fdw_disconnect_all
+ *		Close all of this backend's connections; true if any was closed.
+ */
+Datum
+async_fdw_disconnect_all(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(disconnect_connections(InvalidOid));
+}
+
+/*
+ * disconnect_connections
+ *		Close the connections to SERVERID (every server if InvalidOid) that
+ *		the current transaction does not use; true if any was closed.
+ *
+ * Those it uses are kept, with a warning per server as postgres_fdw
+ * gives one per connection: closing them would lose the remote
+ * transaction under the local one.
+ */
+static bool
+disconnect_connections(Oid serverid)
+{
+	List	   *conns = afdw_list_connections();
+	SkippedServer *skipped = palloc0(sizeof(SkippedServer) *
+									 (list_length(conns) + 1));
+	int			nskipped = 0;
+	bool		closed = false;
+	ListCell   *lc;
+
+	foreach(lc, conns)
+	{
+		AfdwConnInfo *info = (AfdwConnInfo *) lfirst(lc);
+		int			i;
+
+		if (OidIsValid(serverid) && info->serverid != serverid)
+			continue;
+		if (!info->in_use)
+		{
+			closed |= afdw_close_connection(info->umid, info->slot);
+			continue;
+		}
+		for (i = 0; i < nskipped && skipped[i].serverid != info->serverid; i++)
+			;
+		if (i == nskipped)
+			skipped[nskipped++].serverid = info->serverid;
+		skipped[i].count++;
+	}
+
+	/* The warnings in the order of the names, not of the pool's hash. */
+	for (int i = 0; i < nskipped; i++)
+	{
+		ForeignServer *server = GetForeignServerExtended(skipped[i].serverid,
+														 FSV_MISSING_OK);
+
+		skipped[i].name = server != NULL ? server->servername : NULL;
+	}
+	qsort(skipped, nskipped, sizeof(SkippedServer), skipped_cmp);
+
+	for (int i = 0; i < nskipped; i++)
+	{
+		if (skipped[i].name == NULL)
+			ereport(WARNING,
+					(errmsg("cannot close dropped server connection because it is still in use"),
+					 errdetail_plural("%d connection is used by the current transaction.",
+									  "%d connections are used by the current transaction.",
+									  skipped[i].count, skipped[i].count)));
+		else
+			ereport(WARNING,
+					(errmsg("cannot close connection for server \"%s\" because it is still in use",
+							skipped[i].name),
+					 errdetail_plural("%d connection to it is used by the current transaction.",
+									  "%d connections to it are used by the current transaction.",
+									  skipped[i].count, skipped[i].count)));
+	}
+
+	pfree(skipped);
+	list_free_deep(conns);
+	return closed;
+}
+
+/*
+ * skipped_cmp
+ *		qsort comparator of SkippedServers: by name, dropped servers last.
+ */
+static int
+skipped_cmp(const void *a, const void *b)
+{
+	const SkippedServer *sa = (const SkippedServer *) a;
+	const SkippedServer *sb = (const SkippedServer *) b;
+
+	if (sa->name == NULL || sb->name == NULL)
+		return (sa->name == NULL) - (sb->name == NULL);
+	return strcmp(sa->name, sb->name);
+}
