@@ -147,6 +147,12 @@ struct AfdwConn
 	 * connection is then cut, and every later error on it says this).
 	 */
 	const char *violation;
+
+	/*
+	 * Slot 0 only: when the server last refused a further connection of
+	 * the pool for lack of room (0: never); see open_or_share.
+	 */
+	TimestampTz refused_at;
 };
 
 /* connection.c */
