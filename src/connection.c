@@ -943,6 +943,8 @@ connect_entry(AfdwConn *entry, UserMapping *user, bool optional)
 	entry->mapping_hash = GetSysCacheHashValue1(USERMAPPINGOID,
 												ObjectIdGetDatum(user->umid));
 	entry->keep = afdw_bool_option(server->options, "keep_connections", true);
+	entry->keep_idle = afdw_int_option(server->options, "idle_connections",
+									   AFDW_DEFAULT_IDLE_CONNECTIONS);
 	/* A new session has nothing in flight and no remote transaction. */
 	entry->invalidated = false;
 	entry->changing_xact_state = false;

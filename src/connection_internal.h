@@ -58,6 +58,8 @@ struct AfdwConn
 										 * short: the remote state is unknown */
 	bool		invalidated;	/* server or mapping changed: reconnect */
 	bool		keep;			/* keep_connections */
+	int			keep_idle;		/* idle_connections: of the pool, how many
+								 * stay open between transactions */
 	unsigned int cursor_number; /* last cursor number used in this xact */
 
 	/*

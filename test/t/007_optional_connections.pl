@@ -5,7 +5,8 @@
 #   connection and the query succeeds, in every fetch mode.  The first
 #   connection refused fails the query with the error postgres_fdw gives.
 #   After a refusal the backend does not ask the server again for a second,
-#   and it opens more connections once the server has room.
+#   and it opens more connections once the server has room.  Between
+#   transactions a session keeps idle_connections (one) per server.
 
 use strict;
 use warnings;
@@ -128,6 +129,37 @@ while (time < $deadline)
 	usleep(200_000);
 }
 is($got, '4000|2002000|3', 'with room for two more, the pool opens them');
+
+# 4. Between transactions a session keeps one connection per server (the
+# server option idle_connections), giving the other places back; with
+# idle_connections 4 it keeps what it opened.  (One holder stays: room for
+# four connections and the checks.)
+release(2);
+my $afdw_sessions = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'async_fdw'";
+my $one_afdw_session = "SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = 'async_fdw'";
+$deadline = time + 60;
+while (time < $deadline)
+{
+	$got = $session->query_safe($query);
+	last if $got eq '4000|2002000|4';
+	usleep(200_000);
+}
+is($got, '4000|2002000|4', 'with room for all, four connections');
+ok($shard->poll_query_until('postgres', $one_afdw_session),
+	'after the query, one connection stays open');
+is($session->query_safe("BEGIN; $query"), '4000|2002000|4',
+	'in a transaction block, four connections');
+is($shard->safe_psql('postgres', $afdw_sessions), '4',
+	'they stay open until the end of the transaction');
+$session->query_safe('COMMIT');
+ok($shard->poll_query_until('postgres', $one_afdw_session),
+	'after it, one stays open');
+$session->query_safe("ALTER SERVER s OPTIONS (ADD idle_connections '4')");
+is($session->query_safe($query), '4000|2002000|4',
+	'idle_connections 4: four connections');
+is($shard->safe_psql('postgres', $afdw_sessions), '4',
+	'idle_connections 4: the four stay open between transactions');
+$session->query_safe("ALTER SERVER s OPTIONS (DROP idle_connections)");
 $session->quit;
 
 release(scalar @holders);
