@@ -26,6 +26,7 @@
 #define AFDW_DEFAULT_STARTUP_COST		100.0
 #define AFDW_DEFAULT_TUPLE_COST			0.01
 #define AFDW_DEFAULT_MAX_CONNECTIONS	4
+#define AFDW_DEFAULT_IDLE_CONNECTIONS	1
 
 /*
  * Upper bound of max_connections.  Each connection is a backend on the

@@ -67,11 +67,22 @@ typedef struct PreparedStatement
 /* Statements kept prepared per remote session, at most. */
 #define AFDW_MAX_PREPARED	1000
 
+/*
+ * After a server refused a further connection for lack of room, how long
+ * the pool shares its open connections before asking for a new one.
+ */
+#define AFDW_REFUSED_RETRY_MS	1000
+
 /* The connections of this backend (connection_internal.h). */
 HTAB	   *afdw_conn_hash = NULL;
 MemoryContext afdw_conn_cxt = NULL;
 
-static void connect_entry(AfdwConn *entry, UserMapping *user);
+static bool connect_entry(AfdwConn *entry, UserMapping *user, bool optional);
+static char *plain_connect_error(const char *msg, char *sqlstate);
+static AfdwConn *open_or_share(AfdwConn *entry, UserMapping *user,
+							   ForeignServer *server);
+static AfdwConn *first_slot(Oid umid);
+static bool connect_reserved(AfdwConn *entry, UserMapping *user, bool optional);
 static AfdwConn *least_used_open(Oid umid);
 static bool reserve_fd(bool optional);
 static void inval_callback(Datum arg, int cacheid, uint32 hashvalue);
@@ -220,33 +231,94 @@ afdw_acquire_connection(UserMapping *user)
 	 * a scan shares an open connection; only the first connection to the
 	 * server is required.
 	 */
-	if (entry->conn == NULL && !reserve_fd(least_used_open(user->umid) != NULL))
-	{
-		AfdwConn   *shared = least_used_open(user->umid);
+	if (entry->conn == NULL)
+		entry = open_or_share(entry, user, server);
 
+	entry->nusers++;
+	return entry;
+}
+
+/*
+ * open_or_share
+ *		Connect ENTRY, an unused slot of USER's pool on SERVER, and return
+ *		it; or return an open connection of the pool to share instead.
+ *
+ * Only the first connection to the server is required: it is opened or
+ * the query fails.  Any further one is optional: without a file
+ * descriptor to spare, or when the server refuses it for lack of room
+ * (SQLSTATE class 53, such as "too many clients"), the scan shares the
+ * least used open connection and takes turns on it, and the query goes on.
+ * After such a refusal the pool asks the server for no new connection for
+ * AFDW_REFUSED_RETRY_MS, so that the scans of a query do not each knock on
+ * a full server.
+ */
+static AfdwConn *
+open_or_share(AfdwConn *entry, UserMapping *user, ForeignServer *server)
+{
+	AfdwConn   *shared = least_used_open(user->umid);
+	AfdwConn   *first = first_slot(user->umid);
+
+	if (shared != NULL && first->refused_at != 0 &&
+		!TimestampDifferenceExceeds(first->refused_at, GetCurrentTimestamp(),
+									AFDW_REFUSED_RETRY_MS))
+		return shared;
+
+	if (!reserve_fd(shared != NULL))
+	{
 		if (shared == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
 					 errmsg("could not connect to server \"%s\"", server->servername),
 					 errdetail("There are too many open files on the local server."),
 					 errhint("Raise the local server's \"max_files_per_process\" setting or its \"ulimit -n\" limit.")));
-		entry = shared;
-	}
-	else if (entry->conn == NULL)
-	{
-		PG_TRY();
-		{
-			connect_entry(entry, user);
-		}
-		PG_CATCH();
-		{
-			ReleaseExternalFD();
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
+		return shared;
 	}
 
-	entry->nusers++;
+	if (connect_reserved(entry, user, shared != NULL))
+		return entry;
+	ReleaseExternalFD();
+	first->refused_at = GetCurrentTimestamp();
+	return shared;
+}
+
+/*
+ * connect_reserved
+ *		connect_entry, giving back the file descriptor reserved for the
+ *		connection when it fails with an error.
+ */
+static bool
+connect_reserved(AfdwConn *entry, UserMapping *user, bool optional)
+{
+	volatile bool connected = false;
+
+	PG_TRY();
+	{
+		connected = connect_entry(entry, user, optional);
+	}
+	PG_CATCH();
+	{
+		ReleaseExternalFD();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return connected;
+}
+
+/*
+ * first_slot
+ *		The entry of slot 0 of user mapping UMID's pool, which holds what
+ *		concerns the whole pool (when the server last refused a connection).
+ */
+static AfdwConn *
+first_slot(Oid umid)
+{
+	AfdwConnKey key;
+	AfdwConn   *entry;
+
+	key.umid = umid;
+	key.slot = 0;
+	entry = hash_search(afdw_conn_hash, &key, HASH_FIND, NULL);
+	Assert(entry != NULL);
 	return entry;
 }
 
@@ -872,11 +944,63 @@ choose_application_name(ForeignServer *server, UserMapping *user)
 }
 
 /*
- * connect_entry
- *		Open ENTRY's connection for USER, waiting interruptibly.
+ * plain_connect_error
+ *		MSG, libpq's message of a failed connection attempt in verbose form,
+ *		as libpq gives it by default (without SQLSTATEs and locations),
+ *		palloc'd and without its final newline; the SQLSTATE of the first
+ *		server error in it goes to SQLSTATE ("" if the server sent none).
+ *
+ * The verbose form puts "XXXXX: " after the severity of each server error,
+ * and ends each with a line "LOCATION:  ...".
  */
-static void
-connect_entry(AfdwConn *entry, UserMapping *user)
+static char *
+plain_connect_error(const char *msg, char *sqlstate)
+{
+	StringInfoData out;
+	const char *line = msg;
+
+	sqlstate[0] = '\0';
+	initStringInfo(&out);
+	while (*line != '\0')
+	{
+		const char *end = strchr(line, '\n');
+		int			len = end ? (int) (end - line) + 1 : (int) strlen(line);
+		const char *p;
+
+		if (strncmp(line, "LOCATION:  ", 11) == 0)
+		{
+			line += len;
+			continue;
+		}
+		for (p = line; p + 10 <= line + len; p++)
+		{
+			if (p[0] == ':' && p[1] == ' ' && p[2] == ' ' &&
+				strspn(p + 3, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ") >= 5 &&
+				p[8] == ':' && p[9] == ' ')
+				break;
+		}
+		if (p + 10 <= line + len)
+		{
+			if (sqlstate[0] == '\0')
+				strlcpy(sqlstate, p + 3, 6);
+			appendBinaryStringInfo(&out, line, (int) (p - line) + 3);
+			appendBinaryStringInfo(&out, p + 10, len - (int) (p + 10 - line));
+		}
+		else
+			appendBinaryStringInfo(&out, line, len);
+		line += len;
+	}
+	return pchomp(out.data);
+}
+
+/*
+ * connect_entry
+ *		Open ENTRY's connection for USER, waiting interruptibly; false,
+ *		without an error, when OPTIONAL and the server refused it for lack
+ *		of room (SQLSTATE class 53).
+ */
+static bool
+connect_entry(AfdwConn *entry, UserMapping *user, bool optional)
 {
 	ForeignServer *server = GetForeignServer(user->serverid);
 	const char **keywords;
@@ -886,6 +1010,7 @@ connect_entry(AfdwConn *entry, UserMapping *user)
 	StringInfoData options;
 	ListCell   *lc;
 	PGconn	   *volatile conn = NULL;
+	volatile bool refused = false;
 	long		timeout;
 	TimestampTz start = GetCurrentTimestamp();
 	char	   *appname;
@@ -897,6 +1022,8 @@ connect_entry(AfdwConn *entry, UserMapping *user)
 	entry->mapping_hash = GetSysCacheHashValue1(USERMAPPINGOID,
 												ObjectIdGetDatum(user->umid));
 	entry->keep = afdw_bool_option(server->options, "keep_connections", true);
+	entry->keep_idle = afdw_int_option(server->options, "idle_connections",
+									   AFDW_DEFAULT_IDLE_CONNECTIONS);
 	/* A new session has nothing in flight and no remote transaction. */
 	entry->invalidated = false;
 	entry->changing_xact_state = false;
@@ -962,6 +1089,8 @@ connect_entry(AfdwConn *entry, UserMapping *user)
 					 errmsg("out of memory"),
 					 errdetail("Could not allocate a connection to server \"%s\".",
 							   server->servername)));
+		/* The SQLSTATE of a refusal tells a full server from the rest. */
+		PQsetErrorVerbosity(conn, PQERRORS_VERBOSE);
 
 		while (PQstatus(conn) != CONNECTION_BAD &&
 			   poll != PGRES_POLLING_OK && poll != PGRES_POLLING_FAILED)
@@ -998,16 +1127,26 @@ connect_entry(AfdwConn *entry, UserMapping *user)
 
 		if (PQstatus(conn) != CONNECTION_OK)
 		{
-			char	   *msg = pchomp(PQerrorMessage(conn));
+			char		sqlstate[6];
+			char	   *msg = plain_connect_error(PQerrorMessage(conn), sqlstate);
 
-			ereport(ERROR,
-					(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
-					 errmsg("could not connect to server \"%s\"",
-							server->servername),
-					 errdetail_internal("%s", msg)));
+			if (optional && strncmp(sqlstate, "53", 2) == 0)
+			{
+				refused = true;
+				ereport(DEBUG1,
+						(errmsg_internal("server \"%s\" refused a further connection: %s",
+										 server->servername, msg)));
+			}
+			else
+				ereport(ERROR,
+						(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+						 errmsg("could not connect to server \"%s\"",
+								server->servername),
+						 errdetail_internal("%s", msg)));
 		}
+		else
+			check_password_rules(user, conn, server->servername);
 
-		check_password_rules(user, conn, server->servername);
 	}
 	PG_CATCH();
 	{
@@ -1017,15 +1156,22 @@ connect_entry(AfdwConn *entry, UserMapping *user)
 	}
 	PG_END_TRY();
 
-	PQsetNoticeReceiver(conn, notice_receiver, NameStr(entry->servername));
-	entry->conn = conn;
-	entry->opened_at = GetCurrentTimestamp();
-
 	pfree(keywords);
 	pfree(values);
 	pfree(options.data);
 	if (appname != NULL)
 		pfree(appname);
+
+	if (refused)
+	{
+		PQfinish(conn);
+		return false;
+	}
+	PQsetErrorVerbosity(conn, PQERRORS_DEFAULT);
+	PQsetNoticeReceiver(conn, notice_receiver, NameStr(entry->servername));
+	entry->conn = conn;
+	entry->opened_at = GetCurrentTimestamp();
+	return true;
 }
 
 /*

@@ -58,6 +58,8 @@ struct AfdwConn
 										 * short: the remote state is unknown */
 	bool		invalidated;	/* server or mapping changed: reconnect */
 	bool		keep;			/* keep_connections */
+	int			keep_idle;		/* idle_connections: of the pool, how many
+								 * stay open between transactions */
 	unsigned int cursor_number; /* last cursor number used in this xact */
 
 	/*
@@ -148,6 +150,12 @@ struct AfdwConn
 	 * connection is then cut, and every later error on it says this).
 	 */
 	const char *violation;
+
+	/*
+	 * Slot 0 only: when the server last refused a further connection of
+	 * the pool for lack of room (0: never); see open_or_share.
+	 */
+	TimestampTz refused_at;
 };
 
 /* connection.c */

@@ -40,7 +40,7 @@ typedef enum AfdwOptionKind
 	AFDW_OPT_COST,
 	AFDW_OPT_FETCH_MODE,		/* auto, stream or cursor */
 	AFDW_OPT_EXTENSIONS,		/* a list of extension names */
-	AFDW_OPT_MAX_CONNECTIONS	/* 1 to AFDW_MAX_MAX_CONNECTIONS */
+	AFDW_OPT_CONNECTIONS		/* 1 to AFDW_MAX_MAX_CONNECTIONS */
 } AfdwOptionKind;
 
 /* One valid option: its name, where it may appear, how its value looks. */
@@ -60,7 +60,8 @@ static const AfdwOption own_options[] = {
 	{"fdw_startup_cost", ForeignServerRelationId, AFDW_OPT_COST, false},
 	{"fdw_tuple_cost", ForeignServerRelationId, AFDW_OPT_COST, false},
 	{"keep_connections", ForeignServerRelationId, AFDW_OPT_BOOL, false},
-	{"max_connections", ForeignServerRelationId, AFDW_OPT_MAX_CONNECTIONS, false},
+	{"max_connections", ForeignServerRelationId, AFDW_OPT_CONNECTIONS, false},
+	{"idle_connections", ForeignServerRelationId, AFDW_OPT_CONNECTIONS, false},
 	{"fetch_mode", ForeignServerRelationId, AFDW_OPT_FETCH_MODE, false},
 	{"extensions", ForeignServerRelationId, AFDW_OPT_EXTENSIONS, false},
 	/* user mappings */
@@ -289,7 +290,7 @@ check_option_value(const AfdwOption *opt, const char *value)
 			if (!parse_positive_int(value, NULL))
 				expected = _("The option takes an integer between 1 and 2147483647.");
 			break;
-		case AFDW_OPT_MAX_CONNECTIONS:
+		case AFDW_OPT_CONNECTIONS:
 
 			/*
 			 * postgres_fdw has no such option; an integer that does not parse
