@@ -103,6 +103,8 @@ remember_sql(AfdwScanState *st, const char *sql)
  * Rescans of a parameterized scan then cost the remote server no parsing
  * or planning (it keeps a generic plan when that is as good), and no
  * cursor.  The LIMIT bounds the rows, and so the memory, of one EXECUTE.
+ * Where the session keeps no statement (afdw_keeps_statements), the
+ * statement itself is appended with its values inline instead.
  */
 static bool
 append_execute(AfdwScanState *st, StringInfo buf)
@@ -114,6 +116,18 @@ append_execute(AfdwScanState *st, StringInfo buf)
 											   psprintf("%s LIMIT " INT64_FORMAT, st->sql,
 														(int64) st->fetch_size + 1));
 	number = afdw_prepared_statement(st->conn, st->prepared_sql);
+	if (number == 0 && !afdw_keeps_statements(st->conn))
+	{
+		/*
+		 * Through a transaction pooler the next transaction may find
+		 * another session: the statement goes with its values inline,
+		 * still one command, planned each time.
+		 */
+		compute_params(st);
+		afdw_bind_params(buf, st->prepared_sql, st->nparams,
+						 (const char *const *) st->param_values);
+		return true;
+	}
 	if (number == 0)
 	{
 		number = afdw_next_statement_number(st->conn);
