@@ -5,7 +5,8 @@
  *
  * The query of a scan is sent (afdw_send_start) as a cursor's DECLARE and
  * first FETCH, an EXECUTE of a statement prepared in the remote session (a
- * parameterized scan), or a COPY stream, whose rows stream.c reads; more
+ * parameterized scan; through a transaction pooler, the statement with its
+ * values inline), or a COPY stream, whose rows stream.c reads; more
  * FETCHes follow ahead of need (afdw_send_fetch).  Results arrive into a
  * queue of batches (afdw_read_request), which next_batch (scan.c) takes one
  * at a time (afdw_take_batch); convert.c turns their rows into tuples.
