@@ -19,7 +19,8 @@ cflags=${EXTRA_CFLAGS:--Wall -Wextra -Werror}
 . "$here/scripts/common.sh"
 
 # 1. Dependencies (Debian 12 packages only).
-need_packages postgresql-15 postgresql-server-dev-15 libipc-run-perl make gcc
+# pgbouncer for test/t/008_pgbouncer.pl, which is skipped without it.
+need_packages postgresql-15 postgresql-server-dev-15 libipc-run-perl pgbouncer make gcc
 find_pg
 
 # 2. Build and install.

@@ -45,6 +45,24 @@ typedef enum AfdwFetchMode
 } AfdwFetchMode;
 
 /*
+ * What stands between async_fdw and a server: the pooler option.  The
+ * session settings of a connection travel in its startup packet when
+ * nothing does, are set once after connecting through a pooler that keeps
+ * a server session per client connection, and at the start of every
+ * remote transaction through one that may hand each transaction another
+ * server session (which keeps no prepared statement either).
+ */
+typedef enum AfdwPooler
+{
+	AFDW_POOLER_AUTO,			/* none, unless the server refuses startup
+								 * options as pgbouncer does: transaction */
+	AFDW_POOLER_NONE,			/* a PostgreSQL server, or a pooler that
+								 * passes startup options on */
+	AFDW_POOLER_SESSION,		/* a session-mode pooler */
+	AFDW_POOLER_TRANSACTION		/* a transaction-mode pooler */
+} AfdwPooler;
+
+/*
  * Planner-side state of one foreign base relation, kept in
  * RelOptInfo->fdw_private between the planner callbacks.
  */
@@ -87,6 +105,8 @@ typedef struct AfdwConn AfdwConn;
 extern int	afdw_fetch_size_option(List *options, int current);
 extern int	afdw_parse_fetch_mode(const char *value);
 extern int	afdw_fetch_mode_option(List *options, int current);
+extern int	afdw_parse_pooler(const char *value);
+extern AfdwPooler afdw_pooler_option(List *options);
 extern bool afdw_bool_option(List *options, const char *name, bool current);
 extern double afdw_real_option(List *options, const char *name, double current);
 extern int	afdw_int_option(List *options, const char *name, int current);
@@ -136,6 +156,7 @@ extern List *afdw_list_connections(void);
 extern bool afdw_close_connection(Oid umid, int slot);
 extern void afdw_set_streaming(AfdwConn *conn, bool streaming);
 extern unsigned int afdw_prepared_statement(AfdwConn *conn, const char *sql);
+extern bool afdw_keeps_statements(AfdwConn *conn);
 extern unsigned int afdw_next_statement_number(AfdwConn *conn);
 extern void afdw_remember_statement(AfdwConn *conn, const char *sql,
 									unsigned int number);

@@ -56,6 +56,28 @@
 	"-c search_path=pg_catalog -c TimeZone=UTC -c DateStyle=ISO " \
 	"-c IntervalStyle=postgres -c extra_float_digits=3"
 
+/*
+ * The same settings as SQL, for a pooler that refuses startup options or
+ * drops them: set once after connecting when the pooler keeps a server
+ * session per connection, at the start of every remote transaction, in
+ * the same send, when it may hand each transaction another server session.
+ * The three lists say the same.
+ */
+#define AFDW_SESSION_SETS \
+	"SET search_path = pg_catalog; SET TimeZone = 'UTC'; SET DateStyle = ISO; " \
+	"SET IntervalStyle = postgres; SET extra_float_digits = 3"
+#define AFDW_XACT_SETS \
+	"SET LOCAL search_path = pg_catalog; SET LOCAL TimeZone = 'UTC'; " \
+	"SET LOCAL DateStyle = ISO; SET LOCAL IntervalStyle = postgres; " \
+	"SET LOCAL extra_float_digits = 3"
+
+/*
+ * How pgbouncer refuses a startup packet with options (its default
+ * configuration), which the pooler option auto takes for a transaction
+ * pooler.
+ */
+#define AFDW_OPTIONS_REFUSED	"unsupported startup parameter: options"
+
 /* A statement prepared in a remote session. */
 typedef struct PreparedStatement
 {
@@ -81,8 +103,8 @@ static bool connect_entry(AfdwConn *entry, UserMapping *user, bool optional);
 static char *plain_connect_error(const char *msg, char *sqlstate);
 static AfdwConn *open_or_share(AfdwConn *entry, UserMapping *user,
 							   ForeignServer *server);
-static AfdwConn *first_slot(Oid umid);
 static bool connect_reserved(AfdwConn *entry, UserMapping *user, bool optional);
+static AfdwConn *slot_zero(Oid umid);
 static AfdwConn *least_used_open(Oid umid);
 static bool reserve_fd(bool optional);
 static void inval_callback(Datum arg, int cacheid, uint32 hashvalue);
@@ -162,12 +184,23 @@ AfdwConn *
 afdw_acquire_connection(UserMapping *user)
 {
 	ForeignServer *server = GetForeignServer(user->serverid);
-	/* A value stored before the validator bounded it is bounded here. */
-	int			max = Min(afdw_int_option(server->options, "max_connections",
-										  AFDW_DEFAULT_MAX_CONNECTIONS),
-						  AFDW_MAX_MAX_CONNECTIONS);
+	int			configured = afdw_int_option(server->options, "max_connections", 0);
+	AfdwPooler	pooler = afdw_pooler_option(server->options);
+	bool		pooled = (pooler == AFDW_POOLER_TRANSACTION);
+	int			max;
 	AfdwConn   *best = NULL;
 	AfdwConn   *entry;
+
+	/*
+	 * A value stored before the validator bounded it is bounded here.
+	 * Through a transaction pooler the default is one connection: each
+	 * connection in a remote transaction holds one of the pooler's server
+	 * sessions until the local transaction ends, so backends that each
+	 * wanted several could wait for each other's until the pooler's
+	 * timeout.
+	 */
+	max = (configured > 0) ? Min(configured, AFDW_MAX_MAX_CONNECTIONS) :
+		(pooled ? 1 : AFDW_DEFAULT_MAX_CONNECTIONS);
 
 	afdw_connection_init();
 	afdw_note_xact_connection();
@@ -175,9 +208,12 @@ afdw_acquire_connection(UserMapping *user)
 	/*
 	 * An unused open connection, else an unused slot, else the least used
 	 * one that no scan streams on.  Streams are never shared: when every
-	 * connection streams, one more is opened past max_connections.
+	 * connection streams, one more is opened past max_connections, except
+	 * through a transaction pooler, where a scan shares a stream's
+	 * connection (reading the stream into memory first) rather than wait
+	 * for a server session.
 	 */
-	for (int slot = 0; slot < max || best == NULL; slot++)
+	for (int slot = 0; slot < max || (best == NULL && !pooled); slot++)
 	{
 		AfdwConnKey key;
 		bool		found;
@@ -190,6 +226,14 @@ afdw_acquire_connection(UserMapping *user)
 			memset(((char *) entry) + sizeof(AfdwConnKey), 0,
 				   sizeof(AfdwConn) - sizeof(AfdwConnKey));
 			entry->conn = NULL;
+		}
+
+		/* Where auto found a transaction pooler, it counts as chosen. */
+		if (slot == 0 && pooler == AFDW_POOLER_AUTO && entry->refuses_options)
+		{
+			pooled = true;
+			if (configured <= 0)
+				max = 1;
 		}
 
 		if (entry->streaming && entry->nusers > 0)
@@ -208,6 +252,8 @@ afdw_acquire_connection(UserMapping *user)
 		if (best == NULL || entry->nusers < best->nusers)
 			best = entry;
 	}
+	if (best == NULL)
+		best = least_used_open(user->umid);
 	entry = best;
 
 	if (entry->conn != NULL && entry->commit_pending)
@@ -225,12 +271,7 @@ afdw_acquire_connection(UserMapping *user)
 				 errdetail("The remote transaction of this local transaction is lost."),
 				 errhint("Roll back the local transaction and retry.")));
 
-	/*
-	 * Each connection holds a file descriptor, counted against the
-	 * backend's limit as PostgreSQL counts its own.  Without one to spare,
-	 * a scan shares an open connection; only the first connection to the
-	 * server is required.
-	 */
+	/* An unused slot: connect it, or share an open connection instead. */
 	if (entry->conn == NULL)
 		entry = open_or_share(entry, user, server);
 
@@ -256,7 +297,7 @@ static AfdwConn *
 open_or_share(AfdwConn *entry, UserMapping *user, ForeignServer *server)
 {
 	AfdwConn   *shared = least_used_open(user->umid);
-	AfdwConn   *first = first_slot(user->umid);
+	AfdwConn   *first = slot_zero(user->umid);
 
 	if (shared != NULL && first->refused_at != 0 &&
 		!TimestampDifferenceExceeds(first->refused_at, GetCurrentTimestamp(),
@@ -302,24 +343,6 @@ connect_reserved(AfdwConn *entry, UserMapping *user, bool optional)
 	}
 	PG_END_TRY();
 	return connected;
-}
-
-/*
- * first_slot
- *		The entry of slot 0 of user mapping UMID's pool, which holds what
- *		concerns the whole pool (when the server last refused a connection).
- */
-static AfdwConn *
-first_slot(Oid umid)
-{
-	AfdwConnKey key;
-	AfdwConn   *entry;
-
-	key.umid = umid;
-	key.slot = 0;
-	entry = hash_search(afdw_conn_hash, &key, HASH_FIND, NULL);
-	Assert(entry != NULL);
-	return entry;
 }
 
 /*
@@ -373,6 +396,33 @@ least_used_open(Oid umid)
 			best = entry;
 	}
 	return best;
+}
+
+/*
+ * slot_zero
+ *		The entry of slot 0 of user mapping UMID, where auto's finding is
+ *		kept for the pool; NULL if there is none yet.
+ */
+static AfdwConn *
+slot_zero(Oid umid)
+{
+	AfdwConnKey key;
+
+	key.umid = umid;
+	key.slot = 0;
+	return (AfdwConn *) hash_search(afdw_conn_hash, &key, HASH_FIND, NULL);
+}
+
+/*
+ * afdw_append_xact_settings
+ *		Append to SQL, which opens a remote transaction through a
+ *		transaction pooler, the session settings made for that transaction
+ *		only: the server session may change with each transaction.
+ */
+void
+afdw_append_xact_settings(StringInfo sql)
+{
+	appendStringInfoString(sql, "; " AFDW_XACT_SETS);
 }
 
 /*
@@ -558,6 +608,18 @@ afdw_prepared_statement(AfdwConn *conn, const char *sql)
 		return 0;
 	ps = hash_search(conn->prepared, &hash, HASH_FIND, NULL);
 	return (ps != NULL && strcmp(ps->sql, sql) == 0) ? ps->number : 0;
+}
+
+/*
+ * afdw_keeps_statements
+ *		Whether a statement prepared in CONN's session is there for later
+ *		transactions: not through a transaction pooler, where each
+ *		transaction may run in another server session.
+ */
+bool
+afdw_keeps_statements(AfdwConn *conn)
+{
+	return conn->pooler != AFDW_POOLER_TRANSACTION;
 }
 
 /*
@@ -1007,13 +1069,17 @@ connect_entry(AfdwConn *entry, UserMapping *user, bool optional)
 	const char **values;
 	int			n = 0;
 	int			max;
+	int			options_index;
 	StringInfoData options;
+	char	   *volatile users_options;
 	ListCell   *lc;
 	PGconn	   *volatile conn = NULL;
 	volatile bool refused = false;
 	long		timeout;
 	TimestampTz start = GetCurrentTimestamp();
 	char	   *appname;
+	volatile AfdwPooler pooler = afdw_pooler_option(server->options);
+	AfdwConn   *first = slot_zero(user->umid);
 
 	entry->serverid = server->serverid;
 	namestrcpy(&entry->servername, server->servername);
@@ -1029,6 +1095,11 @@ connect_entry(AfdwConn *entry, UserMapping *user, bool optional)
 	entry->changing_xact_state = false;
 	entry->busy = false;
 	afdw_reset_xact_state(entry, 1);
+
+	/* What auto found before, for this connection or the first. */
+	if (pooler == AFDW_POOLER_AUTO &&
+		(entry->refuses_options || (first != NULL && first->refuses_options)))
+		pooler = AFDW_POOLER_TRANSACTION;
 
 	check_password_rules(user, NULL, server->servername);
 
@@ -1060,7 +1131,15 @@ connect_entry(AfdwConn *entry, UserMapping *user, bool optional)
 		values[n] = defGetString(def);
 		n++;
 	}
-	appendStringInfoString(&options, AFDW_SESSION_OPTIONS);
+	/*
+	 * Only the users' own options go to a pooler: pgbouncer refuses
+	 * startup options, and a pooler that takes them may drop them.  An
+	 * empty string is not sent.
+	 */
+	users_options = pstrdup(options.data);
+	if (pooler == AFDW_POOLER_NONE || pooler == AFDW_POOLER_AUTO)
+		appendStringInfoString(&options, AFDW_SESSION_OPTIONS);
+	options_index = n;
 	keywords[n] = "options";
 	values[n++] = options.data;
 	appname = choose_application_name(server, user);
@@ -1080,8 +1159,10 @@ connect_entry(AfdwConn *entry, UserMapping *user, bool optional)
 
 	PG_TRY();
 	{
-		PostgresPollingStatusType poll = PGRES_POLLING_WRITING;
+		PostgresPollingStatusType poll;
 
+retry:
+		poll = PGRES_POLLING_WRITING;
 		conn = PQconnectStartParams(keywords, values, false);
 		if (conn == NULL)
 			ereport(ERROR,
@@ -1125,6 +1206,24 @@ connect_entry(AfdwConn *entry, UserMapping *user, bool optional)
 				poll = PQconnectPoll(conn);
 		}
 
+		/*
+		 * pgbouncer's refusal of our options: auto connects again without
+		 * them, within the same connect_timeout, and takes the server for
+		 * a transaction pooler, which is right for its session mode too.
+		 */
+		if (PQstatus(conn) != CONNECTION_OK && pooler == AFDW_POOLER_AUTO &&
+			strstr(PQerrorMessage(conn), AFDW_OPTIONS_REFUSED) != NULL)
+		{
+			PQfinish(conn);
+			conn = NULL;
+			pooler = AFDW_POOLER_TRANSACTION;
+			entry->refuses_options = true;
+			if (first != NULL)
+				first->refuses_options = true;
+			values[options_index] = users_options;
+			goto retry;
+		}
+
 		if (PQstatus(conn) != CONNECTION_OK)
 		{
 			char		sqlstate[6];
@@ -1159,6 +1258,7 @@ connect_entry(AfdwConn *entry, UserMapping *user, bool optional)
 	pfree(keywords);
 	pfree(values);
 	pfree(options.data);
+	pfree(users_options);
 	if (appname != NULL)
 		pfree(appname);
 
@@ -1171,6 +1271,32 @@ connect_entry(AfdwConn *entry, UserMapping *user, bool optional)
 	PQsetNoticeReceiver(conn, notice_receiver, NameStr(entry->servername));
 	entry->conn = conn;
 	entry->opened_at = GetCurrentTimestamp();
+	entry->pooler = (pooler == AFDW_POOLER_AUTO) ? AFDW_POOLER_NONE : pooler;
+
+	/*
+	 * A session pooler keeps this server session for the connection: the
+	 * settings are made once, at one round trip.  On failure the caller
+	 * gives the file descriptor back.
+	 */
+	if (entry->pooler == AFDW_POOLER_SESSION)
+	{
+		PG_TRY();
+		{
+			afdw_run_command(entry, AFDW_SESSION_SETS);
+		}
+		PG_CATCH();
+		{
+			if (entry->waitset != NULL)
+			{
+				FreeWaitEventSet(entry->waitset);
+				entry->waitset = NULL;
+			}
+			PQfinish(entry->conn);
+			entry->conn = NULL;
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+	}
 	return true;
 }
 
@@ -1259,10 +1385,12 @@ inval_callback(Datum arg pg_attribute_unused(), int cacheid, uint32 hashvalue)
 	{
 		uint32		mine;
 
-		if (entry->conn == NULL)
-			continue;
 		mine = (cacheid == FOREIGNSERVEROID) ? entry->server_hash : entry->mapping_hash;
 		if (hashvalue != 0 && hashvalue != mine)
+			continue;
+		/* The server may be another now: auto asks again. */
+		entry->refuses_options = false;
+		if (entry->conn == NULL)
 			continue;
 
 		/*

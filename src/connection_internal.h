@@ -60,6 +60,17 @@ struct AfdwConn
 	bool		keep;			/* keep_connections */
 	int			keep_idle;		/* idle_connections: of the pool, how many
 								 * stay open between transactions */
+
+	/*
+	 * What stands between the session and the server, as the pooler option
+	 * says or auto found (never AFDW_POOLER_AUTO once connected); and
+	 * whether the server refused the options of a startup packet, which
+	 * auto remembers across reconnections, in this entry and in slot 0's
+	 * (read by afdw_acquire_connection), until the server or user mapping
+	 * changes.
+	 */
+	AfdwPooler	pooler;
+	bool		refuses_options;
 	unsigned int cursor_number; /* last cursor number used in this xact */
 
 	/*
@@ -172,6 +183,7 @@ extern MemoryContext afdw_conn_cxt;
 extern bool afdw_connection_alive(AfdwConn *entry);
 extern void afdw_note_prepare(AfdwConn *conn, PGresult *res);
 extern void afdw_append_deallocs(AfdwConn *entry, StringInfo sql);
+extern void afdw_append_xact_settings(StringInfo sql);
 extern void afdw_disconnect_entry(AfdwConn *entry);
 extern void afdw_break_connection(AfdwConn *entry, const char *violation);
 

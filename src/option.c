@@ -40,6 +40,7 @@ typedef enum AfdwOptionKind
 	AFDW_OPT_COST,
 	AFDW_OPT_FETCH_MODE,		/* auto, stream or cursor */
 	AFDW_OPT_EXTENSIONS,		/* a list of extension names */
+	AFDW_OPT_POOLER,			/* auto, none, session or transaction */
 	AFDW_OPT_CONNECTIONS		/* 1 to AFDW_MAX_MAX_CONNECTIONS */
 } AfdwOptionKind;
 
@@ -64,6 +65,7 @@ static const AfdwOption own_options[] = {
 	{"idle_connections", ForeignServerRelationId, AFDW_OPT_CONNECTIONS, false},
 	{"fetch_mode", ForeignServerRelationId, AFDW_OPT_FETCH_MODE, false},
 	{"extensions", ForeignServerRelationId, AFDW_OPT_EXTENSIONS, false},
+	{"pooler", ForeignServerRelationId, AFDW_OPT_POOLER, false},
 	/* user mappings */
 	{"password_required", UserMappingRelationId, AFDW_OPT_BOOL, false},
 	{"sslcert", UserMappingRelationId, AFDW_OPT_STRING, true},
@@ -314,6 +316,14 @@ check_option_value(const AfdwOption *opt, const char *value)
 				sqlstate = ERRCODE_SYNTAX_ERROR;
 			}
 			break;
+		case AFDW_OPT_POOLER:
+			/* A word outside a fixed set, as for fetch_mode. */
+			if (afdw_parse_pooler(value) < 0)
+			{
+				expected = _("The option takes auto, none, session or transaction.");
+				sqlstate = ERRCODE_SYNTAX_ERROR;
+			}
+			break;
 		case AFDW_OPT_COST:
 
 			/*
@@ -522,6 +532,40 @@ afdw_fetch_mode_option(List *options, int current)
 	if (afdw_parse_fetch_mode(value) < 0)
 		elog(ERROR, "invalid stored value for option \"fetch_mode\": \"%s\"", value);
 	return afdw_parse_fetch_mode(value);
+}
+
+/*
+ * afdw_parse_pooler
+ *		The AfdwPooler named by VALUE, or -1.
+ */
+int
+afdw_parse_pooler(const char *value)
+{
+	if (pg_strcasecmp(value, "auto") == 0)
+		return AFDW_POOLER_AUTO;
+	if (pg_strcasecmp(value, "none") == 0)
+		return AFDW_POOLER_NONE;
+	if (pg_strcasecmp(value, "session") == 0)
+		return AFDW_POOLER_SESSION;
+	if (pg_strcasecmp(value, "transaction") == 0)
+		return AFDW_POOLER_TRANSACTION;
+	return -1;
+}
+
+/*
+ * afdw_pooler_option
+ *		The pooler in OPTIONS (a server's), auto when absent.
+ */
+AfdwPooler
+afdw_pooler_option(List *options)
+{
+	const char *value = find_def(options, "pooler");
+
+	if (value == NULL)
+		return AFDW_POOLER_AUTO;
+	if (afdw_parse_pooler(value) < 0)
+		elog(ERROR, "invalid stored value for option \"pooler\": \"%s\"", value);
+	return (AfdwPooler) afdw_parse_pooler(value);
 }
 
 /*

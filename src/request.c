@@ -5,7 +5,8 @@
  *
  * The query of a scan is sent (afdw_send_start) as a cursor's DECLARE and
  * first FETCH, an EXECUTE of a statement prepared in the remote session (a
- * parameterized scan), or a COPY stream, whose rows stream.c reads; more
+ * parameterized scan; through a transaction pooler, the statement with its
+ * values inline), or a COPY stream, whose rows stream.c reads; more
  * FETCHes follow ahead of need (afdw_send_fetch).  Results arrive into a
  * queue of batches (afdw_read_request), which next_batch (scan.c) takes one
  * at a time (afdw_take_batch); convert.c turns their rows into tuples.
@@ -104,6 +105,8 @@ remember_sql(AfdwScanState *st, const char *sql)
  * Rescans of a parameterized scan then cost the remote server no parsing
  * or planning (it keeps a generic plan when that is as good), and no
  * cursor.  The LIMIT bounds the rows, and so the memory, of one EXECUTE.
+ * Where the session keeps no statement (afdw_keeps_statements), the
+ * statement itself is appended with its values inline instead.
  */
 static bool
 append_execute(AfdwScanState *st, StringInfo buf)
@@ -115,6 +118,18 @@ append_execute(AfdwScanState *st, StringInfo buf)
 											   psprintf("%s LIMIT " INT64_FORMAT, st->sql,
 														(int64) st->fetch_size + 1));
 	number = afdw_prepared_statement(st->conn, st->prepared_sql);
+	if (number == 0 && !afdw_keeps_statements(st->conn))
+	{
+		/*
+		 * Through a transaction pooler the next transaction may find
+		 * another session: the statement goes with its values inline,
+		 * still one command, planned each time.
+		 */
+		compute_params(st);
+		afdw_bind_params(buf, st->prepared_sql, st->nparams,
+						 (const char *const *) st->param_values);
+		return true;
+	}
 	if (number == 0)
 	{
 		number = afdw_next_statement_number(st->conn);

@@ -74,7 +74,8 @@ afdw_note_xact_connection(void)
  *
  * A connection's first use in a local transaction opens a REPEATABLE READ
  * (or SERIALIZABLE) transaction in the snapshot that the connections to
- * its server share (afdw_share_snapshot).  NESTED is afdw_send_in_xact's.
+ * its server share (afdw_share_snapshot), with the session settings
+ * through a transaction pooler.  NESTED is afdw_send_in_xact's.
  */
 static char *
 xact_prefix(AfdwConn *entry, bool nested, int *nstatements)
@@ -99,6 +100,9 @@ xact_prefix(AfdwConn *entry, bool nested, int *nstatements)
 							   "START TRANSACTION ISOLATION LEVEL SERIALIZABLE" :
 							   "START TRANSACTION ISOLATION LEVEL REPEATABLE READ");
 		afdw_share_snapshot(entry, nested, &sql);
+		/* After the snapshot's statements, which must come first. */
+		if (entry->pooler == AFDW_POOLER_TRANSACTION)
+			afdw_append_xact_settings(&sql);
 		entry->xact_depth = 1;
 	}
 
