@@ -27,6 +27,7 @@
 #define AFDW_DEFAULT_TUPLE_COST			0.01
 #define AFDW_DEFAULT_MAX_CONNECTIONS	4
 #define AFDW_DEFAULT_IDLE_CONNECTIONS	1
+#define AFDW_DEFAULT_IDLE_TIMEOUT_MS	1000
 
 /*
  * Upper bound of max_connections.  Each connection is a backend on the

@@ -99,11 +99,15 @@ typedef struct PreparedStatement
 HTAB	   *afdw_conn_hash = NULL;
 MemoryContext afdw_conn_cxt = NULL;
 
-static bool connect_entry(AfdwConn *entry, UserMapping *user, bool optional);
+static bool connect_entry(AfdwConn *entry, UserMapping *user, bool optional,
+						  int idle_timeout);
 static char *plain_connect_error(const char *msg, char *sqlstate);
 static AfdwConn *open_or_share(AfdwConn *entry, UserMapping *user,
 							   ForeignServer *server);
-static bool connect_reserved(AfdwConn *entry, UserMapping *user, bool optional);
+static bool connect_reserved(AfdwConn *entry, UserMapping *user, bool optional,
+							 int idle_timeout);
+static int	idle_timeout_for(AfdwConn *shared, UserMapping *user,
+							 ForeignServer *server);
 static AfdwConn *slot_zero(Oid umid);
 static AfdwConn *least_used_open(Oid umid);
 static bool reserve_fd(bool optional);
@@ -315,11 +319,51 @@ open_or_share(AfdwConn *entry, UserMapping *user, ForeignServer *server)
 		return shared;
 	}
 
-	if (connect_reserved(entry, user, shared != NULL))
+	if (connect_reserved(entry, user, shared != NULL,
+						 idle_timeout_for(shared, user, server)))
 		return entry;
 	ReleaseExternalFD();
 	first->refused_at = GetCurrentTimestamp();
 	return shared;
+}
+
+/*
+ * idle_timeout_for
+ *		The idle_session_timeout, in milliseconds, to give a new connection
+ *		of USER's pool on SERVER, where SHARED is open (NULL: none is): 0 for
+ *		the first idle_connections of the pool, which stay open between
+ *		transactions, else the server's idle_timeout.
+ *
+ * The remote server itself then closes a connection past those once it
+ * has been idle outside a transaction for that long, giving its place
+ * back, while a session that runs queries back to back keeps using it; a
+ * backend runs no code while its session is idle, and could not close it
+ * then.  Only PostgreSQL 14 and later have the setting, and only a direct
+ * connection takes it in the startup packet: otherwise the connection is
+ * closed at the end of the transaction (trim_idle_pools in xact.c).
+ */
+static int
+idle_timeout_for(AfdwConn *shared, UserMapping *user, ForeignServer *server)
+{
+	int			keep = afdw_int_option(server->options, "idle_connections",
+									   AFDW_DEFAULT_IDLE_CONNECTIONS);
+	HASH_SEQ_STATUS scan;
+	AfdwConn   *entry;
+	int			open = 0;
+
+	if (shared == NULL || shared->pooler != AFDW_POOLER_NONE ||
+		PQserverVersion(shared->conn) < 140000)
+		return 0;
+	hash_seq_init(&scan, afdw_conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		if (entry->key.umid == user->umid && entry->conn != NULL)
+			open++;
+	}
+	if (open < keep)
+		return 0;
+	return afdw_int_option(server->options, "idle_timeout",
+						   AFDW_DEFAULT_IDLE_TIMEOUT_MS);
 }
 
 /*
@@ -328,13 +372,14 @@ open_or_share(AfdwConn *entry, UserMapping *user, ForeignServer *server)
  *		connection when it fails with an error.
  */
 static bool
-connect_reserved(AfdwConn *entry, UserMapping *user, bool optional)
+connect_reserved(AfdwConn *entry, UserMapping *user, bool optional,
+				 int idle_timeout)
 {
 	volatile bool connected = false;
 
 	PG_TRY();
 	{
-		connected = connect_entry(entry, user, optional);
+		connected = connect_entry(entry, user, optional, idle_timeout);
 	}
 	PG_CATCH();
 	{
@@ -390,6 +435,13 @@ least_used_open(Oid umid)
 		if (entry->key.umid != umid || entry->conn == NULL ||
 			entry->changing_xact_state)
 			continue;
+		/* An idle one the server closed (idle_timeout) is dropped. */
+		if (entry->nusers == 0 && entry->xact_depth == 0 && !entry->busy &&
+			!usable_idle(entry))
+		{
+			afdw_disconnect_entry(entry);
+			continue;
+		}
 		if (best == NULL ||
 			(best->streaming && !entry->streaming) ||
 			(best->streaming == entry->streaming && entry->nusers < best->nusers))
@@ -494,6 +546,13 @@ afdw_list_connections(void)
 		/* Entries stay in the hash once their session is closed. */
 		if (entry->conn == NULL)
 			continue;
+		/* An idle one the server closed (idle_timeout) is dropped. */
+		if (entry->nusers == 0 && entry->xact_depth == 0 && !entry->busy &&
+			!usable_idle(entry))
+		{
+			afdw_disconnect_entry(entry);
+			continue;
+		}
 
 		info = palloc(sizeof(AfdwConnInfo));
 		info->serverid = entry->serverid;
@@ -1062,7 +1121,8 @@ plain_connect_error(const char *msg, char *sqlstate)
  *		of room (SQLSTATE class 53).
  */
 static bool
-connect_entry(AfdwConn *entry, UserMapping *user, bool optional)
+connect_entry(AfdwConn *entry, UserMapping *user, bool optional,
+			  int idle_timeout_ms)
 {
 	ForeignServer *server = GetForeignServer(user->serverid);
 	const char **keywords;
@@ -1075,6 +1135,7 @@ connect_entry(AfdwConn *entry, UserMapping *user, bool optional)
 	ListCell   *lc;
 	PGconn	   *volatile conn = NULL;
 	volatile bool refused = false;
+	volatile int idle_timeout = idle_timeout_ms;
 	long		timeout;
 	TimestampTz start = GetCurrentTimestamp();
 	char	   *appname;
@@ -1138,7 +1199,13 @@ connect_entry(AfdwConn *entry, UserMapping *user, bool optional)
 	 */
 	users_options = pstrdup(options.data);
 	if (pooler == AFDW_POOLER_NONE || pooler == AFDW_POOLER_AUTO)
+	{
 		appendStringInfoString(&options, AFDW_SESSION_OPTIONS);
+		if (idle_timeout > 0)
+			appendStringInfo(&options, " -c idle_session_timeout=%d", idle_timeout);
+	}
+	else
+		idle_timeout = 0;
 	options_index = n;
 	keywords[n] = "options";
 	values[n++] = options.data;
@@ -1221,6 +1288,7 @@ retry:
 			if (first != NULL)
 				first->refuses_options = true;
 			values[options_index] = users_options;
+			idle_timeout = 0;
 			goto retry;
 		}
 
@@ -1272,6 +1340,7 @@ retry:
 	entry->conn = conn;
 	entry->opened_at = GetCurrentTimestamp();
 	entry->pooler = (pooler == AFDW_POOLER_AUTO) ? AFDW_POOLER_NONE : pooler;
+	entry->idle_timeout = idle_timeout;
 
 	/*
 	 * A session pooler keeps this server session for the connection: the

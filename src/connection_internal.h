@@ -60,6 +60,8 @@ struct AfdwConn
 	bool		keep;			/* keep_connections */
 	int			keep_idle;		/* idle_connections: of the pool, how many
 								 * stay open between transactions */
+	int			idle_timeout;	/* ms after which the server closes the
+								 * session once idle (0: it does not) */
 
 	/*
 	 * What stands between the session and the server, as the pooler option

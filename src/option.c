@@ -37,6 +37,7 @@ typedef enum AfdwOptionKind
 	AFDW_OPT_STRING,			/* anything goes; libpq checks it */
 	AFDW_OPT_BOOL,
 	AFDW_OPT_POSITIVE_INT,
+	AFDW_OPT_MILLISECONDS,		/* 0 to INT_MAX */
 	AFDW_OPT_COST,
 	AFDW_OPT_FETCH_MODE,		/* auto, stream or cursor */
 	AFDW_OPT_EXTENSIONS,		/* a list of extension names */
@@ -63,6 +64,7 @@ static const AfdwOption own_options[] = {
 	{"keep_connections", ForeignServerRelationId, AFDW_OPT_BOOL, false},
 	{"max_connections", ForeignServerRelationId, AFDW_OPT_CONNECTIONS, false},
 	{"idle_connections", ForeignServerRelationId, AFDW_OPT_CONNECTIONS, false},
+	{"idle_timeout", ForeignServerRelationId, AFDW_OPT_MILLISECONDS, false},
 	{"fetch_mode", ForeignServerRelationId, AFDW_OPT_FETCH_MODE, false},
 	{"extensions", ForeignServerRelationId, AFDW_OPT_EXTENSIONS, false},
 	{"pooler", ForeignServerRelationId, AFDW_OPT_POOLER, false},
@@ -258,6 +260,24 @@ parse_positive_int(const char *value, int *result)
 }
 
 /*
+ * parse_nonnegative_int
+ *		Whether VALUE is an integer from 0 to INT_MAX, spaces after it
+ *		included.
+ */
+static bool
+parse_nonnegative_int(const char *value)
+{
+	char	   *end;
+	long		l;
+
+	errno = 0;
+	l = strtol(value, &end, 10);
+	while (*end == ' ')
+		end++;
+	return errno == 0 && end != value && *end == '\0' && l >= 0 && l <= INT_MAX;
+}
+
+/*
  * check_option_value
  *		Reject a value that does not fit the option's kind.
  *
@@ -291,6 +311,10 @@ check_option_value(const AfdwOption *opt, const char *value)
 		case AFDW_OPT_POSITIVE_INT:
 			if (!parse_positive_int(value, NULL))
 				expected = _("The option takes an integer between 1 and 2147483647.");
+			break;
+		case AFDW_OPT_MILLISECONDS:
+			if (!parse_nonnegative_int(value))
+				expected = _("The option takes a number of milliseconds between 0 and 2147483647.");
 			break;
 		case AFDW_OPT_CONNECTIONS:
 

@@ -742,9 +742,10 @@ afdw_xact_callback(XactEvent event, void *arg pg_attribute_unused())
 
 /*
  * trim_idle_pools
- *		Between transactions, keep open only the first idle_connections
- *		(by default one) of each pool's connections, lowest slots first, and
- *		close the rest: the server's places serve other sessions.
+ *		Between transactions, keep open the first idle_connections (by
+ *		default one) of each pool's connections, lowest slots first; close
+ *		the rest, unless the server closes them itself once they have been
+ *		idle for idle_timeout (see idle_timeout_for in connection.c).
  *
  * A backend runs no code while its session is idle, so this is the last
  * moment at which it can give places back; the connections past the
@@ -777,8 +778,9 @@ trim_idle_pools(void)
 				continue;
 			if (kept < entry->keep_idle)
 				kept++;
-			else
+			else if (entry->idle_timeout == 0)
 				afdw_disconnect_entry(entry);
+			/* else the server closes it once idle for idle_timeout */
 		}
 	}
 }

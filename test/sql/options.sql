@@ -557,3 +557,18 @@ DROP FUNCTION afdw_opt_cmd(text, text, text, text);
 \if :afdw_opt_drop_pgfdw
 DROP EXTENSION postgres_fdw;
 \endif
+
+-- idle_connections takes what max_connections takes; idle_timeout a number
+-- of milliseconds from 0.  (22023, as for a bad fetch_size.)
+\set VERBOSITY sqlstate
+CREATE SERVER afdw_opt_bad FOREIGN DATA WRAPPER async_fdw OPTIONS (idle_connections '0');
+CREATE SERVER afdw_opt_bad FOREIGN DATA WRAPPER async_fdw OPTIONS (idle_connections '257');
+CREATE SERVER afdw_opt_bad FOREIGN DATA WRAPPER async_fdw OPTIONS (idle_timeout '-1');
+CREATE SERVER afdw_opt_bad FOREIGN DATA WRAPPER async_fdw OPTIONS (idle_timeout '1s');
+CREATE SERVER afdw_opt_bad FOREIGN DATA WRAPPER async_fdw OPTIONS (idle_timeout '');
+\set VERBOSITY default
+CREATE SERVER afdw_opt_bad FOREIGN DATA WRAPPER async_fdw OPTIONS (idle_timeout '2147483648');
+CREATE SERVER afdw_opt_idle FOREIGN DATA WRAPPER async_fdw
+  OPTIONS (idle_connections '256', idle_timeout '0');
+ALTER SERVER afdw_opt_idle OPTIONS (SET idle_connections '1', SET idle_timeout '2147483647');
+DROP SERVER afdw_opt_idle;

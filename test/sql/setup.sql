@@ -21,6 +21,12 @@ END
 $$;
 CREATE USER MAPPING FOR CURRENT_USER SERVER loopback;
 CREATE USER MAPPING FOR CURRENT_USER SERVER loopback2;
+-- Connections past a session's first close at the end of each transaction
+-- here (idle_timeout 0), so that the tests that count remote sessions do
+-- not depend on how long a statement takes; 007_optional_connections.pl
+-- checks the default, where the remote server closes them once idle.
+ALTER SERVER loopback OPTIONS (ADD idle_timeout '0');
+ALTER SERVER loopback2 OPTIONS (ADD idle_timeout '0');
 
 -- The remote side: a schema of plain tables.
 CREATE SCHEMA remote;

@@ -6,7 +6,8 @@
 #   connection refused fails the query with the error postgres_fdw gives.
 #   After a refusal the backend does not ask the server again for a second,
 #   and it opens more connections once the server has room.  Between
-#   transactions a session keeps idle_connections (one) per server.
+#   transactions a session keeps idle_connections (one) per server; the
+#   server closes the others once they have been idle for idle_timeout.
 
 use strict;
 use warnings;
@@ -131,12 +132,16 @@ while (time < $deadline)
 is($got, '4000|2002000|3', 'with room for two more, the pool opens them');
 
 # 4. Between transactions a session keeps one connection per server (the
-# server option idle_connections), giving the other places back; with
-# idle_connections 4 it keeps what it opened.  (One holder stays: room for
-# four connections and the checks.)
+# server option idle_connections); the shard itself closes the others once
+# they have been idle for idle_timeout (1 s by default), so that a session
+# running queries back to back keeps them, and an idle one gives their
+# places back.  With idle_timeout 0 they close at the end of the
+# transaction; with idle_connections 4 all four stay.  (One holder stays:
+# room for four connections and the checks.)
 release(2);
 my $afdw_sessions = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'async_fdw'";
 my $one_afdw_session = "SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = 'async_fdw'";
+my $pids = 'SELECT string_agg(DISTINCT pid::text, \',\' ORDER BY pid::text) FROM p';
 $deadline = time + 60;
 while (time < $deadline)
 {
@@ -146,15 +151,22 @@ while (time < $deadline)
 }
 is($got, '4000|2002000|4', 'with room for all, four connections');
 ok($shard->poll_query_until('postgres', $one_afdw_session),
-	'after the query, one connection stays open');
+	'idle for idle_timeout, the connections past the first are closed by the shard');
+like(slurp_file($shard->logfile), qr/terminating connection due to idle-session timeout/,
+	'the shard closed them for their idle-session timeout');
+$session->query_safe("ALTER SERVER s OPTIONS (ADD idle_timeout '600000')");
+my $first = $session->query_safe($pids);
+is(scalar(split /,/, $first), 4, 'four connections again');
+is($session->query_safe($pids), $first,
+	'the next query, a moment later, uses the same four connections');
 is($session->query_safe("BEGIN; $query"), '4000|2002000|4',
 	'in a transaction block, four connections');
-is($shard->safe_psql('postgres', $afdw_sessions), '4',
-	'they stay open until the end of the transaction');
 $session->query_safe('COMMIT');
+$session->query_safe("ALTER SERVER s OPTIONS (SET idle_timeout '0')");
+is($session->query_safe($query), '4000|2002000|4', 'idle_timeout 0: four connections');
 ok($shard->poll_query_until('postgres', $one_afdw_session),
-	'after it, one stays open');
-$session->query_safe("ALTER SERVER s OPTIONS (ADD idle_connections '4')");
+	'idle_timeout 0: after the transaction, one stays open');
+$session->query_safe("ALTER SERVER s OPTIONS (ADD idle_connections '4', DROP idle_timeout)");
 is($session->query_safe($query), '4000|2002000|4',
 	'idle_connections 4: four connections');
 is($shard->safe_psql('postgres', $afdw_sessions), '4',
