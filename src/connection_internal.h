@@ -4,11 +4,12 @@
  *		The remote connection as the connection-side files of async_fdw
  *		share it.
  *
- * Included only by connection.c (the pool, connecting, invalidation,
- * prepared statements), remote.c (send, wait, results, cancel, remote
- * errors), snapshot.c (the shared snapshot of a server) and xact.c (the
- * remote transactions).  For every other file AfdwConn is opaque
- * (async_fdw.h), and only these four call libpq on a connection.
+ * Included only by connection.c (the pool, invalidation, prepared
+ * statements), connect.c (opening one connection), remote.c (send, wait,
+ * results, cancel, remote errors), snapshot.c (the shared snapshot of a
+ * server) and xact.c (the remote transactions).  For every other file
+ * AfdwConn is opaque (async_fdw.h), and only these five call libpq on a
+ * connection.
  * Declarations are grouped by the file that defines them.
  *
  *-------------------------------------------------------------------------
@@ -185,9 +186,14 @@ extern MemoryContext afdw_conn_cxt;
 extern bool afdw_connection_alive(AfdwConn *entry);
 extern void afdw_note_prepare(AfdwConn *conn, PGresult *res);
 extern void afdw_append_deallocs(AfdwConn *entry, StringInfo sql);
-extern void afdw_append_xact_settings(StringInfo sql);
 extern void afdw_disconnect_entry(AfdwConn *entry);
 extern void afdw_break_connection(AfdwConn *entry, const char *violation);
+extern AfdwConn *afdw_slot_zero(Oid umid);
+
+/* connect.c */
+extern bool afdw_connect_entry(AfdwConn *entry, UserMapping *user,
+							   bool optional, int idle_timeout_ms);
+extern void afdw_append_xact_settings(StringInfo sql);
 
 /* remote.c */
 extern bool afdw_wait_cleanup(AfdwConn *entry, TimestampTz deadline,
