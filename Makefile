@@ -15,6 +15,7 @@ OBJS = \
 	src/remote.o \
 	src/request.o \
 	src/scan.o \
+	src/shippable.o \
 	src/snapshot.o \
 	src/stream.o \
 	src/xact.o

@@ -255,11 +255,14 @@ extern void afdw_note_row_locks(AfdwConn *conn);
 extern unsigned int afdw_next_cursor_number(AfdwConn *conn);
 extern void afdw_close_cursor_later(AfdwConn *conn, unsigned int cursor);
 
-/* deparse.c */
+/* shippable.c */
+extern bool afdw_is_builtin(Oid oid);
 extern bool afdw_type_names_by_oid(Oid type);
 extern bool afdw_is_shippable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr);
 extern void afdw_classify_conditions(PlannerInfo *root, RelOptInfo *baserel,
 									 List *conds, List **remote, List **local);
+
+/* deparse.c */
 extern void afdw_deparse_select(StringInfo buf, RelOptInfo *baserel,
 								Relation rel,
 								Bitmapset *attrs_used, List *remote_conds,

@@ -1,17 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * deparse.c
- *		Remote SQL of async_fdw, and the rules of what may be sent.
+ *		Remote SQL of async_fdw.
  *
- * An expression is shipped to the remote server only when the remote
- * server computes exactly what the local one would: built-in immutable
- * operators and functions over the table's columns, constants and
- * parameters, all of built-in types, with no collation other than the
- * default involved.  Objects of the extensions named in the server's
- * extensions option count as built in.
+ * The SELECT of a scan with the conditions that shippable.c let through,
+ * its locking clause, the constants and parameters in a form the remote
+ * server reads alike whatever its settings.
  *
- * The planner (async_fdw.c) classifies conditions and builds the SELECT
- * here; request.c binds parameters into it, wraps it in a binary COPY and
+ * The planner (async_fdw.c) builds the SELECT here; request.c binds parameters into it, wraps it in a binary COPY and
  * asks for the remote type check with the helpers below, and analyze.c
  * gets its sampling query.
  *
@@ -24,16 +20,12 @@
 #include "access/htup_details.h"
 #include "access/sysattr.h"
 #include "access/transam.h"
-#include "catalog/dependency.h"
-#include "catalog/pg_collation.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_operator.h"
-#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
-#include "optimizer/optimizer.h"
 #include "optimizer/prep.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
@@ -44,14 +36,6 @@
 #include "utils/syscache.h"
 
 #include "async_fdw.h"
-
-/* What the shippability walker needs to know. */
-typedef struct ShipContext
-{
-	PlannerInfo *root;
-	RelOptInfo *baserel;
-	List	   *extensions;		/* OIDs of the server's extensions option */
-} ShipContext;
 
 /* State of deparsing one expression. */
 typedef struct DeparseContext
@@ -66,310 +50,6 @@ typedef struct DeparseContext
 
 static void deparse_expr(Expr *node, DeparseContext *cxt);
 static void append_literal(StringInfo buf, const char *val);
-
-/*
- * is_builtin
- *		True for objects made by initdb, which every remote server of the
- *		same or a later major version has with the same meaning.
- */
-static bool
-is_builtin(Oid oid)
-{
-	return oid < FirstGenbkiObjectId;
-}
-
-/*
- * collation_ok
- *		True if COLL is no collation or the default one.  Any other would
- *		need the remote server to have the same collation under the same
- *		name, which nothing guarantees.
- */
-static bool
-collation_ok(Oid coll)
-{
-	return !OidIsValid(coll) || coll == DEFAULT_COLLATION_OID;
-}
-
-/*
- * object_shippable
- *		True if object OID of catalog CLASSID exists with the same meaning on
- *		the remote server: it is built in, or it belongs to an extension
- *		that the server's extensions option (EXTENSIONS) says is installed
- *		remotely too.
- */
-static bool
-object_shippable(Oid oid, Oid classid, List *extensions)
-{
-	Oid			extension;
-
-	if (is_builtin(oid))
-		return true;
-	if (extensions == NIL)
-		return false;
-	extension = getExtensionOfObject(classid, oid);
-	return OidIsValid(extension) && list_member_oid(extensions, extension);
-}
-
-/*
- * afdw_type_names_by_oid
- *		True for the types whose values are objects named by their OIDs
- *		(regclass, regrole, ...), and arrays of them.  Their binary form
- *		is the remote object's OID, which names another object locally, or
- *		none; their text form is the name, which the local input function
- *		looks up, as with postgres_fdw.
- */
-bool
-afdw_type_names_by_oid(Oid type)
-{
-	Oid			element = get_element_type(type);
-
-	switch (OidIsValid(element) ? element : type)
-	{
-		case REGPROCOID:
-		case REGPROCEDUREOID:
-		case REGOPEROID:
-		case REGOPERATOROID:
-		case REGCLASSOID:
-		case REGTYPEOID:
-		case REGCOLLATIONOID:
-		case REGCONFIGOID:
-		case REGDICTIONARYOID:
-		case REGNAMESPACEOID:
-		case REGROLEOID:
-			return true;
-		default:
-			return false;
-	}
-}
-
-/*
- * type_shippable
- *		True if a value of TYPE can be written as a literal or parameter and
- *		read back remotely as the same value, and the remote operators and
- *		functions on it behave as the local ones: a type made by the user
- *		(an enum, a domain with its CHECK) may have another meaning, or
- *		another type altogether, on the remote side.  The reg* types print
- *		names that the remote server would resolve to its own, different
- *		objects.
- */
-static bool
-type_shippable(Oid type, ShipContext *cxt)
-{
-	return !afdw_type_names_by_oid(type) &&
-		object_shippable(type, TypeRelationId, cxt->extensions);
-}
-
-/*
- * function_shippable
- *		True for an immutable function that is built in or belongs to a
- *		listed extension.
- */
-static bool
-function_shippable(Oid funcid, ShipContext *cxt)
-{
-	return object_shippable(funcid, ProcedureRelationId, cxt->extensions) &&
-		func_volatile(funcid) == PROVOLATILE_IMMUTABLE;
-}
-
-/*
- * operator_shippable
- *		True for an operator that is built in or belongs to a listed
- *		extension, whose function FUNCID is immutable.  (The function of
- *		such an operator is one too: an extension's operators call its own
- *		functions or built-in ones.)
- */
-static bool
-operator_shippable(Oid opno, Oid funcid, ShipContext *cxt)
-{
-	return object_shippable(opno, OperatorRelationId, cxt->extensions) &&
-		func_volatile(funcid) == PROVOLATILE_IMMUTABLE;
-}
-
-/*
- * ship_walker
- *		True if every node of NODE can be evaluated remotely.
- *
- * Besides the node's own objects, the type of every node's result, every
- * column included, must be shippable: an operator on a column of a type
- * the remote server may not have the same (a local enum or domain over a
- * remote text or int) would compare or check another way remotely.
- */
-static bool
-ship_walker(Node *node, ShipContext *cxt)
-{
-	if (node == NULL)
-		return true;
-
-	switch (nodeTag(node))
-	{
-		case T_Var:
-			{
-				Var		   *var = (Var *) node;
-
-				if (var->varlevelsup != 0 || !collation_ok(var->varcollid))
-					return false;
-
-				/*
-				 * No whole-row reference and no system column but ctid,
-				 * whose remote value is the one the scan fetches.
-				 */
-				if (var->varno == (int) cxt->baserel->relid &&
-					var->varattno <= 0 &&
-					var->varattno != SelfItemPointerAttributeNumber)
-					return false;
-				/* Another relation's column becomes a parameter. */
-				break;
-			}
-
-		case T_Const:
-			if (!collation_ok(((Const *) node)->constcollid))
-				return false;
-			break;
-
-		case T_Param:
-			{
-				Param	   *p = (Param *) node;
-
-				if ((p->paramkind != PARAM_EXTERN && p->paramkind != PARAM_EXEC) ||
-					!collation_ok(p->paramcollid))
-					return false;
-				break;
-			}
-
-		case T_OpExpr:
-		case T_DistinctExpr:
-			{
-				OpExpr	   *op = (OpExpr *) node;
-
-				set_opfuncid(op);
-				if (!operator_shippable(op->opno, op->opfuncid, cxt) ||
-					!collation_ok(op->inputcollid) || !collation_ok(op->opcollid) ||
-					!ship_walker((Node *) op->args, cxt))
-					return false;
-				break;
-			}
-
-		case T_ScalarArrayOpExpr:
-			{
-				ScalarArrayOpExpr *op = (ScalarArrayOpExpr *) node;
-
-				set_sa_opfuncid(op);
-				if (!operator_shippable(op->opno, op->opfuncid, cxt) ||
-					!collation_ok(op->inputcollid) ||
-					!ship_walker((Node *) op->args, cxt))
-					return false;
-				break;
-			}
-
-		case T_FuncExpr:
-			{
-				FuncExpr   *f = (FuncExpr *) node;
-
-				if (!function_shippable(f->funcid, cxt) ||
-					!collation_ok(f->inputcollid) || !collation_ok(f->funccollid) ||
-					!ship_walker((Node *) f->args, cxt))
-					return false;
-				break;
-			}
-
-		case T_BoolExpr:
-			if (!ship_walker((Node *) ((BoolExpr *) node)->args, cxt))
-				return false;
-			break;
-
-		case T_NullTest:
-			{
-				NullTest   *nt = (NullTest *) node;
-
-				/* IS NULL of a row is true only if every field is null. */
-				if (nt->argisrow || !ship_walker((Node *) nt->arg, cxt))
-					return false;
-				break;
-			}
-
-		case T_BooleanTest:
-			if (!ship_walker((Node *) ((BooleanTest *) node)->arg, cxt))
-				return false;
-			break;
-
-		case T_RelabelType:
-			{
-				RelabelType *r = (RelabelType *) node;
-
-				if (!collation_ok(r->resultcollid) ||
-					!ship_walker((Node *) r->arg, cxt))
-					return false;
-				break;
-			}
-
-		case T_ArrayExpr:
-			{
-				ArrayExpr  *a = (ArrayExpr *) node;
-
-				if (!collation_ok(a->array_collid) ||
-					!ship_walker((Node *) a->elements, cxt))
-					return false;
-				break;
-			}
-
-		case T_List:
-			{
-				ListCell   *lc;
-
-				foreach(lc, (List *) node)
-				{
-					if (!ship_walker((Node *) lfirst(lc), cxt))
-						return false;
-				}
-				/* A list has no type of its own. */
-				return true;
-			}
-
-		default:
-			return false;
-	}
-
-	return type_shippable(exprType(node), cxt);
-}
-
-/*
- * afdw_is_shippable
- *		True if EXPR, a condition on BASEREL, can be evaluated remotely.
- */
-bool
-afdw_is_shippable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr)
-{
-	ShipContext cxt;
-
-	cxt.root = root;
-	cxt.baserel = baserel;
-	cxt.extensions = ((AfdwRelInfo *) baserel->fdw_private)->extensions;
-	return ship_walker((Node *) expr, &cxt);
-}
-
-/*
- * afdw_classify_conditions
- *		Split the RestrictInfos CONDS into those evaluated remotely and those
- *		evaluated locally.
- */
-void
-afdw_classify_conditions(PlannerInfo *root, RelOptInfo *baserel, List *conds,
-						 List **remote, List **local)
-{
-	ListCell   *lc;
-
-	*remote = NIL;
-	*local = NIL;
-	foreach(lc, conds)
-	{
-		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
-
-		if (afdw_is_shippable(root, baserel, ri->clause))
-			*remote = lappend(*remote, ri);
-		else
-			*local = lappend(*local, ri);
-	}
-}
 
 /*
  * afdw_set_transmission_modes
@@ -701,7 +381,7 @@ append_type_name(StringInfo buf, Oid type, int32 typmod)
 	 * an extension's type is named with its schema, whatever the local
 	 * search_path would leave out.
 	 */
-	if (!is_builtin(type))
+	if (!afdw_is_builtin(type))
 		flags |= FORMAT_TYPE_FORCE_QUALIFY;
 	appendStringInfoString(buf, format_type_extended(type, typmod, flags));
 }
