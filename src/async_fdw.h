@@ -104,9 +104,7 @@ typedef struct AfdwConn AfdwConn;
 
 /* option.c */
 extern int	afdw_fetch_size_option(List *options, int current);
-extern int	afdw_parse_fetch_mode(const char *value);
 extern int	afdw_fetch_mode_option(List *options, int current);
-extern int	afdw_parse_pooler(const char *value);
 extern AfdwPooler afdw_pooler_option(List *options);
 extern bool afdw_bool_option(List *options, const char *name, bool current);
 extern double afdw_real_option(List *options, const char *name, double current);

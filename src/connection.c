@@ -261,6 +261,8 @@ open_or_share(AfdwConn *entry, UserMapping *user, ForeignServer *server)
 	AfdwConn   *shared = least_used_open(user->umid);
 	AfdwConn   *first = afdw_slot_zero(user->umid);
 
+	Assert(first != NULL);		/* afdw_acquire_connection made slot 0 */
+
 	if (shared != NULL && first->refused_at != 0 &&
 		!TimestampDifferenceExceeds(first->refused_at, GetCurrentTimestamp(),
 									AFDW_REFUSED_RETRY_MS))

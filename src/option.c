@@ -260,6 +260,33 @@ parse_positive_int(const char *value, int *result)
 }
 
 /*
+ * The words the fetch_mode and pooler options take, any case, in the order
+ * of AfdwFetchMode and AfdwPooler.
+ */
+static const char *const fetch_mode_words[] = {"auto", "stream", "cursor", NULL};
+static const char *const pooler_words[] = {"auto", "none", "session", "transaction", NULL};
+
+StaticAssertDecl(lengthof(fetch_mode_words) == AFDW_FETCH_CURSOR + 2,
+				 "fetch_mode_words does not match AfdwFetchMode");
+StaticAssertDecl(lengthof(pooler_words) == AFDW_POOLER_TRANSACTION + 2,
+				 "pooler_words does not match AfdwPooler");
+
+/*
+ * word_index
+ *		The position of VALUE, in any case, in WORDS (ended by NULL), or -1.
+ */
+static int
+word_index(const char *value, const char *const *words)
+{
+	for (int i = 0; words[i] != NULL; i++)
+	{
+		if (pg_strcasecmp(value, words[i]) == 0)
+			return i;
+	}
+	return -1;
+}
+
+/*
  * parse_nonnegative_int
  *		Whether VALUE is an integer from 0 to INT_MAX, spaces after it
  *		included.
@@ -334,7 +361,7 @@ check_option_value(const AfdwOption *opt, const char *value)
 			 * set of words is what a bad Boolean is, so it gets the same
 			 * code.
 			 */
-			if (afdw_parse_fetch_mode(value) < 0)
+			if (word_index(value, fetch_mode_words) < 0)
 			{
 				expected = _("The option takes auto, stream or cursor.");
 				sqlstate = ERRCODE_SYNTAX_ERROR;
@@ -342,7 +369,7 @@ check_option_value(const AfdwOption *opt, const char *value)
 			break;
 		case AFDW_OPT_POOLER:
 			/* A word outside a fixed set, as for fetch_mode. */
-			if (afdw_parse_pooler(value) < 0)
+			if (word_index(value, pooler_words) < 0)
 			{
 				expected = _("The option takes auto, none, session or transaction.");
 				sqlstate = ERRCODE_SYNTAX_ERROR;
@@ -527,19 +554,23 @@ afdw_real_option(List *options, const char *name, double current)
 }
 
 /*
- * afdw_parse_fetch_mode
- *		The AfdwFetchMode named by VALUE, or -1.
+ * word_option
+ *		The position in WORDS of the value of option NAME in OPTIONS, or
+ *		CURRENT when absent.
  */
-int
-afdw_parse_fetch_mode(const char *value)
+static int
+word_option(List *options, const char *name, const char *const *words,
+			int current)
 {
-	if (pg_strcasecmp(value, "auto") == 0)
-		return AFDW_FETCH_AUTO;
-	if (pg_strcasecmp(value, "stream") == 0)
-		return AFDW_FETCH_STREAM;
-	if (pg_strcasecmp(value, "cursor") == 0)
-		return AFDW_FETCH_CURSOR;
-	return -1;
+	const char *value = find_def(options, name);
+	int			i;
+
+	if (value == NULL)
+		return current;
+	i = word_index(value, words);
+	if (i < 0)
+		elog(ERROR, "invalid stored value for option \"%s\": \"%s\"", name, value);
+	return i;
 }
 
 /*
@@ -549,31 +580,7 @@ afdw_parse_fetch_mode(const char *value)
 int
 afdw_fetch_mode_option(List *options, int current)
 {
-	const char *value = find_def(options, "fetch_mode");
-
-	if (value == NULL)
-		return current;
-	if (afdw_parse_fetch_mode(value) < 0)
-		elog(ERROR, "invalid stored value for option \"fetch_mode\": \"%s\"", value);
-	return afdw_parse_fetch_mode(value);
-}
-
-/*
- * afdw_parse_pooler
- *		The AfdwPooler named by VALUE, or -1.
- */
-int
-afdw_parse_pooler(const char *value)
-{
-	if (pg_strcasecmp(value, "auto") == 0)
-		return AFDW_POOLER_AUTO;
-	if (pg_strcasecmp(value, "none") == 0)
-		return AFDW_POOLER_NONE;
-	if (pg_strcasecmp(value, "session") == 0)
-		return AFDW_POOLER_SESSION;
-	if (pg_strcasecmp(value, "transaction") == 0)
-		return AFDW_POOLER_TRANSACTION;
-	return -1;
+	return word_option(options, "fetch_mode", fetch_mode_words, current);
 }
 
 /*
@@ -583,13 +590,8 @@ afdw_parse_pooler(const char *value)
 AfdwPooler
 afdw_pooler_option(List *options)
 {
-	const char *value = find_def(options, "pooler");
-
-	if (value == NULL)
-		return AFDW_POOLER_AUTO;
-	if (afdw_parse_pooler(value) < 0)
-		elog(ERROR, "invalid stored value for option \"pooler\": \"%s\"", value);
-	return (AfdwPooler) afdw_parse_pooler(value);
+	return (AfdwPooler) word_option(options, "pooler", pooler_words,
+									AFDW_POOLER_AUTO);
 }
 
 /*
