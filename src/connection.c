@@ -300,7 +300,7 @@ open_or_share(AfdwConn *entry, UserMapping *user, ForeignServer *server)
  * backend runs no code while its session is idle, and could not close it
  * then.  Only PostgreSQL 14 and later have the setting, and only a direct
  * connection takes it in the startup packet: otherwise the connection is
- * closed at the end of the transaction (trim_idle_pools in xact.c).
+ * closed at the end of the transaction (afdw_trim_idle_pools).
  */
 static int
 idle_timeout_for(AfdwConn *shared, UserMapping *user, ForeignServer *server)
@@ -792,6 +792,52 @@ forget_deallocs(AfdwConn *entry)
 	{
 		pfree(entry->preparing_sql);
 		entry->preparing_sql = NULL;
+	}
+}
+
+/*
+ * afdw_trim_idle_pools
+ *		Between transactions, keep open the first idle_connections (by
+ *		default one) of each pool's connections, lowest slots first; close
+ *		the rest, unless the server closes them itself once they have been
+ *		idle for idle_timeout (see idle_timeout_for).
+ *
+ * Run by the transaction callback (xact.c) when a transaction ends.  A
+ * backend runs no code while its session is idle, so this is the last
+ * moment at which it can give places back; the connections past the
+ * first are opened again by the next query that needs them.
+ */
+void
+afdw_trim_idle_pools(void)
+{
+	HASH_SEQ_STATUS scan;
+	AfdwConn   *first;
+
+	hash_seq_init(&scan, afdw_conn_hash);
+	while ((first = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		int			kept = 0;
+
+		if (first->key.slot != 0)
+			continue;
+		for (int slot = 0;; slot++)
+		{
+			AfdwConnKey key;
+			AfdwConn   *entry;
+
+			key.umid = first->key.umid;
+			key.slot = slot;
+			entry = hash_search(afdw_conn_hash, &key, HASH_FIND, NULL);
+			if (entry == NULL)
+				break;
+			if (entry->conn == NULL)
+				continue;
+			if (kept < entry->keep_idle)
+				kept++;
+			else if (entry->idle_timeout == 0)
+				afdw_disconnect_entry(entry);
+			/* else the server closes it once idle for idle_timeout */
+		}
 	}
 }
 

@@ -189,6 +189,7 @@ extern void afdw_append_deallocs(AfdwConn *entry, StringInfo sql);
 extern void afdw_disconnect_entry(AfdwConn *entry);
 extern void afdw_break_connection(AfdwConn *entry, const char *violation);
 extern AfdwConn *afdw_slot_zero(Oid umid);
+extern void afdw_trim_idle_pools(void);
 
 /* connect.c */
 extern bool afdw_connect_entry(AfdwConn *entry, UserMapping *user,

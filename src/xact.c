@@ -53,7 +53,6 @@ static bool xact_got_connection = false;
 static bool abort_remote(AfdwConn *entry, const char *sql, TimestampTz deadline);
 static void append_closes(AfdwConn *entry, StringInfo sql);
 static void set_savepoint_op(AfdwConn *conn, const char *sql, int level);
-static void trim_idle_pools(void);
 
 /*
  * afdw_note_xact_connection
@@ -735,54 +734,9 @@ afdw_xact_callback(XactEvent event, void *arg pg_attribute_unused())
 			afdw_disconnect_entry(entry);
 	}
 
-	trim_idle_pools();
+	afdw_trim_idle_pools();
 	xact_got_connection = false;
 	afdw_forget_snapshots();
-}
-
-/*
- * trim_idle_pools
- *		Between transactions, keep open the first idle_connections (by
- *		default one) of each pool's connections, lowest slots first; close
- *		the rest, unless the server closes them itself once they have been
- *		idle for idle_timeout (see idle_timeout_for in connection.c).
- *
- * A backend runs no code while its session is idle, so this is the last
- * moment at which it can give places back; the connections past the
- * first are opened again by the next query that needs them.
- */
-static void
-trim_idle_pools(void)
-{
-	HASH_SEQ_STATUS scan;
-	AfdwConn   *first;
-
-	hash_seq_init(&scan, afdw_conn_hash);
-	while ((first = (AfdwConn *) hash_seq_search(&scan)) != NULL)
-	{
-		int			kept = 0;
-
-		if (first->key.slot != 0)
-			continue;
-		for (int slot = 0;; slot++)
-		{
-			AfdwConnKey key;
-			AfdwConn   *entry;
-
-			key.umid = first->key.umid;
-			key.slot = slot;
-			entry = hash_search(afdw_conn_hash, &key, HASH_FIND, NULL);
-			if (entry == NULL)
-				break;
-			if (entry->conn == NULL)
-				continue;
-			if (kept < entry->keep_idle)
-				kept++;
-			else if (entry->idle_timeout == 0)
-				afdw_disconnect_entry(entry);
-			/* else the server closes it once idle for idle_timeout */
-		}
-	}
 }
 
 /*
