@@ -149,6 +149,9 @@ typedef struct AfdwConnInfo
 extern void afdw_connection_init(void);
 extern AfdwConn *afdw_acquire_connection(UserMapping *user);
 extern void afdw_release_connection(AfdwConn *conn);
+extern bool afdw_is_connecting(AfdwConn *conn);
+extern void afdw_finish_connects(AfdwConn **conns, int n);
+extern AfdwConn *afdw_connection_ready(AfdwConn *conn);
 extern AfdwConn *afdw_get_connection(UserMapping *user);
 extern int	afdw_conn_users(AfdwConn *conn);
 extern List *afdw_list_connections(void);

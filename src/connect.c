@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * connect.c
- *		Opening one remote connection of async_fdw: its session settings,
- *		the rules on passwords, its application_name, and the wait for the
- *		connection with its refusals.
+ *		Opening remote connections of async_fdw: their session settings,
+ *		the rules on passwords, their application_name, and the wait for
+ *		their handshakes with their refusals.
  *
  * The settings that make values travel alike on both sides go in the
  * startup packet, or, through a connection pooler (the pooler option), as
@@ -12,10 +12,14 @@
  * by xact.c).  A connection the server refuses for lack of room is reported
  * to the pool rather than raised when the pool can do without it.
  *
+ * A connection is started without waiting (afdw_connect_start) and its
+ * handshake ended later, together with the others a query needs, in one
+ * wait on all their sockets (afdw_connect_finish): they open in parallel.
+ *
  * Neighbours: connection.c keeps the pool and decides which connections
- * to open and whether one is optional (afdw_connect_entry is its only
- * caller); remote.c runs the session settings' command; option.c reads
- * the options.
+ * to open and whether one is optional (it alone calls afdw_connect_start
+ * and afdw_connect_finish); remote.c runs the session settings' command;
+ * option.c reads the options.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,6 +33,7 @@
 #include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
@@ -66,14 +71,54 @@
  */
 #define AFDW_OPTIONS_REFUSED	"unsupported startup parameter: options"
 
+/*
+ * A connection being opened (AfdwConn.connecting): what its handshake
+ * needs until it ends, in a memory context of its own.
+ */
+struct AfdwConnecting
+{
+	MemoryContext cxt;
+	const char **keywords;
+	const char **values;
+	int			options_index;	/* of "options" in keywords */
+	char	   *users_options;	/* the users' own startup options */
+	AfdwPooler	pooler;			/* as chosen; auto until the server tells */
+	bool		optional;
+	bool		one_through_pooler; /* optional, and a transaction pooler
+									 * gets one connection (max_connections
+									 * not set) */
+	bool		check_password; /* the password rules apply */
+	char	   *password;		/* the user mapping's, if any */
+	long		timeout_ms;		/* connect_timeout, -1 for none */
+	TimestampTz start;
+	PostgresPollingStatusType poll;
+};
+
+/* How far connect_advance brought a handshake. */
+typedef enum AfdwConnectStep
+{
+	CONNECT_WAITING,			/* wait for the socket as poll says */
+	CONNECT_DONE,				/* the connection is open */
+	CONNECT_REFUSED,			/* refused for lack of room, when the pool
+								 * can do without it */
+	CONNECT_DECLINED			/* an optional one that the pool does not
+								 * want through the pooler found */
+} AfdwConnectStep;
+
 static bool password_required(UserMapping *user);
-static void check_password_rules(UserMapping *user, PGconn *conn,
-								 const char *servername);
+static void check_password_rules(UserMapping *user, const char *servername);
+static void check_connection_password(PGconn *conn, const char *password,
+									  const char *servername);
 static void notice_receiver(void *arg, const PGresult *res);
 static long connect_timeout_ms(List *options);
 static char *expand_application_name(const char *fmt);
 static char *choose_application_name(ForeignServer *server, UserMapping *user);
 static char *plain_connect_error(const char *msg, char *sqlstate);
+static void begin_attempt(AfdwConn *entry);
+static bool other_connection(AfdwConn *entry);
+static AfdwConnectStep connect_failed(AfdwConn *entry);
+static void connect_succeeded(AfdwConn *entry);
+static AfdwConnectStep connect_advance(AfdwConn *entry, bool poll);
 
 /*
  * afdw_append_xact_settings
@@ -100,14 +145,15 @@ password_required(UserMapping *user)
 
 /*
  * check_password_rules
- *		Refuse a non-superuser a connection that did not prove a password.
+ *		Refuse a non-superuser a connection for USER that could not prove a
+ *		password, before connecting.
  *
  * Without this, a non-superuser could log in to the remote server as
  * whatever the local server's operating system account is trusted as.
- * Called before connecting (CONN NULL) and once connected.
+ * check_connection_password checks the connection once it is open.
  */
 static void
-check_password_rules(UserMapping *user, PGconn *conn, const char *servername)
+check_password_rules(UserMapping *user, const char *servername)
 {
 	const char *password = NULL;
 	ListCell   *lc;
@@ -127,15 +173,25 @@ check_password_rules(UserMapping *user, PGconn *conn, const char *servername)
 	 * An empty password counts as none: libpq then looks the password up
 	 * in the local server's password file, which is not the user's.
 	 */
-	if (conn == NULL && (password == NULL || password[0] == '\0'))
+	if (password == NULL || password[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
 				 errmsg("password is required"),
 				 errdetail("A non-superuser must give a password in the user mapping for server \"%s\".",
 						   servername),
 				 errhint("Add option \"password\" to the user mapping, or have a superuser set \"password_required\" to false.")));
+}
 
-	if (conn != NULL && !PQconnectionUsedPassword(conn))
+/*
+ * check_connection_password
+ *		Refuse CONN, opened for a non-superuser whose user mapping gives
+ *		PASSWORD, unless the server asked for that very password.
+ */
+static void
+check_connection_password(PGconn *conn, const char *password,
+						  const char *servername)
+{
+	if (!PQconnectionUsedPassword(conn))
 		ereport(ERROR,
 				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
 				 errmsg("password is required"),
@@ -148,9 +204,8 @@ check_password_rules(UserMapping *user, PGconn *conn, const char *servername)
 	 * found elsewhere (a password file, a service file): a non-empty
 	 * password keeps libpq from looking, but do not depend on that.
 	 */
-	if (conn != NULL &&
-		(password == NULL || PQpass(conn) == NULL ||
-		 strcmp(PQpass(conn), password) != 0))
+	if (password == NULL || PQpass(conn) == NULL ||
+		strcmp(PQpass(conn), password) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
 				 errmsg("password is required"),
@@ -355,32 +410,56 @@ plain_connect_error(const char *msg, char *sqlstate)
 }
 
 /*
- * afdw_connect_entry
- *		Open ENTRY's connection for USER, waiting interruptibly; false,
- *		without an error, when OPTIONAL and the server refused it for lack
- *		of room (SQLSTATE class 53).
+ * begin_attempt
+ *		Start the handshake of ENTRY's connection with the parameters of
+ *		its AfdwConnecting.
  */
-bool
-afdw_connect_entry(AfdwConn *entry, UserMapping *user, bool optional,
-			  int idle_timeout_ms)
+static void
+begin_attempt(AfdwConn *entry)
+{
+	AfdwConnecting *c = entry->connecting;
+	PGconn	   *conn;
+
+	conn = PQconnectStartParams(c->keywords, c->values, false);
+	if (conn == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory"),
+				 errdetail("Could not allocate a connection to server \"%s\".",
+						   NameStr(entry->servername))));
+	/* The SQLSTATE of a refusal tells a full server from the rest. */
+	PQsetErrorVerbosity(conn, PQERRORS_VERBOSE);
+	entry->conn = conn;
+	/* libpq's rule: start as if PQconnectPoll had asked to write. */
+	c->poll = PGRES_POLLING_WRITING;
+}
+
+/*
+ * afdw_connect_start
+ *		Start opening ENTRY's connection for USER without waiting for it;
+ *		afdw_connect_finish ends the handshake.  An OPTIONAL connection that
+ *		the server refuses for lack of room (SQLSTATE class 53) is reported
+ *		there, not raised.
+ *
+ * Connections started together open in parallel: the handshakes of a
+ * query's connections cost about one connection's, not one each.
+ */
+void
+afdw_connect_start(AfdwConn *entry, UserMapping *user, bool optional)
 {
 	ForeignServer *server = GetForeignServer(user->serverid);
-	const char **keywords;
-	const char **values;
+	AfdwConnecting *c;
+	MemoryContext cxt;
+	MemoryContext old;
 	int			n = 0;
 	int			max;
-	int			options_index;
 	StringInfoData options;
-	char	   *volatile users_options;
 	ListCell   *lc;
-	PGconn	   *volatile conn = NULL;
-	volatile bool refused = false;
-	volatile int idle_timeout = idle_timeout_ms;
-	long		timeout;
-	TimestampTz start = GetCurrentTimestamp();
 	char	   *appname;
-	volatile AfdwPooler pooler = afdw_pooler_option(server->options);
 	AfdwConn   *first = afdw_slot_zero(user->umid);
+
+	Assert(entry->conn == NULL && entry->connecting == NULL);
+	check_password_rules(user, server->servername);
 
 	entry->serverid = server->serverid;
 	namestrcpy(&entry->servername, server->servername);
@@ -391,32 +470,50 @@ afdw_connect_entry(AfdwConn *entry, UserMapping *user, bool optional,
 	entry->keep = afdw_bool_option(server->options, "keep_connections", true);
 	entry->keep_idle = afdw_int_option(server->options, "idle_connections",
 									   AFDW_DEFAULT_IDLE_CONNECTIONS);
+	entry->idle_limit = afdw_int_option(server->options, "idle_timeout",
+										AFDW_DEFAULT_IDLE_TIMEOUT_MS);
+	/* No idle timeout before its first transaction ends (xact.c). */
+	entry->idle_timeout = 0;
 	/* A new session has nothing in flight and no remote transaction. */
 	entry->invalidated = false;
 	entry->changing_xact_state = false;
 	entry->busy = false;
+	entry->idle_since = 0;
 	afdw_reset_xact_state(entry, 1);
 
+	cxt = AllocSetContextCreate(afdw_conn_cxt, "async_fdw connection attempt",
+								ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	c = palloc0(sizeof(AfdwConnecting));
+	c->cxt = cxt;
+	c->optional = optional;
+	c->start = GetCurrentTimestamp();
+	c->timeout_ms = connect_timeout_ms(server->options);
+	c->pooler = afdw_pooler_option(server->options);
 	/* What auto found before, for this connection or the first. */
-	if (pooler == AFDW_POOLER_AUTO &&
+	if (c->pooler == AFDW_POOLER_AUTO &&
 		(entry->refuses_options || (first != NULL && first->refuses_options)))
-		pooler = AFDW_POOLER_TRANSACTION;
-
-	check_password_rules(user, NULL, server->servername);
+		c->pooler = AFDW_POOLER_TRANSACTION;
+	c->check_password = !superuser_arg(user->userid) && password_required(user);
+	c->one_through_pooler = optional &&
+		afdw_int_option(server->options, "max_connections", 0) <= 0;
 
 	/*
 	 * The users' options, then options, application_name,
 	 * fallback_application_name, client_encoding and the end.
 	 */
 	max = list_length(server->options) + list_length(user->options) + 5;
-	keywords = palloc(sizeof(char *) * max);
-	values = palloc(sizeof(char *) * max);
+	c->keywords = palloc(sizeof(char *) * max);
+	c->values = palloc(sizeof(char *) * max);
 
 	initStringInfo(&options);
 	foreach(lc, list_concat_copy(server->options, user->options))
 	{
 		DefElem    *def = (DefElem *) lfirst(lc);
 
+		if (strcmp(def->defname, "password") == 0 &&
+			list_member_ptr(user->options, def))
+			c->password = pstrdup(defGetString(def));
 		if (!afdw_is_libpq_option(def->defname))
 			continue;
 		/* Its escapes are replaced below. */
@@ -428,164 +525,172 @@ afdw_connect_entry(AfdwConn *entry, UserMapping *user, bool optional,
 			appendStringInfo(&options, "%s ", defGetString(def));
 			continue;
 		}
-		keywords[n] = def->defname;
-		values[n] = defGetString(def);
+		c->keywords[n] = pstrdup(def->defname);
+		c->values[n] = pstrdup(defGetString(def));
 		n++;
 	}
+
 	/*
 	 * Only the users' own options go to a pooler: pgbouncer refuses
 	 * startup options, and a pooler that takes them may drop them.  An
 	 * empty string is not sent.
 	 */
-	users_options = pstrdup(options.data);
-	if (pooler == AFDW_POOLER_NONE || pooler == AFDW_POOLER_AUTO)
-	{
+	c->users_options = pstrdup(options.data);
+	if (c->pooler == AFDW_POOLER_NONE || c->pooler == AFDW_POOLER_AUTO)
 		appendStringInfoString(&options, AFDW_SESSION_OPTIONS);
-		if (idle_timeout > 0)
-			appendStringInfo(&options, " -c idle_session_timeout=%d", idle_timeout);
-	}
-	else
-		idle_timeout = 0;
-	options_index = n;
-	keywords[n] = "options";
-	values[n++] = options.data;
+	c->options_index = n;
+	c->keywords[n] = "options";
+	c->values[n++] = options.data;
 	appname = choose_application_name(server, user);
 	if (appname != NULL)
 	{
-		keywords[n] = "application_name";
-		values[n++] = appname;
+		c->keywords[n] = "application_name";
+		c->values[n++] = appname;
 	}
-	keywords[n] = "fallback_application_name";
-	values[n++] = "async_fdw";
-	keywords[n] = "client_encoding";
-	values[n++] = GetDatabaseEncodingName();
-	keywords[n] = NULL;
-	values[n] = NULL;
+	c->keywords[n] = "fallback_application_name";
+	c->values[n++] = "async_fdw";
+	c->keywords[n] = "client_encoding";
+	c->values[n++] = pstrdup(GetDatabaseEncodingName());
+	c->keywords[n] = NULL;
+	c->values[n] = NULL;
+	MemoryContextSwitchTo(old);
 
-	timeout = connect_timeout_ms(server->options);
+	entry->connecting = c;
+	begin_attempt(entry);
+}
 
-	PG_TRY();
+/*
+ * afdw_connect_forget
+ *		Drop what ENTRY's handshake kept, if any (afdw_disconnect_entry
+ *		closes the connection itself).
+ */
+void
+afdw_connect_forget(AfdwConn *entry)
+{
+	if (entry->connecting == NULL)
+		return;
+	MemoryContextDelete(entry->connecting->cxt);
+	entry->connecting = NULL;
+}
+
+/*
+ * other_connection
+ *		True if another connection of ENTRY's pool is open or being opened.
+ */
+static bool
+other_connection(AfdwConn *entry)
+{
+	HASH_SEQ_STATUS scan;
+	AfdwConn   *other;
+
+	hash_seq_init(&scan, afdw_conn_hash);
+	while ((other = (AfdwConn *) hash_seq_search(&scan)) != NULL)
 	{
-		PostgresPollingStatusType poll;
-
-retry:
-		poll = PGRES_POLLING_WRITING;
-		conn = PQconnectStartParams(keywords, values, false);
-		if (conn == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("out of memory"),
-					 errdetail("Could not allocate a connection to server \"%s\".",
-							   server->servername)));
-		/* The SQLSTATE of a refusal tells a full server from the rest. */
-		PQsetErrorVerbosity(conn, PQERRORS_VERBOSE);
-
-		while (PQstatus(conn) != CONNECTION_BAD &&
-			   poll != PGRES_POLLING_OK && poll != PGRES_POLLING_FAILED)
+		if (other != entry && other->key.umid == entry->key.umid &&
+			other->conn != NULL)
 		{
-			int			events = WL_LATCH_SET | WL_EXIT_ON_PM_DEATH;
-			long		wait = -1;
-			int			rc;
-
-			events |= (poll == PGRES_POLLING_READING) ?
-				WL_SOCKET_READABLE : WL_SOCKET_WRITEABLE;
-			if (timeout >= 0)
-			{
-				wait = timeout - (long) (TimestampDifferenceMilliseconds(start,
-																		 GetCurrentTimestamp()));
-				if (wait <= 0)
-					ereport(ERROR,
-							(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
-							 errmsg("could not connect to server \"%s\"",
-									server->servername),
-							 errdetail("The connection attempt took longer than connect_timeout.")));
-				events |= WL_TIMEOUT;
-			}
-
-			rc = WaitLatchOrSocket(MyLatch, events, PQsocket(conn), wait,
-								   PG_WAIT_EXTENSION);
-			if (rc & WL_LATCH_SET)
-			{
-				ResetLatch(MyLatch);
-				CHECK_FOR_INTERRUPTS();
-			}
-			if (rc & (WL_SOCKET_READABLE | WL_SOCKET_WRITEABLE))
-				poll = PQconnectPoll(conn);
+			hash_seq_term(&scan);
+			return true;
 		}
+	}
+	return false;
+}
+
+/*
+ * connect_failed
+ *		ENTRY's attempt failed: start another when the server refused only
+ *		something async_fdw can do without (CONNECT_WAITING), give up an
+ *		optional connection that a transaction pooler would not serve well
+ *		(CONNECT_DECLINED), report a refusal for lack of room that the pool
+ *		can do without (CONNECT_REFUSED), else raise the error.
+ */
+static AfdwConnectStep
+connect_failed(AfdwConn *entry)
+{
+	AfdwConnecting *c = entry->connecting;
+	const char *raw = PQerrorMessage(entry->conn);
+	AfdwConn   *first = afdw_slot_zero(entry->key.umid);
+	char		sqlstate[6];
+	char	   *msg;
+
+	/*
+	 * pgbouncer's refusal of our options: auto connects again without
+	 * them, within the same connect_timeout, and takes the server for a
+	 * transaction pooler, which is right for its session mode too.
+	 */
+	if (c->pooler == AFDW_POOLER_AUTO && strstr(raw, AFDW_OPTIONS_REFUSED) != NULL)
+	{
+		entry->refuses_options = true;
+		if (first != NULL)
+			first->refuses_options = true;
 
 		/*
-		 * pgbouncer's refusal of our options: auto connects again without
-		 * them, within the same connect_timeout, and takes the server for
-		 * a transaction pooler, which is right for its session mode too.
+		 * Through a transaction pooler a pool has one connection unless
+		 * max_connections says otherwise (see afdw_acquire_connection): a
+		 * further one started before the pooler was known is given up,
+		 * and its scans share the first.
 		 */
-		if (PQstatus(conn) != CONNECTION_OK && pooler == AFDW_POOLER_AUTO &&
-			strstr(PQerrorMessage(conn), AFDW_OPTIONS_REFUSED) != NULL)
-		{
-			PQfinish(conn);
-			conn = NULL;
-			pooler = AFDW_POOLER_TRANSACTION;
-			entry->refuses_options = true;
-			if (first != NULL)
-				first->refuses_options = true;
-			values[options_index] = users_options;
-			idle_timeout = 0;
-			goto retry;
-		}
-
-		if (PQstatus(conn) != CONNECTION_OK)
-		{
-			char		sqlstate[6];
-			char	   *msg = plain_connect_error(PQerrorMessage(conn), sqlstate);
-
-			if (optional && strncmp(sqlstate, "53", 2) == 0)
-			{
-				refused = true;
-				ereport(DEBUG1,
-						(errmsg_internal("server \"%s\" refused a further connection: %s",
-										 server->servername, msg)));
-			}
-			else
-				ereport(ERROR,
-						(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
-						 errmsg("could not connect to server \"%s\"",
-								server->servername),
-						 errdetail_internal("%s", msg)));
-		}
-		else
-			check_password_rules(user, conn, server->servername);
-
+		if (c->one_through_pooler)
+			return CONNECT_DECLINED;
+		c->pooler = AFDW_POOLER_TRANSACTION;
+		c->values[c->options_index] = c->users_options;
+		PQfinish(entry->conn);
+		entry->conn = NULL;
+		begin_attempt(entry);
+		return CONNECT_WAITING;
 	}
-	PG_CATCH();
+
+	/*
+	 * A refusal for lack of room is reported rather than raised while
+	 * another connection of the pool is open or being opened: the
+	 * handshakes of a query run together, and the place the server had
+	 * may have gone to a later connection rather than to the first.
+	 * afdw_connection_ready raises it if no connection of the pool opens.
+	 */
+	msg = plain_connect_error(raw, sqlstate);
+	if (strncmp(sqlstate, "53", 2) == 0 &&
+		(c->optional || other_connection(entry)))
 	{
-		if (conn != NULL)
-			PQfinish(conn);
-		PG_RE_THROW();
+		ereport(DEBUG1,
+				(errmsg_internal("server \"%s\" refused a further connection: %s",
+								 NameStr(entry->servername), msg)));
+		if (first != NULL)
+			first->refused_at = GetCurrentTimestamp();
+		if (entry->refusal != NULL)
+			pfree(entry->refusal);
+		entry->refusal = MemoryContextStrdup(afdw_conn_cxt, msg);
+		return CONNECT_REFUSED;
 	}
-	PG_END_TRY();
+	ereport(ERROR,
+			(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+			 errmsg("could not connect to server \"%s\"",
+					NameStr(entry->servername)),
+			 errdetail_internal("%s", msg)));
+	return CONNECT_REFUSED;		/* keep the compiler quiet */
+}
 
-	pfree(keywords);
-	pfree(values);
-	pfree(options.data);
-	pfree(users_options);
-	if (appname != NULL)
-		pfree(appname);
+/*
+ * connect_succeeded
+ *		ENTRY's handshake is over: check the password rules, set the
+ *		connection up for use and drop the handshake's state.
+ */
+static void
+connect_succeeded(AfdwConn *entry)
+{
+	AfdwConnecting *c = entry->connecting;
+	PGconn	   *conn = entry->conn;
 
-	if (refused)
-	{
-		PQfinish(conn);
-		return false;
-	}
+	if (c->check_password)
+		check_connection_password(conn, c->password, NameStr(entry->servername));
 	PQsetErrorVerbosity(conn, PQERRORS_DEFAULT);
 	PQsetNoticeReceiver(conn, notice_receiver, NameStr(entry->servername));
-	entry->conn = conn;
+	entry->pooler = (c->pooler == AFDW_POOLER_AUTO) ? AFDW_POOLER_NONE : c->pooler;
 	entry->opened_at = GetCurrentTimestamp();
-	entry->pooler = (pooler == AFDW_POOLER_AUTO) ? AFDW_POOLER_NONE : pooler;
-	entry->idle_timeout = idle_timeout;
+	afdw_connect_forget(entry);
 
 	/*
 	 * A session pooler keeps this server session for the connection: the
-	 * settings are made once, at one round trip.  On failure the caller
-	 * gives the file descriptor back.
+	 * settings are made once, at one round trip.
 	 */
 	if (entry->pooler == AFDW_POOLER_SESSION)
 	{
@@ -595,16 +700,148 @@ retry:
 		}
 		PG_CATCH();
 		{
-			if (entry->waitset != NULL)
-			{
-				FreeWaitEventSet(entry->waitset);
-				entry->waitset = NULL;
-			}
-			PQfinish(entry->conn);
-			entry->conn = NULL;
+			afdw_disconnect_entry(entry);
 			PG_RE_THROW();
 		}
 		PG_END_TRY();
 	}
-	return true;
+}
+
+/*
+ * connect_advance
+ *		Take ENTRY's handshake one step further (POLL: the socket is ready
+ *		as last asked for, so libpq may read or write) and say where it
+ *		stands.
+ */
+static AfdwConnectStep
+connect_advance(AfdwConn *entry, bool poll)
+{
+	AfdwConnecting *c = entry->connecting;
+
+	if (poll && PQstatus(entry->conn) != CONNECTION_BAD)
+		c->poll = PQconnectPoll(entry->conn);
+	if (PQstatus(entry->conn) == CONNECTION_BAD || c->poll == PGRES_POLLING_FAILED)
+		return connect_failed(entry);
+	if (c->poll == PGRES_POLLING_OK)
+	{
+		connect_succeeded(entry);
+		return CONNECT_DONE;
+	}
+	return CONNECT_WAITING;
+}
+
+/*
+ * afdw_connect_finish
+ *		End the handshakes of the N connections of ENTRIES that are being
+ *		opened (others are skipped), waiting for all of them at once,
+ *		interruptibly and within each one's connect_timeout.
+ *
+ * A connection refused for lack of room while another of its pool may
+ * open, or an optional one found to go through a transaction pooler that
+ * gets one connection, is closed (its entry's conn is NULL afterwards);
+ * any other failure raises an error, after closing every connection of
+ * ENTRIES still being opened.
+ */
+void
+afdw_connect_finish(AfdwConn **entries, int n)
+{
+	WaitEvent  *events = palloc(sizeof(WaitEvent) * (n + 2));
+
+	PG_TRY();
+	{
+		for (;;)
+		{
+			WaitEventSet *set;
+			long		wait = -1;
+			int			waiting = 0;
+			int			nevents;
+
+			/* Where each stands, and how long the wait may last. */
+			for (int i = 0; i < n; i++)
+			{
+				AfdwConn   *entry = entries[i];
+				AfdwConnecting *c = entry->connecting;
+				long		left;
+
+				if (c == NULL)
+					continue;
+				if (connect_advance(entry, false) != CONNECT_WAITING)
+				{
+					/* Refused or declined: closed. */
+					if (entry->connecting != NULL)
+						afdw_disconnect_entry(entry);
+					continue;
+				}
+				waiting++;
+				if (c->timeout_ms < 0)
+					continue;
+				left = c->timeout_ms -
+					(long) TimestampDifferenceMilliseconds(c->start,
+														   GetCurrentTimestamp());
+				if (left <= 0)
+					ereport(ERROR,
+							(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+							 errmsg("could not connect to server \"%s\"",
+									NameStr(entry->servername)),
+							 errdetail("The connection attempt took longer than connect_timeout.")));
+				if (wait < 0 || left < wait)
+					wait = left;
+			}
+			if (waiting == 0)
+				break;
+
+			/*
+			 * A set of its own each time: libpq may move a handshake to
+			 * another socket (the next address of a host).
+			 */
+			set = CreateWaitEventSet(CurrentMemoryContext, waiting + 2);
+			AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+			/* (A single-user backend has no postmaster to watch.) */
+			if (IsUnderPostmaster)
+				AddWaitEventToSet(set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET,
+								  NULL, NULL);
+			for (int i = 0; i < n; i++)
+			{
+				AfdwConnecting *c = entries[i]->connecting;
+
+				if (c == NULL)
+					continue;
+				AddWaitEventToSet(set, (c->poll == PGRES_POLLING_READING) ?
+								  WL_SOCKET_READABLE : WL_SOCKET_WRITEABLE,
+								  PQsocket(entries[i]->conn), NULL, entries[i]);
+			}
+			nevents = WaitEventSetWait(set, wait, events, waiting + 2,
+									   PG_WAIT_EXTENSION);
+			FreeWaitEventSet(set);
+
+			for (int i = 0; i < nevents; i++)
+			{
+				AfdwConn   *entry = (AfdwConn *) events[i].user_data;
+				AfdwConnectStep step;
+
+				if (events[i].events & WL_LATCH_SET)
+				{
+					ResetLatch(MyLatch);
+					CHECK_FOR_INTERRUPTS();
+					continue;
+				}
+				if (entry == NULL || entry->connecting == NULL)
+					continue;
+				step = connect_advance(entry, true);
+				if (step == CONNECT_REFUSED || step == CONNECT_DECLINED)
+					afdw_disconnect_entry(entry);
+			}
+		}
+	}
+	PG_CATCH();
+	{
+		for (int i = 0; i < n; i++)
+		{
+			if (entries[i]->connecting != NULL)
+				afdw_disconnect_entry(entries[i]);
+		}
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	pfree(events);
 }

@@ -63,10 +63,9 @@ MemoryContext afdw_conn_cxt = NULL;
 
 static AfdwConn *open_or_share(AfdwConn *entry, UserMapping *user,
 							   ForeignServer *server);
-static bool connect_reserved(AfdwConn *entry, UserMapping *user, bool optional,
-							 int idle_timeout);
-static int	idle_timeout_for(AfdwConn *shared, UserMapping *user,
-							 ForeignServer *server);
+static void start_reserved(AfdwConn *entry, UserMapping *user, bool optional);
+static bool kept_for_good(AfdwConn *entry);
+static bool near_idle_timeout(AfdwConn *entry);
 static AfdwConn *least_used_open(Oid umid);
 static bool reserve_fd(bool optional);
 static void inval_callback(Datum arg, int cacheid, uint32 hashvalue);
@@ -128,7 +127,26 @@ usable_idle(AfdwConn *entry)
 	return !entry->invalidated && !entry->changing_xact_state &&
 		PQstatus(entry->conn) == CONNECTION_OK &&
 		PQtransactionStatus(entry->conn) == PQTRANS_IDLE &&
-		!socket_has_data(entry->conn);
+		!socket_has_data(entry->conn) && !near_idle_timeout(entry);
+}
+
+/*
+ * near_idle_timeout
+ *		True if the server may close ENTRY, idle since its last transaction
+ *		ended, any moment now (its idle_timeout, see
+ *		afdw_append_idle_setting).
+ *
+ * A command sent just as the server's timer fires would find the session
+ * gone: such a connection is closed and opened again rather than used
+ * in the last quarter of its idle time.
+ */
+static bool
+near_idle_timeout(AfdwConn *entry)
+{
+	if (entry->idle_timeout <= 0 || entry->idle_since == 0)
+		return false;
+	return TimestampDifferenceExceeds(entry->idle_since, GetCurrentTimestamp(),
+									  entry->idle_timeout - entry->idle_timeout / 4);
 }
 
 /*
@@ -218,13 +236,16 @@ afdw_acquire_connection(UserMapping *user)
 		best = least_used_open(user->umid);
 	entry = best;
 
-	if (entry->conn != NULL && entry->commit_pending)
-		afdw_finish_commit(entry);
-	if (entry->conn != NULL && entry->xact_depth == 0 && !entry->busy &&
-		!usable_idle(entry))
-		afdw_disconnect_entry(entry);
+	/* One being opened is taken as it is: its handshake goes on. */
+	if (entry->conn != NULL && entry->connecting == NULL)
+	{
+		if (entry->commit_pending)
+			afdw_finish_commit(entry);
+		if (entry->xact_depth == 0 && !entry->busy && !usable_idle(entry))
+			afdw_disconnect_entry(entry);
+	}
 
-	if (entry->conn != NULL &&
+	if (entry->conn != NULL && entry->connecting == NULL &&
 		(entry->changing_xact_state || PQstatus(entry->conn) != CONNECTION_OK))
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
@@ -242,6 +263,63 @@ afdw_acquire_connection(UserMapping *user)
 }
 
 /*
+ * afdw_is_connecting
+ *		True while CONN is being opened: afdw_connection_ready or
+ *		afdw_finish_connects must end its handshake before it is used.
+ */
+bool
+afdw_is_connecting(AfdwConn *conn)
+{
+	return conn->connecting != NULL;
+}
+
+/*
+ * afdw_finish_connects
+ *		End the handshakes of those of the N connections of CONNS that are
+ *		being opened, all at once.
+ *
+ * A connection refused for lack of room (only an optional one can be)
+ * is left closed; afdw_connection_ready then gives its scans another.
+ */
+void
+afdw_finish_connects(AfdwConn **conns, int n)
+{
+	afdw_connect_finish(conns, n);
+}
+
+/*
+ * afdw_connection_ready
+ *		The connection that a scan holding CONN (from
+ *		afdw_acquire_connection) is to use, open: CONN once its handshake
+ *		is over, or, when the server refused it for lack of room, the open
+ *		connection of the pool the scan shares instead (CONN is then given
+ *		back, and the one returned taken).
+ */
+AfdwConn *
+afdw_connection_ready(AfdwConn *conn)
+{
+	AfdwConn   *shared;
+
+	if (conn->connecting != NULL)
+		afdw_connect_finish(&conn, 1);
+	if (conn->conn != NULL)
+		return conn;
+
+	afdw_release_connection(conn);
+	shared = least_used_open(conn->key.umid);
+	/* None could be opened: the error postgres_fdw gives for its one. */
+	if (shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				 errmsg("could not connect to server \"%s\"",
+						NameStr(conn->servername)),
+				 errdetail_internal("%s", conn->refusal ? conn->refusal :
+									"The server refused the connection for lack of room.")));
+	shared->nusers++;
+	return afdw_connection_ready(shared);
+}
+
+/*
  * open_or_share
  *		Connect ENTRY, an unused slot of USER's pool on SERVER, and return
  *		it; or return an open connection of the pool to share instead.
@@ -254,6 +332,10 @@ afdw_acquire_connection(UserMapping *user)
  * After such a refusal the pool asks the server for no new connection for
  * AFDW_REFUSED_RETRY_MS, so that the scans of a query do not each knock on
  * a full server.
+ *
+ * The connection is only started here: the handshakes of the connections
+ * a query needs go on together until afdw_finish_connects, which learns
+ * of a refusal (afdw_connection_ready then hands out the shared one).
  */
 static AfdwConn *
 open_or_share(AfdwConn *entry, UserMapping *user, ForeignServer *server)
@@ -279,75 +361,95 @@ open_or_share(AfdwConn *entry, UserMapping *user, ForeignServer *server)
 		return shared;
 	}
 
-	if (connect_reserved(entry, user, shared != NULL,
-						 idle_timeout_for(shared, user, server)))
-		return entry;
-	ReleaseExternalFD();
-	first->refused_at = GetCurrentTimestamp();
-	return shared;
+	start_reserved(entry, user, shared != NULL);
+	return entry;
 }
 
 /*
- * idle_timeout_for
- *		The idle_session_timeout, in milliseconds, to give a new connection
- *		of USER's pool on SERVER, where SHARED is open (NULL: none is): 0 for
- *		the first idle_connections of the pool, which stay open between
- *		transactions, else the server's idle_timeout.
+ * kept_for_good
+ *		True if ENTRY is one of the idle_connections (by default one) open
+ *		connections of its pool with the lowest slots: those stay open
+ *		between transactions.
+ */
+static bool
+kept_for_good(AfdwConn *entry)
+{
+	HASH_SEQ_STATUS scan;
+	AfdwConn   *other;
+	int			below = 0;
+
+	hash_seq_init(&scan, afdw_conn_hash);
+	while ((other = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		if (other->key.umid == entry->key.umid &&
+			other->key.slot < entry->key.slot && other->conn != NULL &&
+			other->connecting == NULL)
+			below++;
+	}
+	return below < entry->keep_idle;
+}
+
+/*
+ * afdw_append_idle_setting
+ *		Append to SQL, the command that ends ENTRY's remote transaction, the
+ *		remote idle_session_timeout the session is to keep from then on, if
+ *		it changes: none for a connection kept for good, the server's
+ *		idle_timeout for the others.
  *
  * The remote server itself then closes a connection past those once it
  * has been idle outside a transaction for that long, giving its place
  * back, while a session that runs queries back to back keeps using it; a
  * backend runs no code while its session is idle, and could not close it
- * then.  Only PostgreSQL 14 and later have the setting, and only a direct
- * connection takes it in the startup packet: otherwise the connection is
- * closed at the end of the transaction (afdw_trim_idle_pools).
+ * then.  The setting is made after the transaction, in the same message
+ * as its end (no round trip, and a rollback cannot undo it), not when
+ * connecting: a connection that waits before its first command (for the
+ * other handshakes, or for the snapshot of another connection) must not
+ * time out.  Only PostgreSQL 14 and later have the setting, and through a
+ * pooler the server session is not the connection's: then the connection
+ * is closed at the end of the transaction (afdw_trim_idle_pools).
  */
-static int
-idle_timeout_for(AfdwConn *shared, UserMapping *user, ForeignServer *server)
+void
+afdw_append_idle_setting(AfdwConn *entry, StringInfo sql)
 {
-	int			keep = afdw_int_option(server->options, "idle_connections",
-									   AFDW_DEFAULT_IDLE_CONNECTIONS);
-	HASH_SEQ_STATUS scan;
-	AfdwConn   *entry;
-	int			open = 0;
+	int			want = 0;
 
-	if (shared == NULL || shared->pooler != AFDW_POOLER_NONE ||
-		PQserverVersion(shared->conn) < 140000)
-		return 0;
-	hash_seq_init(&scan, afdw_conn_hash);
-	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	if (!kept_for_good(entry))
 	{
-		if (entry->key.umid == user->umid && entry->conn != NULL)
-			open++;
+		if (entry->pooler != AFDW_POOLER_NONE ||
+			PQserverVersion(entry->conn) < 140000)
+			return;
+		want = entry->idle_limit;
 	}
-	if (open < keep)
-		return 0;
-	return afdw_int_option(server->options, "idle_timeout",
-						   AFDW_DEFAULT_IDLE_TIMEOUT_MS);
+	if (want == entry->idle_timeout)
+		return;
+	appendStringInfo(sql, "; SET idle_session_timeout = %d", want);
+	entry->idle_timeout = want;
 }
 
 /*
- * connect_reserved
- *		connect_entry, giving back the file descriptor reserved for the
- *		connection when it fails with an error.
+ * start_reserved
+ *		afdw_connect_start, giving back the file descriptor reserved for
+ *		the connection when it fails with an error.
  */
-static bool
-connect_reserved(AfdwConn *entry, UserMapping *user, bool optional,
-				 int idle_timeout)
+static void
+start_reserved(AfdwConn *entry, UserMapping *user, bool optional)
 {
-	volatile bool connected = false;
-
 	PG_TRY();
 	{
-		connected = afdw_connect_entry(entry, user, optional, idle_timeout);
+		afdw_connect_start(entry, user, optional);
 	}
 	PG_CATCH();
 	{
-		ReleaseExternalFD();
+		if (entry->conn != NULL)
+			afdw_disconnect_entry(entry);
+		else
+		{
+			afdw_connect_forget(entry);
+			ReleaseExternalFD();
+		}
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	return connected;
 }
 
 /*
@@ -397,7 +499,7 @@ least_used_open(Oid umid)
 			continue;
 		/* An idle one the server closed (idle_timeout) is dropped. */
 		if (entry->nusers == 0 && entry->xact_depth == 0 && !entry->busy &&
-			!usable_idle(entry))
+			entry->connecting == NULL && !usable_idle(entry))
 		{
 			afdw_disconnect_entry(entry);
 			continue;
@@ -444,7 +546,7 @@ afdw_release_connection(AfdwConn *conn)
 AfdwConn *
 afdw_get_connection(UserMapping *user)
 {
-	AfdwConn   *conn = afdw_acquire_connection(user);
+	AfdwConn   *conn = afdw_connection_ready(afdw_acquire_connection(user));
 
 	afdw_begin_xact(conn);
 	return conn;
@@ -800,7 +902,7 @@ forget_deallocs(AfdwConn *entry)
  *		Between transactions, keep open the first idle_connections (by
  *		default one) of each pool's connections, lowest slots first; close
  *		the rest, unless the server closes them itself once they have been
- *		idle for idle_timeout (see idle_timeout_for).
+ *		idle for idle_timeout (see afdw_append_idle_setting).
  *
  * Run by the transaction callback (xact.c) when a transaction ends.  A
  * backend runs no code while its session is idle, so this is the last
@@ -834,9 +936,9 @@ afdw_trim_idle_pools(void)
 				continue;
 			if (kept < entry->keep_idle)
 				kept++;
+			/* The server closes those with a timeout once idle that long. */
 			else if (entry->idle_timeout == 0)
 				afdw_disconnect_entry(entry);
-			/* else the server closes it once idle for idle_timeout */
 		}
 	}
 }
@@ -859,6 +961,7 @@ afdw_disconnect_entry(AfdwConn *entry)
 		entry->conn = NULL;
 		ReleaseExternalFD();
 	}
+	afdw_connect_forget(entry);
 
 	/* What was in flight went with the session. */
 	if (entry->held_result != NULL)

@@ -34,6 +34,9 @@ typedef enum AfdwWrap
 	AFDW_WRAP_OPEN				/* it came; the command's end has not */
 } AfdwWrap;
 
+/* A connection being opened: its handshake's state (connect.c). */
+typedef struct AfdwConnecting AfdwConnecting;
+
 /* Hash key of a connection: a user mapping and a slot in its pool. */
 typedef struct AfdwConnKey
 {
@@ -49,6 +52,13 @@ struct AfdwConn
 {
 	AfdwConnKey key;			/* hash key */
 	PGconn	   *conn;			/* NULL when not connected */
+
+	/*
+	 * Not NULL while the connection is being opened (conn is then not
+	 * NULL but not usable): afdw_finish_connects ends the handshake
+	 * before any command is sent.
+	 */
+	AfdwConnecting *connecting;
 	Oid			serverid;
 	NameData	servername;		/* for messages */
 	uint32		server_hash;	/* syscache hash values, for invalidation */
@@ -61,8 +71,14 @@ struct AfdwConn
 	bool		keep;			/* keep_connections */
 	int			keep_idle;		/* idle_connections: of the pool, how many
 								 * stay open between transactions */
+	int			idle_limit;		/* idle_timeout: ms after which the server
+								 * is to close the session once idle, when
+								 * it is not kept for good */
 	int			idle_timeout;	/* ms after which the server closes the
-								 * session once idle (0: it does not) */
+								 * session once idle, as set (0: it does
+								 * not; see afdw_append_idle_setting) */
+	TimestampTz idle_since;		/* when its last local transaction ended
+								 * (0: not since it was opened) */
 
 	/*
 	 * What stands between the session and the server, as the pooler option
@@ -167,9 +183,16 @@ struct AfdwConn
 
 	/*
 	 * Slot 0 only: when the server last refused a further connection of
-	 * the pool for lack of room (0: never); see open_or_share.
+	 * the pool for lack of room (0: never), see open_or_share.
 	 */
 	TimestampTz refused_at;
+
+	/*
+	 * The server's message when it last refused this connection for lack
+	 * of room (afdw_conn_cxt), for the error if no connection of the pool
+	 * could be opened.
+	 */
+	char	   *refusal;
 };
 
 /* connection.c */
@@ -190,10 +213,13 @@ extern void afdw_disconnect_entry(AfdwConn *entry);
 extern void afdw_break_connection(AfdwConn *entry, const char *violation);
 extern AfdwConn *afdw_slot_zero(Oid umid);
 extern void afdw_trim_idle_pools(void);
+extern void afdw_append_idle_setting(AfdwConn *entry, StringInfo sql);
 
 /* connect.c */
-extern bool afdw_connect_entry(AfdwConn *entry, UserMapping *user,
-							   bool optional, int idle_timeout_ms);
+extern void afdw_connect_start(AfdwConn *entry, UserMapping *user,
+							   bool optional);
+extern void afdw_connect_finish(AfdwConn **entries, int n);
+extern void afdw_connect_forget(AfdwConn *entry);
 extern void afdw_append_xact_settings(StringInfo sql);
 
 /* remote.c */

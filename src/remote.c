@@ -59,6 +59,10 @@ afdw_send_query(AfdwConn *conn, const char *sql, int nparams,
 {
 	int			ok;
 
+	/* afdw_connection_ready ends a handshake before any command. */
+	if (conn->connecting != NULL)
+		elog(ERROR, "connection to server \"%s\" used while being opened",
+			 NameStr(conn->servername));
 	afdw_make_idle(conn);
 	if (nparams > 0)
 		ok = PQsendQueryParams(conn->conn, sql, nparams, NULL, values,

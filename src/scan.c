@@ -518,6 +518,77 @@ afdw_wake_append(AfdwScanState *st)
 }
 
 /*
+ * ready_connections
+ *		End together the handshakes of the connections that the scans of
+ *		ESTATE still waiting to start are opening, and move a scan whose
+ *		connection the server refused onto the one it shares instead.
+ *
+ * The scans' connections are started at their Begin, one after the other
+ * but without waiting, so that their handshakes overlap: a query that
+ * needs four connections pays about one connection's time.
+ */
+static void
+ready_connections(EState *estate)
+{
+	dlist_iter	it;
+	AfdwConn  **conns = NULL;
+	int			n = 0;
+	int			max = 0;
+	ErrorContextCallback *saved;
+
+	dlist_foreach(it, &pending_scans)
+	{
+		AfdwScanState *st = dlist_container(AfdwScanState, pending_node, it.cur);
+		bool		seen = false;
+
+		if (st->estate != estate || !afdw_is_connecting(st->conn))
+			continue;
+		for (int i = 0; i < n && !seen; i++)
+			seen = (conns[i] == st->conn);
+		if (seen)
+			continue;
+		if (n == max)
+		{
+			max = Max(8, max * 2);
+			conns = (conns == NULL) ? palloc(sizeof(AfdwConn *) * max) :
+				repalloc(conns, sizeof(AfdwConn *) * max);
+		}
+		conns[n++] = st->conn;
+	}
+	if (n == 0)
+		return;
+
+	/*
+	 * A connection's failure concerns its server, not the table of the
+	 * scan that happened to fetch first: no scan context, as when
+	 * connecting at a scan's Begin.  (An error's unwinding restores the
+	 * stack.)
+	 */
+	saved = error_context_stack;
+	if (saved != NULL && saved->callback == afdw_scan_error_context)
+		error_context_stack = saved->previous;
+	afdw_finish_connects(conns, n);
+	pfree(conns);
+
+	dlist_foreach(it, &pending_scans)
+	{
+		AfdwScanState *st = dlist_container(AfdwScanState, pending_node, it.cur);
+		AfdwConn   *conn;
+
+		if (st->estate != estate)
+			continue;
+		conn = afdw_connection_ready(st->conn);
+		if (conn == st->conn)
+			continue;
+		st->conn = conn;
+		if (st->locks_rows)
+			afdw_note_row_locks(conn);
+		st->stats.users = Max(st->stats.users, afdw_conn_users(conn));
+	}
+	error_context_stack = saved;
+}
+
+/*
  * start_pending_scans
  *		Send the queries of every scan of ESTATE still waiting to start,
  *		when they need no parameter and their connection is free.
@@ -532,6 +603,8 @@ start_pending_scans(EState *estate)
 {
 	dlist_mutable_iter it;
 	dlist_iter	it2;
+
+	ready_connections(estate);
 
 	/*
 	 * Snapshots first: a connection joining a remote transaction that an

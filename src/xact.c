@@ -491,6 +491,7 @@ commit_all(void)
 		appendStringInfoString(&sql, "COMMIT TRANSACTION");
 		if (!IsolationIsSerializable())
 			afdw_append_deallocs(entry, &sql);
+		afdw_append_idle_setting(entry, &sql);
 		afdw_send_query(entry, sql.data, 0, NULL);
 		pfree(sql.data);
 
@@ -606,6 +607,7 @@ abort_all(void)
 		initStringInfo(&sql);
 		appendStringInfoString(&sql, "ABORT TRANSACTION");
 		afdw_append_deallocs(entry, &sql);
+		afdw_append_idle_setting(entry, &sql);
 		if (!abort_remote(entry, sql.data, deadline))
 			entry->changing_xact_state = true;
 		pfree(sql.data);
@@ -669,6 +671,7 @@ afdw_xact_callback(XactEvent event, void *arg pg_attribute_unused())
 {
 	HASH_SEQ_STATUS scan;
 	AfdwConn   *entry;
+	TimestampTz now;
 
 	if (!xact_got_connection)
 		return;
@@ -710,12 +713,14 @@ afdw_xact_callback(XactEvent event, void *arg pg_attribute_unused())
 	}
 
 	/* The local transaction is over: so is every remote one. */
+	now = GetCurrentTimestamp();
 	hash_seq_init(&scan, afdw_conn_hash);
 	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
 	{
 		entry->nusers = 0;
 		if (entry->conn == NULL)
 			continue;
+		entry->idle_since = now;
 		/* Pre-commit ended every remote transaction. */
 		Assert(event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
 			   entry->xact_depth == 0);
