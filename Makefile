@@ -6,6 +6,7 @@ OBJS = \
 	$(WIN32RES) \
 	src/analyze.o \
 	src/async_fdw.o \
+	src/budget.o \
 	src/connect.o \
 	src/connection.o \
 	src/convert.o \

@@ -126,6 +126,7 @@ static bool
 usable_idle(AfdwConn *entry)
 {
 	return !entry->invalidated && !entry->changing_xact_state &&
+		!afdw_budget_idle_expired(entry) &&
 		PQstatus(entry->conn) == CONNECTION_OK &&
 		PQtransactionStatus(entry->conn) == PQTRANS_IDLE &&
 		!socket_has_data(entry->conn);
@@ -237,6 +238,7 @@ afdw_acquire_connection(UserMapping *user)
 	if (entry->conn == NULL)
 		entry = open_or_share(entry, user, server);
 
+	afdw_budget_in_use(entry);
 	entry->nusers++;
 	return entry;
 }
@@ -253,7 +255,8 @@ afdw_acquire_connection(UserMapping *user)
  * least used open connection and takes turns on it, and the query goes on.
  * After such a refusal the pool asks the server for no new connection for
  * AFDW_REFUSED_RETRY_MS, so that the scans of a query do not each knock on
- * a full server.
+ * a full server.  With a budget (budget.c), an optional connection past
+ * it is not opened either, and the required one waits for room.
  */
 static AfdwConn *
 open_or_share(AfdwConn *entry, UserMapping *user, ForeignServer *server)
@@ -268,8 +271,11 @@ open_or_share(AfdwConn *entry, UserMapping *user, ForeignServer *server)
 									AFDW_REFUSED_RETRY_MS))
 		return shared;
 
+	if (!afdw_budget_charge(entry, server, shared != NULL))
+		return shared;
 	if (!reserve_fd(shared != NULL))
 	{
+		afdw_budget_release(entry);
 		if (shared == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
@@ -283,6 +289,7 @@ open_or_share(AfdwConn *entry, UserMapping *user, ForeignServer *server)
 						 idle_timeout_for(shared, user, server)))
 		return entry;
 	ReleaseExternalFD();
+	afdw_budget_release(entry);
 	first->refused_at = GetCurrentTimestamp();
 	return shared;
 }
@@ -329,7 +336,7 @@ idle_timeout_for(AfdwConn *shared, UserMapping *user, ForeignServer *server)
 /*
  * connect_reserved
  *		connect_entry, giving back the file descriptor reserved for the
- *		connection when it fails with an error.
+ *		connection and its unit of the budget when it fails with an error.
  */
 static bool
 connect_reserved(AfdwConn *entry, UserMapping *user, bool optional,
@@ -344,6 +351,7 @@ connect_reserved(AfdwConn *entry, UserMapping *user, bool optional,
 	PG_CATCH();
 	{
 		ReleaseExternalFD();
+		afdw_budget_release(entry);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -805,7 +813,10 @@ forget_deallocs(AfdwConn *entry)
  * Run by the transaction callback (xact.c) when a transaction ends.  A
  * backend runs no code while its session is idle, so this is the last
  * moment at which it can give places back; the connections past the
- * first are opened again by the next query that needs them.
+ * first are opened again by the next query that needs them.  When another
+ * backend waits for room on a server (budget.c), every idle connection to
+ * it closes, the kept ones too: a cache yields to a real need.  Those the
+ * server closes itself stop counting against the budget once it has.
  */
 void
 afdw_trim_idle_pools(void)
@@ -832,6 +843,13 @@ afdw_trim_idle_pools(void)
 				break;
 			if (entry->conn == NULL)
 				continue;
+			if (afdw_budget_wanted(entry->serverid))
+			{
+				afdw_disconnect_entry(entry);
+				continue;
+			}
+			if (entry->idle_timeout > 0)
+				afdw_budget_idle(entry, entry->idle_timeout);
 			if (kept < entry->keep_idle)
 				kept++;
 			else if (entry->idle_timeout == 0)
@@ -859,6 +877,7 @@ afdw_disconnect_entry(AfdwConn *entry)
 		entry->conn = NULL;
 		ReleaseExternalFD();
 	}
+	afdw_budget_release(entry);
 
 	/* What was in flight went with the session. */
 	if (entry->held_result != NULL)
