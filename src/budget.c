@@ -352,7 +352,10 @@ afdw_budget_charge(AfdwConn *entry, ForeignServer *server, bool optional)
 										PG_WAIT_EXTENSION);
 			CHECK_FOR_INTERRUPTS();
 
-			/* A change of the option counts on the next look. */
+			/*
+			 * The budget stays the one read when the wait began: a change
+			 * of the option counts from the next connection on.
+			 */
 			LWLockAcquire(budget->lock, LW_EXCLUSIVE);
 			if (limit <= 0 ||
 				budget_usage(e, GetCurrentTimestamp(), NULL) < limit)
