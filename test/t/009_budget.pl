@@ -115,7 +115,8 @@ cmp_ok($max_held, '<=', 10, "the budget's count never exceeds it (max $max_held)
 cmp_ok($max_held, '>=', 8, 'the sessions used the budget');
 cmp_ok($max_shard, '<=', 10,
 	"the shard never saw more async_fdw connections than the budget (max $max_shard)");
-note "max shard connections $max_shard, max held $max_held, max waiting $max_waiting";
+note "max shard connections $max_shard, max held $max_held, max waiting $max_waiting, "
+  . "$done scans, " . ($out =~ /(tps = [\d.]+)/ ? $1 : '');
 
 # Every backend that exits gives its units back.
 ok($coord->poll_query_until('postgres', $none_held),
