@@ -6,6 +6,7 @@ OBJS = \
 	$(WIN32RES) \
 	src/analyze.o \
 	src/async_fdw.o \
+	src/budget.o \
 	src/connect.o \
 	src/connection.o \
 	src/convert.o \
@@ -30,7 +31,7 @@ SHLIB_LINK_INTERNAL = $(libpq)
 
 # pg_regress reads test/sql and test/expected (pgvector's layout) and writes
 # results/ and regression.diffs in this directory.
-REGRESS = setup options connection xact scan types pushdown errors planner async stream prepared remote_types ctid locking appname cleanup safety explain functions pooler
+REGRESS = setup options connection xact scan types pushdown errors planner async stream prepared remote_types ctid locking appname cleanup safety explain functions pooler budget
 REGRESS_OPTS = --inputdir=test
 
 # TAP tests (several servers, restarts) live in test/t.

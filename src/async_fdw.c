@@ -54,7 +54,8 @@ char	   *afdw_application_name = NULL;
 
 /*
  * _PG_init
- *		Define async_fdw's settings and reserve their prefix.
+ *		Define async_fdw's settings and reserve their prefix; when
+ *		preloaded, set up the connection budget's shared memory.
  */
 void
 _PG_init(void)
@@ -69,6 +70,7 @@ _PG_init(void)
 							   NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("async_fdw");
+	afdw_budget_preload();
 }
 
 /*

@@ -124,6 +124,12 @@ extern void afdw_scan_private(ForeignScan *plan, char **sql,
 							  List **retrieved_attrs, int *fetch_size,
 							  bool *stream);
 
+/* budget.c */
+extern void afdw_budget_preload(void);
+extern bool afdw_budget_active(void);
+extern bool afdw_budget_figures(ForeignServer *server, int *limit, int *held,
+								int *idle_expiring, int *waiting);
+
 /* connection.c */
 
 /*

@@ -125,6 +125,7 @@ static bool
 usable_idle(AfdwConn *entry)
 {
 	return !entry->invalidated && !entry->changing_xact_state &&
+		!afdw_budget_idle_expired(entry) &&
 		PQstatus(entry->conn) == CONNECTION_OK &&
 		PQtransactionStatus(entry->conn) == PQTRANS_IDLE &&
 		!socket_has_data(entry->conn) && !near_idle_timeout(entry);
@@ -258,6 +259,7 @@ afdw_acquire_connection(UserMapping *user)
 	if (entry->conn == NULL)
 		entry = open_or_share(entry, user, server);
 
+	afdw_budget_in_use(entry);
 	entry->nusers++;
 	return entry;
 }
@@ -331,7 +333,8 @@ afdw_connection_ready(AfdwConn *conn)
  * least used open connection and takes turns on it, and the query goes on.
  * After such a refusal the pool asks the server for no new connection for
  * AFDW_REFUSED_RETRY_MS, so that the scans of a query do not each knock on
- * a full server.
+ * a full server.  With a budget (budget.c), an optional connection past
+ * it is not opened either, and the required one waits for room.
  *
  * The connection is only started here: the handshakes of the connections
  * a query needs go on together until afdw_finish_connects, which learns
@@ -350,8 +353,11 @@ open_or_share(AfdwConn *entry, UserMapping *user, ForeignServer *server)
 									AFDW_REFUSED_RETRY_MS))
 		return shared;
 
+	if (!afdw_budget_charge(entry, server, shared != NULL))
+		return shared;
 	if (!reserve_fd(shared != NULL))
 	{
+		afdw_budget_release(entry);
 		if (shared == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
@@ -429,7 +435,8 @@ afdw_append_idle_setting(AfdwConn *entry, StringInfo sql)
 /*
  * start_reserved
  *		afdw_connect_start, giving back the file descriptor reserved for
- *		the connection when it fails with an error.
+ *		the connection and its unit of the budget when it fails with an
+ *		error.
  */
 static void
 start_reserved(AfdwConn *entry, UserMapping *user, bool optional)
@@ -446,6 +453,7 @@ start_reserved(AfdwConn *entry, UserMapping *user, bool optional)
 		{
 			afdw_connect_forget(entry);
 			ReleaseExternalFD();
+			afdw_budget_release(entry);
 		}
 		PG_RE_THROW();
 	}
@@ -907,7 +915,10 @@ forget_deallocs(AfdwConn *entry)
  * Run by the transaction callback (xact.c) when a transaction ends.  A
  * backend runs no code while its session is idle, so this is the last
  * moment at which it can give places back; the connections past the
- * first are opened again by the next query that needs them.
+ * first are opened again by the next query that needs them.  When another
+ * backend waits for room on a server (budget.c), every idle connection to
+ * it closes, the kept ones too: a cache yields to a real need.  Those the
+ * server closes itself stop counting against the budget once it has.
  */
 void
 afdw_trim_idle_pools(void)
@@ -934,6 +945,13 @@ afdw_trim_idle_pools(void)
 				break;
 			if (entry->conn == NULL)
 				continue;
+			if (afdw_budget_wanted(entry->serverid))
+			{
+				afdw_disconnect_entry(entry);
+				continue;
+			}
+			if (entry->idle_timeout > 0)
+				afdw_budget_idle(entry, entry->idle_timeout);
 			if (kept < entry->keep_idle)
 				kept++;
 			/* The server closes those with a timeout once idle that long. */
@@ -962,6 +980,7 @@ afdw_disconnect_entry(AfdwConn *entry)
 		ReleaseExternalFD();
 	}
 	afdw_connect_forget(entry);
+	afdw_budget_release(entry);
 
 	/* What was in flight went with the session. */
 	if (entry->held_result != NULL)

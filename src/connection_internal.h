@@ -7,9 +7,9 @@
  * Included only by connection.c (the pool, invalidation, prepared
  * statements), connect.c (opening one connection), remote.c (send, wait,
  * results, cancel, remote errors), snapshot.c (the shared snapshot of a
- * server) and xact.c (the remote transactions).  For every other file
- * AfdwConn is opaque (async_fdw.h), and only these five call libpq on a
- * connection.
+ * server), xact.c (the remote transactions) and budget.c (the connection
+ * budget shared by all backends).  For every other file AfdwConn is
+ * opaque (async_fdw.h), and only these six call libpq on a connection.
  * Declarations are grouped by the file that defines them.
  *
  *-------------------------------------------------------------------------
@@ -193,7 +193,25 @@ struct AfdwConn
 	 * could be opened.
 	 */
 	char	   *refusal;
+
+	/*
+	 * The server whose connection budget (budget.c) this connection is
+	 * charged to (InvalidOid: none); and, while it sits idle with a remote
+	 * idle timeout, the time past which it is not to be used again (0:
+	 * not idle, or counted until closed).
+	 */
+	Oid			charged_server;
+	TimestampTz idle_until;
 };
+
+/* budget.c */
+extern bool afdw_budget_charge(AfdwConn *entry, ForeignServer *server,
+							   bool optional);
+extern void afdw_budget_release(AfdwConn *entry);
+extern void afdw_budget_idle(AfdwConn *entry, int idle_timeout_ms);
+extern bool afdw_budget_idle_expired(AfdwConn *entry);
+extern void afdw_budget_in_use(AfdwConn *entry);
+extern bool afdw_budget_wanted(Oid serverid);
 
 /* connection.c */
 

@@ -2,7 +2,8 @@
  *
  * funcs.c
  *		The SQL-callable operations functions of async_fdw: the open
- *		connections of this backend, and closing them.
+ *		connections of this backend, closing them, and the connection
+ *		budget of each server.
  *
  * async_fdw_get_connections, async_fdw_disconnect and
  * async_fdw_disconnect_all are postgres_fdw 15's functions of the same
@@ -12,7 +13,8 @@
  * They act on the calling backend's connections only.
  *
  * Neighbours: connection.c owns the pool and hands out what this file
- * shows and closes (afdw_list_connections, afdw_close_connection); this
+ * shows and closes (afdw_list_connections, afdw_close_connection), and
+ * budget.c the shared figures of the budget (afdw_budget_figures); this
  * file sees connections through async_fdw.h only, not
  * connection_internal.h, so the pool's invariants stay in connection.c.
  * async_fdw--1.0--1.1.sql declares the functions.
@@ -21,19 +23,24 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/table.h"
+#include "catalog/pg_foreign_server.h"
 #include "catalog/pg_user_mapping.h"
 #include "fmgr.h"
 #include "foreign/foreign.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "async_fdw.h"
 
-/* Columns of async_fdw_get_connections. */
+/* Columns of async_fdw_get_connections and async_fdw_connection_budget. */
 #define GET_CONNECTIONS_COLS	8
+#define BUDGET_COLS				5
 
 /* Connections a disconnect left open because they are in use, per server. */
 typedef struct SkippedServer
@@ -50,6 +57,7 @@ static char *mapping_user_name(Oid umid);
 PG_FUNCTION_INFO_V1(async_fdw_get_connections);
 PG_FUNCTION_INFO_V1(async_fdw_disconnect);
 PG_FUNCTION_INFO_V1(async_fdw_disconnect_all);
+PG_FUNCTION_INFO_V1(async_fdw_connection_budget);
 
 /*
  * async_fdw_get_connections
@@ -240,4 +248,66 @@ skipped_cmp(const void *a, const void *b)
 	if (sa->name == NULL || sb->name == NULL)
 		return (sa->name == NULL) - (sb->name == NULL);
 	return strcmp(sa->name, sb->name);
+}
+
+/*
+ * async_fdw_connection_budget
+ *		One row per async_fdw server of the current database: its
+ *		connection budget and how it is used by all backends.
+ *
+ * budget is NULL when the server has none (max_shared_connections 0);
+ * held (connections counted against it now), idle_expiring (of them,
+ * idle ones that the remote server closes by itself, which stop counting
+ * then) and waiting (backends waiting for room) are NULL when async_fdw
+ * was not preloaded, since then no backend sees the others' connections.
+ * A server is async_fdw's when its wrapper's handler is
+ * async_fdw_handler, whatever the wrapper is called.
+ */
+Datum
+async_fdw_connection_budget(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	rel = table_open(ForeignServerRelationId, AccessShareLock);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Form_pg_foreign_server form = (Form_pg_foreign_server) GETSTRUCT(tuple);
+		ForeignDataWrapper *fdw = GetForeignDataWrapper(form->srvfdw);
+		ForeignServer *server;
+		char	   *handler;
+		Datum		values[BUDGET_COLS];
+		bool		nulls[BUDGET_COLS];
+		int			limit;
+		int			held;
+		int			idle_expiring;
+		int			waiting;
+		bool		shared;
+
+		handler = OidIsValid(fdw->fdwhandler) ? get_func_name(fdw->fdwhandler) : NULL;
+		if (handler == NULL || strcmp(handler, "async_fdw_handler") != 0)
+			continue;
+		server = GetForeignServer(form->oid);
+		shared = afdw_budget_figures(server, &limit, &held, &idle_expiring,
+									 &waiting);
+
+		memset(nulls, 0, sizeof(nulls));
+		values[0] = CStringGetTextDatum(server->servername);
+		values[1] = Int32GetDatum(limit);
+		nulls[1] = (limit <= 0);
+		values[2] = Int32GetDatum(held);
+		values[3] = Int32GetDatum(idle_expiring);
+		values[4] = Int32GetDatum(waiting);
+		nulls[2] = nulls[3] = nulls[4] = !shared;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+
+	return (Datum) 0;
 }

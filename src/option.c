@@ -42,7 +42,8 @@ typedef enum AfdwOptionKind
 	AFDW_OPT_FETCH_MODE,		/* auto, stream or cursor */
 	AFDW_OPT_EXTENSIONS,		/* a list of extension names */
 	AFDW_OPT_POOLER,			/* auto, none, session or transaction */
-	AFDW_OPT_CONNECTIONS		/* 1 to AFDW_MAX_MAX_CONNECTIONS */
+	AFDW_OPT_CONNECTIONS,		/* 1 to AFDW_MAX_MAX_CONNECTIONS */
+	AFDW_OPT_BUDGET				/* 0 (none) to INT_MAX */
 } AfdwOptionKind;
 
 /* One valid option: its name, where it may appear, how its value looks. */
@@ -68,6 +69,7 @@ static const AfdwOption own_options[] = {
 	{"fetch_mode", ForeignServerRelationId, AFDW_OPT_FETCH_MODE, false},
 	{"extensions", ForeignServerRelationId, AFDW_OPT_EXTENSIONS, false},
 	{"pooler", ForeignServerRelationId, AFDW_OPT_POOLER, false},
+	{"max_shared_connections", ForeignServerRelationId, AFDW_OPT_BUDGET, false},
 	/* user mappings */
 	{"password_required", UserMappingRelationId, AFDW_OPT_BOOL, false},
 	{"sslcert", UserMappingRelationId, AFDW_OPT_STRING, true},
@@ -342,6 +344,11 @@ check_option_value(const AfdwOption *opt, const char *value)
 		case AFDW_OPT_MILLISECONDS:
 			if (!parse_nonnegative_int(value))
 				expected = _("The option takes a number of milliseconds between 0 and 2147483647.");
+			break;
+		case AFDW_OPT_BUDGET:
+			/* A number, as for max_connections. */
+			if (!parse_nonnegative_int(value))
+				expected = _("The option takes an integer between 0 and 2147483647.");
 			break;
 		case AFDW_OPT_CONNECTIONS:
 
