@@ -702,7 +702,7 @@ class Bench:
         t = time.time()
         r = subprocess.run(
             [cfg.pgbench, "-n", "-c", str(LOAD_CLIENTS), "-j", str(LOAD_THREADS),
-             "-T", str(cfg.load_seconds), "-f", script,
+             "-T", str(cfg.load_seconds), "-P", "5", "-f", script,
              "-h", "127.0.0.1", "-p", str(cfg.coord_port), "-U", USER, DB],
             text=True, capture_output=True)
         wall = time.time() - t
@@ -1026,7 +1026,7 @@ class Bench:
     def load_markdown(self):
         """load_markdown: the lines of the load (L) section of the report."""
         cfg = self.cfg
-        L = ["## Load (scenario L): %d clients, pgbench -c %d -j %d -T %d"
+        L = ["## Load (scenario L): %d clients, pgbench -n -c %d -j %d -T %d -P 5"
              % (LOAD_CLIENTS, LOAD_CLIENTS, LOAD_THREADS, cfg.load_seconds), ""]
         L.append("Query `%s`; ld = %s, le = %s; fetch_size %d; postgres_fdw with "
                  "async_capable on. Shards: max_connections = 200; coordinator: "
