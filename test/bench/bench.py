@@ -30,6 +30,25 @@ RAW_COPY = "COPY (SELECT a, c FROM %s) TO STDOUT"
 DB = "bench"
 USER = "postgres"
 
+# Scenarios L and S (connections under load, first query of a session) use a
+# small data set of their own, whatever --rows says: the figure is about
+# connections, not about moving rows.
+LOAD_ROWS = 10000
+LOAD_CLIENTS = 64
+LOAD_THREADS = 2
+LOAD_QUERY = "SELECT count(*), max(c) FROM (SELECT * FROM {rel} OFFSET 0) s"
+# What the sampler counts on each shard every LOAD_SAMPLE_MS during a load
+# run; its own session is left out.
+SHARD_CLIENTS = ("SELECT count(*) FROM pg_stat_activity "
+                 "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")
+LOAD_SAMPLE_MS = 100
+FIRST_QUERY = "SELECT count(*) FROM {rel}"
+FIRST_SESSIONS = 15
+LOAD_TABLES = {
+    "ld": "4 foreign partitions of 2,500 rows on shard 1, one server object",
+    "le": "one foreign partition per shard, 10,000 rows in all",
+}
+
 SCENARIOS = {
     "A": "local table",
     "B": "local partitioned table, 4 partitions",
@@ -38,8 +57,12 @@ SCENARIOS = {
     "E": "one foreign partition on each shard",
     "F": "16 foreign partitions on shard 1, one server object",
     "G": "16 foreign partitions spread over the shards",
+    "L": "load: %d pgbench clients on ld and le" % LOAD_CLIENTS,
+    "S": "first query of a new session on ld",
 }
 LOCAL_SCENARIOS = ("A", "B")
+# scenarios with their own tables and measurement (not scans of --rows rows)
+CONNECTION_SCENARIOS = ("L", "S")
 FDW_NAMES = ("postgres_fdw_sync", "postgres_fdw_async", "async_fdw")
 FDW_LABEL = {
     "local": "local",
@@ -115,6 +138,19 @@ def layout(scenario, rows, shards):
     }[scenario]
     return [Partition("%s_p%d" % (scenario.lower(), k + 1), lo, hi, place(k))
             for k, (lo, hi) in enumerate(split_range(rows, count))]
+
+
+def load_layout(name, shards):
+    """load_layout: the partitions of ld (like D) or le (like E) holding
+    LOAD_ROWS rows; their shard tables are named l_<lo>_<hi> so that they
+    never meet a table of the --rows data set."""
+    count, place = {"ld": (4, lambda k: 1), "le": (shards, lambda k: k + 1)}[name]
+    parts = []
+    for k, (lo, hi) in enumerate(split_range(LOAD_ROWS, count)):
+        p = Partition("%s_p%d" % (name, k + 1), lo, hi, place(k))
+        p.table = "l_%d_%d" % (lo, hi)
+        parts.append(p)
+    return parts
 
 
 class Variant:
@@ -240,6 +276,8 @@ class Bench:
         self.scan_results = []      # dicts, one per CSV row
         self.lookup_results = []
         self.proxy_results = []
+        self.load_results = []
+        self.first_results = []
         self.skipped = []           # human-readable notes
         self.reference = None       # (count, sum, max) every query must return
         self.sessions = {}
@@ -264,7 +302,23 @@ class Bench:
 
     def foreign_scenarios(self):
         """foreign_scenarios: the selected scenarios that go through an FDW."""
-        return [s for s in self.cfg.scenarios if s not in LOCAL_SCENARIOS]
+        return [s for s in self.cfg.scenarios
+                if s not in LOCAL_SCENARIOS and s not in CONNECTION_SCENARIOS]
+
+    def load_tables(self):
+        """load_tables: the small tables (ld, le) scenarios L and S query."""
+        names = []
+        if "L" in self.cfg.scenarios or "S" in self.cfg.scenarios:
+            names.append("ld")
+        if "L" in self.cfg.scenarios:
+            names.append("le")
+        return names
+
+    def load_variants(self):
+        """load_variants: the variants L and S compare: async_fdw against
+        postgres_fdw with async_capable on (the sync one is left out to keep
+        the run short)."""
+        return [v for v in self.variants if v.fdw != "postgres_fdw_sync"]
 
     def load(self):
         """load: create the shard tables every selected scenario (and the
@@ -279,6 +333,9 @@ class Bench:
             for part in layout(scen, self.rows, cfg.shards):
                 t = tables.setdefault((part.shard, part.table), [part.lo, part.hi, False])
                 t[2] = t[2] or scen == "E"
+        for name in self.load_tables():
+            for part in load_layout(name, cfg.shards):
+                tables.setdefault((part.shard, part.table), [part.lo, part.hi, False])
         per_shard = {k: "" for k in range(1, cfg.shards + 1)}
         for (shard, table), (lo, hi, index) in sorted(tables.items()):
             per_shard[shard] += table_sql(table, lo, hi, index)
@@ -300,8 +357,8 @@ class Bench:
 
         t = time.time()
         log("loading %d rows per scenario (%s) on %d shard(s) and the coordinator ..."
-            % (self.rows, ",".join(needed + [s for s in cfg.scenarios if s in LOCAL_SCENARIOS]),
-               cfg.shards))
+            % (self.rows, ",".join(needed + [s for s in cfg.scenarios if s in LOCAL_SCENARIOS]
+                                   + self.load_tables()), cfg.shards))
         run_parallel(cfg, jobs)
         log("  loaded in %.1f s" % (time.time() - t))
 
@@ -336,6 +393,9 @@ class Bench:
                 for scen in self.foreign_scenarios() + (
                         ["E"] if cfg.lookups and "E" not in cfg.scenarios else []):
                     sql.extend(self.foreign_ddl(v, rtt, schema, scen))
+                if v in self.load_variants():
+                    for name in self.load_tables():
+                        sql.extend(self.load_ddl(v, rtt, schema, name))
         psql_script(cfg, cfg.coord_port, "\n".join(sql) + "\n")
 
     def foreign_ddl(self, v, rtt, schema, scen):
@@ -352,6 +412,16 @@ class Bench:
             out.append("CREATE FOREIGN TABLE %s.%s PARTITION OF %s FOR VALUES FROM (%d) TO (%d) "
                        "SERVER %s %s;" % (schema, p.name, rel, p.lo, p.hi + 1,
                                           v.server(rtt, p.shard), opts(p)))
+        return out
+
+    def load_ddl(self, v, rtt, schema, name):
+        """load_ddl: statements defining ld or le in a variant's schema."""
+        rel = "%s.%s" % (schema, name)
+        out = ["CREATE TABLE %s (a int, b int, c text) PARTITION BY RANGE (a);" % rel]
+        for p in load_layout(name, self.cfg.shards):
+            out.append("CREATE FOREIGN TABLE %s.%s PARTITION OF %s FOR VALUES FROM (%d) TO (%d) "
+                       "SERVER %s OPTIONS (schema_name 'public', table_name '%s');"
+                       % (schema, p.name, rel, p.lo, p.hi + 1, v.server(rtt, p.shard), p.table))
         return out
 
     def relation(self, scen, v=None, rtt=0):
@@ -518,7 +588,7 @@ class Bench:
             if scen in LOCAL_SCENARIOS:
                 self.measure_local(scen)
                 continue
-            if not self.variants:
+            if not self.variants or scen in CONNECTION_SCENARIOS:
                 continue
             for rtt in cfg.rtts:
                 if not self.measured_at(scen, rtt):
@@ -579,6 +649,184 @@ class Bench:
                     parts.append("%s %.3f ms" % (label, lat))
                 log("  rtt %s ms  %d client(s): %s" % (fmt_num(rtt), clients, ", ".join(parts)))
 
+    # ---- connections: load (L) and first query of a session (S) -----------
+
+    def close_sessions(self):
+        """close_sessions: end every persistent psql session, so that the
+        shards see only the connections of the figure being measured (an
+        idle async_fdw session keeps connections open)."""
+        for sess in self.sessions.values():
+            sess.close()
+        self.sessions = {}
+
+    def set_load_fetch_size(self, variants):
+        """set_load_fetch_size: put every server of the compared variants at
+        the fetch_size L and S use (the first of --fetch-sizes)."""
+        cfg = self.cfg
+        alters = ["ALTER SERVER %s OPTIONS (SET fetch_size '%d');"
+                  % (v.server(rtt, shard), cfg.fetch_sizes[0])
+                  for v in variants for rtt in cfg.rtts for shard in range(1, cfg.shards + 1)]
+        psql_script(cfg, cfg.coord_port, "\n".join(alters) + "\n")
+
+    def shard_clients(self):
+        """shard_clients: client connections on each shard now (one short
+        psql each, its own session left out)."""
+        return [int(psql_script(self.cfg, port, SHARD_CLIENTS + ";\n").strip())
+                for port in self.cfg.shard_ports]
+
+    def settle(self):
+        """settle: wait (10 s at most) until no client is left on any shard,
+        so that the backends of the previous run have exited; return what is
+        left."""
+        deadline = time.time() + 10
+        while True:
+            left = self.shard_clients()
+            if sum(left) == 0 or time.time() > deadline:
+                return left
+            time.sleep(0.2)
+
+    def load_run(self, v, rtt, name, script):
+        """load_run: one pgbench load run on a variant's ld or le while a
+        sampler process counts the client connections of every shard; the
+        run's errors are counted, never fatal."""
+        cfg = self.cfg
+        stop = os.path.join(cfg.work, "sampler.stop")
+        if os.path.exists(stop):
+            os.unlink(stop)
+        sampler = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--sampler", cfg.psql, stop,
+             str(cfg.load_seconds + 120)] + [str(p) for p in cfg.shard_ports],
+            stdout=subprocess.PIPE, text=True)
+        if sampler.stdout.readline().strip() != "ready":
+            fail("the connection sampler did not start")
+        t = time.time()
+        r = subprocess.run(
+            [cfg.pgbench, "-n", "-c", str(LOAD_CLIENTS), "-j", str(LOAD_THREADS),
+             "-T", str(cfg.load_seconds), "-P", "5", "-f", script,
+             "-h", "127.0.0.1", "-p", str(cfg.coord_port), "-U", USER, DB],
+            text=True, capture_output=True)
+        wall = time.time() - t
+        with open(stop, "w"):
+            pass
+        out, _ = sampler.communicate(timeout=60)
+        peaks, samples = [], 0
+        for line in out.split("\n"):
+            if line.startswith("peak "):
+                peaks = [int(x) for x in line.split()[1:]]
+            elif line.startswith("samples "):
+                samples = int(line.split()[1])
+        text = r.stdout + "\n" + r.stderr
+        num = lambda pat: (lambda m: m.group(1) if m else None)(re.search(pat, text))
+        # pgbench 15: "pgbench: error: client 7 script 0 aborted in command 0 ..."
+        aborted = len(re.findall(r"client \d+ (?:script \d+ )?aborted", text))
+        errors = {}     # each distinct error message and how often it came
+        for line in r.stderr.split("\n"):
+            m = re.search(r"(ERROR|FATAL):\s+(.*)", line)
+            if m:
+                key = "%s: %s" % (m.group(1), m.group(2))
+                errors[key] = errors.get(key, 0) + 1
+        res = {
+            "rtt_ms": fmt_num(rtt), "table": name, "fdw": v.fdw, "mode": v.mode,
+            "label": v.label(), "fetch_size": cfg.fetch_sizes[0],
+            "clients": LOAD_CLIENTS, "seconds": cfg.load_seconds,
+            "wall_s": "%.1f" % wall, "exit_status": r.returncode,
+            "tps": (lambda x: x and "%.1f" % float(x))(num(r"tps = ([0-9.]+)")),
+            "transactions": num(r"number of transactions actually processed: (\d+)"),
+            "failed_transactions": num(r"number of failed transactions: (\d+)"),
+            "aborted_clients": aborted,
+            "peak_shard_clients": max(peaks) if peaks else None,
+            "peak_per_shard": ";".join(map(str, peaks)),
+            "samples": samples,
+            "errors": "; ".join("%s (x%d)" % kv for kv in errors.items()),
+        }
+        with open(os.path.join(cfg.results, "load_%s_%s_r%s.log" % (name, v.key, rtt_tag(rtt))),
+                  "w") as f:
+            f.write("$ %s\nexit status %d\n--- stdout\n%s--- stderr\n%s"
+                    % (" ".join(r.args), r.returncode, r.stdout, r.stderr))
+        return res
+
+    def run_load(self):
+        """run_load: scenario L: LOAD_CLIENTS pgbench clients for
+        --load-seconds on ld and on le, per variant and RTT, variants in
+        turn (the first one changes from table to table)."""
+        cfg = self.cfg
+        vs = self.load_variants()
+        if not vs:
+            return
+        self.close_sessions()
+        self.set_load_fetch_size(vs)
+        log("load: %d clients (-j %d) for %d s per figure, fetch_size %d, sampling shard "
+            "connections every %d ms ..." % (LOAD_CLIENTS, LOAD_THREADS, cfg.load_seconds,
+                                             cfg.fetch_sizes[0], LOAD_SAMPLE_MS))
+        turn = 0
+        for rtt in cfg.rtts:
+            for name in ("ld", "le"):
+                for i in range(len(vs)):
+                    v = vs[(turn + i) % len(vs)]
+                    script = os.path.join(cfg.work, "load_%s_%s_r%s.sql"
+                                          % (name, v.key, rtt_tag(rtt)))
+                    with open(script, "w") as f:
+                        f.write(LOAD_QUERY.format(rel="%s.%s" % (v.schema(rtt), name)) + ";\n")
+                    left = self.settle()
+                    if sum(left):
+                        log("  note: %s client(s) still on the shards before this run" % left)
+                    res = self.load_run(v, rtt, name, script)
+                    res["left_before"] = ";".join(map(str, left))
+                    self.load_results.append(res)
+                    log("  rtt %s ms  %s  %-18s tps %s, aborted clients %d, failed %s, exit %d, "
+                        "peak shard clients %s%s" % (
+                            res["rtt_ms"], name, v.label(), res["tps"], res["aborted_clients"],
+                            res["failed_transactions"], res["exit_status"],
+                            res["peak_per_shard"] or "?",
+                            ("  (" + res["errors"] + ")") if res["errors"] else ""))
+                turn += 1
+
+    def first_query_session(self, v, rtt):
+        """first_query_session: a brand-new psql session runs FIRST_QUERY on
+        ld twice; return the two \\timing figures in ms."""
+        cfg = self.cfg
+        q = FIRST_QUERY.format(rel="%s.ld" % v.schema(rtt))
+        r = subprocess.run(
+            [cfg.psql, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1",
+             "-p", str(cfg.coord_port), "-U", USER, "-d", DB],
+            input="\\timing on\n%s;\n%s;\n" % (q, q), text=True, capture_output=True)
+        times = [float(x) for x in re.findall(r"^Time: ([0-9.]+) ms", r.stdout, re.M)]
+        counts = [l for l in r.stdout.split("\n") if re.match(r"^\d+$", l)]
+        if r.returncode != 0 or len(times) != 2 or counts != [str(LOAD_ROWS)] * 2:
+            fail("first query on %s.ld failed:\n%s\n%s" % (v.schema(rtt), r.stdout, r.stderr))
+        return times
+
+    def run_first_query(self):
+        """run_first_query: scenario S: FIRST_SESSIONS new sessions per
+        variant and RTT, variants interleaved; median of the first query
+        (it opens the connections to the shard) and of the second."""
+        cfg = self.cfg
+        vs = self.load_variants()
+        if not vs:
+            return
+        self.close_sessions()
+        self.set_load_fetch_size(vs)
+        log("first query of a new session on ld (%d sessions per figure) ..." % FIRST_SESSIONS)
+        for rtt in cfg.rtts:
+            times = {v.key: ([], []) for v in vs}
+            for i in range(FIRST_SESSIONS):
+                for j in range(len(vs)):
+                    v = vs[(i + j) % len(vs)]
+                    first, second = self.first_query_session(v, rtt)
+                    times[v.key][0].append(first)
+                    times[v.key][1].append(second)
+            parts = []
+            for v in vs:
+                first, second = times[v.key]
+                self.first_results.append({
+                    "rtt_ms": fmt_num(rtt), "fdw": v.fdw, "mode": v.mode, "label": v.label(),
+                    "sessions": FIRST_SESSIONS, "first_median_ms": statistics.median(first),
+                    "second_median_ms": statistics.median(second),
+                    "first_ms": first, "second_ms": second})
+                parts.append("%s %s / %s" % (v.label(), fmt_ms(statistics.median(first)),
+                                             fmt_ms(statistics.median(second))))
+            log("  rtt %s ms  first / second query, median ms: %s" % (fmt_num(rtt), ", ".join(parts)))
+
     def save_plans(self):
         """save_plans: EXPLAIN VERBOSE of each scenario's query per variant, so a
         reader can see which plans ran (Async Foreign Scan or not)."""
@@ -586,6 +834,8 @@ class Bench:
         s = self.session("admin")
         text = []
         for scen in cfg.scenarios:
+            if scen in CONNECTION_SCENARIOS:
+                continue
             if scen in LOCAL_SCENARIOS:
                 rels = [("local", self.relation(scen))]
             else:
@@ -629,6 +879,25 @@ class Bench:
                 w.writerow([r["scenario"], r["fdw"], r["mode"], r["fetch_size"], r["rtt_ms"],
                             "%.3f" % r["median_ms"], r["runs"],
                             ";".join("%.3f" % t for t in r["run_ms"]), self.rows])
+        if self.load_results:
+            with open(os.path.join(res, "load.csv"), "w", newline="") as f:
+                cols = ["rtt_ms", "table", "fdw", "mode", "fetch_size", "clients", "seconds",
+                        "wall_s", "tps", "transactions", "failed_transactions",
+                        "aborted_clients", "exit_status", "peak_shard_clients",
+                        "peak_per_shard", "samples", "left_before", "errors"]
+                w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
+                w.writeheader()
+                w.writerows(self.load_results)
+        if self.first_results:
+            with open(os.path.join(res, "first_query.csv"), "w", newline="") as f:
+                w = csv.writer(f)
+                w.writerow(["rtt_ms", "fdw", "mode", "sessions", "first_median_ms",
+                            "second_median_ms", "first_ms", "second_ms"])
+                for r in self.first_results:
+                    w.writerow([r["rtt_ms"], r["fdw"], r["mode"], r["sessions"],
+                                "%.3f" % r["first_median_ms"], "%.3f" % r["second_median_ms"],
+                                ";".join("%.3f" % t for t in r["first_ms"]),
+                                ";".join("%.3f" % t for t in r["second_ms"])])
         for name, rows, cols in (
                 ("lookups.csv", self.lookup_results,
                  ["rtt_ms", "clients", "fdw", "mode", "seconds", "avg_latency_ms", "tps",
@@ -727,6 +996,11 @@ class Bench:
                          "wall time of the slowest, psql start-up included." % (RAW_COPY % "t"))
             L.append("")
 
+        if self.load_results:
+            L.extend(self.load_markdown())
+        if self.first_results:
+            L.extend(self.first_markdown())
+
         if self.lookup_results:
             L.append("## Point lookups through E (pgbench -T %d, `SELECT * FROM e WHERE a = :id`)"
                      % cfg.lookup_seconds)
@@ -748,6 +1022,57 @@ class Bench:
             L.append("![chart](chart.png)")
             L.append("")
         return "\n".join(L)
+
+    def load_markdown(self):
+        """load_markdown: the lines of the load (L) section of the report."""
+        cfg = self.cfg
+        L = ["## Load (scenario L): %d clients, pgbench -n -c %d -j %d -T %d -P 5"
+             % (LOAD_CLIENTS, LOAD_CLIENTS, LOAD_THREADS, cfg.load_seconds), ""]
+        L.append("Query `%s`; ld = %s, le = %s; fetch_size %d; postgres_fdw with "
+                 "async_capable on. Shards: max_connections = 200; coordinator: "
+                 "shared_preload_libraries = %s. \"aborted\" counts pgbench's `client N "
+                 "aborted` lines (pgbench 15 stops a client at its first error); \"failed\" is "
+                 "pgbench's number of failed transactions; \"peak\" is the most client "
+                 "connections a shard had (other than the sampler's own), sampled about every %d ms "
+                 "(less often under load: `samples` in load.csv), per shard; \"errors\" are "
+                 "the distinct ERROR/FATAL messages of pgbench's output with their count." % (LOAD_QUERY.format(rel="<tbl>"), LOAD_TABLES["ld"],
+                                 LOAD_TABLES["le"], cfg.fetch_sizes[0],
+                                 cfg.preload or "''", LOAD_SAMPLE_MS))
+        L.append("")
+        L.append("| RTT ms | table | fdw | tps | transactions | aborted clients | failed "
+                 "| exit status | peak shard clients | errors (count) |")
+        L.append("| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |")
+        for r in self.load_results:
+            L.append("| %s | %s | %s | %s | %s | %d | %s | %d | %s | %s |" % (
+                r["rtt_ms"], r["table"], r["label"], r["tps"] or "–", r["transactions"] or "–",
+                r["aborted_clients"], r["failed_transactions"] or "–", r["exit_status"],
+                r["peak_per_shard"] or "–", r["errors"].replace("|", "/") or "–"))
+        L.append("")
+        L.append("pgbench's whole output per run: `load_<table>_<variant>_r<rtt>.log` beside "
+                 "this file.")
+        L.append("")
+        return L
+
+    def first_markdown(self):
+        """first_markdown: the lines of the first-query (S) section of the report."""
+        L = ["## First query of a new session (scenario S)", ""]
+        L.append("`%s` on ld (4 partitions on shard 1, one server object), fetch_size %d, in "
+                 "%d brand-new psql sessions per figure (variants interleaved); psql's `\\timing`, "
+                 "median ms. The first query opens the connections to the shard, the second runs "
+                 "in the same session on open connections."
+                 % (FIRST_QUERY.format(rel="ld"), self.cfg.fetch_sizes[0], FIRST_SESSIONS))
+        L.append("")
+        L.append("| RTT ms | fdw | first query ms | second query ms | first − second | "
+                 "first: min–max |")
+        L.append("| ---: | --- | ---: | ---: | ---: | --- |")
+        for r in self.first_results:
+            L.append("| %s | %s | %s | %s | %s | %s–%s |" % (
+                r["rtt_ms"], r["label"], fmt_ms(r["first_median_ms"]),
+                fmt_ms(r["second_median_ms"]),
+                fmt_ms(r["first_median_ms"] - r["second_median_ms"]),
+                fmt_ms(min(r["first_ms"])), fmt_ms(max(r["first_ms"]))))
+        L.append("")
+        return L
 
     def chart(self):
         """chart: chart.png via gnuplot: per RTT, bars of median ms per scenario
@@ -832,7 +1157,7 @@ class Bench:
         cfg = self.cfg
         os.makedirs(cfg.results, exist_ok=True)
         for name in ("results.csv", "results.md", "lookups.csv", "proxy.csv", "chart.png",
-                     "chart.dat", "chart.gp", "plans.txt"):
+                     "chart.dat", "chart.gp", "plans.txt", "load.csv", "first_query.csv"):
             try:
                 os.unlink(os.path.join(cfg.results, name))
             except FileNotFoundError:
@@ -848,8 +1173,11 @@ class Bench:
             self.run_raw()
         if cfg.lookups:
             self.run_lookups()
-        for s in self.sessions.values():
-            s.close()
+        if "L" in cfg.scenarios:
+            self.run_load()
+        if "S" in cfg.scenarios:
+            self.run_first_query()
+        self.close_sessions()
         self.write_csv()
         self.chart()
         total = time.time() - self.started + cfg.setup_seconds
@@ -892,13 +1220,16 @@ def parse_args():
     ap.add_argument("--slow-fetch-limit", type=int, default=0)
     ap.add_argument("--rtt-scenarios", default="",
                     help="foreign scenarios measured at RTT > 0 (empty: all)")
+    ap.add_argument("--load-seconds", type=int, default=20)
+    ap.add_argument("--preload", default="",
+                    help="the coordinator's shared_preload_libraries (for the report)")
     ap.add_argument("--command", default="")
     ap.add_argument("--afdw-note", default="")
     ap.add_argument("--setup-seconds", type=float, default=0.0)
     cfg = ap.parse_args()
 
     cfg.shards = len(cfg.shard_ports)
-    cfg.scenarios = [s for s in "ABCDEFG" if s in cfg.scenarios.upper().split(",")]
+    cfg.scenarios = [s for s in "ABCDEFGLS" if s in cfg.scenarios.upper().split(",")]
     cfg.rtts = cfg.rtt
     cfg.rtt_scenarios = [s for s in cfg.rtt_scenarios.upper().split(",") if s]
     cfg.fdws = [f for f in FDW_NAMES if f in cfg.fdws.split(",")]
@@ -923,7 +1254,36 @@ def parse_args():
     return cfg
 
 
+def sampler_main(argv):
+    """sampler_main: the connection sampler, a separate process started by
+    load_run: argv = psql, stop file, max seconds, shard ports.  Opens one
+    psql session per shard, prints "ready", then every LOAD_SAMPLE_MS counts
+    each shard's client connections until the stop file appears (or the time
+    is up), and prints the peak per shard and the number of samples."""
+    psql, stop, seconds, ports = argv[0], argv[1], float(argv[2]), argv[3:]
+    cfg = argparse.Namespace(psql=psql)
+    sessions = [Psql(cfg, port, "sampler %s" % port) for port in ports]
+    peaks = [0] * len(ports)
+    samples = 0
+    print("ready", flush=True)
+    deadline = time.time() + seconds
+    while not os.path.exists(stop) and time.time() < deadline:
+        t = time.time()
+        for k, sess in enumerate(sessions):
+            out, _ = sess.run(SHARD_CLIENTS)
+            peaks[k] = max(peaks[k], int(out[-1]))
+        samples += 1
+        time.sleep(max(0.0, LOAD_SAMPLE_MS / 1000.0 - (time.time() - t)))
+    for sess in sessions:
+        sess.close()
+    print("peak " + " ".join(map(str, peaks)))
+    print("samples %d" % samples, flush=True)
+
+
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--sampler":
+        sampler_main(sys.argv[2:])
+        sys.exit(0)
     try:
         Bench(parse_args()).main()
     except KeyboardInterrupt:

@@ -32,6 +32,8 @@ DEF_CHECK_SECONDS=3
 DEF_RTT_SCENARIOS="D,E"
 DEF_SLOW_FETCH_LIMIT=1000
 FULL_LOOKUP_SECONDS=5
+# scenario L (64 clients) runs this long per figure unless --load-seconds
+DEF_LOAD_SECONDS=20
 
 # --quick: under 2 minutes.
 QUICK_SCENARIOS="A,D,E,G"
@@ -56,7 +58,9 @@ usage() {
 usage: test/bench/run.sh [options]
 
   --scenarios A,B,...    scenarios to run (default $DEF_SCENARIOS; at RTT > 0
-                         only $DEF_RTT_SCENARIOS unless given explicitly)
+                         only $DEF_RTT_SCENARIOS unless given explicitly); also L (64
+                         clients under load) and S (first query of a session),
+                         run only when named, e.g. --scenarios L,S --no-lookups
   --fetch-sizes N,N,...  fetch_size values (default $DEF_FETCH; at RTT > 0
                          sizes below $DEF_SLOW_FETCH_LIMIT are skipped unless given explicitly)
   --rtt MS,MS,...        injected round-trip times in ms (default $DEF_RTT)
@@ -73,6 +77,7 @@ usage: test/bench/run.sh [options]
   --no-lookups           skip the pgbench point lookups
   --no-raw               skip the raw COPY limit
   --lookup-seconds N     pgbench duration per lookup figure (default $DEF_LOOKUP_SECONDS)
+  --load-seconds N       pgbench duration per load figure of scenario L (default $DEF_LOAD_SECONDS)
   --port-base N          first port to use (default 57000; uses N .. N+100*(rtts+1)+shards)
   --results DIR          output folder (default test/bench/results)
   --keep                 keep the throwaway folder (data, server logs) at the end
@@ -145,6 +150,7 @@ parse_options() {
 	OPT_SCENARIOS="" OPT_FETCH="" OPT_RTT="" OPT_RUNS="" OPT_ROWS="" OPT_SHARDS=""
 	OPT_FDWS="" OPT_MODES="" OPT_QUICK=0 OPT_FULL=0 OPT_LOOKUPS=1 OPT_RAW=1
 	OPT_LOOKUP_SECONDS="" OPT_PORT_BASE=57000 OPT_RESULTS="$HERE/results"
+	OPT_LOAD_SECONDS=$DEF_LOAD_SECONDS
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--scenarios) OPT_SCENARIOS=${2:?}; shift ;;
@@ -156,6 +162,7 @@ parse_options() {
 		--fdws) OPT_FDWS=${2:?}; shift ;;
 		--modes) OPT_MODES=${2:?}; shift ;;
 		--lookup-seconds) OPT_LOOKUP_SECONDS=${2:?}; shift ;;
+		--load-seconds) OPT_LOAD_SECONDS=${2:?}; shift ;;
 		--port-base) OPT_PORT_BASE=${2:?}; shift ;;
 		--results) OPT_RESULTS=${2:?}; shift ;;
 		--quick) OPT_QUICK=1 ;;
@@ -199,13 +206,14 @@ settle_options() {
 	fi
 	SCENARIOS=${SCENARIOS^^}
 
-	[[ $SCENARIOS =~ ^[A-G](,[A-G])*$ ]] || die "--scenarios: letters A-G separated by commas"
+	[[ $SCENARIOS =~ ^[A-GLS](,[A-GLS])*$ ]] || die "--scenarios: letters A-G, L, S separated by commas"
 	[[ $FETCH =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--fetch-sizes: positive integers"
 	[[ $RTT =~ ^[0-9]+(\.[0-9]+)?(,[0-9]+(\.[0-9]+)?)*$ ]] || die "--rtt: numbers of ms"
 	[[ $RUNS =~ ^[0-9]+$ ]] && [ "$RUNS" -ge 3 ] || die "--runs: at least 3"
 	[[ $ROWS =~ ^[0-9]+$ ]] && [ "$ROWS" -ge 16 ] || die "--rows: at least 16"
 	[[ $SHARDS =~ ^[0-9]+$ ]] && [ "$SHARDS" -ge 1 ] && [ "$SHARDS" -le 16 ] || die "--shards: 1 to 16"
 	[[ $LOOKUP_SECONDS =~ ^[1-9][0-9]*$ ]] || die "--lookup-seconds: a positive integer"
+	[[ $OPT_LOAD_SECONDS =~ ^[1-9][0-9]*$ ]] || die "--load-seconds: a positive integer"
 	[[ $OPT_PORT_BASE =~ ^[0-9]+$ ]] || die "--port-base: a port number"
 	[[ $MODES =~ ^[A-Za-z0-9_]+(,[A-Za-z0-9_]+)*$ ]] || die "--modes: names separated by commas"
 	choose_fdws
@@ -258,6 +266,13 @@ ensure_packages() {
 	fi
 	[ -x "$PG_CONFIG" ] || PG_CONFIG=$(command -v pg_config)
 	BINDIR=$("$PG_CONFIG" --bindir)
+	# Scenario L runs the coordinator with async_fdw preloaded (its shared
+	# connection budget needs it), when the library is installed.
+	PRELOAD=""
+	if [[ ,$SCENARIOS, == *,L,* ]] && [[ ,$FDWS, == *,async_fdw,* ]] &&
+		[ -f "$("$PG_CONFIG" --pkglibdir)/async_fdw.so" ]; then
+		PRELOAD=async_fdw
+	fi
 	PYTHON=$(command -v /usr/bin/python3 || command -v python3)
 }
 
@@ -315,12 +330,19 @@ init_instance() {
 		echo "lc_messages = 'C'"
 		if [ "$role" = coordinator ]; then
 			echo "shared_buffers = 512MB"
+			# room for scenario L's 64 clients plus the harness's own sessions
 			echo "max_connections = 100"
+			[ -z "$PRELOAD" ] || echo "shared_preload_libraries = '$PRELOAD'"
 			# the FDW scans run in one process: keep the local floor comparable
 			echo "max_parallel_workers_per_gather = 0"
 		else
 			echo "shared_buffers = 1GB"
-			echo "max_connections = 300"
+			# scenario L measures against a shard limit of 200, as in issue 12
+			if [[ ,$SCENARIOS, == *,L,* ]]; then
+				echo "max_connections = 200"
+			else
+				echo "max_connections = 300"
+			fi
 		fi
 	} >>"$dir/postgresql.conf"
 }
@@ -398,6 +420,7 @@ main() {
 		--runs "$RUNS" --rows "$ROWS" --fdws "$FDWS" --modes "$MODES" \
 		--lookups "$OPT_LOOKUPS" --lookup-seconds "$LOOKUP_SECONDS" \
 		--check-seconds "$CHECK_SECONDS" --raw "$OPT_RAW" \
+		--load-seconds "$OPT_LOAD_SECONDS" --preload "$PRELOAD" \
 		--slow-fetch-limit "$SLOW_FETCH_LIMIT" --rtt-scenarios "$RTT_SCENARIOS" \
 		--command "$COMMAND_LINE" \
 		--afdw-note "$AFDW_NOTE" --setup-seconds "$(($(date +%s) - START_TIME))"
