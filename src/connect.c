@@ -72,6 +72,14 @@
 #define AFDW_OPTIONS_REFUSED	"unsupported startup parameter: options"
 
 /*
+ * A pool's only connection refused for lack of room is asked for again
+ * this many times, the first after this many milliseconds, each wait twice
+ * the one before (about 0.6 s in all).
+ */
+#define AFDW_FIRST_RETRIES		5
+#define AFDW_FIRST_RETRY_MS		20
+
+/*
  * A connection being opened (AfdwConn.connecting): what its handshake
  * needs until it ends, in a memory context of its own.
  */
@@ -84,6 +92,11 @@ struct AfdwConnecting
 	char	   *users_options;	/* the users' own startup options */
 	AfdwPooler	pooler;			/* as chosen; auto until the server tells */
 	bool		optional;
+	bool		held;			/* waits for the pool's first (held_back),
+								 * or to be asked for again */
+	int			retries;		/* of a first connection refused for lack
+								 * of room */
+	TimestampTz retry_at;		/* when to ask for it again (0: not) */
 	bool		one_through_pooler; /* optional, and a transaction pooler
 									 * gets one connection (max_connections
 									 * not set) */
@@ -115,6 +128,7 @@ static char *expand_application_name(const char *fmt);
 static char *choose_application_name(ForeignServer *server, UserMapping *user);
 static char *plain_connect_error(const char *msg, char *sqlstate);
 static void begin_attempt(AfdwConn *entry);
+static bool held_back(AfdwConn *entry, AfdwConn **entries, int n);
 static bool other_connection(AfdwConn *entry);
 static AfdwConnectStep connect_failed(AfdwConn *entry);
 static void connect_succeeded(AfdwConn *entry);
@@ -575,7 +589,7 @@ afdw_connect_forget(AfdwConn *entry)
 
 /*
  * other_connection
- *		True if another connection of ENTRY's pool is open or being opened.
+ *		True if another connection of ENTRY's pool is open.
  */
 static bool
 other_connection(AfdwConn *entry)
@@ -587,7 +601,7 @@ other_connection(AfdwConn *entry)
 	while ((other = (AfdwConn *) hash_seq_search(&scan)) != NULL)
 	{
 		if (other != entry && other->key.umid == entry->key.umid &&
-			other->conn != NULL)
+			other->conn != NULL && other->connecting == NULL)
 		{
 			hash_seq_term(&scan);
 			return true;
@@ -641,11 +655,12 @@ connect_failed(AfdwConn *entry)
 	}
 
 	/*
-	 * A refusal for lack of room is reported rather than raised while
-	 * another connection of the pool is open or being opened: the
-	 * handshakes of a query run together, and the place the server had
-	 * may have gone to a later connection rather than to the first.
-	 * afdw_connection_ready raises it if no connection of the pool opens.
+	 * A refusal for lack of room is reported rather than raised for an
+	 * optional connection, or while another connection of the pool is
+	 * open: the handshakes of a query run together, and the place the
+	 * server had may have gone to a later connection rather than to the
+	 * first.  afdw_connection_ready raises it if no connection of the pool
+	 * opens.
 	 */
 	msg = plain_connect_error(raw, sqlstate);
 	if (strncmp(sqlstate, "53", 2) == 0 &&
@@ -660,6 +675,28 @@ connect_failed(AfdwConn *entry)
 			pfree(entry->refusal);
 		entry->refusal = MemoryContextStrdup(afdw_conn_cxt, msg);
 		return CONNECT_REFUSED;
+	}
+
+	/*
+	 * The pool's only connection, refused for lack of room: the places of
+	 * a busy server come and go (a session gives back its connections past
+	 * the first at the end of a transaction in which the server refused
+	 * it one, afdw_trim_idle_pools), so it is asked again a few times,
+	 * AFDW_FIRST_RETRY_MS apart and doubling, before the query fails.
+	 */
+	if (strncmp(sqlstate, "53", 2) == 0 && c->retries < AFDW_FIRST_RETRIES)
+	{
+		ereport(DEBUG1,
+				(errmsg_internal("server \"%s\" refused a first connection, asking again: %s",
+								 NameStr(entry->servername), msg)));
+		c->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												  AFDW_FIRST_RETRY_MS << c->retries);
+		c->retries++;
+		if (entry->refusal != NULL)
+			pfree(entry->refusal);
+		entry->refusal = MemoryContextStrdup(afdw_conn_cxt, msg);
+		pfree(msg);
+		return CONNECT_WAITING;
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
@@ -731,6 +768,36 @@ connect_advance(AfdwConn *entry, bool poll)
 }
 
 /*
+ * held_back
+ *		True if ENTRY, an optional connection among the N of ENTRIES, is to
+ *		wait before its handshake goes on: without a budget, until the
+ *		first connection of its pool, among ENTRIES, is open or failed.
+ *
+ * Its TCP connection is made meanwhile; only its startup packet waits.
+ * When many sessions start at once on a server with little room, each
+ * session's first connection, which the query cannot do without, then
+ * comes before the optional ones of the others.  With the budget
+ * (budget.c) the coordinator keeps room for first connections itself, and
+ * all the handshakes of a query go on together.
+ */
+static bool
+held_back(AfdwConn *entry, AfdwConn **entries, int n)
+{
+	if (!entry->connecting->optional || afdw_budget_active())
+		return false;
+	for (int i = 0; i < n; i++)
+	{
+		AfdwConn   *other = entries[i];
+
+		if (other != entry && other->connecting != NULL &&
+			!other->connecting->optional &&
+			other->key.umid == entry->key.umid)
+			return true;
+	}
+	return false;
+}
+
+/*
  * afdw_connect_finish
  *		End the handshakes of the N connections of ENTRIES that are being
  *		opened (others are skipped), waiting for all of them at once,
@@ -765,6 +832,37 @@ afdw_connect_finish(AfdwConn **entries, int n)
 
 				if (c == NULL)
 					continue;
+
+				/* A refused first connection, to be asked for again. */
+				if (c->retry_at != 0)
+				{
+					long		until = (long) TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+																		   c->retry_at);
+
+					if (until > 0)
+					{
+						c->held = true;
+						waiting++;
+						if (wait < 0 || until < wait)
+							wait = until;
+						continue;
+					}
+					c->retry_at = 0;
+
+					/*
+					 * Another connection of the pool opened meanwhile: the
+					 * scans share it rather than knock again.
+					 */
+					if (other_connection(entry))
+					{
+						afdw_disconnect_entry(entry);
+						continue;
+					}
+					PQfinish(entry->conn);
+					entry->conn = NULL;
+					begin_attempt(entry);
+				}
+				c->held = held_back(entry, entries, n);
 				if (connect_advance(entry, false) != CONNECT_WAITING)
 				{
 					/* Refused or declined: closed. */
@@ -804,7 +902,7 @@ afdw_connect_finish(AfdwConn **entries, int n)
 			{
 				AfdwConnecting *c = entries[i]->connecting;
 
-				if (c == NULL)
+				if (c == NULL || c->held)
 					continue;
 				AddWaitEventToSet(set, (c->poll == PGRES_POLLING_READING) ?
 								  WL_SOCKET_READABLE : WL_SOCKET_WRITEABLE,

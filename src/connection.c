@@ -930,9 +930,20 @@ afdw_trim_idle_pools(void)
 	while ((first = (AfdwConn *) hash_seq_search(&scan)) != NULL)
 	{
 		int			kept = 0;
+		bool		full;
 
 		if (first->key.slot != 0)
 			continue;
+
+		/*
+		 * A server that refused a connection of the pool a moment ago is
+		 * full: the connections past the kept ones are given back now, not
+		 * after their idle time, so that other sessions' first connections
+		 * find room.
+		 */
+		full = first->refused_at != 0 &&
+			!TimestampDifferenceExceeds(first->refused_at, GetCurrentTimestamp(),
+										AFDW_REFUSED_RETRY_MS);
 		for (int slot = 0;; slot++)
 		{
 			AfdwConnKey key;
@@ -955,7 +966,7 @@ afdw_trim_idle_pools(void)
 			if (kept < entry->keep_idle)
 				kept++;
 			/* The server closes those with a timeout once idle that long. */
-			else if (entry->idle_timeout == 0)
+			else if (entry->idle_timeout == 0 || full)
 				afdw_disconnect_entry(entry);
 		}
 	}

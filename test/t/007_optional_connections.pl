@@ -16,6 +16,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use IPC::Run;
 use Time::HiRes qw(time usleep);
 
 # A shard with room for 6 clients, all counted (none kept for superusers).
@@ -180,7 +181,50 @@ is($shard->safe_psql('postgres', $afdw_sessions), '4',
 	'idle_connections 4: the four stay open between transactions');
 $session->query_safe("ALTER SERVER s OPTIONS (DROP idle_connections)");
 $session->quit;
+release(scalar @holders);
+ok($shard->poll_query_until('postgres', "SELECT ($afdw_sessions) = 0"),
+	'the session gone, its connections are closed');
 
+# 5. A session that a full shard refused a further connection gives its
+# other further connections back at the end of the transaction, for the
+# first connections of other sessions.  Four connections, then the shard
+# cuts one of them and fills up (three holders): the next query asks for a
+# connection again, is refused, and shares.
+$session = $coord->background_psql('postgres', on_error_stop => 0);
+is($session->query_safe($query), '4000|2002000|4', 'four connections again');
+$shard->safe_psql('postgres', "SELECT pg_terminate_backend(max(pid)) FROM pg_stat_activity WHERE application_name = 'async_fdw'");
+ok($shard->poll_query_until('postgres', "SELECT ($afdw_sessions) = 3"),
+	'one of them cut by the shard');
+hold(3);
+is($session->query_safe($query), '4000|2002000|3',
+	'the shard full: three connections serve the query');
+is($shard->safe_psql('postgres', $afdw_sessions), '1',
+	'refused, the session gave back its further connections at once');
+release(3);
+
+# 6. A session's first connection refused for lack of room is asked for
+# again for a moment before the query fails: a place freed meanwhile
+# serves it.
+$session->quit;
+ok($shard->poll_query_until('postgres', "SELECT ($afdw_sessions) = 0"),
+	'the session gone, its connections are closed');
+hold(6);
+my $before_retry = refusals();
+my ($retry_out, $retry_err) = ('', '');
+my $retry = IPC::Run::start(
+	[ 'psql', '-XAtq', '-d', $coord->connstr('postgres'), '-c', $query ],
+	'>', \$retry_out, '2>', \$retry_err);
+my $seen = 0;
+for (1 .. 200)
+{
+	if (refusals() > $before_retry) { $seen = 1; last; }
+	usleep(5_000);
+}
+ok($seen, 'the first connection was refused');
+release(1);
+$retry->finish;
+is($retry_out, "4000|2002000|1\n", 'asked for again, it got the place freed meanwhile')
+  or diag($retry_err);
 release(scalar @holders);
 
 # No backend died, and no assertion failed.

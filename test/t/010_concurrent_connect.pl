@@ -7,6 +7,8 @@
 #   connections of a four-partition query must be there before the first
 #   startup packet, where connections opened one after the other would
 #   show one connection, its packet, then (after a timeout) nothing more.
+#   With async_fdw preloaded all four send their startup packets; without,
+#   the optional ones wait for the first connection of their pool.
 #   The same listener checks that connect_timeout ends the wait for all of
 #   them, that each is closed, and that the pool is left clean; then a
 #   real shard checks that the concurrent handshakes give right results,
@@ -40,7 +42,7 @@ sub listen_silently
 	die "fork: $!" unless defined $pid;
 	if ($pid == 0)
 	{
-		open(my $out, '>', $log) or POSIX::_exit(1);
+		open(my $out, '>>', $log) or POSIX::_exit(1);
 		$out->autoflush(1);
 		my $sel = IO::Select->new($listener);
 		my %id;
@@ -96,38 +98,72 @@ $coord->safe_psql('postgres', qq{
 	   OPTIONS (table_name 't$_');"
 } 1 .. 4));
 
-my ($ret, $out, $err) = $coord->psql('postgres', q{
-	SELECT count(*) FROM q;
-	SELECT count(*) AS open_connections FROM async_fdw_get_connections();
-}, on_error_stop => 0);
-like($err, qr/could not connect to server "silent"/,
-	'a server that never answers: the query fails');
-like($err, qr/The connection attempt took longer than connect_timeout/,
-	'... after connect_timeout');
-unlike($err, qr/CONTEXT:  scan of foreign table/,
-	'... naming the server, not the table of the scan that fetched first');
-is($out, '0', '... and the pool holds no connection afterwards');
+# silent_run: query the four partitions, which fails after connect_timeout;
+# returns the listener's events in order, once it saw every connection
+# close.
+sub silent_run
+{
+	my ($label) = @_;
+	truncate($log, 0);
+	my ($ret, $out, $err) = $coord->psql('postgres', q{
+		SELECT count(*) FROM q;
+		SELECT count(*) AS open_connections FROM async_fdw_get_connections();
+	}, on_error_stop => 0);
+	like($err, qr/could not connect to server "silent"/,
+		"$label: a server that never answers: the query fails");
+	like($err, qr/The connection attempt took longer than connect_timeout/,
+		"$label: ... after connect_timeout");
+	unlike($err, qr/CONTEXT:  scan of foreign table/,
+		"$label: ... naming the server, not the table of the scan that fetched first");
+	is($out, '0', "$label: ... and the pool holds no connection afterwards");
+	my @events;
+	for (1 .. 50)
+	{
+		@events = split /\n/, slurp_file($log);
+		last if (grep { /^close/ } @events) >= 4;
+		select(undef, undef, undef, 0.1);
+	}
+	is(scalar(grep { /^close/ } @events), 4,
+		"$label: each connection was closed after the timeout");
+	return @events;
+}
 
-# The listener saw every connection before any startup packet: the four
-# handshakes were under way together.
-my @events;
-for (1 .. 50)
+# accepted_before_data: how many connections the listener had accepted
+# when the first bytes arrived.
+sub accepted_before_data
 {
-	@events = split /\n/, slurp_file($log);
-	last if (grep { /^close/ } @events) >= 4;
-	select(undef, undef, undef, 0.1);
+	my $n = 0;
+	for my $e (@_)
+	{
+		last if $e =~ /^data/;
+		$n++ if $e =~ /^accept/;
+	}
+	return $n;
 }
-my $accepted_before_data = 0;
-for my $e (@events)
-{
-	last if $e =~ /^data/;
-	$accepted_before_data++ if $e =~ /^accept/;
-}
-is($accepted_before_data, 4,
-	'four connections accepted before the first startup packet arrived')
+
+# Not preloaded: the four TCP connections are made at once, but only the
+# first connection's startup packet goes out; the optional ones wait for it
+# (here for ever), so that a session's first connection comes before the
+# optional ones of sessions starting at the same time.
+my @events = silent_run('not preloaded');
+is(accepted_before_data(@events), 4,
+	'not preloaded: four connections made before the first startup packet')
   or diag(join(', ', @events));
-is(scalar(grep { /^data/ } @events), 4, 'each sent its startup packet');
-is(scalar(grep { /^close/ } @events), 4, 'each was closed after the timeout');
+is(scalar(grep { /^data/ } @events), 1,
+	'not preloaded: only the first connection sent its startup packet')
+  or diag(join(', ', @events));
+
+# Preloaded (the budget keeps room for first connections): the four
+# handshakes go on together.
+$coord->append_conf('postgresql.conf', "shared_preload_libraries = 'async_fdw'");
+$coord->restart;
+@events = silent_run('preloaded');
+is(accepted_before_data(@events), 4,
+	'preloaded: four connections made before the first startup packet')
+  or diag(join(', ', @events));
+is(scalar(grep { /^data/ } @events), 4,
+	'preloaded: each sent its startup packet without waiting for the others')
+  or diag(join(', ', @events));
 kill 'TERM', $silent_pid;
 waitpid($silent_pid, 0);
 
@@ -187,7 +223,10 @@ is( $coord->safe_psql('postgres', q{
 # idle_session_timeout; in the last quarter of that time the session does
 # not use it (the shard might close it while a command is on its way), it
 # opens another.  The first connection is kept and used.
-$coord->safe_psql('postgres', "ALTER SERVER s OPTIONS (ADD idle_timeout '2000')");
+# (Two connections, which the shard has room for: a refusal would have
+# the session give its further connections back at once.)
+$coord->safe_psql('postgres',
+	"ALTER SERVER s OPTIONS (ADD idle_timeout '2000', ADD max_connections '2')");
 my $s = $coord->background_psql('postgres');
 my $pids = q{SELECT string_agg(slot || ':' || remote_pid, ',' ORDER BY slot)
 	FROM async_fdw_get_connections()};
