@@ -871,6 +871,14 @@ afdw_connect_finish(AfdwConn **entries, int n)
 					continue;
 				}
 				waiting++;
+				if (c->retry_at != 0)
+				{
+					/* Refused just now: no socket to wait on until then. */
+					c->held = true;
+					if (wait < 0 || wait > AFDW_FIRST_RETRY_MS)
+						wait = AFDW_FIRST_RETRY_MS;
+					continue;
+				}
 				if (c->timeout_ms < 0)
 					continue;
 				left = c->timeout_ms -
