@@ -33,6 +33,12 @@
 
 #include "async_fdw.h"
 
+/*
+ * The cost of a path sorted remotely, as a multiple of the unsorted one's
+ * total (postgres_fdw's figure when it does not ask the remote server).
+ */
+#define AFDW_SORT_MULTIPLIER	1.2
+
 PG_MODULE_MAGIC;
 
 /*
@@ -44,7 +50,9 @@ enum AfdwScanPrivate
 	AFDW_PRIVATE_SQL,			/* String: the remote SELECT */
 	AFDW_PRIVATE_RETRIEVED,		/* List of Integer: local column numbers */
 	AFDW_PRIVATE_FETCH_SIZE,	/* Integer: rows per FETCH */
-	AFDW_PRIVATE_STREAM			/* Boolean: stream with COPY */
+	AFDW_PRIVATE_STREAM,		/* Boolean: stream with COPY */
+	AFDW_PRIVATE_OUTER_ORDER	/* String: ORDER BY of a binary stream's
+								 * wrapper ("" for none) */
 };
 
 void		_PG_init(void);
@@ -214,6 +222,28 @@ ec_member_is_column(PlannerInfo *root pg_attribute_unused(), RelOptInfo *rel,
 }
 
 /*
+ * sortable
+ *		True if the remote server can order BASEREL's rows by every path key
+ *		of PATHKEYS (afdw_sort_key).
+ */
+static bool
+sortable(RelOptInfo *baserel, List *pathkeys)
+{
+	ListCell   *lc;
+
+	foreach(lc, pathkeys)
+	{
+		bool		descending;
+		bool		nulls_first;
+
+		if (afdw_sort_key(baserel, (PathKey *) lfirst(lc), &descending,
+						  &nulls_first) == 0)
+			return false;
+	}
+	return true;
+}
+
+/*
  * afdwGetForeignPaths
  *		Add the plain path and paths parameterized by join clauses that can
  *		be sent as remote parameters (nested loops with the foreign table
@@ -233,6 +263,21 @@ afdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 			 create_foreignscan_path(root, baserel, NULL, baserel->rows,
 									 startup, total, NIL,
 									 baserel->lateral_relids, NULL, NIL));
+
+	/*
+	 * The query's order, sorted by the remote server when it sorts exactly
+	 * as the local one (afdw_sort_key): a partition's scan under a
+	 * MergeAppend, or a table's under an ORDER BY, then needs no local
+	 * sort.  The remote sort is costed like postgres_fdw's without remote
+	 * estimates, and it must end before the first row comes.
+	 */
+	if (root->query_pathkeys != NIL && sortable(baserel, root->query_pathkeys))
+		add_path(baserel, (Path *)
+				 create_foreignscan_path(root, baserel, NULL, baserel->rows,
+										 total * AFDW_SORT_MULTIPLIER,
+										 total * AFDW_SORT_MULTIPLIER,
+										 root->query_pathkeys,
+										 baserel->lateral_relids, NULL, NIL));
 
 	/* Join clauses that are not equivalences. */
 	foreach(lc, baserel->joininfo)
@@ -300,6 +345,7 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	Relation	rel;
 	ListCell   *lc;
 	bool		stream;
+	char	   *outer_order = "";
 
 	/*
 	 * Streaming pays off for scans read to the end.  A parameterized scan
@@ -337,6 +383,10 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	initStringInfo(&sql);
 	afdw_deparse_select(&sql, baserel, rel, attrs_used, remote_conds,
 						&retrieved_attrs, &params);
+	if (best_path->path.pathkeys != NIL)
+		outer_order = afdw_deparse_order_by(&sql, baserel, rel,
+											best_path->path.pathkeys,
+											retrieved_attrs);
 	table_close(rel, NoLock);
 
 	/*
@@ -349,25 +399,30 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 		stream = false;
 
 	return make_foreignscan(tlist, local_exprs, baserel->relid, params,
-							list_make4(makeString(sql.data), retrieved_attrs,
+							list_make5(makeString(sql.data), retrieved_attrs,
 									   makeInteger(fp->fetch_size),
-									   makeBoolean(stream)),
+									   makeBoolean(stream),
+									   makeString(outer_order)),
 							NIL, remote_exprs, outer_plan);
 }
 
 /*
  * afdw_scan_private
  *		The remote SQL, column list, fetch size and fetch mode of a
- *		ForeignScan plan.
+ *		ForeignScan plan, and the ORDER BY of a binary stream's wrapper
+ *		(NULL for none).
  */
 void
 afdw_scan_private(ForeignScan *plan, char **sql, List **retrieved_attrs,
-				  int *fetch_size, bool *stream)
+				  int *fetch_size, bool *stream, char **outer_order)
 {
 	*sql = strVal(list_nth(plan->fdw_private, AFDW_PRIVATE_SQL));
 	*retrieved_attrs = (List *) list_nth(plan->fdw_private, AFDW_PRIVATE_RETRIEVED);
 	*fetch_size = intVal(list_nth(plan->fdw_private, AFDW_PRIVATE_FETCH_SIZE));
 	*stream = boolVal(list_nth(plan->fdw_private, AFDW_PRIVATE_STREAM));
+	*outer_order = strVal(list_nth(plan->fdw_private, AFDW_PRIVATE_OUTER_ORDER));
+	if ((*outer_order)[0] == '\0')
+		*outer_order = NULL;
 }
 
 PG_FUNCTION_INFO_V1(async_fdw_handler);

@@ -122,7 +122,7 @@ extern List *afdw_extensions_option(List *options);
 extern PGDLLIMPORT char *afdw_application_name;
 extern void afdw_scan_private(ForeignScan *plan, char **sql,
 							  List **retrieved_attrs, int *fetch_size,
-							  bool *stream);
+							  bool *stream, char **outer_order);
 
 /* budget.c */
 extern void afdw_budget_preload(void);
@@ -266,6 +266,8 @@ extern void afdw_close_cursor_later(AfdwConn *conn, unsigned int cursor);
 extern bool afdw_is_builtin(Oid oid);
 extern bool afdw_type_names_by_oid(Oid type);
 extern bool afdw_is_shippable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr);
+extern AttrNumber afdw_sort_key(RelOptInfo *baserel, PathKey *pk,
+								bool *descending, bool *nulls_first);
 extern void afdw_classify_conditions(PlannerInfo *root, RelOptInfo *baserel,
 									 List *conds, List **remote, List **local);
 
@@ -275,9 +277,13 @@ extern void afdw_deparse_select(StringInfo buf, RelOptInfo *baserel,
 								Bitmapset *attrs_used, List *remote_conds,
 								List **retrieved_attrs, List **params);
 extern void afdw_deparse_relation(StringInfo buf, Relation rel);
+extern char *afdw_deparse_order_by(StringInfo buf, RelOptInfo *baserel,
+								   Relation rel, List *pathkeys,
+								   List *retrieved_attrs);
 extern bool afdw_deparse_locking_clause(StringInfo buf, PlannerInfo *root,
 										RelOptInfo *baserel);
 extern void afdw_deparse_binary_select(StringInfo buf, const char *sql,
+									   const char *outer_order,
 									   Relation rel, List *retrieved_attrs);
 extern void afdw_deparse_type_check(StringInfo buf, Relation rel);
 extern void afdw_deparse_analyze(StringInfo buf, Relation rel,

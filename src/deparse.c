@@ -147,7 +147,8 @@ afdw_deparse_relation(StringInfo buf, Relation rel)
  *		the remote parser drops it and flattens the subquery.
  */
 void
-afdw_deparse_binary_select(StringInfo buf, const char *sql, Relation rel,
+afdw_deparse_binary_select(StringInfo buf, const char *sql,
+						   const char *outer_order, Relation rel,
 						   List *retrieved_attrs)
 {
 	TupleDesc	tupdesc = RelationGetDescr(rel);
@@ -181,6 +182,63 @@ afdw_deparse_binary_select(StringInfo buf, const char *sql, Relation rel,
 	for (int j = 1; j <= i; j++)
 		appendStringInfo(buf, "%sc%d", j > 1 ? ", " : "", j);
 	appendStringInfoChar(buf, ')');
+	if (outer_order != NULL)
+		appendStringInfoString(buf, outer_order);
+}
+
+/*
+ * afdw_deparse_order_by
+ *		Append to BUF, the remote SELECT of BASEREL (REL), the ORDER BY of
+ *		PATHKEYS, each of which afdw_sort_key accepts; return the same order
+ *		for the wrapper of a binary stream (afdw_deparse_binary_select), by
+ *		position among RETRIEVED_ATTRS, palloc'd.
+ *
+ * The subquery of the wrapper keeps its ORDER BY, but only the outer
+ * query's order is guaranteed: the wrapper orders by the subquery's
+ * columns, the remote values before any cast.
+ */
+char *
+afdw_deparse_order_by(StringInfo buf, RelOptInfo *baserel, Relation rel,
+					  List *pathkeys, List *retrieved_attrs)
+{
+	StringInfoData outer;
+	ListCell   *lc;
+	ListCell   *lc2;
+	bool		first = true;
+
+	initStringInfo(&outer);
+	foreach(lc, pathkeys)
+	{
+		PathKey    *pk = (PathKey *) lfirst(lc);
+		bool		descending;
+		bool		nulls_first;
+		AttrNumber	attno = afdw_sort_key(baserel, pk, &descending, &nulls_first);
+		const char *how;
+		int			pos;
+
+		if (attno == 0)
+			elog(ERROR, "a sort key of a path of \"%s\" cannot be sent",
+				 RelationGetRelationName(rel));
+		pos = 0;
+		foreach(lc2, retrieved_attrs)
+		{
+			if (lfirst_int(lc2) == attno)
+				break;
+			pos++;
+		}
+		if (lc2 == NULL)
+			elog(ERROR, "sort column %d of \"%s\" is not read",
+				 attno, RelationGetRelationName(rel));
+		how = descending ? (nulls_first ? " DESC" : " DESC NULLS LAST") :
+			(nulls_first ? " ASC NULLS FIRST" : " ASC");
+		appendStringInfoString(buf, first ? " ORDER BY " : ", ");
+		appendStringInfoString(buf, quote_identifier(remote_column_name(rel, attno)));
+		appendStringInfoString(buf, how);
+		appendStringInfo(&outer, "%ss.c%d%s", first ? " ORDER BY " : ", ",
+						 pos + 1, how);
+		first = false;
+	}
+	return outer.data;
 }
 
 /*

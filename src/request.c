@@ -183,7 +183,8 @@ append_query(AfdwScanState *st, StringInfo buf)
 						 (const char *const *) st->param_values);
 	}
 	if (binary)
-		afdw_deparse_binary_select(buf, query.data, st->rel, st->retrieved_attrs);
+		afdw_deparse_binary_select(buf, query.data, st->outer_order, st->rel,
+								   st->retrieved_attrs);
 	else
 		appendStringInfoString(buf, query.data);
 	pfree(query.data);

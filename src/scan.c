@@ -389,7 +389,7 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 	st->phase = PHASE_UNSENT;	/* until it is in pending_scans */
 	st->outcome = PHASE_OPEN;
 	afdw_scan_private(plan, &st->sql, &st->retrieved_attrs, &st->fetch_size,
-					  &stream);
+					  &stream, &st->outer_order);
 	st->may_stream = stream;
 
 	st->scan_cxt = AllocSetContextCreate(estate->es_query_cxt,
@@ -1198,11 +1198,12 @@ afdwExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	List	   *retrieved_attrs;
 	int			fetch_size;
 	bool		stream;
+	char	   *outer_order;
 
 	if (!es->verbose)
 		return;
 	afdw_scan_private((ForeignScan *) node->ss.ps.plan, &sql, &retrieved_attrs,
-					  &fetch_size, &stream);
+					  &fetch_size, &stream, &outer_order);
 	ExplainPropertyText("Remote SQL", sql, es);
 	ExplainPropertyText("Fetch Mode", stream ? "stream" : "cursor", es);
 	if (es->analyze && node->fdw_state != NULL)

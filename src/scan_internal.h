@@ -131,6 +131,7 @@ typedef struct AfdwScanState
 	Relation	rel;
 	RowBuilder	rb;				/* remote rows to tuples */
 	char	   *sql;			/* remote SELECT */
+	char	   *outer_order;	/* ORDER BY of its binary wrapper, or NULL */
 	List	   *retrieved_attrs;	/* local column numbers of its columns */
 	int			fetch_size;
 

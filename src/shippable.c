@@ -19,6 +19,7 @@
  */
 #include "postgres.h"
 
+#include "access/stratnum.h"
 #include "access/transam.h"
 #include "catalog/dependency.h"
 #include "catalog/pg_collation.h"
@@ -29,6 +30,7 @@
 #include "optimizer/optimizer.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
 
 #include "async_fdw.h"
 
@@ -349,4 +351,55 @@ afdw_classify_conditions(PlannerInfo *root, RelOptInfo *baserel, List *conds,
 		else
 			*local = lappend(*local, ri);
 	}
+}
+
+/*
+ * afdw_sort_key
+ *		The column of BASEREL by which the remote server can order its rows
+ *		exactly as the local server would for path key PK, with *DESCENDING
+ *		and *NULLS_FIRST telling how; 0 if there is none.
+ *
+ * Only a plain column of a built-in type counts, one the scan reads,
+ * ordered by its type's default built-in operator class and in the
+ * default collation (or none): the remote server then sorts it with the
+ * same operator as the local one, whatever else it has.  An expression
+ * is sorted locally.
+ */
+AttrNumber
+afdw_sort_key(RelOptInfo *baserel, PathKey *pk, bool *descending,
+			  bool *nulls_first)
+{
+	AfdwRelInfo *fp = (AfdwRelInfo *) baserel->fdw_private;
+	EquivalenceClass *ec = pk->pk_eclass;
+	ListCell   *lc;
+
+	if (ec->ec_has_volatile || !collation_ok(ec->ec_collation) ||
+		(pk->pk_strategy != BTLessStrategyNumber &&
+		 pk->pk_strategy != BTGreaterStrategyNumber))
+		return 0;
+
+	foreach(lc, ec->ec_members)
+	{
+		EquivalenceMember *em = (EquivalenceMember *) lfirst(lc);
+		Var		   *var = (Var *) em->em_expr;
+		TypeCacheEntry *tce;
+
+		if (!IsA(var, Var) || var->varno != (int) baserel->relid ||
+			var->varlevelsup != 0 || var->varattno <= 0 ||
+			!bms_equal(em->em_relids, baserel->relids))
+			continue;
+		if (!bms_is_member(var->varattno - FirstLowInvalidHeapAttributeNumber,
+						   fp->attrs_used) ||
+			!afdw_is_builtin(var->vartype) || !collation_ok(var->varcollid) ||
+			var->vartype != em->em_datatype)
+			return 0;
+		tce = lookup_type_cache(var->vartype, TYPECACHE_BTREE_OPFAMILY);
+		if (!OidIsValid(tce->btree_opf) || tce->btree_opf != pk->pk_opfamily ||
+			!afdw_is_builtin(tce->btree_opf))
+			return 0;
+		*descending = (pk->pk_strategy == BTGreaterStrategyNumber);
+		*nulls_first = pk->pk_nulls_first;
+		return var->varattno;
+	}
+	return 0;
 }
