@@ -325,6 +325,42 @@ afdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 }
 
 /*
+ * limit_to_send
+ *		True if the remote query of BASEREL's scan on PATH, whose conditions
+ *		LOCAL_EXPRS are checked locally, may return only the first *LIMIT
+ *		rows, the LIMIT plus the OFFSET of the query.
+ *
+ * The local Limit node stays; the remote one only spares rows that would
+ * be thrown away.  That holds when the query reads only this table (or,
+ * for a partition or an inheritance child, only its parent), so that no
+ * join or local condition can drop rows between the scan and the Limit,
+ * and the scan returns the query's order if it has one: each child of an
+ * Append or a Merge Append then returns at most the rows the Limit could
+ * take from it.  Not with a LIMIT that is not a constant, WITH TIES (a tie
+ * past the limit counts), row locks, or a parameterized scan; nor (the
+ * caller's test) with parameters in the remote query, whose executions
+ * have a LIMIT of their own (request.c).
+ */
+static bool
+limit_to_send(PlannerInfo *root, RelOptInfo *baserel, ForeignPath *path,
+			  List *local_exprs, int64 *limit)
+{
+	Relids		top = baserel->top_parent_relids != NULL ?
+		baserel->top_parent_relids : baserel->relids;
+
+	if (root->limit_tuples < 1 || root->limit_tuples > (double) PG_INT32_MAX ||
+		root->parse->limitOption == LIMIT_OPTION_WITH_TIES ||
+		root->parse->rowMarks != NIL || path->path.param_info != NULL ||
+		local_exprs != NIL || !bms_equal(top, root->all_baserels))
+		return false;
+	if (root->query_pathkeys != NIL &&
+		!pathkeys_contained_in(root->query_pathkeys, path->path.pathkeys))
+		return false;
+	*limit = (int64) root->limit_tuples;
+	return true;
+}
+
+/*
  * afdwGetForeignPlan
  *		Build the ForeignScan: the remote SQL with every shippable condition,
  *		including join clauses of a parameterized path, and the local rest.
@@ -346,6 +382,7 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	ListCell   *lc;
 	bool		stream;
 	char	   *outer_order = "";
+	int64		limit;
 
 	/*
 	 * Streaming pays off for scans read to the end.  A parameterized scan
@@ -387,6 +424,9 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 		outer_order = afdw_deparse_order_by(&sql, baserel, rel,
 											best_path->path.pathkeys,
 											retrieved_attrs);
+	if (params == NIL &&
+		limit_to_send(root, baserel, best_path, local_exprs, &limit))
+		appendStringInfo(&sql, " LIMIT " INT64_FORMAT, limit);
 	table_close(rel, NoLock);
 
 	/*

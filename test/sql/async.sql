@@ -114,16 +114,19 @@ BEGIN
 END
 $$;
 SET enable_async_append = off;
-SELECT a, sessions_at_work(8) AS started FROM apt LIMIT 1;
+-- (OFFSET 0 keeps the LIMIT local: each partition's whole query runs.)
+SELECT a, sessions_at_work(8) AS started FROM (SELECT a FROM apt OFFSET 0) o LIMIT 1;
 RESET enable_async_append;
 DROP FUNCTION sessions_at_work(int);
 -- Sorted output.
 SELECT a FROM apt ORDER BY a LIMIT 3;
 SELECT a FROM apt ORDER BY a DESC LIMIT 3;
 
--- LIMIT stops early; a cursor reads part, the rest is abandoned.
+-- LIMIT stops early; a cursor reads part, the rest is abandoned.  (OFFSET 0
+-- keeps the LIMIT local; sent, each partition would return 10 rows at most.)
+SELECT count(*) FROM (SELECT a FROM (SELECT a FROM apt OFFSET 0) o LIMIT 10) s;
+SELECT count(*) FROM (SELECT a FROM (SELECT a FROM apt OFFSET 0) o LIMIT 4500) s;
 SELECT count(*) FROM (SELECT a FROM apt LIMIT 10) s;
-SELECT count(*) FROM (SELECT a FROM apt LIMIT 4500) s;
 BEGIN;
 DECLARE c CURSOR FOR SELECT a, b FROM apt;
 MOVE 5 IN c;

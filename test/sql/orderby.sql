@@ -51,6 +51,43 @@ EXPLAIN (VERBOSE, COSTS OFF) SELECT id, a FROM ob ORDER BY a DESC, id LIMIT 5;
 SELECT id, a FROM ob ORDER BY a DESC, id LIMIT 5;
 SELECT id, a FROM ob_local ORDER BY a DESC, id LIMIT 5;
 
+-- The LIMIT, plus the OFFSET, goes to the remote server too when nothing
+-- between the scan and the Limit can drop rows; the local Limit stays.
+EXPLAIN (VERBOSE, COSTS OFF) SELECT id, a FROM ob ORDER BY a DESC, id LIMIT 5 OFFSET 3;
+SELECT id, a FROM ob ORDER BY a DESC, id LIMIT 5 OFFSET 3;
+SELECT id, a FROM ob_local ORDER BY a DESC, id LIMIT 5 OFFSET 3;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM ob WHERE a > 90 LIMIT 3;
+SELECT count(*) FROM (SELECT id FROM ob WHERE a > 90 LIMIT 3) s;
+ALTER FOREIGN TABLE ob OPTIONS (ADD fetch_mode 'stream');
+SELECT ob_same('SELECT id, a, n FROM ob ORDER BY n DESC NULLS LAST, id LIMIT 17',
+               'SELECT id, a, n FROM ob_local ORDER BY n DESC NULLS LAST, id LIMIT 17');
+ALTER FOREIGN TABLE ob OPTIONS (DROP fetch_mode);
+-- Not sent: WITH TIES, a condition checked locally, a join, row locks, a
+-- query with parameters, a LIMIT that is a parameter, an order sorted
+-- locally.
+EXPLAIN (VERBOSE, COSTS OFF) SELECT id, a FROM ob ORDER BY a DESC FETCH FIRST 5 ROWS WITH TIES;
+SELECT count(*) FROM (SELECT id, a FROM ob ORDER BY a DESC NULLS LAST FETCH FIRST 5 ROWS WITH TIES) s;
+SELECT count(*) FROM (SELECT id, a FROM ob_local ORDER BY a DESC NULLS LAST FETCH FIRST 5 ROWS WITH TIES) s;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT id, a FROM ob WHERE a::text::int > 3 ORDER BY a, id LIMIT 5;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT ob.id, l.a FROM ob JOIN ob_local l USING (id) ORDER BY ob.id LIMIT 5;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM ob ORDER BY id LIMIT 5 FOR UPDATE;
+PREPARE ob_par(int) AS SELECT id, a FROM ob WHERE a > $1 ORDER BY a, id LIMIT 3;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE ob_par(50);
+EXECUTE ob_par(50);
+RESET plan_cache_mode;
+DEALLOCATE ob_par;
+SELECT id, a FROM ob_local WHERE a > 50 ORDER BY a, id LIMIT 3;
+SELECT sum((SELECT id FROM ob WHERE ob.a > g ORDER BY a, id LIMIT 1)) FROM generate_series(1, 30) g;
+SELECT sum((SELECT id FROM ob_local WHERE ob_local.a > g ORDER BY a, id LIMIT 1)) FROM generate_series(1, 30) g;
+PREPARE ob_lim(int) AS SELECT id, a FROM ob ORDER BY a, id LIMIT $1;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE ob_lim(3);
+EXECUTE ob_lim(3);
+RESET plan_cache_mode;
+DEALLOCATE ob_lim;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT id, a FROM ob ORDER BY a + 1, id LIMIT 5;
+
 -- Sorted locally: a column with a collation other than the default, an
 -- expression, an operator other than the type's default ones.
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id, c FROM ob ORDER BY c, id;

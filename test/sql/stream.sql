@@ -37,15 +37,16 @@ ALTER FOREIGN TABLE ft_st OPTIONS (DROP fetch_size);
 SELECT count(*), sum(id), min(v), max(v) FROM remote.st;
 
 -- A stream stopped early by a LIMIT is cancelled: the same transaction goes
--- on, and nothing runs remotely afterwards.
+-- on, and nothing runs remotely afterwards.  (OFFSET 0 keeps the LIMIT from
+-- the remote query, so that the scan is stopped early.)
 BEGIN;
-SELECT count(*) FROM (SELECT id FROM ft_st LIMIT 5) s;
-SELECT count(*) FROM (SELECT id FROM ft_st LIMIT 4999) s;
+SELECT count(*) FROM (SELECT id FROM (SELECT id FROM ft_st OFFSET 0) o LIMIT 5) s;
+SELECT count(*) FROM (SELECT id FROM (SELECT id FROM ft_st OFFSET 0) o LIMIT 4999) s;
 SELECT count(*), sum(id) FROM ft_st;
 SAVEPOINT sp;
-SELECT count(*) FROM (SELECT id FROM ft_st LIMIT 3) s;
+SELECT count(*) FROM (SELECT id FROM (SELECT id FROM ft_st OFFSET 0) o LIMIT 3) s;
 ROLLBACK TO SAVEPOINT sp;
-SELECT count(*) FROM (SELECT id FROM ft_st LIMIT 3) s;
+SELECT count(*) FROM (SELECT id FROM (SELECT id FROM ft_st OFFSET 0) o LIMIT 3) s;
 RELEASE SAVEPOINT sp;
 SELECT count(*), sum(id) FROM ft_st;
 COMMIT;
@@ -237,9 +238,10 @@ RESET enable_async_append;
 SELECT count(*), bool_or(a.q LIKE '%COPY%') OR bool_or(b.q LIKE '%COPY%') AS any_streamed
   FROM st_turn a JOIN st_turn b USING (id);
 -- A LIMIT over streams forced on, with siblings still waiting for their
--- turn: the streams stop, and the connections serve the next query.
+-- turn: the streams stop, and the connections serve the next query.  (OFFSET
+-- 0 keeps the LIMIT local.)
 ALTER SERVER loopback OPTIONS (ADD fetch_mode 'stream');
-SELECT count(*) FROM (SELECT id FROM st_turn LIMIT 1500) s;
+SELECT count(*) FROM (SELECT id FROM (SELECT id FROM st_turn OFFSET 0) o LIMIT 1500) s;
 SELECT count(*), sum(id), bool_and(q LIKE '%COPY%') AS all_streamed FROM st_turn;
 ALTER SERVER loopback OPTIONS (DROP fetch_mode);
 -- The Append rescanned by a nested loop: the same rows every time.

@@ -63,8 +63,9 @@ is( $coord->safe_psql('postgres', 'SELECT label FROM items WHERE id = 1500'),
 # What a query sends: the settings travel in the startup packet, so the
 # remote log shows no SET.  A scan read to the end streams: the transaction
 # start and the COPY, within a savepoint, go in one message, then COMMIT.
-# A scan that may stop early (a LIMIT) uses a cursor: the start, DECLARE and
-# the first FETCH in one message, then COMMIT, which closes the cursor too.
+# A scan that may stop early (a LIMIT) uses a cursor: the start, DECLARE (of
+# the query with its LIMIT) and the first FETCH in one message, then COMMIT,
+# which closes the cursor too.
 # The answer to a COMMIT is not waited for: the remote sessions are let
 # settle before and after the query, so that the log holds all of it.
 sub settle
@@ -101,7 +102,7 @@ is_deeply(
 	[
 		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ; '
 		  . 'SAVEPOINT afdw_ra; '
-		  . 'DECLARE c1 CURSOR FOR SELECT id FROM public.items WHERE ((id < 10)); '
+		  . 'DECLARE c1 CURSOR FOR SELECT id FROM public.items WHERE ((id < 10)) LIMIT 2; '
 		  . 'FETCH 100 FROM c1',
 		'COMMIT TRANSACTION'
 	],
