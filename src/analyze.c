@@ -3,8 +3,10 @@
  * analyze.c
  *		ANALYZE of foreign tables: the remote size and a sample of rows.
  *
- * The rows are read through a cursor on a connection of the pool
- * (connection.c) and sampled as they come (Vitter's reservoir algorithm);
+ * The remote server samples the rows when it can (the analyze_sampling
+ * option, as postgres_fdw 16's), and they are read through a cursor on a
+ * connection of the pool (connection.c) and sampled again as they come,
+ * down to the rows ANALYZE asks for (Vitter's reservoir algorithm);
  * convert.c turns the sampled ones into heap tuples.  scan.c registers
  * the callback.
  *
@@ -77,9 +79,74 @@ sample_batch(PGresult *res, Sampler *s, HeapTuple *rows, int *numrows)
 }
 
 /*
+ * choose_sampling
+ *		How ANALYZE reads the rows of REL, whose remote relation CONN
+ *		serves, to sample TARGROWS of them: *METHOD (from the
+ *		analyze_sampling option, never auto on return) and *FRACTION of the
+ *		rows; *RELTUPLES gets the remote estimate of its rows (-1 unknown).
+ *
+ * The remote server samples when it knows the relation's size
+ * (pg_class.reltuples, set by its ANALYZE or VACUUM) and the sample is
+ * smaller than the relation; otherwise every row is read (a view: its
+ * size is not known).  TABLESAMPLE takes only tables, partitioned tables
+ * and materialized views: other relations (foreign tables of the remote
+ * server) are sampled with random().  auto is bernoulli where TABLESAMPLE
+ * applies.
+ */
+static void
+choose_sampling(AfdwConn *conn, Relation rel, int targrows,
+				AfdwSampling *method, double *fraction, double *reltuples)
+{
+	StringInfoData name;
+	StringInfoData sql;
+	PGresult   *volatile res;
+	volatile char relkind = '\0';
+
+	*reltuples = -1;
+	*fraction = 1.0;
+	if (*method == AFDW_SAMPLE_OFF)
+		return;
+
+	initStringInfo(&name);
+	afdw_deparse_relation(&name, rel);
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT reltuples, relkind FROM pg_catalog.pg_class "
+					 "WHERE oid = %s::pg_catalog.regclass",
+					 quote_literal_cstr(name.data));
+	res = afdw_run_query(conn, sql.data, 0, NULL);
+	PG_TRY();
+	{
+		if (PQntuples(res) == 1 && PQnfields(res) == 2 &&
+			!PQgetisnull(res, 0, 0) && !PQgetisnull(res, 0, 1))
+		{
+			*reltuples = strtod(PQgetvalue(res, 0, 0), NULL);
+			relkind = PQgetvalue(res, 0, 1)[0];
+		}
+	}
+	PG_FINALLY();
+	{
+		PQclear(res);
+	}
+	PG_END_TRY();
+
+	/* (Also a NaN or an infinity from a misbehaving server.) */
+	if (!(*reltuples > 0 && *reltuples < 1e300) || targrows >= *reltuples)
+	{
+		*method = AFDW_SAMPLE_OFF;
+		return;
+	}
+	*fraction = targrows / *reltuples;
+	if (relkind != 'r' && relkind != 'm' && relkind != 'p')
+		*method = AFDW_SAMPLE_RANDOM;
+	else if (*method == AFDW_SAMPLE_AUTO)
+		*method = AFDW_SAMPLE_BERNOULLI;
+}
+
+/*
  * acquire_sample_rows
- *		Read every remote row of REL and keep a random sample of TARGROWS
- *		of them in ROWS (Vitter's reservoir algorithm); ANALYZE's callback.
+ *		Keep a random sample of TARGROWS rows of REL in ROWS, sampled on the
+ *		remote server (choose_sampling) and from what it sends (Vitter's
+ *		reservoir algorithm); ANALYZE's callback.
  */
 static int
 acquire_sample_rows(Relation rel, int elevel, HeapTuple *rows, int targrows,
@@ -97,6 +164,12 @@ acquire_sample_rows(Relation rel, int elevel, HeapTuple *rows, int targrows,
 	int			numrows = 0;
 	char		fetch[64];
 	bool		done = false;
+	AfdwSampling method;
+	double		fraction;
+	double		reltuples;
+	static const char *const method_names[] = {
+		"off", "auto", "random", "system", "bernoulli"
+	};
 
 	fetch_size = afdw_fetch_size_option(server->options, AFDW_DEFAULT_FETCH_SIZE);
 	fetch_size = afdw_fetch_size_option(table->options, fetch_size);
@@ -107,9 +180,13 @@ acquire_sample_rows(Relation rel, int elevel, HeapTuple *rows, int targrows,
 	sampler.skip = -1;
 	reservoir_init_selection_state(&sampler.rstate, targrows);
 
+	method = afdw_sampling_option(server->options, AFDW_SAMPLE_AUTO);
+	method = afdw_sampling_option(table->options, method);
+	choose_sampling(conn, rel, targrows, &method, &fraction, &reltuples);
+
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "DECLARE c%u CURSOR FOR ", cursor);
-	afdw_deparse_analyze(&sql, rel, &retrieved_attrs);
+	afdw_deparse_analyze(&sql, rel, method, fraction, &retrieved_attrs);
 	afdw_init_row_builder(&sampler.rb, rel, retrieved_attrs,
 						  AllocSetContextCreate(CurrentMemoryContext,
 												"async_fdw analyze row",
@@ -129,11 +206,23 @@ acquire_sample_rows(Relation rel, int elevel, HeapTuple *rows, int targrows,
 	afdw_release_connection(conn);
 	MemoryContextDelete(sampler.rb.row_cxt);
 
-	*totalrows = sampler.seen;
 	*totaldeadrows = 0;
-	ereport(elevel,
-			(errmsg("\"%s\": foreign table contains %.0f rows, %d rows in sample",
-					RelationGetRelationName(rel), sampler.seen, numrows)));
+	if (method == AFDW_SAMPLE_OFF)
+	{
+		*totalrows = sampler.seen;
+		ereport(elevel,
+				(errmsg("\"%s\": foreign table contains %.0f rows, %d rows in sample",
+						RelationGetRelationName(rel), sampler.seen, numrows)));
+	}
+	else
+	{
+		/* The remote estimate, which the sample does not tell. */
+		*totalrows = reltuples;
+		ereport(elevel,
+				(errmsg("\"%s\": foreign table contains about %.0f rows, %.0f rows read (sampled by %s), %d rows in sample",
+						RelationGetRelationName(rel), reltuples, sampler.seen,
+						method_names[method], numrows)));
+	}
 	return numrows;
 }
 

@@ -53,6 +53,19 @@ typedef enum AfdwFetchMode
  * remote transaction through one that may hand each transaction another
  * server session (which keeps no prepared statement either).
  */
+/*
+ * How ANALYZE samples a remote table: the analyze_sampling option.  The
+ * words of option.c are in this order.
+ */
+typedef enum AfdwSampling
+{
+	AFDW_SAMPLE_OFF,			/* read every row */
+	AFDW_SAMPLE_AUTO,			/* bernoulli for a table, random otherwise */
+	AFDW_SAMPLE_RANDOM,			/* WHERE random() < fraction */
+	AFDW_SAMPLE_SYSTEM,			/* TABLESAMPLE SYSTEM */
+	AFDW_SAMPLE_BERNOULLI		/* TABLESAMPLE BERNOULLI */
+} AfdwSampling;
+
 typedef enum AfdwPooler
 {
 	AFDW_POOLER_AUTO,			/* none, unless the server refuses startup
@@ -106,6 +119,7 @@ typedef struct AfdwConn AfdwConn;
 extern int	afdw_fetch_size_option(List *options, int current);
 extern int	afdw_fetch_mode_option(List *options, int current);
 extern AfdwPooler afdw_pooler_option(List *options);
+extern AfdwSampling afdw_sampling_option(List *options, AfdwSampling current);
 extern bool afdw_bool_option(List *options, const char *name, bool current);
 extern double afdw_real_option(List *options, const char *name, double current);
 extern int	afdw_int_option(List *options, const char *name, int current);
@@ -287,6 +301,7 @@ extern void afdw_deparse_binary_select(StringInfo buf, const char *sql,
 									   Relation rel, List *retrieved_attrs);
 extern void afdw_deparse_type_check(StringInfo buf, Relation rel);
 extern void afdw_deparse_analyze(StringInfo buf, Relation rel,
+								 AfdwSampling method, double fraction,
 								 List **retrieved_attrs);
 extern void afdw_bind_params(StringInfo buf, const char *sql, int nparams,
 							 const char *const *values);

@@ -412,17 +412,28 @@ afdw_deparse_locking_clause(StringInfo buf, PlannerInfo *root,
 
 /*
  * afdw_deparse_analyze
- *		The remote SELECT of every column of REL, for ANALYZE.
+ *		The remote SELECT of every column of REL, for ANALYZE, of about
+ *		FRACTION of its rows sampled by METHOD (AFDW_SAMPLE_OFF: all rows;
+ *		never AFDW_SAMPLE_AUTO).
  */
 void
-afdw_deparse_analyze(StringInfo buf, Relation rel, List **retrieved_attrs)
+afdw_deparse_analyze(StringInfo buf, Relation rel, AfdwSampling method,
+					 double fraction, List **retrieved_attrs)
 {
 	Bitmapset  *all = bms_make_singleton(0 - FirstLowInvalidHeapAttributeNumber);
 
+	Assert(method != AFDW_SAMPLE_AUTO);
 	appendStringInfoString(buf, "SELECT ");
 	deparse_target_list(buf, rel, all, retrieved_attrs);
 	appendStringInfoString(buf, " FROM ");
 	afdw_deparse_relation(buf, rel);
+	/* The percentage or fraction as a literal that reads back exactly. */
+	if (method == AFDW_SAMPLE_SYSTEM || method == AFDW_SAMPLE_BERNOULLI)
+		appendStringInfo(buf, " TABLESAMPLE %s(%.17g)",
+						 method == AFDW_SAMPLE_SYSTEM ? "SYSTEM" : "BERNOULLI",
+						 100.0 * fraction);
+	else if (method == AFDW_SAMPLE_RANDOM)
+		appendStringInfo(buf, " WHERE pg_catalog.random() < %.17g", fraction);
 }
 
 /*

@@ -43,7 +43,8 @@ typedef enum AfdwOptionKind
 	AFDW_OPT_EXTENSIONS,		/* a list of extension names */
 	AFDW_OPT_POOLER,			/* auto, none, session or transaction */
 	AFDW_OPT_CONNECTIONS,		/* 1 to AFDW_MAX_MAX_CONNECTIONS */
-	AFDW_OPT_BUDGET				/* 0 (none) to INT_MAX */
+	AFDW_OPT_BUDGET,			/* 0 (none) to INT_MAX */
+	AFDW_OPT_SAMPLING			/* off, auto, random, system or bernoulli */
 } AfdwOptionKind;
 
 /* One valid option: its name, where it may appear, how its value looks. */
@@ -70,6 +71,7 @@ static const AfdwOption own_options[] = {
 	{"extensions", ForeignServerRelationId, AFDW_OPT_EXTENSIONS, false},
 	{"pooler", ForeignServerRelationId, AFDW_OPT_POOLER, false},
 	{"max_shared_connections", ForeignServerRelationId, AFDW_OPT_BUDGET, false},
+	{"analyze_sampling", ForeignServerRelationId, AFDW_OPT_SAMPLING, false},
 	/* user mappings */
 	{"password_required", UserMappingRelationId, AFDW_OPT_BOOL, false},
 	{"sslcert", UserMappingRelationId, AFDW_OPT_STRING, true},
@@ -80,6 +82,7 @@ static const AfdwOption own_options[] = {
 	{"fetch_size", ForeignTableRelationId, AFDW_OPT_POSITIVE_INT, false},
 	{"async_capable", ForeignTableRelationId, AFDW_OPT_BOOL, false},
 	{"fetch_mode", ForeignTableRelationId, AFDW_OPT_FETCH_MODE, false},
+	{"analyze_sampling", ForeignTableRelationId, AFDW_OPT_SAMPLING, false},
 	/* columns of foreign tables */
 	{"column_name", AttributeRelationId, AFDW_OPT_STRING, false},
 	{NULL, InvalidOid, AFDW_OPT_STRING, false}
@@ -267,11 +270,14 @@ parse_positive_int(const char *value, int *result)
  */
 static const char *const fetch_mode_words[] = {"auto", "stream", "cursor", NULL};
 static const char *const pooler_words[] = {"auto", "none", "session", "transaction", NULL};
+static const char *const sampling_words[] = {"off", "auto", "random", "system", "bernoulli", NULL};
 
 StaticAssertDecl(lengthof(fetch_mode_words) == AFDW_FETCH_CURSOR + 2,
 				 "fetch_mode_words does not match AfdwFetchMode");
 StaticAssertDecl(lengthof(pooler_words) == AFDW_POOLER_TRANSACTION + 2,
 				 "pooler_words does not match AfdwPooler");
+StaticAssertDecl(lengthof(sampling_words) == AFDW_SAMPLE_BERNOULLI + 2,
+				 "sampling_words does not match AfdwSampling");
 
 /*
  * word_index
@@ -379,6 +385,14 @@ check_option_value(const AfdwOption *opt, const char *value)
 			if (word_index(value, pooler_words) < 0)
 			{
 				expected = _("The option takes auto, none, session or transaction.");
+				sqlstate = ERRCODE_SYNTAX_ERROR;
+			}
+			break;
+		case AFDW_OPT_SAMPLING:
+			/* postgres_fdw 16's option of the same name and words. */
+			if (word_index(value, sampling_words) < 0)
+			{
+				expected = _("The option takes off, auto, random, system or bernoulli.");
 				sqlstate = ERRCODE_SYNTAX_ERROR;
 			}
 			break;
@@ -599,6 +613,17 @@ afdw_pooler_option(List *options)
 {
 	return (AfdwPooler) word_option(options, "pooler", pooler_words,
 									AFDW_POOLER_AUTO);
+}
+
+/*
+ * afdw_sampling_option
+ *		The analyze_sampling in OPTIONS, or CURRENT when absent.
+ */
+AfdwSampling
+afdw_sampling_option(List *options, AfdwSampling current)
+{
+	return (AfdwSampling) word_option(options, "analyze_sampling",
+									  sampling_words, current);
 }
 
 /*
