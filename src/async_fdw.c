@@ -57,6 +57,9 @@ enum AfdwScanPrivate
 
 void		_PG_init(void);
 
+static bool remote_estimate(RelOptInfo *baserel, AfdwRelInfo *fp,
+							Oid foreigntableid, double *rows);
+
 /* async_fdw.application_name: see afdw_application_name in async_fdw.h. */
 char	   *afdw_application_name = NULL;
 
@@ -115,6 +118,11 @@ afdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid
 										  AFDW_DEFAULT_TUPLE_COST);
 
 	fp->extensions = afdw_extensions_option(fp->server->options);
+	fp->use_remote_estimate = afdw_bool_option(fp->server->options,
+											   "use_remote_estimate", false);
+	fp->use_remote_estimate = afdw_bool_option(fp->table->options,
+											   "use_remote_estimate",
+											   fp->use_remote_estimate);
 
 	afdw_classify_conditions(root, baserel, baserel->baserestrictinfo,
 							 &fp->remote_conds, &fp->local_conds);
@@ -146,15 +154,88 @@ afdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid
 	}
 
 	set_baserel_size_estimates(root, baserel);
+
+	/* The remote server's own estimate of what it returns. */
+	if (fp->use_remote_estimate)
+	{
+		double		remote_rows;
+
+		if (remote_estimate(baserel, fp, foreigntableid, &remote_rows))
+			baserel->rows = clamp_row_est(remote_rows * fp->local_conds_sel);
+	}
+}
+
+/*
+ * remote_estimate
+ *		Ask the remote server to EXPLAIN the scan of BASEREL (its remote
+ *		conditions, the columns it reads) and keep its costs in FP, with the
+ *		rows it expects in *ROWS; false, with nothing asked, when the remote
+ *		query has parameters, whose values are not known when planning.
+ */
+static bool
+remote_estimate(RelOptInfo *baserel, AfdwRelInfo *fp, Oid foreigntableid,
+				double *rows)
+{
+	StringInfoData sql;
+	List	   *retrieved_attrs = NIL;
+	List	   *params = NIL;
+	Relation	rel;
+	AfdwConn   *conn;
+	PGresult   *volatile res;
+	double		startup = 0;
+	double		total = 0;
+	volatile int found = 0;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "EXPLAIN ");
+	rel = table_open(foreigntableid, NoLock);
+	afdw_deparse_select(&sql, baserel, rel, fp->attrs_used, fp->remote_conds,
+						&retrieved_attrs, &params);
+	table_close(rel, NoLock);
+	if (params != NIL)
+		return false;
+
+	conn = afdw_get_connection(fp->user);
+	res = afdw_run_query(conn, sql.data, 0, NULL);
+	PG_TRY();
+	{
+		/* The first line: "... (cost=S..T rows=R width=W)". */
+		const char *line = PQntuples(res) > 0 ? PQgetvalue(res, 0, 0) : "";
+		const char *p = strrchr(line, '(');
+
+		if (p != NULL)
+			found = sscanf(p, "(cost=%lf..%lf rows=%lf", &startup, &total, rows);
+	}
+	PG_FINALLY();
+	{
+		PQclear(res);
+		afdw_release_connection(conn);
+	}
+	PG_END_TRY();
+
+	if (found != 3 || !(startup >= 0 && total >= startup && total < 1e300 &&
+						*rows >= 0 && *rows < 1e300))
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
+				 errmsg("could not read the remote server's estimate for foreign table \"%s\"",
+						get_rel_name(foreigntableid)),
+				 errdetail("Its EXPLAIN did not end its first line with (cost=...rows=...)."),
+				 errhint("Set \"use_remote_estimate\" to false for this table or its server.")));
+	fp->remote_estimated = true;
+	fp->remote_startup = startup;
+	fp->remote_total = total;
+	return true;
 }
 
 /*
  * estimate_costs
  *		Startup and total cost of a scan of BASEREL returning ROWS rows.
  *
- * The remote side scans the whole table (without remote estimates nothing
- * better is known), every row that passes the remote conditions crosses
- * the network at fdw_tuple_cost, and local conditions are applied to it.
+ * The remote side costs what its EXPLAIN said (use_remote_estimate), or a
+ * scan of the whole table; every row that passes the remote conditions
+ * crosses the network at fdw_tuple_cost, and local conditions are applied
+ * to it.  A parameterized scan is costed with the plain scan's remote
+ * estimate, for want of the parameters' values.
  */
 static void
 estimate_costs(RelOptInfo *baserel, AfdwRelInfo *fp, double rows, Cost *startup, Cost *total)
@@ -165,7 +246,14 @@ estimate_costs(RelOptInfo *baserel, AfdwRelInfo *fp, double rows, Cost *startup,
 	*startup = fp->fdw_startup_cost + fp->local_conds_cost.startup +
 		baserel->reltarget->cost.startup;
 
-	run = seq_page_cost * baserel->pages + cpu_tuple_cost * baserel->tuples;
+	/* The remote work: its own estimate, or a scan of the whole table. */
+	if (fp->remote_estimated)
+	{
+		*startup += fp->remote_startup;
+		run = fp->remote_total - fp->remote_startup;
+	}
+	else
+		run = seq_page_cost * baserel->pages + cpu_tuple_cost * baserel->tuples;
 	run += (fp->fdw_tuple_cost + cpu_tuple_cost +
 			fp->local_conds_cost.per_tuple) * retrieved;
 	run += baserel->reltarget->cost.per_tuple * rows;

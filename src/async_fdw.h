@@ -107,6 +107,15 @@ typedef struct AfdwRelInfo
 
 	/* OIDs of the extensions whose objects may be shipped (server option). */
 	List	   *extensions;
+
+	/*
+	 * use_remote_estimate: the remote server's EXPLAIN of the scan gave its
+	 * rows and costs (remote_estimated), which replace the local guess.
+	 */
+	bool		use_remote_estimate;
+	bool		remote_estimated;
+	Cost		remote_startup;
+	Cost		remote_total;
 } AfdwRelInfo;
 
 /*

@@ -72,6 +72,7 @@ static const AfdwOption own_options[] = {
 	{"pooler", ForeignServerRelationId, AFDW_OPT_POOLER, false},
 	{"max_shared_connections", ForeignServerRelationId, AFDW_OPT_BUDGET, false},
 	{"analyze_sampling", ForeignServerRelationId, AFDW_OPT_SAMPLING, false},
+	{"use_remote_estimate", ForeignServerRelationId, AFDW_OPT_BOOL, false},
 	/* user mappings */
 	{"password_required", UserMappingRelationId, AFDW_OPT_BOOL, false},
 	{"sslcert", UserMappingRelationId, AFDW_OPT_STRING, true},
@@ -83,6 +84,7 @@ static const AfdwOption own_options[] = {
 	{"async_capable", ForeignTableRelationId, AFDW_OPT_BOOL, false},
 	{"fetch_mode", ForeignTableRelationId, AFDW_OPT_FETCH_MODE, false},
 	{"analyze_sampling", ForeignTableRelationId, AFDW_OPT_SAMPLING, false},
+	{"use_remote_estimate", ForeignTableRelationId, AFDW_OPT_BOOL, false},
 	/* columns of foreign tables */
 	{"column_name", AttributeRelationId, AFDW_OPT_STRING, false},
 	{NULL, InvalidOid, AFDW_OPT_STRING, false}

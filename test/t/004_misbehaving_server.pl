@@ -223,6 +223,17 @@ run_case('close_after_startup, stream', 'SELECT * FROM close_after_startup_strea
 run_case('close_at_startup, stream', 'SELECT * FROM close_at_startup_stream', '08001',
 	qr/could not connect to server "s_close_at_startup"/);
 
+# use_remote_estimate: the fake's estimate is taken; one without an
+# estimate is a clear error at planning.
+$coord->safe_psql('postgres', q{
+	ALTER FOREIGN TABLE good_cursor OPTIONS (ADD use_remote_estimate 'true');
+	ALTER FOREIGN TABLE explain_garbage_cursor OPTIONS (ADD use_remote_estimate 'true');
+});
+like($coord->safe_psql('postgres', 'EXPLAIN SELECT * FROM good_cursor'),
+	qr/rows=2550 /, 'use_remote_estimate: the remote rows');
+run_case('explain_garbage, cursor', 'SELECT * FROM explain_garbage_cursor', 'HV004',
+	qr/could not read the remote server's estimate for foreign table "explain_garbage_cursor"/);
+
 # No backend died, and no assertion failed.
 my $log = slurp_file($coord->logfile);
 unlike($log, qr/terminated by signal|TRAP:/, 'no backend crashed');

@@ -41,7 +41,8 @@ my $BINARY_SIGNATURE = "PGCOPY\n\377\r\n\0";
 
 # The scenarios, by name.  Keys: data (the answer to a COPY or a FETCH),
 # copy (to a COPY only), binary and text (to a COPY in that format), fetch
-# (to a FETCH only), startup (the startup's end), and cancel: what a
+# (to a FETCH only), startup (the startup's end), explain (to an EXPLAIN),
+# and cancel: what a
 # session does when a cancel request names it, 'error' answering the
 # statement with "canceling statement" as a real server does, 'close' (the
 # default) hanging up, 'ignore' carrying on.
@@ -111,6 +112,9 @@ my %scenarios = (
 
 	# The connection closed on receipt of the startup packet.
 	close_at_startup => { startup => 'close_at' },
+
+	# An EXPLAIN (use_remote_estimate) whose plan has no estimate.
+	explain_garbage => { explain => 'garbage' },
 );
 
 # FakePg->new(log => FILE): start a listener on a free loopback port.
@@ -503,6 +507,15 @@ sub statement
 		# async_fdw's check of the remote types: they are the local ones.
 		$$out .= FakePg::row_description([ '?column?', $BOOLOID ])
 		  . FakePg::data_row('t') . FakePg::command_complete('SELECT 1');
+	}
+	elsif ($stmt =~ /^EXPLAIN/i)
+	{
+		# A plan's first line, with or without its estimate.
+		my $line = ($spec->{explain} // 'good') eq 'garbage'
+		  ? 'Seq Scan on t  (no estimate here)'
+		  : 'Seq Scan on t  (cost=0.00..35.50 rows=2550 width=36)';
+		$$out .= FakePg::row_description([ 'QUERY PLAN', $TEXTOID ])
+		  . FakePg::data_row($line) . FakePg::command_complete('EXPLAIN');
 	}
 	elsif ($stmt =~ /^DECLARE\s+(\w+)/i)
 	{
