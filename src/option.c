@@ -244,13 +244,13 @@ report_unknown_option(const char *name, Oid catalog)
 }
 
 /*
- * parse_positive_int
- *		Parse VALUE as a whole number from 1 to INT_MAX into *RESULT (if not
- *		NULL); false if it is anything else, fractions and exponents
- *		included.
+ * parse_int_from
+ *		Parse VALUE as a whole number from MIN to INT_MAX, spaces after it
+ *		allowed, into *RESULT (if not NULL); false if it is anything else,
+ *		fractions and exponents included.
  */
 static bool
-parse_positive_int(const char *value, int *result)
+parse_int_from(const char *value, int min, int *result)
 {
 	char	   *end;
 	long		l;
@@ -259,7 +259,7 @@ parse_positive_int(const char *value, int *result)
 	l = strtol(value, &end, 10);
 	while (*end == ' ')
 		end++;
-	if (errno != 0 || end == value || *end != '\0' || l <= 0 || l > INT_MAX)
+	if (errno != 0 || end == value || *end != '\0' || l < min || l > INT_MAX)
 		return false;
 	if (result)
 		*result = (int) l;
@@ -267,8 +267,8 @@ parse_positive_int(const char *value, int *result)
 }
 
 /*
- * The words the fetch_mode and pooler options take, any case, in the order
- * of AfdwFetchMode and AfdwPooler.
+ * The words the fetch_mode, pooler and analyze_sampling options take, any
+ * case, in the order of AfdwFetchMode, AfdwPooler and AfdwSampling.
  */
 static const char *const fetch_mode_words[] = {"auto", "stream", "cursor", NULL};
 static const char *const pooler_words[] = {"auto", "none", "session", "transaction", NULL};
@@ -280,6 +280,46 @@ StaticAssertDecl(lengthof(pooler_words) == AFDW_POOLER_TRANSACTION + 2,
 				 "pooler_words does not match AfdwPooler");
 StaticAssertDecl(lengthof(sampling_words) == AFDW_SAMPLE_BERNOULLI + 2,
 				 "sampling_words does not match AfdwSampling");
+
+/*
+ * words_of
+ *		The words an option of KIND, one of the word kinds, takes.
+ */
+static const char *const *
+words_of(AfdwOptionKind kind)
+{
+	switch (kind)
+	{
+		case AFDW_OPT_FETCH_MODE:
+			return fetch_mode_words;
+		case AFDW_OPT_POOLER:
+			return pooler_words;
+		case AFDW_OPT_SAMPLING:
+			return sampling_words;
+		default:
+			elog(ERROR, "option kind %d takes no words", (int) kind);
+	}
+	return NULL;				/* keep the compiler quiet */
+}
+
+/*
+ * word_choices
+ *		WORDS as a message lists them: "a, b or c".
+ */
+static char *
+word_choices(const char *const *words)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 0; words[i] != NULL; i++)
+	{
+		if (i > 0)
+			appendStringInfoString(&buf, words[i + 1] == NULL ? " or " : ", ");
+		appendStringInfoString(&buf, words[i]);
+	}
+	return buf.data;
+}
 
 /*
  * word_index
@@ -294,24 +334,6 @@ word_index(const char *value, const char *const *words)
 			return i;
 	}
 	return -1;
-}
-
-/*
- * parse_nonnegative_int
- *		Whether VALUE is an integer from 0 to INT_MAX, spaces after it
- *		included.
- */
-static bool
-parse_nonnegative_int(const char *value)
-{
-	char	   *end;
-	long		l;
-
-	errno = 0;
-	l = strtol(value, &end, 10);
-	while (*end == ' ')
-		end++;
-	return errno == 0 && end != value && *end == '\0' && l >= 0 && l <= INT_MAX;
 }
 
 /*
@@ -346,16 +368,16 @@ check_option_value(const AfdwOption *opt, const char *value)
 			}
 			break;
 		case AFDW_OPT_POSITIVE_INT:
-			if (!parse_positive_int(value, NULL))
+			if (!parse_int_from(value, 1, NULL))
 				expected = _("The option takes an integer between 1 and 2147483647.");
 			break;
 		case AFDW_OPT_MILLISECONDS:
-			if (!parse_nonnegative_int(value))
+			if (!parse_int_from(value, 0, NULL))
 				expected = _("The option takes a number of milliseconds between 0 and 2147483647.");
 			break;
 		case AFDW_OPT_BUDGET:
 			/* A number, as for max_connections. */
-			if (!parse_nonnegative_int(value))
+			if (!parse_int_from(value, 0, NULL))
 				expected = _("The option takes an integer between 0 and 2147483647.");
 			break;
 		case AFDW_OPT_CONNECTIONS:
@@ -365,36 +387,23 @@ check_option_value(const AfdwOption *opt, const char *value)
 			 * or lies outside its range gets the code postgres_fdw gives such
 			 * a fetch_size.
 			 */
-			if (!parse_positive_int(value, &i) || i > AFDW_MAX_MAX_CONNECTIONS)
+			if (!parse_int_from(value, 1, &i) || i > AFDW_MAX_MAX_CONNECTIONS)
 				expected = psprintf(_("The option takes an integer between 1 and %d."),
 									AFDW_MAX_MAX_CONNECTIONS);
 			break;
 		case AFDW_OPT_FETCH_MODE:
+		case AFDW_OPT_POOLER:
+		case AFDW_OPT_SAMPLING:
 
 			/*
-			 * postgres_fdw has no such option either; a word outside a fixed
-			 * set of words is what a bad Boolean is, so it gets the same
-			 * code.
+			 * A word outside a fixed set is what a bad Boolean is, so it gets
+			 * the same code (postgres_fdw has fetch_mode and pooler not at
+			 * all; analyze_sampling, in version 16, with these words).
 			 */
-			if (word_index(value, fetch_mode_words) < 0)
+			if (word_index(value, words_of(opt->kind)) < 0)
 			{
-				expected = _("The option takes auto, stream or cursor.");
-				sqlstate = ERRCODE_SYNTAX_ERROR;
-			}
-			break;
-		case AFDW_OPT_POOLER:
-			/* A word outside a fixed set, as for fetch_mode. */
-			if (word_index(value, pooler_words) < 0)
-			{
-				expected = _("The option takes auto, none, session or transaction.");
-				sqlstate = ERRCODE_SYNTAX_ERROR;
-			}
-			break;
-		case AFDW_OPT_SAMPLING:
-			/* postgres_fdw 16's option of the same name and words. */
-			if (word_index(value, sampling_words) < 0)
-			{
-				expected = _("The option takes off, auto, random, system or bernoulli.");
+				expected = psprintf(_("The option takes %s."),
+									word_choices(words_of(opt->kind)));
 				sqlstate = ERRCODE_SYNTAX_ERROR;
 			}
 			break;
