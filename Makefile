@@ -11,6 +11,7 @@ OBJS = \
 	src/connection.o \
 	src/convert.o \
 	src/deparse.o \
+	src/explain.o \
 	src/funcs.o \
 	src/option.o \
 	src/remote.o \

@@ -415,8 +415,8 @@ afdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 /*
  * limit_to_send
  *		True if the remote query of BASEREL's scan on PATH, whose conditions
- *		LOCAL_EXPRS are checked locally, may return only the first *LIMIT
- *		rows, the LIMIT plus the OFFSET of the query.
+ *		LOCAL_EXPRS are checked locally and which sends PARAMS, may return
+ *		only the first *LIMIT rows, the LIMIT plus the OFFSET of the query.
  *
  * The local Limit node stays; the remote one only spares rows that would
  * be thrown away.  That holds when the query reads only this table (or,
@@ -425,13 +425,13 @@ afdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
  * and the scan returns the query's order if it has one: each child of an
  * Append or a Merge Append then returns at most the rows the Limit could
  * take from it.  Not with a LIMIT that is not a constant, WITH TIES (a tie
- * past the limit counts), row locks, or a parameterized scan; nor (the
- * caller's test) with parameters in the remote query, whose executions
- * have a LIMIT of their own (request.c).
+ * past the limit counts), row locks, or a parameterized scan; nor with
+ * parameters in the remote query, whose executions have a LIMIT of their
+ * own (request.c).
  */
 static bool
 limit_to_send(PlannerInfo *root, RelOptInfo *baserel, ForeignPath *path,
-			  List *local_exprs, int64 *limit)
+			  List *local_exprs, List *params, int64 *limit)
 {
 	Relids		top = baserel->top_parent_relids != NULL ?
 		baserel->top_parent_relids : baserel->relids;
@@ -439,7 +439,8 @@ limit_to_send(PlannerInfo *root, RelOptInfo *baserel, ForeignPath *path,
 	if (root->limit_tuples < 1 || root->limit_tuples > (double) PG_INT32_MAX ||
 		root->parse->limitOption == LIMIT_OPTION_WITH_TIES ||
 		root->parse->rowMarks != NIL || path->path.param_info != NULL ||
-		local_exprs != NIL || !bms_equal(top, root->all_baserels))
+		params != NIL || local_exprs != NIL ||
+		!bms_equal(top, root->all_baserels))
 		return false;
 	if (root->query_pathkeys != NIL &&
 		!pathkeys_contained_in(root->query_pathkeys, path->path.pathkeys))
@@ -512,8 +513,7 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 		outer_order = afdw_deparse_order_by(&sql, baserel, rel,
 											best_path->path.pathkeys,
 											retrieved_attrs);
-	if (params == NIL &&
-		limit_to_send(root, baserel, best_path, local_exprs, &limit))
+	if (limit_to_send(root, baserel, best_path, local_exprs, params, &limit))
 		appendStringInfo(&sql, " LIMIT " INT64_FORMAT, limit);
 	table_close(rel, NoLock);
 

@@ -153,6 +153,9 @@ extern bool afdw_budget_active(void);
 extern bool afdw_budget_figures(ForeignServer *server, int *limit, int *held,
 								int *idle_expiring, int *waiting);
 
+/* connect.c */
+extern void afdw_connect_finish(AfdwConn **entries, int n);
+
 /* connection.c */
 
 /*
@@ -179,7 +182,6 @@ extern void afdw_connection_init(void);
 extern AfdwConn *afdw_acquire_connection(UserMapping *user);
 extern void afdw_release_connection(AfdwConn *conn);
 extern bool afdw_is_connecting(AfdwConn *conn);
-extern void afdw_finish_connects(AfdwConn **conns, int n);
 extern AfdwConn *afdw_connection_ready(AfdwConn *conn);
 extern AfdwConn *afdw_get_connection(UserMapping *user);
 extern int	afdw_conn_users(AfdwConn *conn);

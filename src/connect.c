@@ -17,9 +17,11 @@
  * wait on all their sockets (afdw_connect_finish): they open in parallel.
  *
  * Neighbours: connection.c keeps the pool and decides which connections
- * to open and whether one is optional (it alone calls afdw_connect_start
- * and afdw_connect_finish); remote.c runs the session settings' command;
- * option.c reads the options.
+ * to open and whether one is optional (it alone calls afdw_connect_start);
+ * scan.c ends the handshakes of a statement's scans together with
+ * afdw_connect_finish, and connection.c that of a connection needed at
+ * once; remote.c runs the session settings' command; option.c reads the
+ * options.
  *
  *-------------------------------------------------------------------------
  */

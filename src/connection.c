@@ -267,26 +267,12 @@ afdw_acquire_connection(UserMapping *user)
 /*
  * afdw_is_connecting
  *		True while CONN is being opened: afdw_connection_ready or
- *		afdw_finish_connects must end its handshake before it is used.
+ *		afdw_connect_finish must end its handshake before it is used.
  */
 bool
 afdw_is_connecting(AfdwConn *conn)
 {
 	return conn->connecting != NULL;
-}
-
-/*
- * afdw_finish_connects
- *		End the handshakes of those of the N connections of CONNS that are
- *		being opened, all at once.
- *
- * A connection refused for lack of room (only an optional one can be)
- * is left closed; afdw_connection_ready then gives its scans another.
- */
-void
-afdw_finish_connects(AfdwConn **conns, int n)
-{
-	afdw_connect_finish(conns, n);
 }
 
 /*
@@ -337,7 +323,7 @@ afdw_connection_ready(AfdwConn *conn)
  * it is not opened either, and the required one waits for room.
  *
  * The connection is only started here: the handshakes of the connections
- * a query needs go on together until afdw_finish_connects, which learns
+ * a query needs go on together until afdw_connect_finish, which learns
  * of a refusal (afdw_connection_ready then hands out the shared one).
  */
 static AfdwConn *
@@ -380,16 +366,17 @@ open_or_share(AfdwConn *entry, UserMapping *user, ForeignServer *server)
 static bool
 kept_for_good(AfdwConn *entry)
 {
-	HASH_SEQ_STATUS scan;
-	AfdwConn   *other;
 	int			below = 0;
 
-	hash_seq_init(&scan, afdw_conn_hash);
-	while ((other = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	for (int slot = 0; slot < entry->key.slot && below < entry->keep_idle; slot++)
 	{
-		if (other->key.umid == entry->key.umid &&
-			other->key.slot < entry->key.slot && other->conn != NULL &&
-			other->connecting == NULL)
+		AfdwConnKey key;
+		AfdwConn   *other;
+
+		key.umid = entry->key.umid;
+		key.slot = slot;
+		other = hash_search(afdw_conn_hash, &key, HASH_FIND, NULL);
+		if (other != NULL && other->conn != NULL && other->connecting == NULL)
 			below++;
 	}
 	return below < entry->keep_idle;

@@ -55,7 +55,7 @@ struct AfdwConn
 
 	/*
 	 * Not NULL while the connection is being opened (conn is then not
-	 * NULL but not usable): afdw_finish_connects ends the handshake
+	 * NULL but not usable): afdw_connect_finish ends the handshake
 	 * before any command is sent.
 	 */
 	AfdwConnecting *connecting;
@@ -236,7 +236,6 @@ extern void afdw_append_idle_setting(AfdwConn *entry, StringInfo sql);
 /* connect.c */
 extern void afdw_connect_start(AfdwConn *entry, UserMapping *user,
 							   bool optional);
-extern void afdw_connect_finish(AfdwConn **entries, int n);
 extern void afdw_connect_forget(AfdwConn *entry);
 extern void afdw_append_xact_settings(StringInfo sql);
 

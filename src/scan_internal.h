@@ -5,7 +5,8 @@
  *
  * Included only by scan.c (executor and asynchronous callbacks), request.c
  * (remote commands and their results), stream.c (COPY streams), convert.c
- * (rows to tuples, the remote type check) and analyze.c (ANALYZE).
+ * (rows to tuples, the remote type check), analyze.c (ANALYZE) and
+ * explain.c (EXPLAIN).
  * Declarations are grouped by the file that defines them.
  *
  *-------------------------------------------------------------------------
@@ -365,5 +366,10 @@ extern void afdw_set_binary_status(Oid relid, BinaryStatus status);
 /* analyze.c */
 extern bool afdwAnalyzeForeignTable(Relation rel, AcquireSampleRowsFunc *func,
 									BlockNumber *totalpages);
+
+/* explain.c */
+struct ExplainState;
+extern void afdwExplainForeignScan(ForeignScanState *node,
+								   struct ExplainState *es);
 
 #endif							/* SCAN_INTERNAL_H */

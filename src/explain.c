@@ -1,0 +1,128 @@
+/*-------------------------------------------------------------------------
+ *
+ * explain.c
+ *		EXPLAIN of async_fdw's foreign scans: the remote SQL and fetch mode
+ *		with VERBOSE, and with ANALYZE what each scan did remotely.
+ *
+ * The counts come from the scan's statistics (AfdwScanStats), which the
+ * scan files keep as they read: runs by read mode, rows, bytes, round trips,
+ * time spent waiting, and how many scans shared the connection.
+ *
+ * Neighbours: scan.c registers afdwExplainForeignScan with the other scan
+ * callbacks; async_fdw.c gives the plan's remote SQL (afdw_scan_private).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "commands/explain.h"
+#include "lib/stringinfo.h"
+
+#include "async_fdw.h"
+#include "scan_internal.h"
+
+/*
+ * explain_reads
+ *		The ways the scan's query ran, e.g. "binary stream 1, cursor 3;
+ *		stopped early 1": runs by read mode, then what ended runs early.
+ */
+static char *
+explain_reads(AfdwScanStats *stats)
+{
+	static const char *const mode_names[] = {
+		[READ_TEXT_STREAM] = "text stream",
+		[READ_BINARY_STREAM] = "binary stream",
+		[READ_CURSOR] = "cursor",
+		[READ_EXECUTE] = "prepared statement"
+	};
+	StringInfoData buf;
+	const char *sep = "";
+
+	initStringInfo(&buf);
+	for (int m = 0; m <= READ_EXECUTE; m++)
+	{
+		if (stats->runs[m] > 0)
+		{
+			appendStringInfo(&buf, "%s%s %d", sep, mode_names[m], stats->runs[m]);
+			sep = ", ";
+		}
+	}
+	if (buf.len == 0)
+		appendStringInfoString(&buf, "none");
+	sep = "; ";
+	if (stats->stopped > 0)
+	{
+		appendStringInfo(&buf, "%sstopped early %d", sep, stats->stopped);
+		sep = ", ";
+	}
+	if (stats->spills > 0)
+	{
+		appendStringInfo(&buf, "%sspilled %d", sep, stats->spills);
+		sep = ", ";
+	}
+	if (stats->overflows > 0)
+		appendStringInfo(&buf, "%soverflowed %d", sep, stats->overflows);
+	return buf.data;
+}
+
+/*
+ * explain_analyze
+ *		What the scan did remotely, for EXPLAIN (ANALYZE, VERBOSE): one
+ *		line of counts in text format, a property each in the others.
+ */
+static void
+explain_analyze(AfdwScanState *st, ExplainState *es)
+{
+	AfdwScanStats *stats = &st->stats;
+	int64		bytes = (int64) (stats->bytes + st->lines.received);
+	double		wait_ms = INSTR_TIME_GET_MILLISEC(stats->wait);
+	char	   *connection = stats->users > 1 ?
+		psprintf("shared by %d scans", stats->users) : "own";
+
+	ExplainPropertyText("Remote Reads", explain_reads(stats), es);
+	if (es->format == EXPLAIN_FORMAT_TEXT)
+	{
+		appendStringInfoSpaces(es->str, es->indent * 2);
+		appendStringInfo(es->str, "Remote Received: " INT64_FORMAT " rows, "
+						 INT64_FORMAT " bytes, " INT64_FORMAT " round trips\n",
+						 stats->rows, bytes, stats->round_trips);
+		if (stats->timed)
+		{
+			appendStringInfoSpaces(es->str, es->indent * 2);
+			appendStringInfo(es->str, "Remote Wait: %.3f ms\n", wait_ms);
+		}
+	}
+	else
+	{
+		ExplainPropertyInteger("Remote Rows", NULL, stats->rows, es);
+		ExplainPropertyInteger("Remote Bytes", NULL, bytes, es);
+		ExplainPropertyInteger("Round Trips", NULL, stats->round_trips, es);
+		if (stats->timed)
+			ExplainPropertyFloat("Remote Wait Time", "ms", wait_ms, 3, es);
+	}
+	ExplainPropertyText("Connection", connection, es);
+}
+
+/*
+ * afdwExplainForeignScan
+ *		Show the remote SQL in EXPLAIN VERBOSE, and with ANALYZE what the
+ *		scan did remotely.
+ */
+void
+afdwExplainForeignScan(ForeignScanState *node, ExplainState *es)
+{
+	char	   *sql;
+	List	   *retrieved_attrs;
+	int			fetch_size;
+	bool		stream;
+	char	   *outer_order;
+
+	if (!es->verbose)
+		return;
+	afdw_scan_private((ForeignScan *) node->ss.ps.plan, &sql, &retrieved_attrs,
+					  &fetch_size, &stream, &outer_order);
+	ExplainPropertyText("Remote SQL", sql, es);
+	ExplainPropertyText("Fetch Mode", stream ? "stream" : "cursor", es);
+	if (es->analyze && node->fdw_state != NULL)
+		explain_analyze((AfdwScanState *) node->fdw_state, es);
+}
