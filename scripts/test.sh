@@ -77,17 +77,24 @@ if [ -n "${SKIP_TAP:-}" ]; then tap="TAP_TESTS="; else tap=; fi
 if ! as_user PGHOST="$sock" PGPORT="$port" PGUSER=postgres \
 	make -C "$work/src" installcheck PG_CONFIG="$PG_CONFIG" $tap; then
 	status=1
+	# A TAP file's log: its failures with the diagnostics after each
+	# (a differential test's report sits there, not at the end), then
+	# its last lines.  They come first: a CI report may show only the start
+	# and the end of this output.
+	for f in "$work"/src/tmp_check/log/regress_log_*; do
+		[ -f "$f" ] || continue
+		grep "not ok" "$f" | grep -qv "# TODO" || continue
+		log "$f (each failure with the 80 lines after it)"
+		grep -n -A 80 "not ok" "$f" | head -n 400
+		log "$f (last 30 lines)"
+		tail -n 30 "$f"
+	done
 	# pg_regress reads test/sql and test/expected (--inputdir=test) but
 	# writes results/ and regression.diffs in the directory it runs in.
 	if [ -f "$work/src/regression.diffs" ]; then
 		log "regression.diffs"
 		cat "$work/src/regression.diffs"
 	fi
-	for f in "$work"/src/tmp_check/log/regress_log_*; do
-		[ -f "$f" ] || continue
-		log "$f (last 60 lines)"
-		tail -n 60 "$f"
-	done
 	log "server log (last 40 lines)"
 	tail -n 40 "$work/server.log" || true
 fi
