@@ -187,7 +187,8 @@ acquire_sample_rows(Relation rel, int elevel, HeapTuple *rows, int targrows,
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "DECLARE c%u CURSOR FOR ", cursor);
 	afdw_deparse_analyze(&sql, rel, method, fraction, &retrieved_attrs);
-	afdw_init_row_builder(&sampler.rb, rel, retrieved_attrs,
+	afdw_init_row_builder(&sampler.rb, RelationGetDescr(rel),
+						  RelationGetRelationName(rel), false, retrieved_attrs,
 						  AllocSetContextCreate(CurrentMemoryContext,
 												"async_fdw analyze row",
 												ALLOCSET_DEFAULT_SIZES));

@@ -80,6 +80,7 @@ _PG_init(void)
 							   0,
 							   NULL, NULL, NULL);
 
+	afdw_upper_init();
 	MarkGUCPrefixReserved("async_fdw");
 	afdw_budget_preload();
 }
@@ -473,6 +474,10 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	char	   *outer_order = "";
 	int64		limit;
 
+	/* The remote aggregate of a grouping relation (upper.c). */
+	if (fp->input_rel != NULL)
+		return afdw_grouping_plan(root, baserel, tlist, outer_plan);
+
 	/*
 	 * Streaming pays off for scans read to the end.  A parameterized scan
 	 * is rescanned with new values, and a query with a LIMIT, a cursor or
@@ -567,6 +572,7 @@ async_fdw_handler(PG_FUNCTION_ARGS)
 	routine->GetForeignRelSize = afdwGetForeignRelSize;
 	routine->GetForeignPaths = afdwGetForeignPaths;
 	routine->GetForeignPlan = afdwGetForeignPlan;
+	routine->GetForeignUpperPaths = afdwGetForeignUpperPaths;
 	afdw_scan_routines(routine);
 
 	PG_RETURN_POINTER(routine);

@@ -116,6 +116,20 @@ typedef struct AfdwRelInfo
 	bool		remote_estimated;
 	Cost		remote_startup;
 	Cost		remote_total;
+
+	/*
+	 * A grouping relation whose aggregates the remote server computes
+	 * (upper.c): the foreign table's relation it reads (NULL for a base
+	 * relation), the remote select list (TargetEntries), the positions in
+	 * it of the GROUP BY items, the remote HAVING conditions, and whether
+	 * the aggregates are partial (transition states for a local Finalize
+	 * Aggregate).
+	 */
+	RelOptInfo *input_rel;
+	List	   *grouped_tlist;
+	List	   *group_positions;
+	List	   *having;
+	bool		partial;
 } AfdwRelInfo;
 
 /*
@@ -287,6 +301,20 @@ extern void afdw_note_row_locks(AfdwConn *conn);
 extern unsigned int afdw_next_cursor_number(AfdwConn *conn);
 extern void afdw_close_cursor_later(AfdwConn *conn, unsigned int cursor);
 
+/*
+ * How the remote server computes an aggregate's transition state for a
+ * partial aggregate (shippable.c, afdw_partial_form; deparse.c writes it).
+ */
+typedef enum AfdwPartialForm
+{
+	AFDW_PARTIAL_NONE,			/* it cannot */
+	AFDW_PARTIAL_SAME,			/* the aggregate itself */
+	AFDW_PARTIAL_AVG_ARRAY,		/* ARRAY[count(x), coalesce(sum(x), 0)] */
+	AFDW_PARTIAL_INT8_STATE		/* int8send(count(x)), then the bytes of
+								 * numeric_send(coalesce(sum(x), 0)) in
+								 * the serial form of the state */
+} AfdwPartialForm;
+
 /* shippable.c */
 extern bool afdw_is_builtin(Oid oid);
 extern bool afdw_type_names_by_oid(Oid type);
@@ -295,12 +323,20 @@ extern AttrNumber afdw_sort_key(RelOptInfo *baserel, PathKey *pk,
 								bool *descending, bool *nulls_first);
 extern void afdw_classify_conditions(PlannerInfo *root, RelOptInfo *baserel,
 									 List *conds, List **remote, List **local);
+extern bool afdw_is_shippable_grouped(PlannerInfo *root, RelOptInfo *baserel,
+									  Expr *expr, bool partial);
+extern AfdwPartialForm afdw_partial_form(Aggref *agg);
 
 /* deparse.c */
 extern void afdw_deparse_select(StringInfo buf, RelOptInfo *baserel,
 								Relation rel,
 								Bitmapset *attrs_used, List *remote_conds,
 								List **retrieved_attrs, List **params);
+extern void afdw_deparse_grouped_select(StringInfo buf, RelOptInfo *baserel,
+										Relation rel, List *tlist,
+										List *remote_conds, List *group_positions,
+										List *having, bool partial,
+										List **params);
 extern void afdw_deparse_relation(StringInfo buf, Relation rel);
 extern char *afdw_deparse_order_by(StringInfo buf, RelOptInfo *baserel,
 								   Relation rel, List *pathkeys,
@@ -321,5 +357,13 @@ extern void afdw_reset_transmission_modes(int nestlevel);
 
 /* scan.c */
 extern void afdw_scan_routines(FdwRoutine *routine);
+
+/* upper.c */
+extern void afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
+									 RelOptInfo *input, RelOptInfo *output,
+									 void *extra);
+extern ForeignScan *afdw_grouping_plan(PlannerInfo *root, RelOptInfo *rel,
+									   List *tlist, Plan *outer_plan);
+extern void afdw_upper_init(void);
 
 #endif							/* ASYNC_FDW_H */

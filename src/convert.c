@@ -63,42 +63,50 @@ static HTAB *binary_cache = NULL;
 /* Where a conversion error happened, for its context line. */
 typedef struct ConversionPosition
 {
-	Relation	rel;
+	RowBuilder *rb;
 	AttrNumber	attnum;			/* 0 while not in a column */
 } ConversionPosition;
 
 
 /*
  * conversion_error_context
- *		Name the foreign table and column whose remote value did not convert.
+ *		Name the foreign table and column whose remote value did not convert
+ *		(for a value computed remotely, its place in the remote result).
  */
 static void
 conversion_error_context(void *arg)
 {
 	ConversionPosition *pos = (ConversionPosition *) arg;
 
-	if (pos->attnum > 0)
+	if (pos->attnum <= 0)
+		return;
+	if (pos->rb->computed)
+		errcontext("column %d of the remote result computed from foreign table \"%s\"",
+				   pos->attnum, pos->rb->relname);
+	else
 		errcontext("column \"%s\" of foreign table \"%s\"",
-				   NameStr(TupleDescAttr(RelationGetDescr(pos->rel),
-										 pos->attnum - 1)->attname),
-				   RelationGetRelationName(pos->rel));
+				   NameStr(TupleDescAttr(pos->rb->tupdesc, pos->attnum - 1)->attname),
+				   pos->rb->relname);
 }
 
 /*
  * afdw_init_row_builder
- *		Prepare RB to turn rows of text values of REL's columns
- *		RETRIEVED_ATTRS into tuples; scratch space comes from the current
- *		memory context, input-function garbage goes to ROW_CXT, which the
- *		caller resets once per batch.
+ *		Prepare RB to turn rows of text values of the columns
+ *		RETRIEVED_ATTRS of TUPDESC into tuples: those of foreign table
+ *		RELNAME, or values COMPUTED remotely from it (aggregates); scratch
+ *		space comes from the current memory context, input-function garbage
+ *		goes to ROW_CXT, which the caller resets once per batch.
  */
 void
-afdw_init_row_builder(RowBuilder *rb, Relation rel, List *retrieved_attrs,
-					  MemoryContext row_cxt)
+afdw_init_row_builder(RowBuilder *rb, TupleDesc tupdesc, const char *relname,
+					  bool computed, List *retrieved_attrs, MemoryContext row_cxt)
 {
-	int			natts = RelationGetDescr(rel)->natts;
+	int			natts = tupdesc->natts;
 
-	rb->rel = rel;
-	rb->attinmeta = TupleDescGetAttInMetadata(RelationGetDescr(rel));
+	rb->tupdesc = tupdesc;
+	rb->relname = relname;
+	rb->computed = computed;
+	rb->attinmeta = TupleDescGetAttInMetadata(tupdesc);
 	rb->retrieved_attrs = retrieved_attrs;
 	rb->values = palloc0(sizeof(Datum) * Max(natts, 1));
 	rb->nulls = palloc(sizeof(bool) * Max(natts, 1));
@@ -107,7 +115,7 @@ afdw_init_row_builder(RowBuilder *rb, Relation rel, List *retrieved_attrs,
 	rb->in_kinds = palloc(Max(natts, 1));
 	for (int i = 0; i < natts; i++)
 	{
-		switch (TupleDescAttr(RelationGetDescr(rel), i)->atttypid)
+		switch (TupleDescAttr(tupdesc, i)->atttypid)
 		{
 			case INT4OID:
 				rb->in_kinds[i] = IN_INT4;
@@ -141,7 +149,7 @@ check_width(RowBuilder *rb, int nfields)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
 				 errmsg("remote query of foreign table \"%s\" returned %d columns, expected %d",
-						RelationGetRelationName(rb->rel), nfields,
+						rb->relname, nfields,
 						list_length(rb->retrieved_attrs))));
 }
 
@@ -154,7 +162,7 @@ static void
 push_conversion_context(RowBuilder *rb, ConversionPosition *pos,
 						ErrorContextCallback *errcb)
 {
-	pos->rel = rb->rel;
+	pos->rb = rb;
 	pos->attnum = 0;
 	errcb->callback = conversion_error_context;
 	errcb->arg = pos;
@@ -172,7 +180,7 @@ push_conversion_context(RowBuilder *rb, ConversionPosition *pos,
 static void
 convert_row(RowBuilder *rb, int nfields, Datum *values, bool *nulls)
 {
-	TupleDesc	tupdesc = RelationGetDescr(rb->rel);
+	TupleDesc	tupdesc = rb->tupdesc;
 	ConversionPosition pos;
 	ErrorContextCallback errcb;
 	MemoryContext oldcxt;
@@ -242,7 +250,7 @@ bad_binary_row(RowBuilder *rb)
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 			 errmsg("incorrect binary data format in a remote row of foreign table \"%s\"",
-					RelationGetRelationName(rb->rel))));
+					rb->relname)));
 }
 
 /*
@@ -257,7 +265,7 @@ static void
 convert_binary_row(RowBuilder *rb, char *data, int len, bool in_place,
 				   Datum *values, bool *nulls)
 {
-	TupleDesc	tupdesc = RelationGetDescr(rb->rel);
+	TupleDesc	tupdesc = rb->tupdesc;
 	char	   *p = data;
 	char	   *end = data + len;
 	ConversionPosition pos;
@@ -398,7 +406,7 @@ form_tuple(RowBuilder *rb, int nfields, MemoryContext cxt)
 
 	convert_row(rb, nfields, rb->values, rb->nulls);
 	oldcxt = MemoryContextSwitchTo(cxt);
-	tuple = heap_form_tuple(RelationGetDescr(rb->rel), rb->values, rb->nulls);
+	tuple = heap_form_tuple(rb->tupdesc, rb->values, rb->nulls);
 	MemoryContextSwitchTo(oldcxt);
 	return tuple;
 }
@@ -416,7 +424,7 @@ fields_of_result(RowBuilder *rb, PGresult *res, int row)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
 				 errmsg("remote query of foreign table \"%s\" returned %d columns, expected %d",
-						RelationGetRelationName(rb->rel), nfields,
+						rb->relname, nfields,
 						list_length(rb->retrieved_attrs))));
 	for (int i = 0; i < nfields; i++)
 		rb->fields[i] = PQgetisnull(res, row, i) ? NULL : PQgetvalue(res, row, i);
@@ -716,8 +724,8 @@ afdw_set_binary_status(Oid relid, BinaryStatus status)
 bool
 afdw_prepare_binary(AfdwScanState *st)
 {
-	TupleDesc	tupdesc = RelationGetDescr(st->rel);
 	RowBuilder *rb = &st->rb;
+	TupleDesc	tupdesc = rb->tupdesc;
 	ListCell   *lc;
 
 	if (st->retrieved_attrs == NIL)

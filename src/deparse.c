@@ -26,6 +26,7 @@
 #include "commands/defrem.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "optimizer/prep.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
@@ -34,6 +35,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
 
 #include "async_fdw.h"
 
@@ -43,6 +45,7 @@ typedef struct DeparseContext
 	StringInfo	buf;
 	RelOptInfo *baserel;
 	Relation	rel;
+	bool		partial;		/* aggregates give their transition states */
 	List	  **params;			/* expressions sent as $1, $2, ... */
 	int			guc_level;		/* transmission modes' GUC level, or -1
 								 * before a constant needed them */
@@ -50,6 +53,8 @@ typedef struct DeparseContext
 
 static void deparse_expr(Expr *node, DeparseContext *cxt);
 static void append_literal(StringInfo buf, const char *val);
+static void deparse_aggref(Aggref *agg, DeparseContext *cxt);
+static void append_function_name(StringInfo buf, Oid funcid);
 
 /*
  * afdw_set_transmission_modes
@@ -355,6 +360,7 @@ afdw_deparse_select(StringInfo buf, RelOptInfo *baserel,
 	cxt.buf = buf;
 	cxt.baserel = baserel;
 	cxt.rel = rel;
+	cxt.partial = false;
 	cxt.params = params;
 	cxt.guc_level = -1;
 
@@ -366,6 +372,76 @@ afdw_deparse_select(StringInfo buf, RelOptInfo *baserel,
 		first = false;
 		appendStringInfoChar(buf, '(');
 		deparse_expr(ri->clause, &cxt);
+		appendStringInfoChar(buf, ')');
+	}
+	if (cxt.guc_level >= 0)
+		afdw_reset_transmission_modes(cxt.guc_level);
+}
+
+/*
+ * afdw_deparse_grouped_select
+ *		The remote SELECT of an aggregate over a scan of BASEREL (REL): the
+ *		expressions of TLIST (TargetEntries, their aggregates computed whole
+ *		or, when PARTIAL, as transition states) over the rows that pass
+ *		REMOTE_CONDS (RestrictInfos), grouped by the TLIST items at the
+ *		1-based positions GROUP_POSITIONS, and the groups kept by HAVING
+ *		(expressions).  *PARAMS gets the expressions sent as $1, $2, ...
+ */
+void
+afdw_deparse_grouped_select(StringInfo buf, RelOptInfo *baserel, Relation rel,
+							List *tlist, List *remote_conds,
+							List *group_positions, List *having, bool partial,
+							List **params)
+{
+	DeparseContext cxt;
+	ListCell   *lc;
+	bool		first = true;
+
+	cxt.buf = buf;
+	cxt.baserel = baserel;
+	cxt.rel = rel;
+	cxt.partial = partial;
+	cxt.params = params;
+	cxt.guc_level = -1;
+
+	appendStringInfoString(buf, "SELECT ");
+	foreach(lc, tlist)
+	{
+		if (!first)
+			appendStringInfoString(buf, ", ");
+		first = false;
+		deparse_expr(lfirst_node(TargetEntry, lc)->expr, &cxt);
+	}
+	appendStringInfoString(buf, " FROM ");
+	afdw_deparse_relation(buf, rel);
+
+	first = true;
+	foreach(lc, remote_conds)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+
+		appendStringInfoString(buf, first ? " WHERE " : " AND ");
+		first = false;
+		appendStringInfoChar(buf, '(');
+		deparse_expr(ri->clause, &cxt);
+		appendStringInfoChar(buf, ')');
+	}
+
+	/* By position: a constant's position is not the constant. */
+	first = true;
+	foreach(lc, group_positions)
+	{
+		appendStringInfo(buf, "%s%d", first ? " GROUP BY " : ", ", lfirst_int(lc));
+		first = false;
+	}
+
+	first = true;
+	foreach(lc, having)
+	{
+		appendStringInfoString(buf, first ? " HAVING " : " AND ");
+		first = false;
+		appendStringInfoChar(buf, '(');
+		deparse_expr((Expr *) lfirst(lc), &cxt);
 		appendStringInfoChar(buf, ')');
 	}
 	if (cxt.guc_level >= 0)
@@ -797,11 +873,8 @@ deparse_funcexpr(FuncExpr *f, DeparseContext *cxt)
 		return;
 	}
 
-	/* Remote sessions search pg_catalog only; an extension's has a schema. */
-	if (get_func_namespace(f->funcid) != PG_CATALOG_NAMESPACE)
-		appendStringInfo(buf, "%s.",
-						 quote_identifier(get_namespace_name(get_func_namespace(f->funcid))));
-	appendStringInfo(buf, "%s(", quote_identifier(get_func_name(f->funcid)));
+	append_function_name(buf, f->funcid);
+	appendStringInfoChar(buf, '(');
 	foreach(lc, f->args)
 	{
 		if (!first)
@@ -812,6 +885,145 @@ deparse_funcexpr(FuncExpr *f, DeparseContext *cxt)
 		deparse_expr(lfirst(lc), cxt);
 	}
 	appendStringInfoChar(buf, ')');
+}
+
+/*
+ * append_function_name
+ *		Append the name of function FUNCID as the remote server finds it:
+ *		remote sessions search pg_catalog only; an extension's has a schema.
+ */
+static void
+append_function_name(StringInfo buf, Oid funcid)
+{
+	Oid			nsp = get_func_namespace(funcid);
+
+	if (nsp != PG_CATALOG_NAMESPACE)
+		appendStringInfo(buf, "%s.", quote_identifier(get_namespace_name(nsp)));
+	appendStringInfoString(buf, quote_identifier(get_func_name(funcid)));
+}
+
+/*
+ * deparse_agg_call
+ *		Append a call of aggregate NAME (or of AGG's own aggregate when NULL)
+ *		with AGG's arguments, DISTINCT, ORDER BY and FILTER.
+ */
+static void
+deparse_agg_call(Aggref *agg, const char *name, DeparseContext *cxt)
+{
+	StringInfo	buf = cxt->buf;
+	ListCell   *lc;
+	bool		first = true;
+
+	if (name != NULL)
+		appendStringInfoString(buf, name);
+	else
+		append_function_name(buf, agg->aggfnoid);
+	appendStringInfoChar(buf, '(');
+	if (agg->aggdistinct != NIL)
+		appendStringInfoString(buf, "DISTINCT ");
+	if (agg->aggstar)
+		appendStringInfoChar(buf, '*');
+	foreach(lc, agg->args)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+		/* ORDER BY items that are not arguments. */
+		if (tle->resjunk)
+			continue;
+		if (!first)
+			appendStringInfoString(buf, ", ");
+		if (agg->aggvariadic && lnext(agg->args, lc) == NULL)
+			appendStringInfoString(buf, "VARIADIC ");
+		first = false;
+		deparse_expr(tle->expr, cxt);
+	}
+
+	first = true;
+	foreach(lc, agg->aggorder)
+	{
+		SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
+		TargetEntry *tle = get_sortgroupclause_tle(sgc, agg->args);
+		Oid			type = exprType((Node *) tle->expr);
+		TypeCacheEntry *tce = lookup_type_cache(type, TYPECACHE_LT_OPR |
+												TYPECACHE_GT_OPR);
+		char		kind;
+
+		appendStringInfoString(buf, first ? " ORDER BY " : ", ");
+		first = false;
+		deparse_expr(tle->expr, cxt);
+		if (sgc->sortop == tce->gt_opr)
+			appendStringInfoString(buf, " DESC");
+		else if (sgc->sortop != tce->lt_opr)
+		{
+			appendStringInfoString(buf, " USING ");
+			deparse_operator_name(sgc->sortop, cxt, &kind);
+		}
+		appendStringInfoString(buf, sgc->nulls_first ? " NULLS FIRST" : " NULLS LAST");
+	}
+	appendStringInfoChar(buf, ')');
+
+	if (agg->aggfilter != NULL)
+	{
+		appendStringInfoString(buf, " FILTER (WHERE ");
+		deparse_expr(agg->aggfilter, cxt);
+		appendStringInfoChar(buf, ')');
+	}
+}
+
+/*
+ * deparse_aggref
+ *		Append aggregate AGG, or its transition state in the form
+ *		afdw_partial_form chose when the context asks for partial
+ *		aggregates.
+ */
+static void
+deparse_aggref(Aggref *agg, DeparseContext *cxt)
+{
+	StringInfo	buf = cxt->buf;
+
+	switch (cxt->partial ? afdw_partial_form(agg) : AFDW_PARTIAL_SAME)
+	{
+		case AFDW_PARTIAL_SAME:
+			deparse_agg_call(agg, NULL, cxt);
+			break;
+		case AFDW_PARTIAL_AVG_ARRAY:
+			appendStringInfoString(buf, "ARRAY[");
+			deparse_agg_call(agg, "count", cxt);
+			appendStringInfoString(buf, ", COALESCE(");
+			deparse_agg_call(agg, "sum", cxt);
+			appendStringInfoString(buf, ", 0)]::int8[]");
+			break;
+		case AFDW_PARTIAL_INT8_STATE:
+			{
+				/*
+				 * The count, then the sum's four header fields widened from
+				 * numeric_send's two bytes to four (none is negative: the
+				 * weight of an integer is not), then its digits.  The
+				 * remote server computes the repeated aggregates once.
+				 */
+				StringInfoData sum;
+				DeparseContext sub = *cxt;
+
+				initStringInfo(&sum);
+				sub.buf = &sum;
+				appendStringInfoString(&sum, "numeric_send(COALESCE(");
+				deparse_agg_call(agg, "sum", &sub);
+				appendStringInfoString(&sum, ", 0))");
+				cxt->guc_level = sub.guc_level;
+
+				appendStringInfoString(buf, "(int8send(");
+				deparse_agg_call(agg, "count", cxt);
+				appendStringInfoChar(buf, ')');
+				for (int field = 0; field < 4; field++)
+					appendStringInfo(buf, " || decode('0000', 'hex') || substr(%s, %d, 2)",
+									 sum.data, 2 * field + 1);
+				appendStringInfo(buf, " || substr(%s, 9))", sum.data);
+				pfree(sum.data);
+				break;
+			}
+		case AFDW_PARTIAL_NONE:
+			elog(ERROR, "aggregate %u has no partial form", agg->aggfnoid);
+	}
 }
 
 /*
@@ -965,6 +1177,10 @@ deparse_expr(Expr *node, DeparseContext *cxt)
 				append_type_name(buf, a->array_typeid, -1);
 				break;
 			}
+
+		case T_Aggref:
+			deparse_aggref((Aggref *) node, cxt);
+			break;
 
 		default:
 			elog(ERROR, "unsupported expression type for deparse: %d",

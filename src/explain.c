@@ -16,7 +16,10 @@
 #include "postgres.h"
 
 #include "commands/explain.h"
+#include "executor/executor.h"
 #include "lib/stringinfo.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
 
 #include "async_fdw.h"
 #include "scan_internal.h"
@@ -116,10 +119,31 @@ afdwExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	int			fetch_size;
 	bool		stream;
 	char	   *outer_order;
+	ForeignScan *plan = (ForeignScan *) node->ss.ps.plan;
 
+	/* A remote aggregate names its table, as a scan node would. */
+	if (plan->scan.scanrelid == 0)
+	{
+		Index		rtindex = bms_next_member(plan->fs_relids, -1);
+		Oid			relid = exec_rt_fetch(rtindex, node->ss.ps.state)->relid;
+		ListCell   *lc;
+		bool		partial = false;
+
+		foreach(lc, plan->fdw_scan_tlist)
+		{
+			Expr	   *expr = lfirst_node(TargetEntry, lc)->expr;
+
+			if (IsA(expr, Aggref) && ((Aggref *) expr)->aggsplit != AGGSPLIT_SIMPLE)
+				partial = true;
+		}
+		ExplainPropertyText("Relations",
+							psprintf("%s on %s", partial ? "Partial Aggregate" : "Aggregate",
+									 quote_identifier(get_rel_name(relid))),
+							es);
+	}
 	if (!es->verbose)
 		return;
-	afdw_scan_private((ForeignScan *) node->ss.ps.plan, &sql, &retrieved_attrs,
+	afdw_scan_private(plan, &sql, &retrieved_attrs,
 					  &fetch_size, &stream, &outer_order);
 	ExplainPropertyText("Remote SQL", sql, es);
 	ExplainPropertyText("Fetch Mode", stream ? "stream" : "cursor", es);

@@ -19,6 +19,7 @@
  */
 #include "postgres.h"
 
+#include "access/table.h"
 #include "executor/execAsync.h"
 #include "executor/executor.h"
 #include "executor/instrument.h"
@@ -142,10 +143,12 @@ afdw_set_phase(AfdwScanState *st, AfdwPhase phase)
 
 /*
  * scan_user
- *		The user mapping a scan of a relation in PLAN runs under.
+ *		The user mapping a scan of REL, range table entry RTINDEX of PLAN,
+ *		runs under.
  */
 static UserMapping *
-scan_user(ForeignScan *plan, EState *estate, Relation rel)
+scan_user(ForeignScan *plan pg_attribute_unused(), EState *estate, Relation rel,
+		  Index rtindex)
 {
 	Oid			userid;
 	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
@@ -157,7 +160,7 @@ scan_user(ForeignScan *plan, EState *estate, Relation rel)
 #if PG_VERSION_NUM >= 160000
 	userid = OidIsValid(plan->checkAsUser) ? plan->checkAsUser : GetUserId();
 #else
-	RangeTblEntry *rte = exec_rt_fetch(plan->scan.scanrelid, estate);
+	RangeTblEntry *rte = exec_rt_fetch(rtindex, estate);
 
 	userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
 #endif
@@ -374,6 +377,7 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 	ListCell   *lc;
 	bool		stream;
 	int			i = 0;
+	Index		rtindex;
 
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
@@ -383,7 +387,6 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 	st->wait_sock = PGINVALID_SOCKET;
 	st->node = node;
 	st->estate = estate;
-	st->rel = node->ss.ss_currentRelation;
 	st->mode = READ_CURSOR;		/* until the query is sent */
 	st->phase = PHASE_UNSENT;	/* until it is in pending_scans */
 	st->outcome = PHASE_OPEN;
@@ -400,9 +403,32 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 	st->row_cxt = AllocSetContextCreate(estate->es_query_cxt,
 										"async_fdw row",
 										ALLOCSET_DEFAULT_SIZES);
-	afdw_init_row_builder(&st->rb, st->rel, st->retrieved_attrs, st->row_cxt);
-	if (stream)
-		st->binary_capable = afdw_prepare_binary(st);
+
+	/*
+	 * A scan whose remote query computes its columns (aggregates) has no
+	 * relation of its own: its rows are those of its target list, and the
+	 * foreign table it reads is opened here for its name and options (the
+	 * plan holds its lock).  Such rows travel in text form only.
+	 */
+	if (plan->scan.scanrelid > 0)
+	{
+		rtindex = plan->scan.scanrelid;
+		st->rel = node->ss.ss_currentRelation;
+		afdw_init_row_builder(&st->rb, RelationGetDescr(st->rel),
+							  RelationGetRelationName(st->rel), false,
+							  st->retrieved_attrs, st->row_cxt);
+		if (stream)
+			st->binary_capable = afdw_prepare_binary(st);
+	}
+	else
+	{
+		rtindex = bms_next_member(plan->fs_relids, -1);
+		st->computed = true;
+		st->rel = table_open(exec_rt_fetch(rtindex, estate)->relid, NoLock);
+		afdw_init_row_builder(&st->rb, node->ss.ss_ScanTupleSlot->tts_tupleDescriptor,
+							  RelationGetRelationName(st->rel), true,
+							  st->retrieved_attrs, st->row_cxt);
+	}
 
 	st->nparams = list_length(plan->fdw_exprs);
 	st->may_prepare = (st->nparams > 0);
@@ -434,13 +460,13 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 		st->async_parent = find_async_parent(estate->es_plannedstmt,
 											 (Plan *) plan);
 
-	st->conn = afdw_acquire_connection(scan_user(plan, estate, st->rel));
+	st->conn = afdw_acquire_connection(scan_user(plan, estate, st->rel, rtindex));
 
 	/*
 	 * SELECT ... FOR UPDATE/SHARE: the remote rows stay locked until the
 	 * remote COMMIT, which must be over when the local one is.
 	 */
-	st->locks_rows = (estate->es_rowmarks != NULL &&
+	st->locks_rows = (!st->computed && estate->es_rowmarks != NULL &&
 					  estate->es_rowmarks[plan->scan.scanrelid - 1] != NULL &&
 					  estate->es_rowmarks[plan->scan.scanrelid - 1]->strength != LCS_NONE);
 	if (st->locks_rows)
@@ -857,6 +883,8 @@ afdwEndForeignScan(ForeignScanState *node)
 	}
 	afdw_release_connection(st->conn);
 	st->released = true;
+	if (st->computed)
+		table_close(st->rel, NoLock);
 }
 
 /*

@@ -28,7 +28,10 @@
 /* What turns rows of text values into local tuples, with its scratch space. */
 typedef struct RowBuilder
 {
-	Relation	rel;
+	TupleDesc	tupdesc;		/* the rows' local columns */
+	const char *relname;		/* the foreign table, for messages */
+	bool		computed;		/* the columns are computed remotely
+								 * (aggregates), not the table's */
 	AttInMetadata *attinmeta;
 	List	   *retrieved_attrs;	/* local column numbers of the values */
 	Datum	   *values;			/* natts of them */
@@ -129,7 +132,9 @@ typedef struct AfdwScanState
 {
 	ForeignScanState *node;
 	EState	   *estate;
-	Relation	rel;
+	Relation	rel;			/* the foreign table */
+	bool		computed;		/* the remote query computes the columns
+								 * (aggregates) and rel is ours to close */
 	RowBuilder	rb;				/* remote rows to tuples */
 	char	   *sql;			/* remote SELECT */
 	char	   *outer_order;	/* ORDER BY of its binary wrapper, or NULL */
@@ -353,8 +358,9 @@ extern void afdw_end_spill(AfdwScanState *st);
 extern void afdw_abandon_stream(AfdwScanState *st);
 
 /* convert.c */
-extern void afdw_init_row_builder(RowBuilder *rb, Relation rel, List *retrieved_attrs,
-								  MemoryContext row_cxt);
+extern void afdw_init_row_builder(RowBuilder *rb, TupleDesc tupdesc,
+								  const char *relname, bool computed,
+								  List *retrieved_attrs, MemoryContext row_cxt);
 extern HeapTuple afdw_make_tuple(RowBuilder *rb, PGresult *res, int row,
 								 MemoryContext cxt);
 extern TupleTableSlot *afdw_store_row(AfdwScanState *st, TupleTableSlot *slot);

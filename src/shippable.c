@@ -22,12 +22,14 @@
 #include "access/stratnum.h"
 #include "access/transam.h"
 #include "catalog/dependency.h"
+#include "catalog/pg_aggregate.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
@@ -40,6 +42,10 @@ typedef struct ShipContext
 	PlannerInfo *root;
 	RelOptInfo *baserel;
 	List	   *extensions;		/* OIDs of the server's extensions option */
+	bool		aggs_ok;		/* aggregates may appear (not in their own
+								 * arguments) */
+	bool		partial;		/* ... as partial aggregates (each one's
+								 * transition state, afdw_partial_form) */
 } ShipContext;
 
 static bool collation_ok(Oid coll);
@@ -48,6 +54,7 @@ static bool type_shippable(Oid type, ShipContext *cxt);
 static bool function_shippable(Oid funcid, ShipContext *cxt);
 static bool operator_shippable(Oid opno, Oid funcid, ShipContext *cxt);
 static bool ship_walker(Node *node, ShipContext *cxt);
+static bool aggref_shippable(Aggref *agg, ShipContext *cxt);
 
 /*
  * afdw_is_builtin
@@ -294,6 +301,11 @@ ship_walker(Node *node, ShipContext *cxt)
 				break;
 			}
 
+		case T_Aggref:
+			if (!aggref_shippable((Aggref *) node, cxt))
+				return false;
+			break;
+
 		case T_List:
 			{
 				ListCell   *lc;
@@ -315,6 +327,139 @@ ship_walker(Node *node, ShipContext *cxt)
 }
 
 /*
+ * aggref_shippable
+ *		True if the remote server computes aggregate AGG as the local one
+ *		would: a plain aggregate (not an ordered-set one) built in or of a
+ *		listed extension, over shippable arguments and FILTER, whose
+ *		DISTINCT and ORDER BY sort with shippable operators; computed whole
+ *		unless CXT asks for partial aggregates, which must have a partial
+ *		form (afdw_partial_form).
+ */
+static bool
+aggref_shippable(Aggref *agg, ShipContext *cxt)
+{
+	ListCell   *lc;
+	bool		ok;
+
+	if (!cxt->aggs_ok || agg->agglevelsup != 0 ||
+		agg->aggkind != AGGKIND_NORMAL ||
+		agg->aggsplit != (cxt->partial ? AGGSPLIT_INITIAL_SERIAL : AGGSPLIT_SIMPLE) ||
+		(cxt->partial && afdw_partial_form(agg) == AFDW_PARTIAL_NONE) ||
+		!object_shippable(agg->aggfnoid, ProcedureRelationId, cxt->extensions) ||
+		!collation_ok(agg->inputcollid) || !collation_ok(agg->aggcollid))
+		return false;
+
+	/* An aggregate's arguments hold no aggregate of the same level. */
+	cxt->aggs_ok = false;
+	ok = ship_walker((Node *) agg->aggfilter, cxt);
+	foreach(lc, agg->args)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+		if (!ok)
+			break;
+		ok = ship_walker((Node *) tle->expr, cxt);
+	}
+	cxt->aggs_ok = true;
+	if (!ok)
+		return false;
+
+	/* DISTINCT and ORDER BY sort with the clause's operator. */
+	foreach(lc, list_concat_copy(agg->aggorder, agg->aggdistinct))
+	{
+		SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
+
+		if (!operator_shippable(sgc->sortop, get_opcode(sgc->sortop), cxt) ||
+			!operator_shippable(sgc->eqop, get_opcode(sgc->eqop), cxt))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * afdw_partial_form
+ *		How the remote server computes the transition state of aggregate
+ *		AGG, which a local Finalize Aggregate then combines, or
+ *		AFDW_PARTIAL_NONE when no plain SQL gives a state that the local
+ *		server reads back exactly.
+ *
+ * The state of count, sum of small integers, min, max, bool_and, bool_or,
+ * every and the bit aggregates is the aggregate's own result.  That of avg
+ * of a small integer is the array {count, sum}.  That of sum and avg of
+ * bigint is internal; its serial form, in PostgreSQL 15, is the count as
+ * int8send writes it followed by the sum as numeric_send writes it but
+ * with four bytes for each of its four header fields (its number of
+ * digits, weight, sign and scale) instead of two.  min and
+ * max of a type whose text form depends on a setting of the session
+ * (money) are left out.  Floating-point sums are never exact across
+ * orders of addition, and numeric states are internal: both stay local.
+ */
+AfdwPartialForm
+afdw_partial_form(Aggref *agg)
+{
+	switch (agg->aggfnoid)
+	{
+		case F_COUNT_:
+		case F_COUNT_ANY:
+		case F_SUM_INT2:
+		case F_SUM_INT4:
+		case F_MIN_INT2:
+		case F_MIN_INT4:
+		case F_MIN_INT8:
+		case F_MIN_OID:
+		case F_MIN_FLOAT4:
+		case F_MIN_FLOAT8:
+		case F_MIN_NUMERIC:
+		case F_MIN_DATE:
+		case F_MIN_TIME:
+		case F_MIN_TIMETZ:
+		case F_MIN_TIMESTAMP:
+		case F_MIN_TIMESTAMPTZ:
+		case F_MIN_INTERVAL:
+		case F_MIN_TEXT:
+		case F_MIN_BPCHAR:
+		case F_MAX_INT2:
+		case F_MAX_INT4:
+		case F_MAX_INT8:
+		case F_MAX_OID:
+		case F_MAX_FLOAT4:
+		case F_MAX_FLOAT8:
+		case F_MAX_NUMERIC:
+		case F_MAX_DATE:
+		case F_MAX_TIME:
+		case F_MAX_TIMETZ:
+		case F_MAX_TIMESTAMP:
+		case F_MAX_TIMESTAMPTZ:
+		case F_MAX_INTERVAL:
+		case F_MAX_TEXT:
+		case F_MAX_BPCHAR:
+		case F_BOOL_AND:
+		case F_BOOL_OR:
+		case F_EVERY:
+		case F_BIT_AND_INT2:
+		case F_BIT_AND_INT4:
+		case F_BIT_AND_INT8:
+		case F_BIT_OR_INT2:
+		case F_BIT_OR_INT4:
+		case F_BIT_OR_INT8:
+		case F_BIT_XOR_INT2:
+		case F_BIT_XOR_INT4:
+		case F_BIT_XOR_INT8:
+			return AFDW_PARTIAL_SAME;
+		case F_AVG_INT2:
+		case F_AVG_INT4:
+			return AFDW_PARTIAL_AVG_ARRAY;
+#if PG_VERSION_NUM >= 150000 && PG_VERSION_NUM < 160000
+		case F_SUM_INT8:
+		case F_AVG_INT8:
+			return AFDW_PARTIAL_INT8_STATE;
+#endif
+		default:
+			return AFDW_PARTIAL_NONE;
+	}
+}
+
+/*
  * afdw_is_shippable
  *		True if EXPR, a condition on BASEREL, can be evaluated remotely.
  */
@@ -326,6 +471,29 @@ afdw_is_shippable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr)
 	cxt.root = root;
 	cxt.baserel = baserel;
 	cxt.extensions = ((AfdwRelInfo *) baserel->fdw_private)->extensions;
+	cxt.aggs_ok = false;
+	cxt.partial = false;
+	return ship_walker((Node *) expr, &cxt);
+}
+
+/*
+ * afdw_is_shippable_grouped
+ *		True if EXPR, an expression over the groups of a scan of BASEREL
+ *		(an item of the select list or HAVING), can be evaluated remotely,
+ *		with its aggregates computed whole or, when PARTIAL, as transition
+ *		states.
+ */
+bool
+afdw_is_shippable_grouped(PlannerInfo *root, RelOptInfo *baserel, Expr *expr,
+						  bool partial)
+{
+	ShipContext cxt;
+
+	cxt.root = root;
+	cxt.baserel = baserel;
+	cxt.extensions = ((AfdwRelInfo *) baserel->fdw_private)->extensions;
+	cxt.aggs_ok = true;
+	cxt.partial = partial;
 	return ship_walker((Node *) expr, &cxt);
 }
 

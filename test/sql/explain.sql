@@ -15,8 +15,8 @@ CREATE TEMP TABLE ex_keys AS SELECT g AS k FROM generate_series(1, 5) g;
 ANALYZE ex_keys;
 
 -- Without ANALYZE, or without VERBOSE, nothing new is shown.
-EXPLAIN (VERBOSE, COSTS OFF) SELECT sum(id), max(v) FROM ft_exc;
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT sum(id), max(v) FROM ft_exc;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT sum(id), max(v) FROM (SELECT id, v FROM ft_exc OFFSET 0) s;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT sum(id), max(v) FROM (SELECT id, v FROM ft_exc OFFSET 0) s;
 
 -- The lines of an EXPLAIN (ANALYZE, VERBOSE) that match a pattern, for
 -- those whose other lines vary from run to run.
@@ -38,8 +38,8 @@ $$;
 -- Bytes are those of the COPY data as received: text lines with their tabs
 -- and newline; binary rows with their field counts and lengths, and the
 -- binary header and trailer.
-EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT sum(id), max(v) FROM ft_ex;
-EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT sum(id), max(v) FROM ft_ex;
+EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT sum(id), max(v) FROM (SELECT id, v FROM ft_ex OFFSET 0) s;
+EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT sum(id), max(v) FROM (SELECT id, v FROM ft_ex OFFSET 0) s;
 -- The bytes of the text stream: 9 + 90 * 2 + 1 * 3 characters of ids and
 -- values, a tab and a newline per row.
 SELECT sum(length(id::text) + length(v) + 2) FROM remote.ex;
@@ -47,7 +47,7 @@ SELECT sum(length(id::text) + length(v) + 2) FROM remote.ex;
 -- A cursor of 15 rows a FETCH: the DECLARE with the first FETCH, then two
 -- FETCHes per message (sent ahead), until a short batch: 4 round trips.
 -- Bytes are those of the values received.
-EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT sum(id), max(v) FROM ft_exc;
+EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT sum(id), max(v) FROM (SELECT id, v FROM ft_exc OFFSET 0) s;
 SELECT sum(length(id::text) + length(v)) FROM remote.ex;
 
 SET enable_hashjoin = off;
@@ -127,7 +127,7 @@ DROP SERVER loopback_ex1 CASCADE;
 
 -- The other formats show each count as a number.
 EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON)
-  SELECT sum(id), max(v) FROM ft_exc;
+  SELECT sum(id), max(v) FROM (SELECT id, v FROM ft_exc OFFSET 0) s;
 
 -- With TIMING on, the time waited for the remote rows: here at least the
 -- remote query's sleep of 50 ms.  Times vary: the function checks them.
@@ -159,8 +159,8 @@ BEGIN
   END LOOP;
 END
 $$;
-SELECT scan, wait_ms >= 50 AS waited FROM ex_waits('SELECT count(*) FROM ft_ex_slow');
-SELECT scan, wait_ms >= 50 AS waited FROM ex_waits('SELECT count(*) FROM ft_ex_slow', 'json');
+SELECT scan, wait_ms >= 50 AS waited FROM ex_waits('SELECT count(*) FROM (SELECT FROM ft_ex_slow OFFSET 0) s');
+SELECT scan, wait_ms >= 50 AS waited FROM ex_waits('SELECT count(*) FROM (SELECT FROM ft_ex_slow OFFSET 0) s', 'json');
 -- Under an asynchronous Append too, for each scan: those waiting for a
 -- shared connection wait longer.
 CREATE TABLE ex_slow_parts (id int) PARTITION BY HASH (id);
@@ -176,9 +176,9 @@ CREATE FOREIGN TABLE ex_slow_part2 PARTITION OF ex_slow_parts
 CREATE FOREIGN TABLE ex_slow_part3 PARTITION OF ex_slow_parts
   FOR VALUES WITH (MODULUS 4, REMAINDER 3) SERVER loopback_ex
   OPTIONS (schema_name 'remote', table_name 'ex_slow');
-SELECT scan, wait_ms >= 40 AS waited FROM ex_waits('SELECT count(*) FROM ex_slow_parts');
+SELECT scan, wait_ms >= 40 AS waited FROM ex_waits('SELECT count(*) FROM (SELECT FROM ex_slow_parts OFFSET 0) s');
 -- With TIMING off, no time is shown.
-SELECT count(*) FROM ex_lines('SELECT count(*) FROM ex_slow_parts', 'Remote Wait');
+SELECT count(*) FROM ex_lines('SELECT count(*) FROM (SELECT FROM ex_slow_parts OFFSET 0) s', 'Remote Wait');
 DROP TABLE ex_slow_parts;
 
 DROP FUNCTION ex_waits(text, text);

@@ -1,0 +1,531 @@
+/*-------------------------------------------------------------------------
+ *
+ * upper.c
+ *		Aggregates computed by the remote server.
+ *
+ * The planner offers the grouping of a foreign table's rows to the FDW
+ * in two ways.  The whole aggregate (UPPERREL_GROUP_AGG) of a foreign
+ * table, or of a partition when the GROUP BY holds the partition key and
+ * partitionwise aggregation is on, becomes one remote SELECT with GROUP BY
+ * and HAVING.  The partial aggregate (UPPERREL_PARTIAL_GROUP_AGG) of a
+ * partition, under partitionwise aggregation, becomes a remote SELECT of
+ * each aggregate's transition state (shippable.c, afdw_partial_form),
+ * which a local Finalize Aggregate combines with the other partitions':
+ * every shard aggregates its own rows, all at once under the asynchronous
+ * Append, and only the groups cross the network.
+ *
+ * postgres_fdw pushes partial aggregates never and partitionwise ones only
+ * with enable_partitionwise_aggregate on.  Here, while a query that
+ * aggregates a partitioned table with async_fdw partitions is planned,
+ * enable_partitionwise_aggregate is on (the planner hook below, setting
+ * async_fdw.partitionwise_aggregate), when every aggregate of the query
+ * has a partial form: otherwise the partitions would be aggregated
+ * locally, one after the other, instead of scanned concurrently.
+ *
+ * Neighbours: shippable.c says what may be sent, deparse.c writes the
+ * remote SELECT, async_fdw.c hands the planner's callbacks for grouping
+ * relations here, scan.c runs the plans as scans whose columns are the
+ * remote select list.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
+#include "foreign/fdwapi.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/planmain.h"
+#include "optimizer/planner.h"
+#include "optimizer/tlist.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/selfuncs.h"
+
+#include "async_fdw.h"
+
+/* async_fdw.partitionwise_aggregate */
+static bool afdw_partitionwise_aggregate = true;
+
+static planner_hook_type prev_planner_hook = NULL;
+
+/* The handler of a foreign-data wrapper found to be async_fdw's. */
+static Oid	known_handler = InvalidOid;
+
+/*
+ * only_grouped_columns
+ *		True if every column of EXPR outside its aggregates is a grouping
+ *		item of TLIST, so that the remote server accepts it in a grouped
+ *		SELECT.
+ */
+static bool
+only_grouped_columns(Expr *expr, List *tlist)
+{
+	List	   *vars = pull_var_clause((Node *) expr, PVC_INCLUDE_AGGREGATES |
+									   PVC_RECURSE_PLACEHOLDERS |
+									   PVC_RECURSE_WINDOWFUNCS);
+	ListCell   *lc;
+
+	foreach(lc, vars)
+	{
+		Node	   *node = lfirst(lc);
+		TargetEntry *tle;
+
+		if (IsA(node, Aggref))
+			continue;
+		tle = tlist_member((Expr *) node, tlist);
+		if (tle == NULL || tle->ressortgroupref == 0)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * add_item
+ *		Add EXPR to the remote select list *TLIST unless it is there.
+ */
+static void
+add_item(List **tlist, Expr *expr)
+{
+	if (tlist_member(expr, *tlist) == NULL)
+		*tlist = lappend(*tlist, makeTargetEntry(expr, list_length(*tlist) + 1,
+												 NULL, false));
+}
+
+/*
+ * grouping_ok
+ *		Whether the remote server can compute the grouping relation
+ *		GROUPED of INPUT (a foreign base relation) as the local one would;
+ *		if so, fill GFP's remote select list, GROUP BY positions and
+ *		HAVING.  HAVING_QUAL is the query's (ignored for PARTIAL
+ *		aggregates: it applies after the Finalize Aggregate).
+ *
+ * Grouping items are sent whole.  Every other item is sent whole when it
+ * can be, or else computed locally from its aggregates and grouping
+ * columns, sent apart.  HAVING is sent whole or the aggregate stays local.
+ */
+static bool
+grouping_ok(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped,
+			List *having_qual, bool partial, AfdwRelInfo *gfp)
+{
+	Query	   *parse = root->parse;
+	PathTarget *target = grouped->reltarget;
+	List	   *tlist = NIL;
+	ListCell   *lc;
+	int			i;
+
+	/* The grouping items first: the others are checked against them. */
+	i = 0;
+	foreach(lc, target->exprs)
+	{
+		Expr	   *expr = (Expr *) lfirst(lc);
+		Index		sgref = get_pathtarget_sortgroupref(target, i++);
+		SortGroupClause *sgc;
+		TargetEntry *tle;
+
+		if (sgref == 0 ||
+			(sgc = get_sortgroupref_clause_noerr(sgref, parse->groupClause)) == NULL)
+			continue;
+
+		/* Grouped remotely by the equality of its type: the local one. */
+		if (!afdw_is_shippable(root, input, expr) ||
+			expression_returns_set((Node *) expr) ||
+			!afdw_is_builtin(sgc->eqop))
+			return false;
+		tle = makeTargetEntry(expr, list_length(tlist) + 1, NULL, false);
+		tle->ressortgroupref = sgref;
+		tlist = lappend(tlist, tle);
+		gfp->group_positions = lappend_int(gfp->group_positions, tle->resno);
+	}
+
+	i = 0;
+	foreach(lc, target->exprs)
+	{
+		Expr	   *expr = (Expr *) lfirst(lc);
+		Index		sgref = get_pathtarget_sortgroupref(target, i++);
+		List	   *parts;
+		ListCell   *lc2;
+
+		if (sgref != 0 && get_sortgroupref_clause_noerr(sgref, parse->groupClause) != NULL)
+			continue;
+		if (expression_returns_set((Node *) expr))
+			return false;
+		if (afdw_is_shippable_grouped(root, input, expr, partial) &&
+			only_grouped_columns(expr, tlist))
+		{
+			add_item(&tlist, expr);
+			continue;
+		}
+
+		/* Computed locally: its aggregates are sent, its columns are. */
+		parts = pull_var_clause((Node *) expr, PVC_INCLUDE_AGGREGATES |
+								PVC_RECURSE_PLACEHOLDERS |
+								PVC_RECURSE_WINDOWFUNCS);
+		foreach(lc2, parts)
+		{
+			Expr	   *part = (Expr *) lfirst(lc2);
+
+			if (IsA(part, Aggref))
+			{
+				if (!afdw_is_shippable_grouped(root, input, part, partial))
+					return false;
+				add_item(&tlist, part);
+			}
+			else if (!only_grouped_columns(part, tlist))
+				return false;
+		}
+	}
+
+	if (!partial)
+	{
+		foreach(lc, having_qual)
+		{
+			Expr	   *qual = (Expr *) lfirst(lc);
+
+			if (!afdw_is_shippable_grouped(root, input, qual, false) ||
+				!only_grouped_columns(qual, tlist))
+				return false;
+			gfp->having = lappend(gfp->having, qual);
+		}
+	}
+
+	gfp->grouped_tlist = tlist;
+	return true;
+}
+
+/*
+ * afdwGetForeignUpperPaths
+ *		Offer the remote aggregate of INPUT, a foreign table of ours whose
+ *		conditions are all remote, for the grouping relation OUTPUT: whole
+ *		(UPPERREL_GROUP_AGG) or partial (UPPERREL_PARTIAL_GROUP_AGG).
+ *
+ * Costed as the remote scan and the transfer of the groups, never more
+ * than the rows: less than the same scan sending every row to a local
+ * aggregate.  The remote aggregation is not counted: it runs on the
+ * remote server, while the other partitions' run on theirs, which is why
+ * even a tie goes to this path.
+ */
+void
+afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
+						 RelOptInfo *input, RelOptInfo *output, void *extra)
+{
+	GroupPathExtraData *gx = (GroupPathExtraData *) extra;
+	AfdwRelInfo *ifp = (AfdwRelInfo *) input->fdw_private;
+	AfdwRelInfo *gfp;
+	bool		partial = (stage == UPPERREL_PARTIAL_GROUP_AGG);
+	List	   *group_exprs = NIL;
+	double		ngroups;
+	Cost		remote;
+	Cost		startup;
+	Cost		total;
+	ListCell   *lc;
+
+	if ((stage != UPPERREL_GROUP_AGG && stage != UPPERREL_PARTIAL_GROUP_AGG) ||
+		output->fdw_private != NULL || ifp == NULL ||
+		(input->reloptkind != RELOPT_BASEREL &&
+		 input->reloptkind != RELOPT_OTHER_MEMBER_REL) ||
+		ifp->input_rel != NULL || ifp->local_conds != NIL ||
+		!bms_is_empty(input->lateral_relids) ||
+		root->parse->groupingSets != NIL)
+		return;
+
+	gfp = palloc(sizeof(AfdwRelInfo));
+	memcpy(gfp, ifp, sizeof(AfdwRelInfo));
+	gfp->input_rel = input;
+	gfp->grouped_tlist = NIL;
+	gfp->group_positions = NIL;
+	gfp->having = NIL;
+	gfp->partial = partial;
+	if (!grouping_ok(root, input, output, (List *) gx->havingQual, partial, gfp))
+		return;
+	output->fdw_private = gfp;
+
+	/* The groups: one without GROUP BY, else the planner's estimate. */
+	foreach(lc, gfp->group_positions)
+		group_exprs = lappend(group_exprs,
+							  list_nth_node(TargetEntry, gfp->grouped_tlist,
+											lfirst_int(lc) - 1)->expr);
+	ngroups = group_exprs == NIL ? 1 :
+		Min(estimate_num_groups(root, group_exprs, input->rows, NULL, NULL),
+			input->rows);
+	if (gfp->having != NIL)
+		ngroups = clamp_row_est(ngroups * clauselist_selectivity(root, gfp->having,
+																 0, JOIN_INNER, NULL));
+
+	if (ifp->remote_estimated)
+		remote = ifp->remote_total;
+	else
+		remote = seq_page_cost * input->pages + cpu_tuple_cost * input->tuples;
+	startup = ifp->fdw_startup_cost + remote;
+	total = startup + (ifp->fdw_tuple_cost + cpu_tuple_cost) * ngroups +
+		output->reltarget->cost.per_tuple * ngroups;
+
+	add_path(output, (Path *)
+			 create_foreign_upper_path(root, output, output->reltarget, ngroups,
+									   startup, total, NIL, NULL, NIL));
+}
+
+/*
+ * afdw_grouping_plan
+ *		The ForeignScan of a remote aggregate: the plan's TLIST is computed
+ *		from the remote select list, its scan target list.
+ */
+ForeignScan *
+afdw_grouping_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist,
+				   Plan *outer_plan)
+{
+	AfdwRelInfo *gfp = (AfdwRelInfo *) rel->fdw_private;
+	AfdwRelInfo *ifp = (AfdwRelInfo *) gfp->input_rel->fdw_private;
+	List	   *retrieved_attrs = NIL;
+	List	   *params = NIL;
+	StringInfoData sql;
+	Relation	frel;
+	bool		stream;
+
+	/* Read to the end, as a scan with no LIMIT is (async_fdw.c). */
+	if (ifp->fetch_mode == AFDW_FETCH_AUTO)
+		stream = root->tuple_fraction <= 0;
+	else
+		stream = (ifp->fetch_mode == AFDW_FETCH_STREAM);
+
+	frel = table_open(ifp->table->relid, NoLock);
+	initStringInfo(&sql);
+	afdw_deparse_grouped_select(&sql, gfp->input_rel, frel, gfp->grouped_tlist,
+								ifp->remote_conds, gfp->group_positions,
+								gfp->having, gfp->partial, &params);
+	table_close(frel, NoLock);
+
+	for (int i = 1; i <= list_length(gfp->grouped_tlist); i++)
+		retrieved_attrs = lappend_int(retrieved_attrs, i);
+
+	return make_foreignscan(tlist, NIL, 0, params,
+							list_make5(makeString(sql.data), retrieved_attrs,
+									   makeInteger(ifp->fetch_size),
+									   makeBoolean(stream), makeString("")),
+							gfp->grouped_tlist, NIL, outer_plan);
+}
+
+/*
+ * not_builtin
+ *		check_functions_in_node callback: true for a function that is not
+ *		built in.
+ */
+static bool
+not_builtin(Oid funcid, void *context pg_attribute_unused())
+{
+	return !afdw_is_builtin(funcid);
+}
+
+/*
+ * builtin_immutable_walker
+ *		expression_tree_walker callback: true on a node that calls a
+ *		function that is not built in, or on a subquery.
+ */
+static bool
+builtin_immutable_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, SubLink) || IsA(node, Query))
+		return true;
+	if (check_functions_in_node(node, not_builtin, NULL))
+		return true;
+	return expression_tree_walker(node, builtin_immutable_walker, context);
+}
+
+/*
+ * builtin_immutable
+ *		True if NODE calls only built-in immutable functions (and has no
+ *		subquery): a first sign that an aggregate can be sent, checked
+ *		before planning, when the tables are not known yet.
+ */
+static bool
+builtin_immutable(Node *node)
+{
+	return !contain_mutable_functions(node) &&
+		!builtin_immutable_walker(node, NULL);
+}
+
+/*
+ * aggref_without_partial_form
+ *		expression_tree_walker callback: true on an aggregate of this level
+ *		that the remote servers cannot compute partially.
+ */
+static bool
+aggref_without_partial_form(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref))
+	{
+		Aggref	   *agg = (Aggref *) node;
+
+		if (agg->agglevelsup != 0)
+			return false;
+		return afdw_partial_form(agg) == AFDW_PARTIAL_NONE ||
+			agg->aggdistinct != NIL || agg->aggorder != NIL ||
+			!builtin_immutable((Node *) agg->args) ||
+			!builtin_immutable((Node *) agg->aggfilter);
+	}
+	if (IsA(node, SubLink) || IsA(node, Query))
+		return false;
+	return expression_tree_walker(node, aggref_without_partial_form, context);
+}
+
+/*
+ * is_async_fdw_table
+ *		True if RELID is a foreign table of a server of async_fdw.
+ */
+static bool
+is_async_fdw_table(Oid relid)
+{
+	ForeignServer *server;
+	ForeignDataWrapper *fdw;
+
+	if (get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE)
+		return false;
+	server = GetForeignServer(GetForeignServerIdByRelId(relid));
+	fdw = GetForeignDataWrapper(server->fdwid);
+	if (!OidIsValid(fdw->fdwhandler))
+		return false;
+	if (fdw->fdwhandler == known_handler)
+		return true;
+	if (GetFdwRoutine(fdw->fdwhandler)->GetForeignUpperPaths != afdwGetForeignUpperPaths)
+		return false;
+	known_handler = fdw->fdwhandler;
+	return true;
+}
+
+/*
+ * has_async_partitions
+ *		True if a partitioned table of QUERY's range table has a partition
+ *		of async_fdw, at any depth.
+ */
+static bool
+has_async_partitions(Query *query)
+{
+	ListCell   *lc;
+
+	foreach(lc, query->rtable)
+	{
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+		List	   *children;
+		ListCell   *lc2;
+
+		if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_PARTITIONED_TABLE)
+			continue;
+		children = find_all_inheritors(rte->relid, NoLock, NULL);
+		foreach(lc2, children)
+		{
+			if (is_async_fdw_table(lfirst_oid(lc2)))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* What the planner hook found in a query and its subqueries. */
+typedef struct PartialSearch
+{
+	bool		wanted;			/* a level would aggregate async_fdw
+								 * partitions partially */
+	bool		refused;		/* a level aggregates async_fdw partitions
+								 * but not partially */
+} PartialSearch;
+
+/*
+ * search_query
+ *		Look at every level of NODE (a Query, or an expression holding
+ *		subqueries) for an aggregate over async_fdw partitions.
+ */
+static bool
+search_query(Node *node, PartialSearch *ps)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+	{
+		Query	   *q = (Query *) node;
+
+		if ((q->hasAggs || q->groupClause != NIL) && has_async_partitions(q))
+		{
+			List	   *group_exprs = get_sortgrouplist_exprs(q->groupClause,
+															  q->targetList);
+
+			if (q->groupingSets == NIL &&
+				!aggref_without_partial_form((Node *) q->targetList, NULL) &&
+				!aggref_without_partial_form(q->havingQual, NULL) &&
+				builtin_immutable((Node *) group_exprs) &&
+				builtin_immutable(q->jointree->quals))
+				ps->wanted = true;
+			else
+				ps->refused = true;
+		}
+		return query_tree_walker(q, search_query, ps, 0);
+	}
+	return expression_tree_walker(node, search_query, ps);
+}
+
+/*
+ * afdw_planner
+ *		Plan QUERY with partitionwise aggregation on when it aggregates a
+ *		partitioned table with async_fdw partitions, each of whose
+ *		aggregates the shards can compute partially (see the file's
+ *		comment).
+ */
+static PlannedStmt *
+afdw_planner(Query *query, const char *query_string, int cursor_options,
+			 ParamListInfo bound_params)
+{
+	PlannedStmt *result;
+	bool		saved = enable_partitionwise_aggregate;
+	PartialSearch ps = {false, false};
+
+	if (afdw_partitionwise_aggregate && !enable_partitionwise_aggregate)
+	{
+		(void) search_query((Node *) query, &ps);
+		if (ps.wanted && !ps.refused)
+			enable_partitionwise_aggregate = true;
+	}
+	PG_TRY();
+	{
+		if (prev_planner_hook != NULL)
+			result = prev_planner_hook(query, query_string, cursor_options,
+									   bound_params);
+		else
+			result = standard_planner(query, query_string, cursor_options,
+									  bound_params);
+	}
+	PG_FINALLY();
+	{
+		enable_partitionwise_aggregate = saved;
+	}
+	PG_END_TRY();
+	return result;
+}
+
+/*
+ * afdw_upper_init
+ *		Define async_fdw.partitionwise_aggregate and install the planner
+ *		hook (from _PG_init).
+ */
+void
+afdw_upper_init(void)
+{
+	DefineCustomBoolVariable("async_fdw.partitionwise_aggregate",
+							 "Aggregates partitioned tables with async_fdw partitions partition by partition.",
+							 "While such a query is planned, enable_partitionwise_aggregate is on, so that each shard computes its partition's aggregates, partially when the GROUP BY does not hold the partition key.",
+							 &afdw_partitionwise_aggregate,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+	prev_planner_hook = planner_hook;
+	planner_hook = afdw_planner;
+}

@@ -1,0 +1,141 @@
+--
+-- aggregate: aggregates computed by the remote servers.  A foreign table's
+-- aggregate is one remote SELECT with GROUP BY and HAVING; a partitioned
+-- table with async_fdw partitions is aggregated partially by every shard
+-- at once, and the coordinator combines the partial results.  Every result
+-- is compared with the same query on local tables holding the same rows.
+--
+CREATE TABLE remote.ag1 (id int, g int, i2 int2, i4 int, i8 bigint, n numeric,
+                         f float8, t text, b bool, d date);
+INSERT INTO remote.ag1
+  SELECT x, x % 5, CASE WHEN x % 9 = 0 THEN NULL ELSE (x % 300)::int2 END,
+         CASE WHEN x % 7 = 0 THEN NULL ELSE x * 1000 END,
+         CASE WHEN x % 11 = 0 THEN NULL ELSE 9223372036854775000 - x END,
+         x * 0.25, x / 3.0, 't' || (x % 13), x % 3 = 0, DATE '2026-01-01' + x
+    FROM generate_series(1, 400) x;
+CREATE TABLE remote.ag2 (LIKE remote.ag1);
+INSERT INTO remote.ag2
+  SELECT x, x % 5, NULL, -x, 9223372036854775000 + (x % 800), x * 0.5, x, 'u' || (x % 4),
+         x % 2 = 0, DATE '2025-01-01' + x
+    FROM generate_series(401, 900) x;
+CREATE TABLE remote.ag3 (LIKE remote.ag1);
+CREATE TABLE remote.ag4 (LIKE remote.ag1);
+INSERT INTO remote.ag4 VALUES (1500, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+CREATE TABLE ag_local AS
+  SELECT * FROM remote.ag1 UNION ALL SELECT * FROM remote.ag2
+  UNION ALL SELECT * FROM remote.ag3 UNION ALL SELECT * FROM remote.ag4;
+
+CREATE FOREIGN TABLE ag1 (id int, g int, i2 int2, i4 int, i8 bigint, n numeric,
+                          f float8, t text, b bool, d date)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'ag1');
+CREATE TABLE ag (id int, g int, i2 int2, i4 int, i8 bigint, n numeric,
+                 f float8, t text, b bool, d date) PARTITION BY RANGE (id);
+CREATE FOREIGN TABLE ag_p1 PARTITION OF ag FOR VALUES FROM (1) TO (401)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'ag1');
+CREATE FOREIGN TABLE ag_p2 PARTITION OF ag FOR VALUES FROM (401) TO (1001)
+  SERVER loopback2 OPTIONS (schema_name 'remote', table_name 'ag2');
+CREATE FOREIGN TABLE ag_p3 PARTITION OF ag FOR VALUES FROM (1001) TO (1401)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'ag3');
+CREATE FOREIGN TABLE ag_p4 PARTITION OF ag FOR VALUES FROM (1401) TO (2001)
+  SERVER loopback2 OPTIONS (schema_name 'remote', table_name 'ag4');
+ANALYZE ag_p1, ag_p2, ag_p3, ag_p4, ag1;
+
+-- The rows of query Q against those of LQ, in any order.
+CREATE FUNCTION ag_same(q text, lq text) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+  r1 text[];
+  r2 text[];
+BEGIN
+  EXECUTE format('SELECT array_agg(s::text ORDER BY s::text) FROM (%s) s', q) INTO r1;
+  EXECUTE format('SELECT array_agg(s::text ORDER BY s::text) FROM (%s) s', lq) INTO r2;
+  IF r1 IS DISTINCT FROM r2 THEN
+    RAISE NOTICE 'async_fdw: %', r1;
+    RAISE NOTICE 'local:     %', r2;
+  END IF;
+  RETURN r1 IS NOT DISTINCT FROM r2;
+END
+$$;
+
+-- 1. One foreign table: GROUP BY, HAVING, FILTER, DISTINCT and ORDER BY
+-- inside aggregates, grouping by an expression.
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT g, count(*), sum(i4), avg(i2), min(t), max(d) FROM ag1 GROUP BY g HAVING count(*) > 10;
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT g % 2 AS h, count(DISTINCT t), string_agg(t, ',' ORDER BY t DESC, id) FILTER (WHERE id < 30),
+         sum(i8) + 1 AS s
+    FROM ag1 WHERE id > 3 GROUP BY g % 2;
+SELECT ag_same($$SELECT g, count(*), sum(i4), avg(i2), min(t), max(d), bool_and(b), bit_or(i4) FROM ag1 GROUP BY g HAVING count(*) > 10$$,
+               $$SELECT g, count(*), sum(i4), avg(i2), min(t), max(d), bool_and(b), bit_or(i4) FROM remote.ag1 GROUP BY g HAVING count(*) > 10$$);
+SELECT ag_same($$SELECT g % 2 AS h, count(DISTINCT t), string_agg(t, ',' ORDER BY t DESC, id) FILTER (WHERE id < 30), sum(i8) + 1 AS s FROM ag1 WHERE id > 3 GROUP BY g % 2$$,
+               $$SELECT g % 2 AS h, count(DISTINCT t), string_agg(t, ',' ORDER BY t DESC, id) FILTER (WHERE id < 30), sum(i8) + 1 AS s FROM remote.ag1 WHERE id > 3 GROUP BY g % 2$$);
+SELECT ag_same($$SELECT count(*), sum(n), avg(f), max(i8) FROM ag1 WHERE id > 1000$$,
+               $$SELECT count(*), sum(n), avg(f), max(i8) FROM remote.ag1 WHERE id > 1000$$);
+SELECT ag_same($$SELECT t, array_agg(id ORDER BY id DESC NULLS FIRST) FROM ag1 WHERE id < 40 GROUP BY t$$,
+               $$SELECT t, array_agg(id ORDER BY id DESC NULLS FIRST) FROM remote.ag1 WHERE id < 40 GROUP BY t$$);
+-- An item computed locally from the aggregate sent.
+EXPLAIN (VERBOSE, COSTS OFF) SELECT g, sum(i4) * random() * 0 FROM ag1 GROUP BY g;
+
+-- 2. Shapes that stay local: a volatile function, a non-default
+-- collation, a user-defined aggregate, a local condition.
+EXPLAIN (COSTS OFF) SELECT sum(i4 * (random() < 2)::int) FROM ag1;
+EXPLAIN (COSTS OFF) SELECT min(t COLLATE "C") FROM ag1;
+EXPLAIN (COSTS OFF) SELECT g, count(*) FROM ag1 GROUP BY t COLLATE "C", g;
+CREATE FUNCTION ag_add(int, int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 + $2';
+CREATE AGGREGATE ag_total(int) (SFUNC = ag_add, STYPE = int, INITCOND = '0');
+EXPLAIN (COSTS OFF) SELECT ag_total(i4) FROM ag1 WHERE i4 IS NOT NULL;
+SELECT ag_total(i4) = (SELECT sum(i4) FROM remote.ag1) FROM ag1 WHERE i4 IS NOT NULL;
+CREATE FUNCTION ag_local_fn(int) RETURNS bool LANGUAGE plpgsql AS 'BEGIN RETURN $1 > 100; END';
+EXPLAIN (COSTS OFF) SELECT count(*) FROM ag1 WHERE ag_local_fn(id);
+SELECT ag_same($$SELECT min(t COLLATE "C"), count(*) FROM ag1 WHERE ag_local_fn(id)$$,
+               $$SELECT min(t COLLATE "C"), count(*) FROM remote.ag1 WHERE ag_local_fn(id)$$);
+
+-- 3. A partitioned table: one partial aggregate per partition, all sent
+-- at once, finalized locally; with and without GROUP BY, NULLs, an empty
+-- partition, bigint sums past the bigint range, avg's exact value.
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT count(*), count(i4), sum(i4), sum(i8), avg(i8), avg(i2), min(t), max(d) FROM ag;
+EXPLAIN (COSTS OFF)
+  SELECT t, count(*), sum(i8) FROM ag GROUP BY t HAVING sum(i2) IS NULL OR count(*) > 3;
+SELECT ag_same($$SELECT count(*), count(i4), sum(i4), sum(i8), avg(i8), avg(i2), avg(i4), min(t), max(d), sum(i2) FROM ag$$,
+               $$SELECT count(*), count(i4), sum(i4), sum(i8), avg(i8), avg(i2), avg(i4), min(t), max(d), sum(i2) FROM ag_local$$);
+SELECT ag_same($$SELECT t, count(*), sum(i8), avg(i8), bool_or(b), every(b), bit_and(i2), bit_xor(id) FROM ag GROUP BY t HAVING sum(i2) IS NULL OR count(*) > 3$$,
+               $$SELECT t, count(*), sum(i8), avg(i8), bool_or(b), every(b), bit_and(i2), bit_xor(id) FROM ag_local GROUP BY t HAVING sum(i2) IS NULL OR count(*) > 3$$);
+SELECT ag_same($$SELECT g, i2 IS NULL AS nul, count(*) FILTER (WHERE id % 2 = 0), min(n), max(f), sum(i4) FROM ag WHERE id > 100 GROUP BY 1, 2$$,
+               $$SELECT g, i2 IS NULL AS nul, count(*) FILTER (WHERE id % 2 = 0), min(n), max(f), sum(i4) FROM ag_local WHERE id > 100 GROUP BY 1, 2$$);
+-- No row at all: one group of NULLs and zeros.
+SELECT ag_same($$SELECT count(*), sum(i8), avg(i8), avg(i4), min(t) FROM ag WHERE id < 0$$,
+               $$SELECT count(*), sum(i8), avg(i8), avg(i4), min(t) FROM ag_local WHERE id < 0$$);
+SELECT count(*), sum(i8), avg(i8) FROM ag WHERE id < 0;
+-- The partition key in GROUP BY, ORDER BY and LIMIT above.
+SELECT ag_same($$SELECT id / 100 AS k, sum(i8) FROM ag GROUP BY 1 ORDER BY 2 DESC LIMIT 3$$,
+               $$SELECT id / 100 AS k, sum(i8) FROM ag_local GROUP BY 1 ORDER BY 2 DESC LIMIT 3$$);
+
+-- 4. An aggregate without a partial form keeps the plan that pulls rows,
+-- through the asynchronous Append; so does async_fdw.partitionwise_aggregate
+-- off.  enable_partitionwise_aggregate on makes the same choice.
+EXPLAIN (COSTS OFF) SELECT count(*), sum(f) FROM ag;
+EXPLAIN (COSTS OFF) SELECT count(DISTINCT t) FROM ag;
+SELECT ag_same($$SELECT count(*), sum(n), count(DISTINCT t) FROM ag$$,
+               $$SELECT count(*), sum(n), count(DISTINCT t) FROM ag_local$$);
+SET async_fdw.partitionwise_aggregate = off;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM ag;
+SET enable_partitionwise_aggregate = on;
+EXPLAIN (COSTS OFF) SELECT g, count(*) FROM ag GROUP BY g;
+RESET enable_partitionwise_aggregate;
+RESET async_fdw.partitionwise_aggregate;
+
+-- 5. A remote error in an aggregate names the table.
+SELECT sum(100 / (id - 7)) FROM ag1;
+SELECT sum(100 / (id - 450)) FROM ag;
+
+-- 6. Each fetch mode, and a parameter sent with the aggregate.
+ALTER FOREIGN TABLE ag1 OPTIONS (ADD fetch_mode 'cursor', ADD fetch_size '2');
+SELECT ag_same($$SELECT g, count(*), sum(i8) FROM ag1 GROUP BY g$$,
+               $$SELECT g, count(*), sum(i8) FROM remote.ag1 GROUP BY g$$);
+ALTER FOREIGN TABLE ag1 OPTIONS (DROP fetch_mode, DROP fetch_size);
+PREPARE ag_q(int) AS SELECT count(*), sum(i4) FROM ag WHERE id > $1;
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE ag_q(10);
+EXECUTE ag_q(10);
+SELECT count(*), sum(i4) FROM ag_local WHERE id > 10;
+DEALLOCATE ag_q;
+SELECT x, (SELECT count(*) FROM ag1 WHERE g = x) FROM generate_series(0, 2) x;
