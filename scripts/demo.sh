@@ -127,4 +127,28 @@ printf '%-34s %10s\n' "async_fdw, async append off" "$(time_query "SET enable_as
 printf '%-34s %10s\n' "postgres_fdw, async_capable" "$(time_query "SET enable_async_append = on;" items_postgres_fdw)"
 printf '%-34s %10s\n' "postgres_fdw, async append off" "$(time_query "SET enable_async_append = off;" items_postgres_fdw)"
 
+# Aggregates: async_fdw has every shard compute a partial aggregate at
+# once; postgres_fdw (async, fetch_size 10000) pulls the rows, or with
+# enable_partitionwise_aggregate pushes each partition's aggregate when the
+# GROUP BY holds the partition key, never a partial one.
+for i in $(seq 1 "$nshards"); do
+	echo "ALTER SERVER postgres_fdw_s$i OPTIONS (ADD fetch_size '10000');"
+done | psql_at "$port0"
+for agg in "SELECT count(*), sum(a), max(c) FROM %s" \
+	"SELECT b %% 10 AS k, count(*), sum(a), avg(b) FROM %s GROUP BY 1 ORDER BY 1"; do
+	query=$agg
+	log "aggregate: $(printf "$query" items)"
+	for t in items_async_fdw items_postgres_fdw; do
+		[ "$(psql_at "$port0" -At -c "$(printf "$query" "$t")" | md5sum)" = \
+			"$(psql_at "$port0" -At -c "$(printf "$query" items_async_fdw)" | md5sum)" ] ||
+			{ echo "different results from $t" >&2; exit 1; }
+	done
+	printf '%-44s %10s\n' "configuration" "median ms"
+	printf '%-44s %10s\n' "async_fdw (partial aggregates, by default)" "$(time_query "" items_async_fdw)"
+	printf '%-44s %10s\n' "postgres_fdw, partitionwise aggregate off" \
+		"$(time_query "SET enable_partitionwise_aggregate = off;" items_postgres_fdw)"
+	printf '%-44s %10s\n' "postgres_fdw, partitionwise aggregate on" \
+		"$(time_query "SET enable_partitionwise_aggregate = on;" items_postgres_fdw)"
+done
+
 log "done; stopping every instance"

@@ -108,8 +108,8 @@ explain_analyze(AfdwScanState *st, ExplainState *es)
 
 /*
  * afdwExplainForeignScan
- *		Show the remote SQL in EXPLAIN VERBOSE, and with ANALYZE what the
- *		scan did remotely.
+ *		Name the table of a remote aggregate; show the remote SQL in EXPLAIN
+ *		VERBOSE, and with ANALYZE what the scan did remotely.
  */
 void
 afdwExplainForeignScan(ForeignScanState *node, ExplainState *es)

@@ -93,7 +93,7 @@ is_deeply(
 	[
 		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ; '
 		  . 'SAVEPOINT afdw_ra; '
-		  . 'COPY (SELECT NULL FROM public.items WHERE ((id < 10))) TO STDOUT',
+		  . 'COPY (SELECT count(*) FROM public.items WHERE ((id < 10))) TO STDOUT',
 		'COMMIT TRANSACTION'
 	],
 	'the remote statements of a streamed scan');
@@ -126,9 +126,9 @@ is_deeply(
 		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ; '
 		  . 'SELECT pg_catalog.pg_export_snapshot(); '
 		  . 'SAVEPOINT afdw_ra; '
-		  . 'COPY (SELECT NULL FROM public.items WHERE ((id < 10))) TO STDOUT',
+		  . 'COPY (SELECT count(*) FROM public.items WHERE ((id < 10))) TO STDOUT',
 		'RELEASE SAVEPOINT afdw_ra; SAVEPOINT s2; SAVEPOINT afdw_ra; '
-		  . 'COPY (SELECT NULL FROM public.items WHERE ((id < 5))) TO STDOUT',
+		  . 'COPY (SELECT count(*) FROM public.items WHERE ((id < 5))) TO STDOUT',
 		'RELEASE SAVEPOINT afdw_ra; RELEASE SAVEPOINT s2',
 		'COMMIT TRANSACTION'
 	],
