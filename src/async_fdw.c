@@ -51,8 +51,10 @@ enum AfdwScanPrivate
 	AFDW_PRIVATE_RETRIEVED,		/* List of Integer: local column numbers */
 	AFDW_PRIVATE_FETCH_SIZE,	/* Integer: rows per FETCH */
 	AFDW_PRIVATE_STREAM,		/* Boolean: stream with COPY */
-	AFDW_PRIVATE_OUTER_ORDER	/* String: ORDER BY of a binary stream's
+	AFDW_PRIVATE_OUTER_ORDER,	/* String: ORDER BY of a binary stream's
 								 * wrapper ("" for none) */
+	AFDW_PRIVATE_RELATIONS		/* String: what a remote join or aggregate
+								 * reads, for EXPLAIN ("" for a scan) */
 };
 
 void		_PG_init(void);
@@ -474,9 +476,11 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	char	   *outer_order = "";
 	int64		limit;
 
-	/* The remote aggregate of a grouping relation (upper.c). */
+	/* The remote aggregate of a grouping relation (upper.c), a join. */
 	if (fp->input_rel != NULL)
 		return afdw_grouping_plan(root, baserel, tlist, outer_plan);
+	if (fp->outer_rel != NULL)
+		return afdw_join_plan(root, baserel, tlist, outer_plan);
 
 	/*
 	 * Streaming pays off for scans read to the end.  A parameterized scan
@@ -532,11 +536,39 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 		stream = false;
 
 	return make_foreignscan(tlist, local_exprs, baserel->relid, params,
-							list_make5(makeString(sql.data), retrieved_attrs,
-									   makeInteger(fp->fetch_size),
-									   makeBoolean(stream),
-									   makeString(outer_order)),
+							afdw_make_scan_private(sql.data, retrieved_attrs,
+												   fp->fetch_size, stream,
+												   outer_order, ""),
 							NIL, remote_exprs, outer_plan);
+}
+
+/*
+ * afdw_make_scan_private
+ *		The fdw_private list of a ForeignScan (see AfdwScanPrivate).
+ */
+List *
+afdw_make_scan_private(const char *sql, List *retrieved_attrs, int fetch_size,
+					   bool stream, const char *outer_order,
+					   const char *relations)
+{
+	return lappend(list_make5(makeString(pstrdup(sql)), retrieved_attrs,
+							  makeInteger(fetch_size), makeBoolean(stream),
+							  makeString(pstrdup(outer_order))),
+				   makeString(pstrdup(relations)));
+}
+
+/*
+ * afdw_scan_relations
+ *		What the remote join or aggregate of PLAN reads, as EXPLAIN shows
+ *		it; NULL for a scan of one table.
+ */
+const char *
+afdw_scan_relations(ForeignScan *plan)
+{
+	const char *relations = strVal(list_nth(plan->fdw_private,
+											AFDW_PRIVATE_RELATIONS));
+
+	return relations[0] == '\0' ? NULL : relations;
 }
 
 /*
@@ -573,6 +605,7 @@ async_fdw_handler(PG_FUNCTION_ARGS)
 	routine->GetForeignPaths = afdwGetForeignPaths;
 	routine->GetForeignPlan = afdwGetForeignPlan;
 	routine->GetForeignUpperPaths = afdwGetForeignUpperPaths;
+	routine->GetForeignJoinPaths = afdwGetForeignJoinPaths;
 	afdw_scan_routines(routine);
 
 	PG_RETURN_POINTER(routine);

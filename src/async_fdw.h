@@ -130,6 +130,20 @@ typedef struct AfdwRelInfo
 	List	   *group_positions;
 	List	   *having;
 	bool		partial;
+
+	/*
+	 * A join computed by the remote server (join.c): its two sides (base
+	 * relations or joins of ours), the join type, the conditions of its ON
+	 * clause and those of the WHERE clause that ends up around it
+	 * (expressions; a side's own conditions are placed in one or the
+	 * other), and how EXPLAIN names it.
+	 */
+	RelOptInfo *outer_rel;
+	RelOptInfo *inner_rel;
+	JoinType	jointype;
+	List	   *join_on;
+	List	   *where_conds;
+	char	   *relations;
 } AfdwRelInfo;
 
 /*
@@ -157,6 +171,11 @@ extern List *afdw_extensions_option(List *options);
  * escapes are replaced, the application_name of new remote connections.
  */
 extern PGDLLIMPORT char *afdw_application_name;
+extern List *afdw_make_scan_private(const char *sql, List *retrieved_attrs,
+									int fetch_size, bool stream,
+									const char *outer_order,
+									const char *relations);
+extern const char *afdw_scan_relations(ForeignScan *plan);
 extern void afdw_scan_private(ForeignScan *plan, char **sql,
 							  List **retrieved_attrs, int *fetch_size,
 							  bool *stream, char **outer_order);
@@ -337,6 +356,9 @@ extern void afdw_deparse_grouped_select(StringInfo buf, RelOptInfo *baserel,
 										List *remote_conds, List *group_positions,
 										List *having, bool partial,
 										List **params);
+extern void afdw_deparse_join_select(StringInfo buf, PlannerInfo *root,
+									 RelOptInfo *joinrel, List *tlist,
+									 List **params);
 extern void afdw_deparse_relation(StringInfo buf, Relation rel);
 extern char *afdw_deparse_order_by(StringInfo buf, RelOptInfo *baserel,
 								   Relation rel, List *pathkeys,
@@ -357,6 +379,13 @@ extern void afdw_reset_transmission_modes(int nestlevel);
 
 /* scan.c */
 extern void afdw_scan_routines(FdwRoutine *routine);
+
+/* join.c */
+extern void afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
+									RelOptInfo *outerrel, RelOptInfo *innerrel,
+									JoinType jointype, JoinPathExtraData *extra);
+extern ForeignScan *afdw_join_plan(PlannerInfo *root, RelOptInfo *rel,
+								   List *tlist, Plan *outer_plan);
 
 /* upper.c */
 extern void afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,

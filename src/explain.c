@@ -108,7 +108,7 @@ explain_analyze(AfdwScanState *st, ExplainState *es)
 
 /*
  * afdwExplainForeignScan
- *		Name the table of a remote aggregate; show the remote SQL in EXPLAIN
+ *		Name the tables of a remote join or aggregate; show the remote SQL in EXPLAIN
  *		VERBOSE, and with ANALYZE what the scan did remotely.
  */
 void
@@ -121,26 +121,9 @@ afdwExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	char	   *outer_order;
 	ForeignScan *plan = (ForeignScan *) node->ss.ps.plan;
 
-	/* A remote aggregate names its table, as a scan node would. */
-	if (plan->scan.scanrelid == 0)
-	{
-		Index		rtindex = bms_next_member(plan->fs_relids, -1);
-		Oid			relid = exec_rt_fetch(rtindex, node->ss.ps.state)->relid;
-		ListCell   *lc;
-		bool		partial = false;
-
-		foreach(lc, plan->fdw_scan_tlist)
-		{
-			Expr	   *expr = lfirst_node(TargetEntry, lc)->expr;
-
-			if (IsA(expr, Aggref) && ((Aggref *) expr)->aggsplit != AGGSPLIT_SIMPLE)
-				partial = true;
-		}
-		ExplainPropertyText("Relations",
-							psprintf("%s on %s", partial ? "Partial Aggregate" : "Aggregate",
-									 quote_identifier(get_rel_name(relid))),
-							es);
-	}
+	/* A remote join or aggregate names its tables, as a scan node would. */
+	if (afdw_scan_relations(plan) != NULL)
+		ExplainPropertyText("Relations", afdw_scan_relations(plan), es);
 	if (!es->verbose)
 		return;
 	afdw_scan_private(plan, &sql, &retrieved_attrs,

@@ -202,7 +202,7 @@ ship_walker(Node *node, ShipContext *cxt)
 				 * No whole-row reference and no system column but ctid,
 				 * whose remote value is the one the scan fetches.
 				 */
-				if (var->varno == (int) cxt->baserel->relid &&
+				if (bms_is_member(var->varno, cxt->baserel->relids) &&
 					var->varattno <= 0 &&
 					var->varattno != SelfItemPointerAttributeNumber)
 					return false;

@@ -43,6 +43,7 @@
 #include "optimizer/planmain.h"
 #include "optimizer/planner.h"
 #include "optimizer/tlist.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -50,8 +51,9 @@
 
 #include "async_fdw.h"
 
-/* async_fdw.partitionwise_aggregate */
+/* async_fdw.partitionwise_aggregate and async_fdw.partitionwise_join */
 static bool afdw_partitionwise_aggregate = true;
+static bool afdw_partitionwise_join = true;
 
 static planner_hook_type prev_planner_hook = NULL;
 
@@ -305,9 +307,13 @@ afdw_grouping_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist,
 		retrieved_attrs = lappend_int(retrieved_attrs, i);
 
 	return make_foreignscan(tlist, NIL, 0, params,
-							list_make5(makeString(sql.data), retrieved_attrs,
-									   makeInteger(ifp->fetch_size),
-									   makeBoolean(stream), makeString("")),
+							afdw_make_scan_private(sql.data, retrieved_attrs,
+												   ifp->fetch_size, stream, "",
+												   psprintf("%s on %s",
+															gfp->partial ?
+															"Partial Aggregate" :
+															"Aggregate",
+															quote_identifier(get_rel_name(ifp->table->relid)))),
 							gfp->grouped_tlist, NIL, outer_plan);
 }
 
@@ -403,14 +409,15 @@ is_async_fdw_table(Oid relid)
 }
 
 /*
- * has_async_partitions
- *		True if a partitioned table of QUERY's range table has a partition
+ * async_partitioned_tables
+ *		How many partitioned tables of QUERY's range table have a partition
  *		of async_fdw, at any depth.
  */
-static bool
-has_async_partitions(Query *query)
+static int
+async_partitioned_tables(Query *query)
 {
 	ListCell   *lc;
+	int			count = 0;
 
 	foreach(lc, query->rtable)
 	{
@@ -424,10 +431,13 @@ has_async_partitions(Query *query)
 		foreach(lc2, children)
 		{
 			if (is_async_fdw_table(lfirst_oid(lc2)))
-				return true;
+			{
+				count++;
+				break;
+			}
 		}
 	}
-	return false;
+	return count;
 }
 
 /* What the planner hook found in a query and its subqueries. */
@@ -437,6 +447,8 @@ typedef struct PartialSearch
 								 * partitions partially */
 	bool		refused;		/* a level aggregates async_fdw partitions
 								 * but not partially */
+	bool		joins;			/* a level joins partitioned tables with
+								 * async_fdw partitions */
 } PartialSearch;
 
 /*
@@ -452,8 +464,11 @@ search_query(Node *node, PartialSearch *ps)
 	if (IsA(node, Query))
 	{
 		Query	   *q = (Query *) node;
+		int			partitioned = async_partitioned_tables(q);
 
-		if ((q->hasAggs || q->groupClause != NIL) && has_async_partitions(q))
+		if (partitioned >= 2)
+			ps->joins = true;
+		if ((q->hasAggs || q->groupClause != NIL) && partitioned > 0)
 		{
 			List	   *group_exprs = get_sortgrouplist_exprs(q->groupClause,
 															  q->targetList);
@@ -477,7 +492,8 @@ search_query(Node *node, PartialSearch *ps)
  *		Plan QUERY with partitionwise aggregation on when it aggregates a
  *		partitioned table with async_fdw partitions, each of whose
  *		aggregates the shards can compute partially (see the file's
- *		comment).
+ *		comment), and with partitionwise join on when it joins two such
+ *		tables (join.c).
  */
 static PlannedStmt *
 afdw_planner(Query *query, const char *query_string, int cursor_options,
@@ -485,13 +501,17 @@ afdw_planner(Query *query, const char *query_string, int cursor_options,
 {
 	PlannedStmt *result;
 	bool		saved = enable_partitionwise_aggregate;
-	PartialSearch ps = {false, false};
+	bool		saved_join = enable_partitionwise_join;
+	PartialSearch ps = {false, false, false};
 
-	if (afdw_partitionwise_aggregate && !enable_partitionwise_aggregate)
+	if ((afdw_partitionwise_aggregate && !enable_partitionwise_aggregate) ||
+		(afdw_partitionwise_join && !enable_partitionwise_join))
 	{
 		(void) search_query((Node *) query, &ps);
-		if (ps.wanted && !ps.refused)
+		if (afdw_partitionwise_aggregate && ps.wanted && !ps.refused)
 			enable_partitionwise_aggregate = true;
+		if (afdw_partitionwise_join && ps.joins)
+			enable_partitionwise_join = true;
 	}
 	PG_TRY();
 	{
@@ -505,6 +525,7 @@ afdw_planner(Query *query, const char *query_string, int cursor_options,
 	PG_FINALLY();
 	{
 		enable_partitionwise_aggregate = saved;
+		enable_partitionwise_join = saved_join;
 	}
 	PG_END_TRY();
 	return result;
@@ -512,8 +533,9 @@ afdw_planner(Query *query, const char *query_string, int cursor_options,
 
 /*
  * afdw_upper_init
- *		Define async_fdw.partitionwise_aggregate and install the planner
- *		hook (from _PG_init).
+ *		Define async_fdw.partitionwise_aggregate and
+ *		async_fdw.partitionwise_join, and install the planner hook (from
+ *		_PG_init).
  */
 void
 afdw_upper_init(void)
@@ -522,6 +544,14 @@ afdw_upper_init(void)
 							 "Aggregates partitioned tables with async_fdw partitions partition by partition.",
 							 "While such a query is planned, enable_partitionwise_aggregate is on, so that each shard computes its partition's aggregates, partially when the GROUP BY does not hold the partition key.",
 							 &afdw_partitionwise_aggregate,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("async_fdw.partitionwise_join",
+							 "Joins partitioned tables with async_fdw partitions partition by partition.",
+							 "While a query joining such tables is planned, enable_partitionwise_join is on, so that partitions with the same bounds on one server join there, every server at the same time.",
+							 &afdw_partitionwise_join,
 							 true,
 							 PGC_USERSET,
 							 0,

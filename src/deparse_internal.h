@@ -1,0 +1,37 @@
+/*-------------------------------------------------------------------------
+ *
+ * deparse_internal.h
+ *		The state of writing remote SQL, shared by the two files that write
+ *		it: deparse.c (statements) and expr.c (expressions).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef DEPARSE_INTERNAL_H
+#define DEPARSE_INTERNAL_H
+
+#include "lib/stringinfo.h"
+#include "nodes/pathnodes.h"
+#include "utils/relcache.h"
+
+/* State of deparsing one statement's expressions. */
+typedef struct DeparseContext
+{
+	StringInfo	buf;
+	RelOptInfo *baserel;		/* the relation read: a base relation, or
+								 * a join of them */
+	Relation	rel;			/* a base relation's */
+	List	   *joined;			/* a join's base relations (Relations)... */
+	List	   *joined_relids;	/* ... and their range table indexes */
+	bool		partial;		/* aggregates give their transition states */
+	List	  **params;			/* expressions sent as $1, $2, ... */
+	int			guc_level;		/* transmission modes' GUC level, or -1
+								 * before a constant needed them */
+} DeparseContext;
+
+/* expr.c */
+extern const char *afdw_remote_column_name(Relation rel, AttrNumber attnum);
+extern void afdw_append_type_name(StringInfo buf, Oid type, int32 typmod);
+extern void afdw_append_literal(StringInfo buf, const char *val);
+extern void afdw_deparse_expr(Expr *node, DeparseContext *cxt);
+
+#endif							/* DEPARSE_INTERNAL_H */

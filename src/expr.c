@@ -1,0 +1,703 @@
+/*-------------------------------------------------------------------------
+ *
+ * expr.c
+ *		Remote SQL of expressions.
+ *
+ * An expression that shippable.c let through, written so that the remote
+ * server reads it as the local one means it, whatever the remote settings:
+ * columns by their remote names, constants with the casts they need and
+ * printed in the transmission modes, parameters as $n, operators and
+ * functions by their names in pg_catalog or an extension's schema, and
+ * aggregates whole or as the transition states of partial aggregates.
+ *
+ * Neighbours: deparse.c builds the statements around the expressions
+ * (deparse_internal.h is their shared context).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/sysattr.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
+
+#include "async_fdw.h"
+#include "deparse_internal.h"
+
+static void deparse_aggref(Aggref *agg, DeparseContext *cxt);
+static void append_function_name(StringInfo buf, Oid funcid);
+
+/*
+ * afdw_remote_column_name
+ *		The remote name of column ATTNUM of REL: its column_name option, or
+ *		its local name.
+ */
+const char *
+afdw_remote_column_name(Relation rel, AttrNumber attnum)
+{
+	List	   *options = GetForeignColumnOptions(RelationGetRelid(rel), attnum);
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, "column_name") == 0)
+			return defGetString(def);
+	}
+	return NameStr(TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attname);
+}
+
+/*
+ * afdw_append_type_name
+ *		Append TYPE with TYPMOD as the remote server will read it.
+ */
+void
+afdw_append_type_name(StringInfo buf, Oid type, int32 typmod)
+{
+	bits16		flags = FORMAT_TYPE_TYPEMOD_GIVEN;
+
+	/*
+	 * Built-in types live in pg_catalog, the remote session's search_path;
+	 * an extension's type is named with its schema, whatever the local
+	 * search_path would leave out.
+	 */
+	if (!afdw_is_builtin(type))
+		flags |= FORMAT_TYPE_FORCE_QUALIFY;
+	appendStringInfoString(buf, format_type_extended(type, typmod, flags));
+}
+
+/*
+ * afdw_append_literal
+ *		Append VAL as a quoted string literal, whatever
+ *		standard_conforming_strings says remotely.
+ */
+void
+afdw_append_literal(StringInfo buf, const char *val)
+{
+	if (strchr(val, '\\') != NULL)
+		appendStringInfoChar(buf, 'E');
+	appendStringInfoChar(buf, '\'');
+	for (const char *p = val; *p; p++)
+	{
+		if (*p == '\'' || *p == '\\')
+			appendStringInfoChar(buf, *p);
+		appendStringInfoChar(buf, *p);
+	}
+	appendStringInfoChar(buf, '\'');
+}
+
+/*
+ * output_ignores_settings
+ *		True for the types whose text form no setting changes, so that
+ *		printing their constants needs no afdw_set_transmission_modes.
+ */
+static bool
+output_ignores_settings(Oid type)
+{
+	switch (type)
+	{
+		case BOOLOID:
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case OIDOID:
+		case NUMERICOID:
+		case TEXTOID:
+		case VARCHAROID:
+		case BPCHAROID:
+		case NAMEOID:
+		case UUIDOID:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
+ * deparse_const
+ *		Append constant C, with a cast wherever the literal alone would be
+ *		read as another type.
+ *
+ * With BARE, a constant printed as a quoted literal or NULL gets no cast:
+ * the remote parser gives it the type of what it is compared with (see
+ * deparse_opexpr).  Numbers and Booleans are printed as usual.
+ */
+static void
+deparse_const(Const *c, DeparseContext *cxt, bool bare)
+{
+	StringInfo	buf = cxt->buf;
+	Oid			typoutput;
+	bool		isvarlena;
+	char	   *val;
+	bool		cast = true;
+
+	if (c->constisnull)
+	{
+		appendStringInfoString(buf, "NULL");
+		if (!bare)
+		{
+			appendStringInfoString(buf, "::");
+			afdw_append_type_name(buf, c->consttype, c->consttypmod);
+		}
+		return;
+	}
+
+	/* Settings change how floats, dates and times print: fix them first. */
+	if (cxt->guc_level < 0 && !output_ignores_settings(c->consttype))
+		cxt->guc_level = afdw_set_transmission_modes();
+	getTypeOutputInfo(c->consttype, &typoutput, &isvarlena);
+	val = OidOutputFunctionCall(typoutput, c->constvalue);
+
+	switch (c->consttype)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case OIDOID:
+		case FLOAT4OID:
+		case FLOAT8OID:
+		case NUMERICOID:
+			/* Plain numbers go bare; NaN and Infinity need quotes. */
+			if (strspn(val, "0123456789+-eE.") == strlen(val))
+			{
+				if (val[0] == '-' || val[0] == '+')
+					appendStringInfo(buf, "(%s)", val);
+				else
+					appendStringInfoString(buf, val);
+				cast = (c->consttype != INT4OID);
+			}
+			else
+				afdw_append_literal(buf, val);
+			break;
+
+		case BOOLOID:
+			appendStringInfoString(buf, strcmp(val, "t") == 0 ? "true" : "false");
+			cast = false;
+			break;
+
+		default:
+			afdw_append_literal(buf, val);
+			cast = !bare;
+			break;
+	}
+
+	if (cast)
+	{
+		appendStringInfoString(buf, "::");
+		afdw_append_type_name(buf, c->consttype, c->consttypmod);
+	}
+	pfree(val);
+}
+
+/*
+ * deparse_param
+ *		Append $n for the parameter expression EXPR (a Param, or another
+ *		relation's column), registering it in *params.
+ */
+static void
+deparse_param(Expr *expr, DeparseContext *cxt)
+{
+	int			n = 0;
+	ListCell   *lc;
+	bool		found = false;
+
+	foreach(lc, *cxt->params)
+	{
+		n++;
+		if (equal(expr, lfirst(lc)))
+		{
+			found = true;
+			break;
+		}
+	}
+	if (!found)
+	{
+		*cxt->params = lappend(*cxt->params, expr);
+		n = list_length(*cxt->params);
+	}
+
+	appendStringInfo(cxt->buf, "$%d::", n);
+	afdw_append_type_name(cxt->buf, exprType((Node *) expr), exprTypmod((Node *) expr));
+}
+
+/*
+ * deparse_operator_name
+ *		Append the name of operator OPNO.
+ *
+ * Remote sessions search pg_catalog only: the bare name finds a built-in
+ * operator, an extension's needs its schema.
+ */
+static void
+deparse_operator_name(Oid opno, DeparseContext *cxt, char *kind)
+{
+	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
+	Form_pg_operator form;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator %u", opno);
+	form = (Form_pg_operator) GETSTRUCT(tup);
+	if (form->oprnamespace == PG_CATALOG_NAMESPACE)
+		appendStringInfoString(cxt->buf, NameStr(form->oprname));
+	else
+	{
+		/* An extension's operator, in the schema of its extension. */
+		appendStringInfo(cxt->buf, "OPERATOR(%s.%s)",
+						 quote_identifier(get_namespace_name(form->oprnamespace)),
+						 NameStr(form->oprname));
+	}
+	*kind = form->oprkind;
+	ReleaseSysCache(tup);
+}
+
+/*
+ * var_relation
+ *		The relation whose column VAR is, if the statement reads it (NULL
+ *		for another relation's column, sent as a parameter).
+ */
+static Relation
+var_relation(Var *var, DeparseContext *cxt)
+{
+	ListCell   *lc1;
+	ListCell   *lc2;
+
+	if (var->varlevelsup != 0)
+		return NULL;
+	if (cxt->joined == NIL)
+		return var->varno == (int) cxt->baserel->relid ? cxt->rel : NULL;
+	forboth(lc1, cxt->joined_relids, lc2, cxt->joined)
+	{
+		if (lfirst_int(lc1) == var->varno)
+			return (Relation) lfirst(lc2);
+	}
+	return NULL;
+}
+
+/*
+ * is_own_column
+ *		True if EXPR prints as a bare column of the scanned table: a column,
+ *		or one under a relabelling that prints as nothing (varchar used as
+ *		text, say).
+ */
+static bool
+is_own_column(Expr *expr, DeparseContext *cxt)
+{
+	if (IsA(expr, RelabelType) &&
+		((RelabelType *) expr)->relabelformat == COERCE_IMPLICIT_CAST)
+		expr = ((RelabelType *) expr)->arg;
+	return IsA(expr, Var) && ((Var *) expr)->varlevelsup == 0 &&
+		var_relation((Var *) expr, cxt) != NULL;
+}
+
+/*
+ * deparse_opexpr
+ *		Append an operator expression, prefix or infix.
+ *
+ * A constant compared with one of the table's columns of the very same
+ * type is printed without a cast when it is a quoted literal, as
+ * postgres_fdw does: the remote parser then reads it as the remote
+ * column's type, so that a column declared text locally over a remote
+ * enum or char(n) is compared the remote column's way (with a cast, the
+ * remote server would look for an operator of its type and text, and fail
+ * or compare otherwise).
+ */
+static void
+deparse_opexpr(OpExpr *op, DeparseContext *cxt, bool distinct)
+{
+	StringInfo	buf = cxt->buf;
+	char		kind;
+	bool		bare_left = false;
+	bool		bare_right = false;
+
+	if (!distinct && list_length(op->args) == 2)
+	{
+		Expr	   *left = linitial(op->args);
+		Expr	   *right = lsecond(op->args);
+
+		if (exprType((Node *) left) == exprType((Node *) right))
+		{
+			if (IsA(left, Const))
+				bare_left = is_own_column(right, cxt);
+			else if (IsA(right, Const))
+				bare_right = is_own_column(left, cxt);
+		}
+	}
+
+	appendStringInfoChar(buf, '(');
+	if (list_length(op->args) == 2)
+	{
+		if (bare_left)
+			deparse_const(linitial(op->args), cxt, true);
+		else
+			afdw_deparse_expr(linitial(op->args), cxt);
+		appendStringInfoChar(buf, ' ');
+	}
+	if (distinct)
+		appendStringInfoString(buf, "IS DISTINCT FROM");
+	else
+		deparse_operator_name(op->opno, cxt, &kind);
+	appendStringInfoChar(buf, ' ');
+	if (bare_right)
+		deparse_const(llast(op->args), cxt, true);
+	else
+		afdw_deparse_expr(llast(op->args), cxt);
+	appendStringInfoChar(buf, ')');
+}
+
+/*
+ * deparse_funcexpr
+ *		Append a function call, or a cast when the call is one.
+ */
+static void
+deparse_funcexpr(FuncExpr *f, DeparseContext *cxt)
+{
+	StringInfo	buf = cxt->buf;
+	ListCell   *lc;
+	bool		first = true;
+
+	if (f->funcformat == COERCE_EXPLICIT_CAST ||
+		f->funcformat == COERCE_IMPLICIT_CAST)
+	{
+		int32		typmod;
+
+		/* A length coercion carries the typmod; the cast applies it. */
+		(void) exprIsLengthCoercion((Node *) f, &typmod);
+		appendStringInfoChar(buf, '(');
+		afdw_deparse_expr(linitial(f->args), cxt);
+		appendStringInfoString(buf, ")::");
+		afdw_append_type_name(buf, f->funcresulttype, typmod);
+		return;
+	}
+
+	append_function_name(buf, f->funcid);
+	appendStringInfoChar(buf, '(');
+	foreach(lc, f->args)
+	{
+		if (!first)
+			appendStringInfoString(buf, ", ");
+		if (f->funcvariadic && lnext(f->args, lc) == NULL)
+			appendStringInfoString(buf, "VARIADIC ");
+		first = false;
+		afdw_deparse_expr(lfirst(lc), cxt);
+	}
+	appendStringInfoChar(buf, ')');
+}
+
+/*
+ * append_function_name
+ *		Append the name of function FUNCID as the remote server finds it:
+ *		remote sessions search pg_catalog only; an extension's has a schema.
+ */
+static void
+append_function_name(StringInfo buf, Oid funcid)
+{
+	Oid			nsp = get_func_namespace(funcid);
+
+	if (nsp != PG_CATALOG_NAMESPACE)
+		appendStringInfo(buf, "%s.", quote_identifier(get_namespace_name(nsp)));
+	appendStringInfoString(buf, quote_identifier(get_func_name(funcid)));
+}
+
+/*
+ * deparse_agg_call
+ *		Append a call of aggregate NAME (or of AGG's own aggregate when NULL)
+ *		with AGG's arguments, DISTINCT, ORDER BY and FILTER.
+ */
+static void
+deparse_agg_call(Aggref *agg, const char *name, DeparseContext *cxt)
+{
+	StringInfo	buf = cxt->buf;
+	ListCell   *lc;
+	bool		first = true;
+
+	if (name != NULL)
+		appendStringInfoString(buf, name);
+	else
+		append_function_name(buf, agg->aggfnoid);
+	appendStringInfoChar(buf, '(');
+	if (agg->aggdistinct != NIL)
+		appendStringInfoString(buf, "DISTINCT ");
+	if (agg->aggstar)
+		appendStringInfoChar(buf, '*');
+	foreach(lc, agg->args)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+		/* ORDER BY items that are not arguments. */
+		if (tle->resjunk)
+			continue;
+		if (!first)
+			appendStringInfoString(buf, ", ");
+		if (agg->aggvariadic && lnext(agg->args, lc) == NULL)
+			appendStringInfoString(buf, "VARIADIC ");
+		first = false;
+		afdw_deparse_expr(tle->expr, cxt);
+	}
+
+	first = true;
+	foreach(lc, agg->aggorder)
+	{
+		SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
+		TargetEntry *tle = get_sortgroupclause_tle(sgc, agg->args);
+		Oid			type = exprType((Node *) tle->expr);
+		TypeCacheEntry *tce = lookup_type_cache(type, TYPECACHE_LT_OPR |
+												TYPECACHE_GT_OPR);
+		char		kind;
+
+		appendStringInfoString(buf, first ? " ORDER BY " : ", ");
+		first = false;
+		afdw_deparse_expr(tle->expr, cxt);
+		if (sgc->sortop == tce->gt_opr)
+			appendStringInfoString(buf, " DESC");
+		else if (sgc->sortop != tce->lt_opr)
+		{
+			appendStringInfoString(buf, " USING ");
+			deparse_operator_name(sgc->sortop, cxt, &kind);
+		}
+		appendStringInfoString(buf, sgc->nulls_first ? " NULLS FIRST" : " NULLS LAST");
+	}
+	appendStringInfoChar(buf, ')');
+
+	if (agg->aggfilter != NULL)
+	{
+		appendStringInfoString(buf, " FILTER (WHERE ");
+		afdw_deparse_expr(agg->aggfilter, cxt);
+		appendStringInfoChar(buf, ')');
+	}
+}
+
+/*
+ * deparse_aggref
+ *		Append aggregate AGG, or its transition state in the form
+ *		afdw_partial_form chose when the context asks for partial
+ *		aggregates.
+ */
+static void
+deparse_aggref(Aggref *agg, DeparseContext *cxt)
+{
+	StringInfo	buf = cxt->buf;
+
+	switch (cxt->partial ? afdw_partial_form(agg) : AFDW_PARTIAL_SAME)
+	{
+		case AFDW_PARTIAL_SAME:
+			deparse_agg_call(agg, NULL, cxt);
+			break;
+		case AFDW_PARTIAL_AVG_ARRAY:
+			appendStringInfoString(buf, "ARRAY[");
+			deparse_agg_call(agg, "count", cxt);
+			appendStringInfoString(buf, ", COALESCE(");
+			deparse_agg_call(agg, "sum", cxt);
+			appendStringInfoString(buf, ", 0)]::int8[]");
+			break;
+		case AFDW_PARTIAL_INT8_STATE:
+			{
+				/*
+				 * The count, then the sum's four header fields widened from
+				 * numeric_send's two bytes to four (none is negative: the
+				 * weight of an integer is not), then its digits.  The
+				 * remote server computes the repeated aggregates once.
+				 */
+				StringInfoData sum;
+				DeparseContext sub = *cxt;
+
+				initStringInfo(&sum);
+				sub.buf = &sum;
+				appendStringInfoString(&sum, "numeric_send(COALESCE(");
+				deparse_agg_call(agg, "sum", &sub);
+				appendStringInfoString(&sum, ", 0))");
+				cxt->guc_level = sub.guc_level;
+
+				appendStringInfoString(buf, "(int8send(");
+				deparse_agg_call(agg, "count", cxt);
+				appendStringInfoChar(buf, ')');
+				for (int field = 0; field < 4; field++)
+					appendStringInfo(buf, " || decode('0000', 'hex') || substr(%s, %d, 2)",
+									 sum.data, 2 * field + 1);
+				appendStringInfo(buf, " || substr(%s, 9))", sum.data);
+				pfree(sum.data);
+				break;
+			}
+		case AFDW_PARTIAL_NONE:
+			elog(ERROR, "aggregate %u has no partial form", agg->aggfnoid);
+	}
+}
+
+/*
+ * afdw_deparse_expr
+ *		Append NODE, which ship_walker accepted, as remote SQL.
+ */
+void
+afdw_deparse_expr(Expr *node, DeparseContext *cxt)
+{
+	StringInfo	buf = cxt->buf;
+
+	switch (nodeTag(node))
+	{
+		case T_Var:
+			{
+				Var		   *var = (Var *) node;
+
+				Relation	rel = var_relation(var, cxt);
+
+				if (rel == NULL)
+				{
+					deparse_param(node, cxt);
+					break;
+				}
+				/* In a join, r<n> is the relation of range table entry n. */
+				if (cxt->joined != NIL)
+					appendStringInfo(buf, "r%d.", var->varno);
+				if (var->varattno == SelfItemPointerAttributeNumber)
+					appendStringInfoString(buf, "ctid");
+				else
+					appendStringInfoString(buf,
+										   quote_identifier(afdw_remote_column_name(rel,
+																			   var->varattno)));
+				break;
+			}
+
+		case T_Const:
+			deparse_const((Const *) node, cxt, false);
+			break;
+
+		case T_Param:
+			deparse_param(node, cxt);
+			break;
+
+		case T_OpExpr:
+			deparse_opexpr((OpExpr *) node, cxt, false);
+			break;
+
+		case T_DistinctExpr:
+			deparse_opexpr((OpExpr *) node, cxt, true);
+			break;
+
+		case T_ScalarArrayOpExpr:
+			{
+				ScalarArrayOpExpr *op = (ScalarArrayOpExpr *) node;
+				char		kind;
+
+				appendStringInfoChar(buf, '(');
+				afdw_deparse_expr(linitial(op->args), cxt);
+				appendStringInfoChar(buf, ' ');
+				deparse_operator_name(op->opno, cxt, &kind);
+				appendStringInfoString(buf, op->useOr ? " ANY (" : " ALL (");
+				afdw_deparse_expr(lsecond(op->args), cxt);
+				appendStringInfoString(buf, "))");
+				break;
+			}
+
+		case T_FuncExpr:
+			deparse_funcexpr((FuncExpr *) node, cxt);
+			break;
+
+		case T_BoolExpr:
+			{
+				BoolExpr   *b = (BoolExpr *) node;
+				ListCell   *lc;
+				bool		first = true;
+
+				if (b->boolop == NOT_EXPR)
+				{
+					appendStringInfoString(buf, "(NOT ");
+					afdw_deparse_expr(linitial(b->args), cxt);
+					appendStringInfoChar(buf, ')');
+					break;
+				}
+				appendStringInfoChar(buf, '(');
+				foreach(lc, b->args)
+				{
+					if (!first)
+						appendStringInfoString(buf, b->boolop == AND_EXPR ?
+											   " AND " : " OR ");
+					first = false;
+					afdw_deparse_expr(lfirst(lc), cxt);
+				}
+				appendStringInfoChar(buf, ')');
+				break;
+			}
+
+		case T_NullTest:
+			{
+				NullTest   *nt = (NullTest *) node;
+
+				appendStringInfoChar(buf, '(');
+				afdw_deparse_expr(nt->arg, cxt);
+				appendStringInfoString(buf, nt->nulltesttype == IS_NULL ?
+									   " IS NULL)" : " IS NOT NULL)");
+				break;
+			}
+
+		case T_BooleanTest:
+			{
+				BooleanTest *bt = (BooleanTest *) node;
+				static const char *const tests[] = {
+					[IS_TRUE] = " IS TRUE)",
+					[IS_NOT_TRUE] = " IS NOT TRUE)",
+					[IS_FALSE] = " IS FALSE)",
+					[IS_NOT_FALSE] = " IS NOT FALSE)",
+					[IS_UNKNOWN] = " IS UNKNOWN)",
+					[IS_NOT_UNKNOWN] = " IS NOT UNKNOWN)"
+				};
+
+				appendStringInfoChar(buf, '(');
+				afdw_deparse_expr(bt->arg, cxt);
+				appendStringInfoString(buf, tests[bt->booltesttype]);
+				break;
+			}
+
+		case T_RelabelType:
+			{
+				RelabelType *r = (RelabelType *) node;
+
+				if (r->relabelformat == COERCE_IMPLICIT_CAST)
+					afdw_deparse_expr(r->arg, cxt);
+				else
+				{
+					appendStringInfoChar(buf, '(');
+					afdw_deparse_expr(r->arg, cxt);
+					appendStringInfoString(buf, ")::");
+					afdw_append_type_name(buf, r->resulttype, r->resulttypmod);
+				}
+				break;
+			}
+
+		case T_ArrayExpr:
+			{
+				ArrayExpr  *a = (ArrayExpr *) node;
+				ListCell   *lc;
+				bool		first = true;
+
+				appendStringInfoString(buf, "ARRAY[");
+				foreach(lc, a->elements)
+				{
+					if (!first)
+						appendStringInfoString(buf, ", ");
+					first = false;
+					afdw_deparse_expr(lfirst(lc), cxt);
+				}
+				appendStringInfoString(buf, "]::");
+				afdw_append_type_name(buf, a->array_typeid, -1);
+				break;
+			}
+
+		case T_Aggref:
+			deparse_aggref((Aggref *) node, cxt);
+			break;
+
+		default:
+			elog(ERROR, "unsupported expression type for deparse: %d",
+				 (int) nodeTag(node));
+	}
+}
+

@@ -1,0 +1,297 @@
+/*-------------------------------------------------------------------------
+ *
+ * join.c
+ *		Joins computed by the remote server.
+ *
+ * Two foreign tables of async_fdw (or joins of them) on the same server,
+ * read through the same user mapping, join on that server: inner, left,
+ * right and full joins, as postgres_fdw does, when every condition of the
+ * join and of its sides can be sent.  The remote query names each table
+ * r<n>, n its range table index, and places each side's own conditions
+ * where they keep their meaning: the WHERE clause around the join for an
+ * inner join's sides and an outer join's preserved side, the ON clause for
+ * the nullable side; a full join takes no side with conditions.  Joins of
+ * partitions (partitionwise join, turned on by upper.c's planner hook for
+ * queries joining partitioned tables of async_fdw) run as such scans under
+ * the asynchronous Append, every shard joining at the same time.
+ *
+ * Not pushed: joins under row locks (FOR UPDATE would need the rows of
+ * each table rechecked locally), semi- and anti-joins, joins whose
+ * target holds anything but plain columns, joins with lateral references.
+ *
+ * Neighbours: shippable.c says what may be sent, deparse.c writes the
+ * remote SELECT (afdw_deparse_join_select), async_fdw.c hands the
+ * planner's callbacks for join relations here, scan.c runs the plans as
+ * scans whose columns are the remote select list.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "nodes/makefuncs.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/planmain.h"
+#include "optimizer/restrictinfo.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "async_fdw.h"
+
+/*
+ * side_conditions
+ *		The conditions a side of a join applies to its own rows, as
+ *		expressions: a base relation's remote conditions, a join's WHERE.
+ */
+static List *
+side_conditions(RelOptInfo *side)
+{
+	AfdwRelInfo *fp = (AfdwRelInfo *) side->fdw_private;
+
+	if (fp->outer_rel != NULL)
+		return list_copy(fp->where_conds);
+	return extract_actual_clauses(fp->remote_conds, false);
+}
+
+/*
+ * side_name
+ *		How EXPLAIN names a side of a join: the table's name and alias, or
+ *		the description of a join, in parentheses.
+ */
+static char *
+side_name(PlannerInfo *root, RelOptInfo *side)
+{
+	AfdwRelInfo *fp = (AfdwRelInfo *) side->fdw_private;
+	RangeTblEntry *rte;
+	char	   *name;
+
+	if (fp->outer_rel != NULL)
+		return psprintf("(%s)", fp->relations);
+	rte = planner_rt_fetch(side->relid, root);
+	name = get_rel_name(rte->relid);
+	if (rte->eref != NULL && strcmp(rte->eref->aliasname, name) != 0)
+		return psprintf("%s %s", quote_identifier(name),
+						quote_identifier(rte->eref->aliasname));
+	return pstrdup(quote_identifier(name));
+}
+
+/*
+ * join_side_ok
+ *		Whether SIDE is a relation of ours that a remote join may read: a
+ *		foreign table whose conditions are all sent, or such a join.
+ */
+static bool
+join_side_ok(RelOptInfo *side)
+{
+	AfdwRelInfo *fp = (AfdwRelInfo *) side->fdw_private;
+
+	return fp != NULL && fp->input_rel == NULL && fp->local_conds == NIL &&
+		bms_is_empty(side->lateral_relids);
+}
+
+/*
+ * target_ok
+ *		Whether the join's target holds only plain columns of its tables.
+ */
+static bool
+target_ok(RelOptInfo *joinrel)
+{
+	ListCell   *lc;
+
+	foreach(lc, joinrel->reltarget->exprs)
+	{
+		Var		   *var = (Var *) lfirst(lc);
+
+		if (!IsA(var, Var) || var->varattno <= 0 || var->varlevelsup != 0 ||
+			!bms_is_member(var->varno, joinrel->relids))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * remote_cost
+ *		What reading REL costs the remote server: its scan, or its join.
+ */
+static Cost
+remote_cost(RelOptInfo *rel)
+{
+	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
+
+	if (fp->remote_estimated)
+		return fp->remote_total;
+	return seq_page_cost * rel->pages + cpu_tuple_cost * rel->tuples;
+}
+
+/*
+ * afdwGetForeignJoinPaths
+ *		Offer the remote join of OUTERREL and INNERREL for JOINREL.
+ *
+ * Costed as the remote reads of both sides, the join's work over their
+ * rows, and the transfer of the joined rows: less than reading both sides
+ * whenever the join returns fewer rows than they hold together.
+ */
+void
+afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
+						RelOptInfo *outerrel, RelOptInfo *innerrel,
+						JoinType jointype, JoinPathExtraData *extra)
+{
+	AfdwRelInfo *ofp = (AfdwRelInfo *) outerrel->fdw_private;
+	AfdwRelInfo *ifp = (AfdwRelInfo *) innerrel->fdw_private;
+	AfdwRelInfo *jfp;
+	List	   *outer_conds;
+	List	   *inner_conds;
+	List	   *on = NIL;
+	List	   *where = NIL;
+	ListCell   *lc;
+	Cost		remote;
+	Cost		startup;
+	Cost		total;
+	const char *kind;
+
+	/* One path per join relation, whichever pair of sides comes first. */
+	if (joinrel->fdw_private != NULL)
+		return;
+	switch (jointype)
+	{
+		case JOIN_INNER:
+			kind = "INNER JOIN";
+			break;
+		case JOIN_LEFT:
+			kind = "LEFT JOIN";
+			break;
+		case JOIN_RIGHT:
+			kind = "RIGHT JOIN";
+			break;
+		case JOIN_FULL:
+			kind = "FULL JOIN";
+			break;
+		default:
+			return;
+	}
+	if (root->rowMarks != NIL || !join_side_ok(outerrel) || !join_side_ok(innerrel) ||
+		ofp->server->serverid != ifp->server->serverid ||
+		ofp->user->umid != ifp->user->umid ||
+		!bms_is_empty(joinrel->lateral_relids) || !target_ok(joinrel))
+		return;
+
+	/* Set now: the shippability checks read the join's options. */
+	jfp = palloc(sizeof(AfdwRelInfo));
+	memcpy(jfp, ofp, sizeof(AfdwRelInfo));
+	jfp->table = NULL;
+	jfp->remote_conds = NIL;
+	jfp->local_conds = NIL;
+	jfp->attrs_used = NULL;
+	jfp->outer_rel = outerrel;
+	jfp->inner_rel = innerrel;
+	jfp->jointype = jointype;
+	joinrel->fdw_private = jfp;
+
+	/*
+	 * Join clauses go in ON; for an outer join, conditions pushed down to
+	 * it filter its result (WHERE).  Every one must be sent.
+	 */
+	foreach(lc, extra->restrictlist)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+
+		if (!afdw_is_shippable(root, joinrel, ri->clause))
+		{
+			joinrel->fdw_private = NULL;
+			return;
+		}
+		if (IS_OUTER_JOIN(jointype) && RINFO_IS_PUSHED_DOWN(ri, joinrel->relids))
+			where = lappend(where, ri->clause);
+		else
+			on = lappend(on, ri->clause);
+	}
+
+	/* The sides' own conditions, where they keep their meaning. */
+	outer_conds = side_conditions(outerrel);
+	inner_conds = side_conditions(innerrel);
+	switch (jointype)
+	{
+		case JOIN_INNER:
+			where = list_concat(where, list_concat(outer_conds, inner_conds));
+			break;
+		case JOIN_LEFT:
+			where = list_concat(where, outer_conds);
+			on = list_concat(on, inner_conds);
+			break;
+		case JOIN_RIGHT:
+			where = list_concat(where, inner_conds);
+			on = list_concat(on, outer_conds);
+			break;
+		default:
+			if (outer_conds != NIL || inner_conds != NIL)
+			{
+				joinrel->fdw_private = NULL;
+				return;
+			}
+			break;
+	}
+
+	jfp->join_on = on;
+	jfp->where_conds = where;
+	jfp->relations = psprintf("%s %s %s", side_name(root, outerrel), kind,
+							  side_name(root, innerrel));
+
+	/* Both sides read, the join's comparisons, the joined rows sent. */
+	remote = remote_cost(outerrel) + remote_cost(innerrel) +
+		cpu_operator_cost * (outerrel->rows + innerrel->rows) *
+		(list_length(on) + list_length(where) + 1) +
+		cpu_tuple_cost * joinrel->rows;
+	jfp->remote_estimated = true;
+	jfp->remote_startup = 0;
+	jfp->remote_total = remote;
+
+	startup = jfp->fdw_startup_cost + remote;
+	total = startup + (jfp->fdw_tuple_cost + cpu_tuple_cost) * joinrel->rows +
+		joinrel->reltarget->cost.per_tuple * joinrel->rows;
+	add_path(joinrel, (Path *)
+			 create_foreign_join_path(root, joinrel, NULL, joinrel->rows,
+									  startup, total, NIL, NULL, NULL, NIL));
+}
+
+/*
+ * afdw_join_plan
+ *		The ForeignScan of a remote join: its scan target list is the
+ *		join's columns, which TLIST reads.
+ */
+ForeignScan *
+afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan)
+{
+	AfdwRelInfo *jfp = (AfdwRelInfo *) rel->fdw_private;
+	List	   *scan_tlist = NIL;
+	List	   *retrieved_attrs = NIL;
+	List	   *params = NIL;
+	StringInfoData sql;
+	ListCell   *lc;
+	bool		stream;
+
+	foreach(lc, rel->reltarget->exprs)
+	{
+		scan_tlist = lappend(scan_tlist,
+							 makeTargetEntry((Expr *) lfirst(lc),
+											 list_length(scan_tlist) + 1,
+											 NULL, false));
+		retrieved_attrs = lappend_int(retrieved_attrs, list_length(scan_tlist));
+	}
+
+	/* Read to the end, as a scan with no LIMIT is (async_fdw.c). */
+	if (jfp->fetch_mode == AFDW_FETCH_AUTO)
+		stream = root->tuple_fraction <= 0;
+	else
+		stream = (jfp->fetch_mode == AFDW_FETCH_STREAM);
+
+	initStringInfo(&sql);
+	afdw_deparse_join_select(&sql, root, rel, scan_tlist, &params);
+
+	return make_foreignscan(tlist, NIL, 0, params,
+							afdw_make_scan_private(sql.data, retrieved_attrs,
+												   jfp->fetch_size, stream, "",
+												   jfp->relations),
+							scan_tlist, NIL, outer_plan);
+}

@@ -1,0 +1,104 @@
+--
+-- join: joins computed by the remote server.  Two foreign tables on the
+-- same server and user mapping join there (inner, left, right, full);
+-- co-located partitioned tables join partition by partition, every server
+-- at once.  Every result is compared with the same query on local tables
+-- holding the same rows.
+--
+CREATE TABLE remote.jt1 (id int, a int, t text);
+CREATE TABLE remote.jt2 (id int, b int, u text);
+INSERT INTO remote.jt1 SELECT x, x % 10, CASE WHEN x % 7 = 0 THEN NULL ELSE 't' || x END
+  FROM generate_series(1, 300) x;
+INSERT INTO remote.jt2 SELECT x, x % 4, 'u' || (x % 9) FROM generate_series(150, 450, 2) x;
+CREATE FOREIGN TABLE jt1 (id int, a int, t text) SERVER loopback
+  OPTIONS (schema_name 'remote', table_name 'jt1');
+CREATE FOREIGN TABLE jt2 (id int, b int, u text) SERVER loopback
+  OPTIONS (schema_name 'remote', table_name 'jt2');
+CREATE FOREIGN TABLE jt2_other (id int, b int, u text) SERVER loopback2
+  OPTIONS (schema_name 'remote', table_name 'jt2');
+ANALYZE jt1, jt2, jt2_other;
+
+-- The rows of query Q against those of LQ, in any order.
+CREATE FUNCTION jt_same(q text, lq text) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+  r1 text[];
+  r2 text[];
+BEGIN
+  EXECUTE format('SELECT array_agg(s::text ORDER BY s::text) FROM (%s) s', q) INTO r1;
+  EXECUTE format('SELECT array_agg(s::text ORDER BY s::text) FROM (%s) s', lq) INTO r2;
+  IF r1 IS DISTINCT FROM r2 THEN
+    RAISE NOTICE 'async_fdw: %', r1;
+    RAISE NOTICE 'local:     %', r2;
+  END IF;
+  RETURN r1 IS NOT DISTINCT FROM r2;
+END
+$$;
+
+-- 1. Inner, left, right and full joins, each side's conditions where
+-- they keep their meaning.
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT jt1.id, t, u FROM jt1 JOIN jt2 ON jt1.id = jt2.id WHERE a < 5 AND b > 0;
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT jt1.id, t, u FROM jt1 LEFT JOIN jt2 ON jt1.id = jt2.id AND b = 1 WHERE a < 5;
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT x.id, t, u FROM jt1 x RIGHT JOIN jt2 y ON x.id = y.id AND a = 2 WHERE b > 1;
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT jt1.id, jt2.id FROM jt1 FULL JOIN jt2 ON jt1.id = jt2.id;
+SELECT jt_same($$SELECT jt1.id, t, u FROM jt1 JOIN jt2 ON jt1.id = jt2.id WHERE a < 5 AND b > 0$$,
+               $$SELECT jt1.id, t, u FROM remote.jt1 JOIN remote.jt2 ON jt1.id = jt2.id WHERE a < 5 AND b > 0$$);
+SELECT jt_same($$SELECT jt1.id, t, u FROM jt1 LEFT JOIN jt2 ON jt1.id = jt2.id AND b = 1 WHERE a < 5$$,
+               $$SELECT jt1.id, t, u FROM remote.jt1 LEFT JOIN remote.jt2 ON jt1.id = jt2.id AND b = 1 WHERE a < 5$$);
+SELECT jt_same($$SELECT x.id, t, u FROM jt1 x RIGHT JOIN jt2 y ON x.id = y.id AND a = 2 WHERE b > 1$$,
+               $$SELECT x.id, t, u FROM remote.jt1 x RIGHT JOIN remote.jt2 y ON x.id = y.id AND a = 2 WHERE b > 1$$);
+SELECT jt_same($$SELECT jt1.id, jt2.id, t IS NULL FROM jt1 FULL JOIN jt2 ON jt1.id = jt2.id$$,
+               $$SELECT jt1.id, jt2.id, t IS NULL FROM remote.jt1 FULL JOIN remote.jt2 ON jt1.id = jt2.id$$);
+-- A full join whose sides have conditions is done locally.
+EXPLAIN (COSTS OFF)
+  SELECT jt1.id, jt2.id FROM jt1 FULL JOIN (SELECT * FROM jt2 WHERE b = 1) jt2 ON jt1.id = jt2.id;
+SELECT jt_same($$SELECT jt1.id, jt2.id FROM jt1 FULL JOIN (SELECT * FROM jt2 WHERE b = 1) jt2 ON jt1.id = jt2.id$$,
+               $$SELECT jt1.id, jt2.id FROM remote.jt1 FULL JOIN (SELECT * FROM remote.jt2 WHERE b = 1) jt2 ON jt1.id = jt2.id$$);
+-- Three tables.
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT x.id, y.u, z.t FROM jt1 x JOIN jt2 y ON x.id = y.id LEFT JOIN jt1 z ON z.id = y.id + 1
+   WHERE x.a = 3;
+SELECT jt_same($$SELECT x.id, y.u, z.t FROM jt1 x JOIN jt2 y ON x.id = y.id LEFT JOIN jt1 z ON z.id = y.id + 1 WHERE x.a = 3$$,
+               $$SELECT x.id, y.u, z.t FROM remote.jt1 x JOIN remote.jt2 y ON x.id = y.id LEFT JOIN remote.jt1 z ON z.id = y.id + 1 WHERE x.a = 3$$);
+
+-- 2. Done locally: another server, a condition that cannot be sent, row
+-- locks.
+EXPLAIN (COSTS OFF) SELECT jt1.id FROM jt1 JOIN jt2_other o ON jt1.id = o.id;
+CREATE FUNCTION jt_local(int) RETURNS bool LANGUAGE plpgsql AS 'BEGIN RETURN $1 % 2 = 0; END';
+EXPLAIN (COSTS OFF) SELECT jt1.id FROM jt1 JOIN jt2 ON jt1.id = jt2.id AND jt_local(jt1.a + jt2.b);
+SELECT jt_same($$SELECT jt1.id FROM jt1 JOIN jt2 ON jt1.id = jt2.id AND jt_local(jt1.a + jt2.b)$$,
+               $$SELECT jt1.id FROM remote.jt1 JOIN remote.jt2 ON jt1.id = jt2.id AND jt_local(jt1.a + jt2.b)$$);
+EXPLAIN (COSTS OFF) SELECT jt1.id FROM jt1 JOIN jt2 ON jt1.id = jt2.id FOR UPDATE;
+
+-- 3. A remote error names the remote query.
+SELECT count(*) FROM jt1 JOIN jt2 ON jt1.id = jt2.id WHERE 10 / (jt2.b - 2) > 0;
+
+-- 4. Co-located partitioned tables: each pair of partitions joins on its
+-- server, all at once, without any planner setting.
+CREATE TABLE remote.jp1a AS SELECT * FROM remote.jt1 WHERE id <= 200;
+CREATE TABLE remote.jp1b AS SELECT * FROM remote.jt1 WHERE id > 200;
+CREATE TABLE remote.jp2a AS SELECT * FROM remote.jt2 WHERE id <= 200;
+CREATE TABLE remote.jp2b AS SELECT * FROM remote.jt2 WHERE id > 200;
+CREATE TABLE jp1 (id int, a int, t text) PARTITION BY RANGE (id);
+CREATE FOREIGN TABLE jp1_a PARTITION OF jp1 FOR VALUES FROM (MINVALUE) TO (201)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'jp1a');
+CREATE FOREIGN TABLE jp1_b PARTITION OF jp1 FOR VALUES FROM (201) TO (MAXVALUE)
+  SERVER loopback2 OPTIONS (schema_name 'remote', table_name 'jp1b');
+CREATE TABLE jp2 (id int, b int, u text) PARTITION BY RANGE (id);
+CREATE FOREIGN TABLE jp2_a PARTITION OF jp2 FOR VALUES FROM (MINVALUE) TO (201)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'jp2a');
+CREATE FOREIGN TABLE jp2_b PARTITION OF jp2 FOR VALUES FROM (201) TO (MAXVALUE)
+  SERVER loopback2 OPTIONS (schema_name 'remote', table_name 'jp2b');
+ANALYZE jp1_a, jp1_b, jp2_a, jp2_b;
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT jp1.id, t, u FROM jp1 JOIN jp2 ON jp1.id = jp2.id WHERE b <> 2;
+SELECT jt_same($$SELECT jp1.id, t, u FROM jp1 JOIN jp2 ON jp1.id = jp2.id WHERE b <> 2$$,
+               $$SELECT jt1.id, t, u FROM remote.jt1 JOIN remote.jt2 ON jt1.id = jt2.id WHERE b <> 2$$);
+SELECT jt_same($$SELECT jp1.id, jp2.id FROM jp1 LEFT JOIN jp2 ON jp1.id = jp2.id$$,
+               $$SELECT jt1.id, jt2.id FROM remote.jt1 LEFT JOIN remote.jt2 ON jt1.id = jt2.id$$);
+SET async_fdw.partitionwise_join = off;
+EXPLAIN (COSTS OFF) SELECT jp1.id FROM jp1 JOIN jp2 ON jp1.id = jp2.id;
+RESET async_fdw.partitionwise_join;
