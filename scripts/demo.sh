@@ -11,6 +11,8 @@
 #   DEMO_ROWS    rows in all (default 1000000)
 #   DEMO_SHARDS  shards (default 4)
 #   DEMO_PORT    first port (default 56400)
+#   DEMO_RTT_MS  round trip added between the coordinator and each shard by
+#                test/bench's latency proxy (default 0: none)
 #   SKIP_DEPS=1  do not apt-get anything
 set -euo pipefail
 
@@ -18,6 +20,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 rows=${DEMO_ROWS:-1000000}
 nshards=${DEMO_SHARDS:-4}
 port0=${DEMO_PORT:-56400}
+rtt_ms=${DEMO_RTT_MS:-0}
 
 # shellcheck source=scripts/common.sh
 . "$here/scripts/common.sh"
@@ -34,7 +37,9 @@ work=$(mktemp -d /tmp/async_fdw_demo.XXXXXX)
 chmod 755 "$work"
 chown "$runuser" "$work"
 started=()
+proxy_pid=
 cleanup() {
+	[ -n "$proxy_pid" ] && kill "$proxy_pid" 2>/dev/null
 	for d in "${started[@]}"; do
 		as_user pg_ctl -D "$d" -m immediate -w stop >/dev/null 2>&1 || true
 	done
@@ -76,6 +81,21 @@ VACUUM ANALYZE items;
 SQL
 done
 
+# The foreign servers reach shard i on port0 + i, or through the latency
+# proxy on port0 + 100 + i when a round trip is to be added.
+shard_port() { if [ "$rtt_ms" = 0 ]; then echo $((port0 + $1)); else echo $((port0 + 100 + $1)); fi; }
+if [ "$rtt_ms" != 0 ]; then
+	make -s -C "$here/test/bench" latency_proxy
+	args=()
+	for i in $(seq 1 "$nshards"); do
+		args+=(--listen "127.0.0.1:$((port0 + 100 + i))" --target "127.0.0.1:$((port0 + i))")
+	done
+	"$here/test/bench/latency_proxy" --delay-us $((rtt_ms * 500)) "${args[@]}" &
+	proxy_pid=$!
+	sleep 0.5
+	log "shards reached through a latency proxy: $rtt_ms ms round trip"
+fi
+
 log "creating partitioned tables over the shards (async_fdw and postgres_fdw)"
 {
 	echo "CREATE EXTENSION async_fdw; CREATE EXTENSION postgres_fdw;"
@@ -86,7 +106,7 @@ log "creating partitioned tables over the shards (async_fdw and postgres_fdw)"
 			async=""
 			[ "$fdw" = postgres_fdw ] && async=", async_capable 'true'"
 			echo "CREATE SERVER ${fdw}_s$i FOREIGN DATA WRAPPER $fdw
-				OPTIONS (host '127.0.0.1', port '$((port0 + i))', dbname 'postgres'$async);
+				OPTIONS (host '127.0.0.1', port '$(shard_port "$i")', dbname 'postgres'$async);
 			CREATE USER MAPPING FOR postgres SERVER ${fdw}_s$i OPTIONS (user 'postgres');
 			CREATE FOREIGN TABLE items_${fdw}_$i PARTITION OF items_${fdw}
 				FOR VALUES FROM ($lo) TO ($hi) SERVER ${fdw}_s$i OPTIONS (table_name 'items');"

@@ -464,11 +464,27 @@ search_query(Node *node, PartialSearch *ps)
 	if (IsA(node, Query))
 	{
 		Query	   *q = (Query *) node;
-		int			partitioned = async_partitioned_tables(q);
+		bool		aggregates = (q->hasAggs || q->groupClause != NIL);
+		int			partitioned = 0;
+		ListCell   *lc;
+
+		/* The partitions are looked at only where they could matter. */
+		foreach(lc, q->rtable)
+		{
+			RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+
+			if (rte->rtekind == RTE_RELATION &&
+				rte->relkind == RELKIND_PARTITIONED_TABLE)
+				partitioned++;
+		}
+		if (partitioned >= 2 || (partitioned == 1 && aggregates))
+			partitioned = async_partitioned_tables(q);
+		else
+			partitioned = 0;
 
 		if (partitioned >= 2)
 			ps->joins = true;
-		if ((q->hasAggs || q->groupClause != NIL) && partitioned > 0)
+		if (aggregates && partitioned > 0)
 		{
 			List	   *group_exprs = get_sortgrouplist_exprs(q->groupClause,
 															  q->targetList);
