@@ -81,6 +81,7 @@ struct AfdwConn
 								 * opened a remote one on it ended (0: one
 								 * is open now, or none since it was opened):
 								 * the remote idle timeout runs from then */
+	Oid			userid;			/* the local user it was opened for */
 
 	/*
 	 * What stands between the session and the server, as the pooler option
