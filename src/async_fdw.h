@@ -216,6 +216,7 @@ extern AfdwConn *afdw_acquire_connection(UserMapping *user);
 extern void afdw_release_connection(AfdwConn *conn);
 extern bool afdw_is_connecting(AfdwConn *conn);
 extern AfdwConn *afdw_connection_ready(AfdwConn *conn);
+extern AfdwConn *afdw_renew_idle(AfdwConn *conn);
 extern AfdwConn *afdw_get_connection(UserMapping *user);
 extern int	afdw_conn_users(AfdwConn *conn);
 extern List *afdw_list_connections(void);

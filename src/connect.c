@@ -478,6 +478,7 @@ afdw_connect_start(AfdwConn *entry, UserMapping *user, bool optional)
 	check_password_rules(user, server->servername);
 
 	entry->serverid = server->serverid;
+	entry->userid = user->userid;
 	namestrcpy(&entry->servername, server->servername);
 	entry->server_hash = GetSysCacheHashValue1(FOREIGNSERVEROID,
 											   ObjectIdGetDatum(server->serverid));

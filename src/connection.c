@@ -265,6 +265,47 @@ afdw_acquire_connection(UserMapping *user)
 }
 
 /*
+ * afdw_renew_idle
+ *		The connection that a scan holding CONN is to send its first command
+ *		of the local transaction on: CONN, with its session opened again if
+ *		the remote server may close it any moment now, or, when the server
+ *		refuses the new session for lack of room, an open connection of the
+ *		pool that the scan shares instead (CONN is then given back, and the
+ *		one returned taken).
+ *
+ * afdw_acquire_connection checks the idle time when the scan takes the
+ * connection, but a scan may send its first command long after (a
+ * parameterized scan when the outer side gives it a row, a subplan when it
+ * is evaluated), while the remote idle_session_timeout runs on.  Nothing
+ * has been sent on CONN in this transaction yet, so the scans holding it
+ * carry on with the new session unawares, or move when they send their
+ * own first commands.
+ */
+AfdwConn *
+afdw_renew_idle(AfdwConn *conn)
+{
+	AfdwConn   *entry;
+
+	/* Another scan's renewal of CONN was refused: share as it did. */
+	if (conn->conn == NULL && conn->connecting == NULL)
+		return afdw_connection_ready(conn);
+	if (conn->xact_depth > 0 || conn->busy || conn->connecting != NULL ||
+		!near_idle_timeout(conn))
+		return conn;
+
+	afdw_disconnect_entry(conn);
+	entry = open_or_share(conn, GetUserMapping(conn->userid, conn->serverid),
+						  GetForeignServer(conn->serverid));
+	if (entry != conn)
+	{
+		afdw_release_connection(conn);
+		afdw_budget_in_use(entry);
+		entry->nusers++;
+	}
+	return afdw_connection_ready(entry);
+}
+
+/*
  * afdw_is_connecting
  *		True while CONN is being opened: afdw_connection_ready or
  *		afdw_connect_finish must end its handshake before it is used.

@@ -77,8 +77,11 @@ struct AfdwConn
 	int			idle_timeout;	/* ms after which the server closes the
 								 * session once idle, as set (0: it does
 								 * not; see afdw_append_idle_setting) */
-	TimestampTz idle_since;		/* when its last local transaction ended
-								 * (0: not since it was opened) */
+	TimestampTz idle_since;		/* when the last local transaction that
+								 * opened a remote one on it ended (0: one
+								 * is open now, or none since it was opened):
+								 * the remote idle timeout runs from then */
+	Oid			userid;			/* the local user it was opened for */
 
 	/*
 	 * What stands between the session and the server, as the pooler option

@@ -205,7 +205,12 @@ afdw_send_start(AfdwScanState *st)
 	Assert(!afdw_query_sent(st) || st->phase == PHASE_OVERFLOW);
 	afdw_set_phase(st, PHASE_UNSENT);
 
-	/* A connection that cannot join the remote transaction shares another. */
+	/*
+	 * A session the server may close now is opened again; a connection
+	 * that cannot be opened again, or cannot join the remote transaction,
+	 * is shared with another.
+	 */
+	st->conn = afdw_renew_idle(st->conn);
 	st->conn = afdw_join_target(st->conn);
 	if (st->locks_rows)
 		afdw_note_row_locks(st->conn);

@@ -95,6 +95,8 @@ xact_prefix(AfdwConn *entry, bool nested, int *nstatements)
 
 	if (entry->xact_depth == 0)
 	{
+		/* Busy from now on: its end sets idle_since again. */
+		entry->idle_since = 0;
 		appendStringInfoString(&sql, IsolationIsSerializable() ?
 							   "START TRANSACTION ISOLATION LEVEL SERIALIZABLE" :
 							   "START TRANSACTION ISOLATION LEVEL REPEATABLE READ");
@@ -720,7 +722,14 @@ afdw_xact_callback(XactEvent event, void *arg pg_attribute_unused())
 		entry->nusers = 0;
 		if (entry->conn == NULL)
 			continue;
-		entry->idle_since = now;
+
+		/*
+		 * Its remote idle time starts now if this transaction used it;
+		 * else it runs on from the transaction that last did, as the
+		 * server's timer does (near_idle_timeout, connection.c).
+		 */
+		if (entry->idle_since == 0)
+			entry->idle_since = now;
 		/* Pre-commit ended every remote transaction. */
 		Assert(event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
 			   entry->xact_depth == 0);
