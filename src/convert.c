@@ -588,7 +588,7 @@ afdw_store_row(AfdwScanState *st, TupleTableSlot *slot)
 	bool		reread = (st->nbatches == 1 && st->phase == PHASE_DONE);
 
 	errcb.callback = afdw_scan_error_context;
-	errcb.arg = st->rel;
+	errcb.arg = st;
 	errcb.previous = error_context_stack;
 	error_context_stack = &errcb;
 

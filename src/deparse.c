@@ -485,7 +485,9 @@ deparse_from(RelOptInfo *rel, DeparseContext *cxt)
  * afdw_deparse_join_select
  *		The remote SELECT of JOINREL, a join of foreign tables on one
  *		server (join.c): the columns of TLIST (TargetEntries), each table
- *		named r<n> by its range table index, the join's WHERE conditions.
+ *		named r<n> by its range table index, the join's WHERE conditions;
+ *		a semi- or anti-join reads its outer side, with [NOT] EXISTS of its
+ *		inner side under the join's conditions.
  *		*PARAMS gets the expressions sent as $1, $2, ...
  */
 void
@@ -496,6 +498,7 @@ afdw_deparse_join_select(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel,
 	DeparseContext cxt;
 	ListCell   *lc;
 	bool		first = true;
+	bool		semi;
 	int			relid = -1;
 
 	cxt.buf = buf;
@@ -525,7 +528,8 @@ afdw_deparse_join_select(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel,
 	if (first)
 		appendStringInfoString(buf, "NULL");
 	appendStringInfoString(buf, " FROM ");
-	deparse_from(joinrel, &cxt);
+	semi = (jfp->jointype == JOIN_SEMI || jfp->jointype == JOIN_ANTI);
+	deparse_from(semi ? jfp->outer_rel : joinrel, &cxt);
 
 	first = true;
 	foreach(lc, jfp->where_conds)
@@ -534,6 +538,24 @@ afdw_deparse_join_select(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel,
 		first = false;
 		appendStringInfoChar(buf, '(');
 		afdw_deparse_expr((Expr *) lfirst(lc), &cxt);
+		appendStringInfoChar(buf, ')');
+	}
+
+	/* A semi- or anti-join: whether the inner side has a match. */
+	if (semi)
+	{
+		appendStringInfo(buf, "%s%sEXISTS (SELECT NULL FROM ", first ? " WHERE " : " AND ",
+						 jfp->jointype == JOIN_ANTI ? "NOT " : "");
+		deparse_from(jfp->inner_rel, &cxt);
+		first = true;
+		foreach(lc, jfp->join_on)
+		{
+			appendStringInfoString(buf, first ? " WHERE " : " AND ");
+			first = false;
+			appendStringInfoChar(buf, '(');
+			afdw_deparse_expr((Expr *) lfirst(lc), &cxt);
+			appendStringInfoChar(buf, ')');
+		}
 		appendStringInfoChar(buf, ')');
 	}
 	if (cxt.guc_level >= 0)

@@ -5,8 +5,9 @@
  *
  * Two foreign tables of async_fdw (or joins of them) on the same server,
  * read through the same user mapping, join on that server: inner, left,
- * right and full joins, as postgres_fdw does, when every condition of the
- * join and of its sides can be sent.  The remote query names each table
+ * right and full joins, as postgres_fdw does, and semi- and anti-joins
+ * (EXISTS and NOT EXISTS, the inner side in a subquery), when every
+ * condition of the join and of its sides can be sent.  The remote query names each table
  * r<n>, n its range table index, and places each side's own conditions
  * where they keep their meaning: the WHERE clause around the join for an
  * inner join's sides and an outer join's preserved side, the ON clause for
@@ -16,8 +17,11 @@
  * the asynchronous Append, every shard joining at the same time.
  *
  * Not pushed: joins under row locks (FOR UPDATE would need the rows of
- * each table rechecked locally), semi- and anti-joins, joins whose
- * target holds anything but plain columns, joins with lateral references.
+ * each table rechecked locally), joins whose target holds anything but
+ * plain columns, joins with lateral references, joins having a semi- or
+ * anti-join as a side (a condition of its outer side, not a FROM item).
+ * (In PostgreSQL 15 an anti-join's pushed-down conditions, filters on its
+ * result, only read the outer side: they go in the WHERE clause.)
  *
  * Neighbours: shippable.c says what may be sent, deparse.c writes the
  * remote SELECT (afdw_deparse_join_select), async_fdw.c hands the
@@ -34,6 +38,7 @@
 #include "optimizer/pathnode.h"
 #include "optimizer/planmain.h"
 #include "optimizer/restrictinfo.h"
+#include "optimizer/tlist.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -87,6 +92,10 @@ join_side_ok(RelOptInfo *side)
 {
 	AfdwRelInfo *fp = (AfdwRelInfo *) side->fdw_private;
 
+	/* A semi- or anti-join is a condition, not a FROM item. */
+	if (fp != NULL && fp->outer_rel != NULL &&
+		(fp->jointype == JOIN_SEMI || fp->jointype == JOIN_ANTI))
+		return false;
 	return fp != NULL && fp->input_rel == NULL && fp->local_conds == NIL &&
 		bms_is_empty(side->lateral_relids);
 }
@@ -168,6 +177,12 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 		case JOIN_FULL:
 			kind = "FULL JOIN";
 			break;
+		case JOIN_SEMI:
+			kind = "SEMI JOIN";
+			break;
+		case JOIN_ANTI:
+			kind = "ANTI JOIN";
+			break;
 		default:
 			return;
 	}
@@ -217,6 +232,9 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 			where = list_concat(where, list_concat(outer_conds, inner_conds));
 			break;
 		case JOIN_LEFT:
+		case JOIN_SEMI:
+		case JOIN_ANTI:
+			/* The inner side's conditions go in the EXISTS for the last two. */
 			where = list_concat(where, outer_conds);
 			on = list_concat(on, inner_conds);
 			break;
@@ -271,14 +289,18 @@ afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan
 	ListCell   *lc;
 	bool		stream;
 
-	foreach(lc, rel->reltarget->exprs)
-	{
-		scan_tlist = lappend(scan_tlist,
-							 makeTargetEntry((Expr *) lfirst(lc),
-											 list_length(scan_tlist) + 1,
-											 NULL, false));
-		retrieved_attrs = lappend_int(retrieved_attrs, list_length(scan_tlist));
-	}
+	/*
+	 * The columns the plan's target reads: by now the join's target may be
+	 * the query's final one (a ROW(), a cast), computed locally from them.
+	 */
+	scan_tlist = add_to_flat_tlist(NIL,
+								   pull_var_clause((Node *) rel->reltarget->exprs,
+												   PVC_RECURSE_AGGREGATES |
+												   PVC_RECURSE_WINDOWFUNCS |
+												   PVC_RECURSE_PLACEHOLDERS));
+	foreach(lc, scan_tlist)
+		retrieved_attrs = lappend_int(retrieved_attrs,
+									  lfirst_node(TargetEntry, lc)->resno);
 
 	/* Read to the end, as a scan with no LIMIT is (async_fdw.c). */
 	if (jfp->fetch_mode == AFDW_FETCH_AUTO)

@@ -83,13 +83,20 @@ static int	n_latch_sets = 0;
 
 /*
  * afdw_scan_error_context
- *		Name the foreign table whose scan failed.
+ *		Name the foreign table whose scan (ARG, its AfdwScanState) failed,
+ *		or the tables of a remote join.
  */
 void
 afdw_scan_error_context(void *arg)
 {
-	errcontext("scan of foreign table \"%s\"",
-			   RelationGetRelationName((Relation) arg));
+	AfdwScanState *st = (AfdwScanState *) arg;
+	ForeignScan *plan = (ForeignScan *) st->node->ss.ps.plan;
+
+	if (st->computed && bms_num_members(plan->fs_relids) > 1)
+		errcontext("scan of foreign join %s", afdw_scan_relations(plan));
+	else
+		errcontext("scan of foreign table \"%s\"",
+				   RelationGetRelationName(st->rel));
 }
 
 /*
@@ -691,7 +698,7 @@ next_batch(AfdwScanState *st, bool block)
 	instr_time	waited = afdw_wait_time;
 
 	errcb.callback = afdw_scan_error_context;
-	errcb.arg = st->rel;
+	errcb.arg = st;
 	errcb.previous = error_context_stack;
 	error_context_stack = &errcb;
 

@@ -52,6 +52,11 @@ SELECT jt_same($$SELECT x.id, t, u FROM jt1 x RIGHT JOIN jt2 y ON x.id = y.id AN
                $$SELECT x.id, t, u FROM remote.jt1 x RIGHT JOIN remote.jt2 y ON x.id = y.id AND a = 2 WHERE b > 1$$);
 SELECT jt_same($$SELECT jt1.id, jt2.id, t IS NULL FROM jt1 FULL JOIN jt2 ON jt1.id = jt2.id$$,
                $$SELECT jt1.id, jt2.id, t IS NULL FROM remote.jt1 FULL JOIN remote.jt2 ON jt1.id = jt2.id$$);
+-- The query's target computed locally from the joined columns.
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT jt1.id, row(jt2.id, jt2.u), t || u FROM jt1 JOIN jt2 ON jt1.id = jt2.id WHERE a = 1;
+SELECT jt_same($$SELECT jt1.id, row(jt2.id, jt2.u), t || u FROM jt1 JOIN jt2 ON jt1.id = jt2.id WHERE a = 1$$,
+               $$SELECT jt1.id, row(jt2.id, jt2.u), t || u FROM remote.jt1 JOIN remote.jt2 ON jt1.id = jt2.id WHERE a = 1$$);
 -- A full join whose sides have conditions is done locally.
 EXPLAIN (COSTS OFF)
   SELECT jt1.id, jt2.id FROM jt1 FULL JOIN (SELECT * FROM jt2 WHERE b = 1) jt2 ON jt1.id = jt2.id;
@@ -63,6 +68,26 @@ EXPLAIN (VERBOSE, COSTS OFF)
    WHERE x.a = 3;
 SELECT jt_same($$SELECT x.id, y.u, z.t FROM jt1 x JOIN jt2 y ON x.id = y.id LEFT JOIN jt1 z ON z.id = y.id + 1 WHERE x.a = 3$$,
                $$SELECT x.id, y.u, z.t FROM remote.jt1 x JOIN remote.jt2 y ON x.id = y.id LEFT JOIN remote.jt1 z ON z.id = y.id + 1 WHERE x.a = 3$$);
+
+-- Semi- and anti-joins: EXISTS and NOT EXISTS of the inner side.
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT id, t FROM jt1 WHERE a < 3 AND EXISTS (SELECT 1 FROM jt2 WHERE jt2.id = jt1.id AND b = 2);
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT id, t FROM jt1 WHERE NOT EXISTS (SELECT 1 FROM jt2 WHERE jt2.id = jt1.id) AND a = 1;
+SELECT jt_same($$SELECT id, t FROM jt1 WHERE a < 3 AND EXISTS (SELECT 1 FROM jt2 WHERE jt2.id = jt1.id AND b = 2)$$,
+               $$SELECT id, t FROM remote.jt1 WHERE a < 3 AND EXISTS (SELECT 1 FROM remote.jt2 WHERE jt2.id = jt1.id AND b = 2)$$);
+SELECT jt_same($$SELECT id, t FROM jt1 WHERE NOT EXISTS (SELECT 1 FROM jt2 WHERE jt2.id = jt1.id) AND a = 1$$,
+               $$SELECT id, t FROM remote.jt1 WHERE NOT EXISTS (SELECT 1 FROM remote.jt2 WHERE jt2.id = jt1.id) AND a = 1$$);
+SELECT jt_same($$SELECT x.id FROM jt1 x JOIN jt2 y ON x.id = y.id WHERE NOT EXISTS (SELECT 1 FROM jt1 z WHERE z.id = y.id + 2)$$,
+               $$SELECT x.id FROM remote.jt1 x JOIN remote.jt2 y ON x.id = y.id WHERE NOT EXISTS (SELECT 1 FROM remote.jt1 z WHERE z.id = y.id + 2)$$);
+-- A generic plan sends the parameter with the join.
+SET plan_cache_mode = force_generic_plan;
+PREPARE jt_q(int) AS SELECT jt1.id, u FROM jt1 JOIN jt2 ON jt1.id = jt2.id WHERE a = $1 ORDER BY 1;
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE jt_q(4);
+EXECUTE jt_q(4);
+SELECT jt1.id, u FROM remote.jt1 JOIN remote.jt2 ON jt1.id = jt2.id WHERE a = 4 ORDER BY 1;
+DEALLOCATE jt_q;
+RESET plan_cache_mode;
 
 -- 2. Done locally: another server, a condition that cannot be sent, row
 -- locks.
@@ -99,6 +124,13 @@ SELECT jt_same($$SELECT jp1.id, t, u FROM jp1 JOIN jp2 ON jp1.id = jp2.id WHERE 
                $$SELECT jt1.id, t, u FROM remote.jt1 JOIN remote.jt2 ON jt1.id = jt2.id WHERE b <> 2$$);
 SELECT jt_same($$SELECT jp1.id, jp2.id FROM jp1 LEFT JOIN jp2 ON jp1.id = jp2.id$$,
                $$SELECT jt1.id, jt2.id FROM remote.jt1 LEFT JOIN remote.jt2 ON jt1.id = jt2.id$$);
+-- Each partition's target is the query's, computed locally from the
+-- joined columns (a stable cast would read the remote TimeZone).
+SET timezone = 'Asia/Kolkata';
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT jp1.id, (now() - interval '1 day')::date = current_date - 1 AS d, row(t, u)
+    FROM jp1 JOIN jp2 ON jp1.id = jp2.id WHERE b = 2;
+RESET timezone;
 SET async_fdw.partitionwise_join = off;
 EXPLAIN (COSTS OFF) SELECT jp1.id FROM jp1 JOIN jp2 ON jp1.id = jp2.id;
 RESET async_fdw.partitionwise_join;
