@@ -32,6 +32,7 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/prep.h"
+#include "optimizer/restrictinfo.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
@@ -44,6 +45,12 @@
 
 #include "async_fdw.h"
 #include "deparse_internal.h"
+
+static void init_context(DeparseContext *cxt, StringInfo buf, PlannerInfo *root,
+						 RelOptInfo *baserel, Relation rel, List **params);
+static void end_context(DeparseContext *cxt);
+static void append_conditions(List *conds, DeparseContext *cxt);
+static void deparse_join_from_where(RelOptInfo *joinrel, DeparseContext *cxt);
 
 
 /*
@@ -351,16 +358,17 @@ afdw_deparse_select(StringInfo buf, RelOptInfo *baserel,
 
 /*
  * afdw_deparse_grouped_select
- *		The remote SELECT of an aggregate over a scan of BASEREL (REL): the
- *		expressions of TLIST (TargetEntries, their aggregates computed whole
- *		or, when PARTIAL, as transition states) over the rows that pass
- *		REMOTE_CONDS (RestrictInfos), grouped by the TLIST items at the
- *		1-based positions GROUP_POSITIONS, and the groups kept by HAVING
+ *		The remote SELECT of an aggregate over BASEREL, a foreign table (REL)
+ *		or a join of them: the expressions of TLIST (TargetEntries, their
+ *		aggregates computed whole or, when PARTIAL, as transition states)
+ *		over the rows that pass REMOTE_CONDS (RestrictInfos, for a table) or
+ *		the join's conditions, grouped by the TLIST items at the 1-based
+ *		positions GROUP_POSITIONS, and the groups kept by HAVING
  *		(expressions).  *PARAMS gets the expressions sent as $1, $2, ...
  */
 void
-afdw_deparse_grouped_select(StringInfo buf, RelOptInfo *baserel, Relation rel,
-							List *tlist, List *remote_conds,
+afdw_deparse_grouped_select(StringInfo buf, PlannerInfo *root, RelOptInfo *baserel,
+							Relation rel, List *tlist, List *remote_conds,
 							List *group_positions, List *having, bool partial,
 							List **params)
 {
@@ -368,14 +376,8 @@ afdw_deparse_grouped_select(StringInfo buf, RelOptInfo *baserel, Relation rel,
 	ListCell   *lc;
 	bool		first = true;
 
-	cxt.buf = buf;
-	cxt.baserel = baserel;
-	cxt.rel = rel;
-	cxt.joined = NIL;
-	cxt.joined_relids = NIL;
+	init_context(&cxt, buf, root, baserel, rel, params);
 	cxt.partial = partial;
-	cxt.params = params;
-	cxt.guc_level = -1;
 
 	appendStringInfoString(buf, "SELECT ");
 	foreach(lc, tlist)
@@ -386,19 +388,13 @@ afdw_deparse_grouped_select(StringInfo buf, RelOptInfo *baserel, Relation rel,
 		afdw_deparse_expr(lfirst_node(TargetEntry, lc)->expr, &cxt);
 	}
 	appendStringInfoString(buf, " FROM ");
-	afdw_deparse_relation(buf, rel);
-
-	first = true;
-	foreach(lc, remote_conds)
+	if (rel != NULL)
 	{
-		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
-
-		appendStringInfoString(buf, first ? " WHERE " : " AND ");
-		first = false;
-		appendStringInfoChar(buf, '(');
-		afdw_deparse_expr(ri->clause, &cxt);
-		appendStringInfoChar(buf, ')');
+		afdw_deparse_relation(buf, rel);
+		append_conditions(extract_actual_clauses(remote_conds, false), &cxt);
 	}
+	else
+		deparse_join_from_where(baserel, &cxt);
 
 	/* By position: a constant's position is not the constant. */
 	first = true;
@@ -417,8 +413,73 @@ afdw_deparse_grouped_select(StringInfo buf, RelOptInfo *baserel, Relation rel,
 		afdw_deparse_expr((Expr *) lfirst(lc), &cxt);
 		appendStringInfoChar(buf, ')');
 	}
-	if (cxt.guc_level >= 0)
-		afdw_reset_transmission_modes(cxt.guc_level);
+	end_context(&cxt);
+}
+
+/*
+ * init_context
+ *		Set CXT up to write the expressions of a statement reading BASEREL:
+ *		a foreign table REL, or (REL NULL) a join, whose tables are opened
+ *		until end_context.
+ */
+static void
+init_context(DeparseContext *cxt, StringInfo buf, PlannerInfo *root,
+			 RelOptInfo *baserel, Relation rel, List **params)
+{
+	int			relid = -1;
+
+	cxt->buf = buf;
+	cxt->baserel = baserel;
+	cxt->rel = rel;
+	cxt->joined = NIL;
+	cxt->joined_relids = NIL;
+	cxt->partial = false;
+	cxt->params = params;
+	cxt->guc_level = -1;
+	if (rel != NULL)
+		return;
+	while ((relid = bms_next_member(baserel->relids, relid)) >= 0)
+	{
+		cxt->joined = lappend(cxt->joined,
+							  table_open(planner_rt_fetch(relid, root)->relid, NoLock));
+		cxt->joined_relids = lappend_int(cxt->joined_relids, relid);
+	}
+}
+
+/*
+ * end_context
+ *		Undo what writing CXT's expressions set: the transmission modes, the
+ *		tables of a join.
+ */
+static void
+end_context(DeparseContext *cxt)
+{
+	ListCell   *lc;
+
+	if (cxt->guc_level >= 0)
+		afdw_reset_transmission_modes(cxt->guc_level);
+	foreach(lc, cxt->joined)
+		table_close((Relation) lfirst(lc), NoLock);
+}
+
+/*
+ * append_conditions
+ *		Append the expressions CONDS as a WHERE clause, if any.
+ */
+static void
+append_conditions(List *conds, DeparseContext *cxt)
+{
+	ListCell   *lc;
+	bool		first = true;
+
+	foreach(lc, conds)
+	{
+		appendStringInfoString(cxt->buf, first ? " WHERE " : " AND ");
+		first = false;
+		appendStringInfoChar(cxt->buf, '(');
+		afdw_deparse_expr((Expr *) lfirst(lc), cxt);
+		appendStringInfoChar(cxt->buf, ')');
+	}
 }
 
 /*
@@ -482,40 +543,48 @@ deparse_from(RelOptInfo *rel, DeparseContext *cxt)
 }
 
 /*
+ * deparse_join_from_where
+ *		Append the FROM item of JOINREL, a join of foreign tables on one
+ *		server (join.c), and its WHERE conditions: a semi- or anti-join
+ *		reads its outer side, with [NOT] EXISTS of its inner side under the
+ *		join's conditions.
+ */
+static void
+deparse_join_from_where(RelOptInfo *joinrel, DeparseContext *cxt)
+{
+	AfdwRelInfo *jfp = (AfdwRelInfo *) joinrel->fdw_private;
+	StringInfo	buf = cxt->buf;
+	bool		semi = (jfp->jointype == JOIN_SEMI || jfp->jointype == JOIN_ANTI);
+
+	deparse_from(semi ? jfp->outer_rel : joinrel, cxt);
+	append_conditions(jfp->where_conds, cxt);
+	if (semi)
+	{
+		appendStringInfo(buf, "%s%sEXISTS (SELECT NULL FROM ",
+						 jfp->where_conds == NIL ? " WHERE " : " AND ",
+						 jfp->jointype == JOIN_ANTI ? "NOT " : "");
+		deparse_from(jfp->inner_rel, cxt);
+		append_conditions(jfp->join_on, cxt);
+		appendStringInfoChar(buf, ')');
+	}
+}
+
+/*
  * afdw_deparse_join_select
  *		The remote SELECT of JOINREL, a join of foreign tables on one
  *		server (join.c): the columns of TLIST (TargetEntries), each table
- *		named r<n> by its range table index, the join's WHERE conditions;
- *		a semi- or anti-join reads its outer side, with [NOT] EXISTS of its
- *		inner side under the join's conditions.
+ *		named r<n> by its range table index, the join's conditions.
  *		*PARAMS gets the expressions sent as $1, $2, ...
  */
 void
 afdw_deparse_join_select(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel,
 						 List *tlist, List **params)
 {
-	AfdwRelInfo *jfp = (AfdwRelInfo *) joinrel->fdw_private;
 	DeparseContext cxt;
 	ListCell   *lc;
 	bool		first = true;
-	bool		semi;
-	int			relid = -1;
 
-	cxt.buf = buf;
-	cxt.baserel = joinrel;
-	cxt.rel = NULL;
-	cxt.joined = NIL;
-	cxt.joined_relids = NIL;
-	cxt.partial = false;
-	cxt.params = params;
-	cxt.guc_level = -1;
-	while ((relid = bms_next_member(joinrel->relids, relid)) >= 0)
-	{
-		cxt.joined = lappend(cxt.joined,
-							 table_open(planner_rt_fetch(relid, root)->relid, NoLock));
-		cxt.joined_relids = lappend_int(cxt.joined_relids, relid);
-	}
-
+	init_context(&cxt, buf, root, joinrel, NULL, params);
 	appendStringInfoString(buf, "SELECT ");
 	foreach(lc, tlist)
 	{
@@ -528,40 +597,8 @@ afdw_deparse_join_select(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel,
 	if (first)
 		appendStringInfoString(buf, "NULL");
 	appendStringInfoString(buf, " FROM ");
-	semi = (jfp->jointype == JOIN_SEMI || jfp->jointype == JOIN_ANTI);
-	deparse_from(semi ? jfp->outer_rel : joinrel, &cxt);
-
-	first = true;
-	foreach(lc, jfp->where_conds)
-	{
-		appendStringInfoString(buf, first ? " WHERE " : " AND ");
-		first = false;
-		appendStringInfoChar(buf, '(');
-		afdw_deparse_expr((Expr *) lfirst(lc), &cxt);
-		appendStringInfoChar(buf, ')');
-	}
-
-	/* A semi- or anti-join: whether the inner side has a match. */
-	if (semi)
-	{
-		appendStringInfo(buf, "%s%sEXISTS (SELECT NULL FROM ", first ? " WHERE " : " AND ",
-						 jfp->jointype == JOIN_ANTI ? "NOT " : "");
-		deparse_from(jfp->inner_rel, &cxt);
-		first = true;
-		foreach(lc, jfp->join_on)
-		{
-			appendStringInfoString(buf, first ? " WHERE " : " AND ");
-			first = false;
-			appendStringInfoChar(buf, '(');
-			afdw_deparse_expr((Expr *) lfirst(lc), &cxt);
-			appendStringInfoChar(buf, ')');
-		}
-		appendStringInfoChar(buf, ')');
-	}
-	if (cxt.guc_level >= 0)
-		afdw_reset_transmission_modes(cxt.guc_level);
-	foreach(lc, cxt.joined)
-		table_close((Relation) lfirst(lc), NoLock);
+	deparse_join_from_where(joinrel, &cxt);
+	end_context(&cxt);
 }
 
 /*

@@ -84,7 +84,7 @@ static int	n_latch_sets = 0;
 /*
  * afdw_scan_error_context
  *		Name the foreign table whose scan (ARG, its AfdwScanState) failed,
- *		or the tables of a remote join.
+ *		or the tables of a remote join (as EXPLAIN's Relations line does).
  */
 void
 afdw_scan_error_context(void *arg)
@@ -93,7 +93,7 @@ afdw_scan_error_context(void *arg)
 	ForeignScan *plan = (ForeignScan *) st->node->ss.ps.plan;
 
 	if (st->computed && bms_num_members(plan->fs_relids) > 1)
-		errcontext("scan of foreign join %s", afdw_scan_relations(plan));
+		errcontext("remote scan: %s", afdw_scan_relations(plan));
 	else
 		errcontext("scan of foreign table \"%s\"",
 				   RelationGetRelationName(st->rel));

@@ -3,9 +3,10 @@
  * upper.c
  *		Aggregates computed by the remote server.
  *
- * The planner offers the grouping of a foreign table's rows to the FDW
- * in two ways.  The whole aggregate (UPPERREL_GROUP_AGG) of a foreign
- * table, or of a partition when the GROUP BY holds the partition key and
+ * The planner offers the grouping of a foreign table's rows (or of a
+ * remote join's, join.c) to the FDW in two ways.  The whole aggregate
+ * (UPPERREL_GROUP_AGG) of a foreign table or a join, or of a partition
+ * (or a join of partitions) when the GROUP BY holds the partition key and
  * partitionwise aggregation is on, becomes one remote SELECT with GROUP BY
  * and HAVING.  The partial aggregate (UPPERREL_PARTIAL_GROUP_AGG) of a
  * partition, under partitionwise aggregation, becomes a remote SELECT of
@@ -103,9 +104,9 @@ add_item(List **tlist, Expr *expr)
 /*
  * grouping_ok
  *		Whether the remote server can compute the grouping relation
- *		GROUPED of INPUT (a foreign base relation) as the local one would;
- *		if so, fill GFP's remote select list, GROUP BY positions and
- *		HAVING.  HAVING_QUAL is the query's (ignored for PARTIAL
+ *		GROUPED of INPUT (a foreign table or a remote join) as the local
+ *		one would; if so, fill GFP's remote select list, GROUP BY positions
+ *		and HAVING.  HAVING_QUAL is the query's (ignored for PARTIAL
  *		aggregates: it applies after the Finalize Aggregate).
  *
  * Grouping items are sent whole.  Every other item is sent whole when it
@@ -204,8 +205,9 @@ grouping_ok(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped,
 /*
  * afdwGetForeignUpperPaths
  *		Offer the remote aggregate of INPUT, a foreign table of ours whose
- *		conditions are all remote, for the grouping relation OUTPUT: whole
- *		(UPPERREL_GROUP_AGG) or partial (UPPERREL_PARTIAL_GROUP_AGG).
+ *		conditions are all remote or a remote join (join.c), for the
+ *		grouping relation OUTPUT: whole (UPPERREL_GROUP_AGG) or partial
+ *		(UPPERREL_PARTIAL_GROUP_AGG).
  *
  * Costed as the remote scan and the transfer of the groups, never more
  * than the rows: less than the same scan sending every row to a local
@@ -231,7 +233,9 @@ afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	if ((stage != UPPERREL_GROUP_AGG && stage != UPPERREL_PARTIAL_GROUP_AGG) ||
 		output->fdw_private != NULL || ifp == NULL ||
 		(input->reloptkind != RELOPT_BASEREL &&
-		 input->reloptkind != RELOPT_OTHER_MEMBER_REL) ||
+		 input->reloptkind != RELOPT_OTHER_MEMBER_REL &&
+		 input->reloptkind != RELOPT_JOINREL &&
+		 input->reloptkind != RELOPT_OTHER_JOINREL) ||
 		ifp->input_rel != NULL || ifp->local_conds != NIL ||
 		!bms_is_empty(input->lateral_relids) ||
 		root->parse->groupingSets != NIL)
@@ -288,6 +292,7 @@ afdw_grouping_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist,
 	List	   *params = NIL;
 	StringInfoData sql;
 	Relation	frel;
+	const char *what;
 	bool		stream;
 
 	/* Read to the end, as a scan with no LIMIT is (async_fdw.c). */
@@ -296,12 +301,24 @@ afdw_grouping_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist,
 	else
 		stream = (ifp->fetch_mode == AFDW_FETCH_STREAM);
 
-	frel = table_open(ifp->table->relid, NoLock);
+	/* A foreign table, or a remote join (join.c) of them. */
 	initStringInfo(&sql);
-	afdw_deparse_grouped_select(&sql, gfp->input_rel, frel, gfp->grouped_tlist,
-								ifp->remote_conds, gfp->group_positions,
-								gfp->having, gfp->partial, &params);
-	table_close(frel, NoLock);
+	if (ifp->outer_rel == NULL)
+	{
+		frel = table_open(ifp->table->relid, NoLock);
+		what = quote_identifier(RelationGetRelationName(frel));
+	}
+	else
+	{
+		frel = NULL;
+		what = psprintf("(%s)", ifp->relations);
+	}
+	afdw_deparse_grouped_select(&sql, root, gfp->input_rel, frel,
+								gfp->grouped_tlist, ifp->remote_conds,
+								gfp->group_positions, gfp->having,
+								gfp->partial, &params);
+	if (frel != NULL)
+		table_close(frel, NoLock);
 
 	for (int i = 1; i <= list_length(gfp->grouped_tlist); i++)
 		retrieved_attrs = lappend_int(retrieved_attrs, i);
@@ -312,8 +329,7 @@ afdw_grouping_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist,
 												   psprintf("%s on %s",
 															gfp->partial ?
 															"Partial Aggregate" :
-															"Aggregate",
-															quote_identifier(get_rel_name(ifp->table->relid)))),
+															"Aggregate", what)),
 							gfp->grouped_tlist, NIL, outer_plan);
 }
 

@@ -131,6 +131,20 @@ EXPLAIN (VERBOSE, COSTS OFF)
   SELECT jp1.id, (now() - interval '1 day')::date = current_date - 1 AS d, row(t, u)
     FROM jp1 JOIN jp2 ON jp1.id = jp2.id WHERE b = 2;
 RESET timezone;
+-- Aggregates over a remote join: whole for two tables, partial for each
+-- pair of partitions.
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT b, count(*), max(t) FROM jt1 JOIN jt2 ON jt1.id = jt2.id GROUP BY b;
+SELECT jt_same($$SELECT b, count(*), max(t) FROM jt1 JOIN jt2 ON jt1.id = jt2.id GROUP BY b$$,
+               $$SELECT b, count(*), max(t) FROM remote.jt1 JOIN remote.jt2 ON jt1.id = jt2.id GROUP BY b$$);
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT count(*), sum(a) FROM jp1 JOIN jp2 ON jp1.id = jp2.id;
+SELECT jt_same($$SELECT count(*), sum(a), avg(b) FROM jp1 JOIN jp2 ON jp1.id = jp2.id WHERE u <> 'u1'$$,
+               $$SELECT count(*), sum(a), avg(b) FROM remote.jt1 JOIN remote.jt2 ON jt1.id = jt2.id WHERE u <> 'u1'$$);
+SELECT jt_same($$SELECT u, count(*) FROM jp1 LEFT JOIN jp2 ON jp1.id = jp2.id GROUP BY u$$,
+               $$SELECT u, count(*) FROM remote.jt1 LEFT JOIN remote.jt2 ON jt1.id = jt2.id GROUP BY u$$);
+SELECT jt_same($$SELECT count(*) FROM jp1 WHERE EXISTS (SELECT 1 FROM jp2 WHERE jp2.id = jp1.id)$$,
+               $$SELECT count(*) FROM remote.jt1 WHERE EXISTS (SELECT 1 FROM remote.jt2 WHERE jt2.id = jt1.id)$$);
 SET async_fdw.partitionwise_join = off;
 EXPLAIN (COSTS OFF) SELECT jp1.id FROM jp1 JOIN jp2 ON jp1.id = jp2.id;
 RESET async_fdw.partitionwise_join;
