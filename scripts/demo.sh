@@ -125,16 +125,18 @@ for t in items_async_fdw items_postgres_fdw; do
 	psql_at "$port0" -At -c "$(printf "$query" "$t")"
 done
 
-# time_query SETTINGS TABLE: median of 3 timed runs after one warm-up, in ms.
+# time_query SETTINGS QUERY: median of 3 timed runs after one warm-up, in
+# ms; QUERY is a table name for the scan query above.
 time_query() {
-	local out
+	local q=$2 out
+	case "$q" in *" "*) ;; *) q=$(printf "$query" "$q") ;; esac
 	out=$(psql_at "$port0" -At <<SQL
 $1
-$(printf "$query" "$2");
+$q;
 \timing on
-$(printf "$query" "$2");
-$(printf "$query" "$2");
-$(printf "$query" "$2");
+$q;
+$q;
+$q;
 SQL
 )
 	echo "$out" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | sort -n | sed -n 2p
@@ -147,28 +149,75 @@ printf '%-34s %10s\n' "async_fdw, async append off" "$(time_query "SET enable_as
 printf '%-34s %10s\n' "postgres_fdw, async_capable" "$(time_query "SET enable_async_append = on;" items_postgres_fdw)"
 printf '%-34s %10s\n' "postgres_fdw, async append off" "$(time_query "SET enable_async_append = off;" items_postgres_fdw)"
 
-# Aggregates: async_fdw has every shard compute a partial aggregate at
-# once; postgres_fdw (async, fetch_size 10000) pulls the rows, or with
-# enable_partitionwise_aggregate pushes each partition's aggregate when the
-# GROUP BY holds the partition key, never a partial one.
+# Pushed work (issue 13's queries): async_fdw has every shard compute a
+# partial aggregate, sort and limit, or join its co-located partitions, all
+# at once; postgres_fdw at its best settings (async_capable, fetch_size
+# 10000, partitionwise aggregation and join off or on: both are shown).
+# "@" in a query stands for the wrapper's tables.
 for i in $(seq 1 "$nshards"); do
+	psql_at $((port0 + i)) -c "CREATE TABLE items2 AS SELECT a, a % 7 AS d FROM items" \
+		-c "VACUUM ANALYZE items2" >/dev/null
 	echo "ALTER SERVER postgres_fdw_s$i OPTIONS (ADD fetch_size '10000');"
 done | psql_at "$port0"
-for agg in "SELECT count(*), sum(a), max(c) FROM %s" \
-	"SELECT b %% 10 AS k, count(*), sum(a), avg(b) FROM %s GROUP BY 1 ORDER BY 1"; do
-	query=$agg
-	log "aggregate: $(printf "$query" items)"
-	for t in items_async_fdw items_postgres_fdw; do
-		[ "$(psql_at "$port0" -At -c "$(printf "$query" "$t")" | md5sum)" = \
-			"$(psql_at "$port0" -At -c "$(printf "$query" items_async_fdw)" | md5sum)" ] ||
-			{ echo "different results from $t" >&2; exit 1; }
+{
+	for fdw in async_fdw postgres_fdw; do
+		echo "CREATE TABLE items2_${fdw} (a int, d int) PARTITION BY RANGE (a);"
+		for i in $(seq 1 "$nshards"); do
+			lo=$(( (i - 1) * per + 1 )); hi=$(( i * per + 1 ))
+			echo "CREATE FOREIGN TABLE items2_${fdw}_$i PARTITION OF items2_${fdw}
+				FOR VALUES FROM ($lo) TO ($hi) SERVER ${fdw}_s$i OPTIONS (table_name 'items2');"
+		done
 	done
-	printf '%-44s %10s\n' "configuration" "median ms"
-	printf '%-44s %10s\n' "async_fdw (partial aggregates, by default)" "$(time_query "" items_async_fdw)"
-	printf '%-44s %10s\n' "postgres_fdw, partitionwise aggregate off" \
-		"$(time_query "SET enable_partitionwise_aggregate = off;" items_postgres_fdw)"
-	printf '%-44s %10s\n' "postgres_fdw, partitionwise aggregate on" \
-		"$(time_query "SET enable_partitionwise_aggregate = on;" items_postgres_fdw)"
+	echo "ANALYZE items_async_fdw, items2_async_fdw, items_postgres_fdw, items2_postgres_fdw;"
+} | psql_at "$port0"
+
+# time_new_session SETTINGS QUERY: median of 5 first queries of new sessions, in ms.
+time_new_session() {
+	for _ in 1 2 3 4 5; do
+		psql_at "$port0" -At <<SQL | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p'
+$1
+\timing on
+$2;
+SQL
+	done | sort -n | sed -n 3p
+}
+
+# time_shards_alone QUERY: median of 3 runs of QUERY on every shard at once,
+# directly, in ms: what the shards need, the limit for a coordinator.
+time_shards_alone() {
+	for _ in 1 2 3; do
+		local t0 t1 pids=()
+		t0=$(date +%s%N)
+		for i in $(seq 1 "$nshards"); do
+			psql_at $((port0 + i)) -At -c "$1" >/dev/null &
+			pids+=($!)
+		done
+		wait "${pids[@]}"
+		t1=$(date +%s%N)
+		echo $(( (t1 - t0) / 1000 ))
+	done | sort -n | sed -n 2p | awk '{ printf "%.1f", $1 / 1000 }'
+}
+
+for query in "SELECT count(*), sum(a), max(c) FROM items_@" \
+	"SELECT b, count(*), avg(a) FROM items_@ GROUP BY b ORDER BY b" \
+	"SELECT * FROM items_@ ORDER BY c DESC LIMIT 10" \
+	"SELECT count(*) FROM items_@ JOIN items2_@ USING (a)"; do
+	log "pushed work: ${query//_@/}"
+	[ "$(psql_at "$port0" -At -c "${query//@/async_fdw}" | md5sum)" = \
+		"$(psql_at "$port0" -At -c "${query//@/postgres_fdw}" | md5sum)" ] ||
+		{ echo "different results from the two wrappers" >&2; exit 1; }
+	psql_at "$port0" -c "EXPLAIN (COSTS OFF) ${query//@/async_fdw}" | sed -n '1,6p'
+	printf '%-50s %12s %14s\n' "configuration" "warm ms" "new session ms"
+	printf '%-50s %12s %14s\n' "async_fdw (default settings)" \
+		"$(time_query "" "${query//@/async_fdw}")" "$(time_new_session "" "${query//@/async_fdw}")"
+	for pw in off on; do
+		set="SET enable_partitionwise_aggregate = $pw; SET enable_partitionwise_join = $pw;"
+		printf '%-50s %12s %14s\n' "postgres_fdw, partitionwise aggregate/join $pw" \
+			"$(time_query "$set" "${query//@/postgres_fdw}")" \
+			"$(time_new_session "$set" "${query//@/postgres_fdw}")"
+	done
 done
+log "the first aggregate on the $nshards shards alone, all at once (direct, no coordinator)"
+printf '%-50s %12s\n' "shards alone" "$(time_shards_alone "SELECT count(*), sum(a), max(c) FROM items")"
 
 log "done; stopping every instance"

@@ -101,6 +101,9 @@ afdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid
 
 	baserel->fdw_private = fp;
 
+	/* The first query of a session: see upper.c. */
+	afdw_late_partitionwise(root);
+
 	fp->table = GetForeignTable(foreigntableid);
 	fp->server = GetForeignServer(fp->table->serverid);
 	userid = OidIsValid(baserel->userid) ? baserel->userid : GetUserId();

@@ -57,6 +57,21 @@ static bool afdw_partitionwise_aggregate = true;
 static bool afdw_partitionwise_join = true;
 
 static planner_hook_type prev_planner_hook = NULL;
+static create_upper_paths_hook_type prev_upper_paths_hook = NULL;
+
+/*
+ * The planning under way, when the planner hook did not wrap it: the first
+ * query of a session loads async_fdw while it is planned (the FDW's
+ * handler is looked up for the first foreign table), too late for the
+ * hook.  The first foreign table's size estimate then sets the planner
+ * settings (afdw_late_partitionwise), and the end of the top level's
+ * planning, or of the transaction, restores them.
+ */
+static bool planner_wrapped = false;
+static bool late_checked = false;
+static bool late_set = false;
+static bool late_saved_aggregate;
+static bool late_saved_join;
 
 /* The handler of a foreign-data wrapper found to be async_fdw's. */
 static Oid	known_handler = InvalidOid;
@@ -547,6 +562,7 @@ afdw_planner(Query *query, const char *query_string, int cursor_options,
 	}
 	PG_TRY();
 	{
+		planner_wrapped = true;
 		if (prev_planner_hook != NULL)
 			result = prev_planner_hook(query, query_string, cursor_options,
 									   bound_params);
@@ -556,6 +572,7 @@ afdw_planner(Query *query, const char *query_string, int cursor_options,
 	}
 	PG_FINALLY();
 	{
+		planner_wrapped = false;
 		enable_partitionwise_aggregate = saved;
 		enable_partitionwise_join = saved_join;
 	}
@@ -564,10 +581,106 @@ afdw_planner(Query *query, const char *query_string, int cursor_options,
 }
 
 /*
+ * mark_partitionwise_join
+ *		Let the partitioned tables of ROOT, and their partitions already
+ *		sized, take part in partitionwise joins, as the planner marks them
+ *		when enable_partitionwise_join is on before their sizes are set (and
+ *		with the same rule: no whole-row reference to the table).
+ */
+static void
+mark_partitionwise_join(PlannerInfo *root)
+{
+	for (int i = 1; i < root->simple_rel_array_size; i++)
+	{
+		RelOptInfo *rel = root->simple_rel_array[i];
+		RelOptInfo *top;
+		int			i2;
+
+		if (rel == NULL)
+			continue;
+		top = rel;
+		if (rel->reloptkind == RELOPT_OTHER_MEMBER_REL &&
+			bms_get_singleton_member(rel->top_parent_relids, &i2))
+			top = root->simple_rel_array[i2];
+		if (top != NULL && top->reloptkind == RELOPT_BASEREL &&
+			root->simple_rte_array[top->relid]->relkind == RELKIND_PARTITIONED_TABLE &&
+			top->attr_needed[InvalidAttrNumber - top->min_attr] == NULL)
+			rel->consider_partitionwise_join = true;
+	}
+}
+
+/*
+ * afdw_late_partitionwise
+ *		For the planning of the query that loaded async_fdw (the planner
+ *		hook did not wrap it), do what the hook does, from the size estimate
+ *		of ROOT's first foreign table, before the planner looks at
+ *		partitionwise joins of the tables not sized yet and at aggregates.
+ */
+void
+afdw_late_partitionwise(PlannerInfo *root)
+{
+	PartialSearch ps = {false, false, false};
+	PlannerInfo *top = root;
+
+	if (planner_wrapped || late_checked)
+		return;
+	late_checked = true;
+	while (top->parent_root != NULL)
+		top = top->parent_root;
+	(void) search_query((Node *) top->parse, &ps);
+	late_saved_aggregate = enable_partitionwise_aggregate;
+	late_saved_join = enable_partitionwise_join;
+	if (afdw_partitionwise_aggregate && ps.wanted && !ps.refused)
+	{
+		enable_partitionwise_aggregate = true;
+		late_set = true;
+	}
+	if (afdw_partitionwise_join && ps.joins && !enable_partitionwise_join)
+	{
+		enable_partitionwise_join = true;
+		late_set = true;
+		mark_partitionwise_join(root);
+	}
+}
+
+/*
+ * afdw_late_partitionwise_end
+ *		Restore what afdw_late_partitionwise set: at the end of the top
+ *		level's planning, and at the end of a transaction whose planning
+ *		failed on the way.
+ */
+void
+afdw_late_partitionwise_end(void)
+{
+	if (late_set)
+	{
+		enable_partitionwise_aggregate = late_saved_aggregate;
+		enable_partitionwise_join = late_saved_join;
+	}
+	late_set = false;
+	late_checked = false;
+}
+
+/*
+ * afdw_upper_paths
+ *		create_upper_paths_hook: the top level's final stage ends the
+ *		planning of a query that afdw_late_partitionwise looked at.
+ */
+static void
+afdw_upper_paths(PlannerInfo *root, UpperRelationKind stage,
+				 RelOptInfo *input_rel, RelOptInfo *output_rel, void *extra)
+{
+	if (prev_upper_paths_hook != NULL)
+		prev_upper_paths_hook(root, stage, input_rel, output_rel, extra);
+	if (stage == UPPERREL_FINAL && root->parent_root == NULL && late_checked)
+		afdw_late_partitionwise_end();
+}
+
+/*
  * afdw_upper_init
  *		Define async_fdw.partitionwise_aggregate and
- *		async_fdw.partitionwise_join, and install the planner hook (from
- *		_PG_init).
+ *		async_fdw.partitionwise_join, and install the planner hook and the
+ *		upper paths hook (from _PG_init).
  */
 void
 afdw_upper_init(void)
@@ -590,4 +703,6 @@ afdw_upper_init(void)
 							 NULL, NULL, NULL);
 	prev_planner_hook = planner_hook;
 	planner_hook = afdw_planner;
+	prev_upper_paths_hook = create_upper_paths_hook;
+	create_upper_paths_hook = afdw_upper_paths;
 }

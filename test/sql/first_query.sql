@@ -1,0 +1,27 @@
+--
+-- first_query: the first query of a session loads async_fdw while it is
+-- planned, too late for its planner hook; it gets the same partial
+-- aggregates and partitionwise joins as the session's later queries, and
+-- the planner settings are as they were afterwards.  (Uses the tables of
+-- the aggregate and join tests.)
+--
+\c
+EXPLAIN (COSTS OFF) SELECT count(*), sum(i8), avg(i2) FROM ag;
+SHOW enable_partitionwise_aggregate;
+SELECT count(*), sum(i8), avg(i2) FROM ag;
+SELECT count(*), sum(i8), avg(i2) FROM ag_local;
+\c
+EXPLAIN (COSTS OFF) SELECT count(*) FROM jp1 JOIN jp2 ON jp1.id = jp2.id;
+SHOW enable_partitionwise_join;
+SHOW enable_partitionwise_aggregate;
+\c
+SELECT count(*), max(t) FROM jp1 JOIN jp2 ON jp1.id = jp2.id WHERE b = 2;
+SELECT count(*), max(t) FROM remote.jt1 JOIN remote.jt2 ON jt1.id = jt2.id WHERE b = 2;
+-- The settings of async_fdw hold before it is loaded.
+\c
+SET async_fdw.partitionwise_aggregate = off;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM ag;
+\c
+SET enable_partitionwise_aggregate = on;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM ag;
+SHOW enable_partitionwise_aggregate;
