@@ -235,8 +235,11 @@ SELECT count(*), sum(id), count(DISTINCT pid) AS connections,
   FROM st_turn;
 RESET enable_async_append;
 -- Scans of two Appends sharing the connections are not siblings: cursors.
+-- (Partition by partition, each pair would join remotely in one stream.)
+SET async_fdw.partitionwise_join = off;
 SELECT count(*), bool_or(a.q LIKE '%COPY%') OR bool_or(b.q LIKE '%COPY%') AS any_streamed
   FROM st_turn a JOIN st_turn b USING (id);
+RESET async_fdw.partitionwise_join;
 -- A LIMIT over streams forced on, with siblings still waiting for their
 -- turn: the streams stop, and the connections serve the next query.  (OFFSET
 -- 0 keeps the LIMIT local.)
