@@ -186,7 +186,12 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 		default:
 			return;
 	}
-	if (root->rowMarks != NIL || !join_side_ok(outerrel) || !join_side_ok(innerrel) ||
+	/*
+	 * Conditions that depend on no table are checked in a Result above the
+	 * scans, which a remote join replaces: none may be pending.
+	 */
+	if (root->rowMarks != NIL || root->hasPseudoConstantQuals ||
+		!join_side_ok(outerrel) || !join_side_ok(innerrel) ||
 		ofp->server->serverid != ifp->server->serverid ||
 		ofp->user->umid != ifp->user->umid ||
 		!bms_is_empty(joinrel->lateral_relids) || !target_ok(joinrel))

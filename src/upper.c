@@ -224,6 +224,10 @@ grouping_ok(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped,
  *		grouping relation OUTPUT: whole (UPPERREL_GROUP_AGG) or partial
  *		(UPPERREL_PARTIAL_GROUP_AGG).
  *
+ * Not with conditions that depend on no table (a parameter's, say): the
+ * planner checks them in a Result above the scan of the table, which a
+ * remote aggregate replaces.
+ *
  * Costed as the remote scan and the transfer of the groups, never more
  * than the rows: less than the same scan sending every row to a local
  * aggregate.  The remote aggregation is not counted: it runs on the
@@ -253,7 +257,7 @@ afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 		 input->reloptkind != RELOPT_OTHER_JOINREL) ||
 		ifp->input_rel != NULL || ifp->local_conds != NIL ||
 		!bms_is_empty(input->lateral_relids) ||
-		root->parse->groupingSets != NIL)
+		root->parse->groupingSets != NIL || root->hasPseudoConstantQuals)
 		return;
 
 	gfp = palloc(sizeof(AfdwRelInfo));

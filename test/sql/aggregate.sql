@@ -140,6 +140,14 @@ SELECT count(*), sum(i4) FROM ag_local WHERE id > 10;
 SET plan_cache_mode = force_generic_plan;
 EXPLAIN (VERBOSE, COSTS OFF) EXECUTE ag_q(10);
 EXECUTE ag_q(10);
+-- A condition on a parameter alone is checked above the scan: the
+-- aggregate stays local (it was lost when sent, as in postgres_fdw before
+-- 15.4).
+PREPARE ag_g(int) AS SELECT count(*) FROM ag1 WHERE id < 50 AND 10 / ($1 % 4) > 0;
+EXPLAIN (COSTS OFF) EXECUTE ag_g(8);
+EXECUTE ag_g(8);
+EXECUTE ag_g(3);
+DEALLOCATE ag_g;
 RESET plan_cache_mode;
 DEALLOCATE ag_q;
 SELECT x, (SELECT count(*) FROM ag1 WHERE g = x) FROM generate_series(0, 2) x;
