@@ -10,14 +10,17 @@
  * SQL: once per connection behind a session pooler, with each remote
  * transaction behind a transaction pooler (afdw_append_xact_settings, used
  * by xact.c).  A connection the server refuses for lack of room is reported
- * to the pool rather than raised when the pool can do without it.
+ * to the pool rather than raised when the pool can do without it; a pool's
+ * first is asked for again, and without preloading other backends learn
+ * through a lock that it waits (afdw_room_wanted), and make room.
  *
  * A connection is started without waiting (afdw_connect_start) and its
  * handshake ended later, together with the others a query needs, in one
  * wait on all their sockets (afdw_connect_finish): they open in parallel.
  *
  * Neighbours: connection.c keeps the pool and decides which connections
- * to open and whether one is optional (it alone calls afdw_connect_start);
+ * to open and whether one is optional (it alone calls afdw_connect_start),
+ * and asks afdw_room_wanted before it opens or keeps a further one;
  * scan.c ends the handshakes of a statement's scans together with
  * afdw_connect_finish, and connection.c that of a connection needed at
  * once; remote.c runs the session settings' command; option.c reads the
@@ -29,10 +32,12 @@
 
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
+#include "common/hashfn.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
+#include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -74,12 +79,24 @@
 #define AFDW_OPTIONS_REFUSED	"unsupported startup parameter: options"
 
 /*
- * A pool's only connection refused for lack of room is asked for again
- * this many times, the first after this many milliseconds, each wait twice
- * the one before (about 0.6 s in all).
+ * A pool's only connection refused for lack of room is asked for again,
+ * the first time after AFDW_FIRST_RETRY_MS, each wait twice the one before:
+ * with the budget (budget.c, which keeps room for first connections)
+ * AFDW_FIRST_RETRIES times (about 0.6 s in all); without it, the waits
+ * capped at AFDW_FIRST_RETRY_MAX_MS, for up to AFDW_FIRST_WAIT_MS, while the
+ * other backends give room back (see afdw_room_wanted).
  */
 #define AFDW_FIRST_RETRIES		5
 #define AFDW_FIRST_RETRY_MS		20
+#define AFDW_FIRST_RETRY_MAX_MS	250
+#define AFDW_FIRST_WAIT_MS		5000
+
+/*
+ * The last field of the advisory lock through which a backend waiting for
+ * room for a first connection on a server tells the others (PostgreSQL's
+ * own advisory locks use 1 and 2); pg_locks shows it as objsubid.
+ */
+#define AFDW_ROOM_LOCK_KIND		175
 
 /*
  * A connection being opened (AfdwConn.connecting): what its handshake
@@ -99,6 +116,10 @@ struct AfdwConnecting
 	int			retries;		/* of a first connection refused for lack
 								 * of room */
 	TimestampTz retry_at;		/* when to ask for it again (0: not) */
+	TimestampTz refused_since;	/* its first refusal (0: none) */
+	bool		announced;		/* holds room_tag: other backends know
+								 * that it waits for room */
+	LOCKTAG		room_tag;
 	bool		one_through_pooler; /* optional, and a transaction pooler
 									 * gets one connection (max_connections
 									 * not set) */
@@ -130,6 +151,9 @@ static char *expand_application_name(const char *fmt);
 static char *choose_application_name(ForeignServer *server, UserMapping *user);
 static char *plain_connect_error(const char *msg, char *sqlstate);
 static void begin_attempt(AfdwConn *entry);
+static void room_lock_tag(PGconn *conn, LOCKTAG *tag);
+static void announce_wait(AfdwConn *entry);
+static bool retry_first(AfdwConn *entry);
 static bool held_back(AfdwConn *entry, AfdwConn **entries, int n);
 static bool other_connection(AfdwConn *entry);
 static AfdwConnectStep connect_failed(AfdwConn *entry);
@@ -586,6 +610,8 @@ afdw_connect_forget(AfdwConn *entry)
 {
 	if (entry->connecting == NULL)
 		return;
+	if (entry->connecting->announced)
+		LockRelease(&entry->connecting->room_tag, ShareLock, true);
 	MemoryContextDelete(entry->connecting->cxt);
 	entry->connecting = NULL;
 }
@@ -611,6 +637,122 @@ other_connection(AfdwConn *entry)
 		}
 	}
 	return false;
+}
+
+/*
+ * room_lock_tag
+ *		The lock tag that stands for the room on the server CONN is opened
+ *		to, or connected to: its host and port, whatever the database, the
+ *		server object or the user mapping, since they all share its
+ *		max_connections.
+ */
+static void
+room_lock_tag(PGconn *conn, LOCKTAG *tag)
+{
+	const char *host = PQhost(conn);
+	const char *port = PQport(conn);
+	uint32		host_hash = 0;
+
+	if (host != NULL)
+		host_hash = hash_bytes((const unsigned char *) host, strlen(host));
+	SET_LOCKTAG_ADVISORY(*tag, InvalidOid, host_hash,
+						 (port != NULL) ? (uint32) atoi(port) : 0,
+						 AFDW_ROOM_LOCK_KIND);
+}
+
+/*
+ * announce_wait
+ *		Tell the other backends that ENTRY, a pool's first connection, waits
+ *		for room on its server: hold the server's lock in share mode, for
+ *		the session, until the handshake ends (afdw_connect_forget).
+ *
+ * Without preloading the backends share no memory, but the lock table is
+ * there for all: afdw_room_wanted, in the other backends, finds the lock
+ * taken.  Waiters take it in share mode, so they do not exclude each other.
+ * It is not waited for (another backend may test it in exclusive mode at
+ * this moment): the next refusal tries again.
+ */
+static void
+announce_wait(AfdwConn *entry)
+{
+	AfdwConnecting *c = entry->connecting;
+
+	if (c->announced)
+		return;
+	room_lock_tag(entry->conn, &c->room_tag);
+	c->announced = LockAcquireExtended(&c->room_tag, ShareLock, true, true,
+									   false, NULL) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/*
+ * afdw_room_wanted
+ *		True if, without preloading, another backend waits for room for a
+ *		first connection on the server ENTRY is open (or being opened) to.
+ *
+ * Its lock (announce_wait) is then taken in share mode: taking it here in
+ * exclusive mode, without waiting, fails.  Two operations on the shared
+ * lock table, made only before a connection past a pool's first opens and
+ * when a transaction ends with such connections open.  With the budget
+ * (budget.c) the coordinator knows who waits itself: false.
+ */
+bool
+afdw_room_wanted(AfdwConn *entry)
+{
+	LOCKTAG		tag;
+
+	if (afdw_budget_active() || entry->conn == NULL)
+		return false;
+	room_lock_tag(entry->conn, &tag);
+	if (LockAcquireExtended(&tag, ExclusiveLock, true, true, false,
+							NULL) == LOCKACQUIRE_NOT_AVAIL)
+		return true;
+	LockRelease(&tag, ExclusiveLock, true);
+	return false;
+}
+
+/*
+ * retry_first
+ *		ENTRY, a pool's only connection, was just refused for lack of room:
+ *		true, with the time to ask again set, if it is to be asked for
+ *		again; false when the query is to fail.
+ *
+ * With the budget, AFDW_FIRST_RETRIES times.  Without it, where sessions
+ * that got their connections first would otherwise keep their further
+ * ones in use query after query, the wait is announced (announce_wait):
+ * the other backends then open no further connection to the server and
+ * close theirs at the end of their transactions, and the first connection
+ * is asked for again, at most AFDW_FIRST_RETRY_MAX_MS apart, for up to
+ * AFDW_FIRST_WAIT_MS or the connect_timeout.  The wait in
+ * afdw_connect_finish ends on cancel and statement_timeout.
+ */
+static bool
+retry_first(AfdwConn *entry)
+{
+	AfdwConnecting *c = entry->connecting;
+	TimestampTz now = GetCurrentTimestamp();
+	long		delay = AFDW_FIRST_RETRY_MS << Min(c->retries, 8);
+
+	if (afdw_budget_active())
+	{
+		if (c->retries >= AFDW_FIRST_RETRIES)
+			return false;
+	}
+	else
+	{
+		if (c->refused_since == 0)
+			c->refused_since = now;
+		delay = Min(delay, AFDW_FIRST_RETRY_MAX_MS);
+		if (TimestampDifferenceExceeds(c->refused_since, now,
+									   AFDW_FIRST_WAIT_MS - delay))
+			return false;
+		if (c->timeout_ms >= 0 &&
+			TimestampDifferenceExceeds(c->start, now, c->timeout_ms - delay))
+			return false;
+		announce_wait(entry);
+	}
+	c->retry_at = TimestampTzPlusMilliseconds(now, delay);
+	c->retries++;
+	return true;
 }
 
 /*
@@ -684,17 +826,14 @@ connect_failed(AfdwConn *entry)
 	 * The pool's only connection, refused for lack of room: the places of
 	 * a busy server come and go (a session gives back its connections past
 	 * the first at the end of a transaction in which the server refused
-	 * it one, afdw_trim_idle_pools), so it is asked again a few times,
-	 * AFDW_FIRST_RETRY_MS apart and doubling, before the query fails.
+	 * it one, or in which another backend waited, afdw_trim_idle_pools),
+	 * so it is asked for again for a while before the query fails.
 	 */
-	if (strncmp(sqlstate, "53", 2) == 0 && c->retries < AFDW_FIRST_RETRIES)
+	if (strncmp(sqlstate, "53", 2) == 0 && retry_first(entry))
 	{
 		ereport(DEBUG1,
 				(errmsg_internal("server \"%s\" refused a first connection, asking again: %s",
 								 NameStr(entry->servername), msg)));
-		c->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-												  AFDW_FIRST_RETRY_MS << c->retries);
-		c->retries++;
 		if (entry->refusal != NULL)
 			pfree(entry->refusal);
 		entry->refusal = MemoryContextStrdup(afdw_conn_cxt, msg);

@@ -360,8 +360,10 @@ afdw_connection_ready(AfdwConn *conn)
  * least used open connection and takes turns on it, and the query goes on.
  * After such a refusal the pool asks the server for no new connection for
  * AFDW_REFUSED_RETRY_MS, so that the scans of a query do not each knock on
- * a full server.  With a budget (budget.c), an optional connection past
- * it is not opened either, and the required one waits for room.
+ * a full server.  Without a budget, neither is one while another backend
+ * waits for room for its first connection there (afdw_room_wanted).  With
+ * a budget (budget.c), an optional connection past it is not opened
+ * either, and the required one waits for room.
  *
  * The connection is only started here: the handshakes of the connections
  * a query needs go on together until afdw_connect_finish, which learns
@@ -378,6 +380,9 @@ open_or_share(AfdwConn *entry, UserMapping *user, ForeignServer *server)
 	if (shared != NULL && first->refused_at != 0 &&
 		!TimestampDifferenceExceeds(first->refused_at, GetCurrentTimestamp(),
 									AFDW_REFUSED_RETRY_MS))
+		return shared;
+	/* Another backend's first connection waits for room there. */
+	if (shared != NULL && afdw_room_wanted(shared))
 		return shared;
 
 	if (!afdw_budget_charge(entry, server, shared != NULL))
@@ -943,7 +948,12 @@ forget_deallocs(AfdwConn *entry)
  * Run by the transaction callback (xact.c) when a transaction ends.  A
  * backend runs no code while its session is idle, so this is the last
  * moment at which it can give places back; the connections past the
- * first are opened again by the next query that needs them.  When another
+ * first are opened again by the next query that needs them.  Those past
+ * the kept ones close now, not after their idle time, when the server
+ * refused the pool one a moment ago, or, without preloading, when another
+ * backend waits for room there for its first (afdw_room_wanted): else
+ * sessions that run queries back to back would keep them for good, and a
+ * session arriving later find no place for its first.  When another
  * backend waits for room on a server (budget.c), every idle connection to
  * it closes, the kept ones too: a cache yields to a real need.  Those the
  * server closes itself stop counting against the budget once it has.
@@ -959,6 +969,7 @@ afdw_trim_idle_pools(void)
 	{
 		int			kept = 0;
 		bool		full;
+		int			wanted = -1;	/* afdw_room_wanted, once asked */
 
 		if (first->key.slot != 0)
 			continue;
@@ -996,6 +1007,14 @@ afdw_trim_idle_pools(void)
 			/* The server closes those with a timeout once idle that long. */
 			else if (entry->idle_timeout == 0 || full)
 				afdw_disconnect_entry(entry);
+			else
+			{
+				/* Unless another backend waits for room there now. */
+				if (wanted < 0)
+					wanted = afdw_room_wanted(entry) ? 1 : 0;
+				if (wanted)
+					afdw_disconnect_entry(entry);
+			}
 		}
 	}
 }

@@ -240,6 +240,7 @@ extern void afdw_append_idle_setting(AfdwConn *entry, StringInfo sql);
 extern void afdw_connect_start(AfdwConn *entry, UserMapping *user,
 							   bool optional);
 extern void afdw_connect_forget(AfdwConn *entry);
+extern bool afdw_room_wanted(AfdwConn *entry);
 extern void afdw_append_xact_settings(StringInfo sql);
 
 /* remote.c */
