@@ -137,10 +137,11 @@ is_deeply(
 # Two streams of one shard in a transaction block need two connections:
 # the second one waits for the snapshot that the first exports ahead of
 # its COPY, then imports it in its own first message.  Each sends one
-# message before COMMIT.
+# message before COMMIT.  (The subqueries keep the two scans apart: a join
+# of two tables of one server is otherwise sent as one remote join.)
 my $pair = remote_statements($shards[0], q{
 	BEGIN;
-	SELECT count(*) FROM items_1 a JOIN items_1 b USING (id);
+	SELECT count(*) FROM (SELECT id FROM items_1 OFFSET 0) a JOIN (SELECT id FROM items_1 OFFSET 0) b USING (id);
 	COMMIT;
 });
 is(scalar(@$pair), 4, 'two connections, one message each and a COMMIT each');
@@ -152,7 +153,7 @@ like(join("\n", @$pair),
 	'the second imports it with its first command');
 is( $coord->safe_psql('postgres', q{
 		BEGIN;
-		SELECT count(*) FROM items_1 a JOIN items_1 b USING (id);
+		SELECT count(*) FROM (SELECT id FROM items_1 OFFSET 0) a JOIN (SELECT id FROM items_1 OFFSET 0) b USING (id);
 		COMMIT;
 	}),
 	'1000', 'the join of the two streams');
@@ -208,7 +209,7 @@ is($xout, '1000', 'the connection is usable after the rollback');
 my $alice = $coord->background_psql('postgres', on_error_stop => 0);
 $alice->query_safe('SET ROLE alice');
 $alice->query('BEGIN');
-$alice->query('SELECT count(*) FROM items_2 a JOIN items_2 b USING (id)');
+$alice->query('SELECT count(*) FROM (SELECT id FROM items_2 OFFSET 0) a JOIN (SELECT id FROM items_2 OFFSET 0) b USING (id)');
 like($alice->{stderr},
 	qr/could not export the snapshot of server "shard2"\nDETAIL:  The export failed on the connection that opened the remote transaction: permission denied for function pg_export_snapshot\n/,
 	'a connection waiting for a failed export fails with its error');
@@ -219,7 +220,7 @@ $shards[1]->safe_psql('postgres',
 	'GRANT EXECUTE ON FUNCTION pg_catalog.pg_export_snapshot() TO PUBLIC');
 is( $alice->query_safe(q{
 		BEGIN;
-		SELECT count(*) FROM items_2 a JOIN items_2 b USING (id);
+		SELECT count(*) FROM (SELECT id FROM items_2 OFFSET 0) a JOIN (SELECT id FROM items_2 OFFSET 0) b USING (id);
 		COMMIT;
 	}),
 	'1000', 'both connections are usable after the rollback');
