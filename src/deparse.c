@@ -50,6 +50,7 @@ static void init_context(DeparseContext *cxt, StringInfo buf, PlannerInfo *root,
 						 RelOptInfo *baserel, Relation rel, List **params);
 static void end_context(DeparseContext *cxt);
 static void append_conditions(List *conds, DeparseContext *cxt);
+static void append_select_list(List *tlist, DeparseContext *cxt);
 static void deparse_join_from_where(RelOptInfo *joinrel, DeparseContext *cxt);
 
 
@@ -379,14 +380,7 @@ afdw_deparse_grouped_select(StringInfo buf, PlannerInfo *root, RelOptInfo *baser
 	init_context(&cxt, buf, root, baserel, rel, params);
 	cxt.partial = partial;
 
-	appendStringInfoString(buf, "SELECT ");
-	foreach(lc, tlist)
-	{
-		if (!first)
-			appendStringInfoString(buf, ", ");
-		first = false;
-		afdw_deparse_expr(lfirst_node(TargetEntry, lc)->expr, &cxt);
-	}
+	append_select_list(tlist, &cxt);
 	appendStringInfoString(buf, " FROM ");
 	if (rel != NULL)
 	{
@@ -460,6 +454,30 @@ end_context(DeparseContext *cxt)
 		afdw_reset_transmission_modes(cxt->guc_level);
 	foreach(lc, cxt->joined)
 		table_close((Relation) lfirst(lc), NoLock);
+}
+
+/*
+ * append_select_list
+ *		Append SELECT and the expressions of TLIST (TargetEntries); with no
+ *		column needed (count(*) of a join), a lone NULL: rows still have to
+ *		come.
+ */
+static void
+append_select_list(List *tlist, DeparseContext *cxt)
+{
+	ListCell   *lc;
+	bool		first = true;
+
+	appendStringInfoString(cxt->buf, "SELECT ");
+	foreach(lc, tlist)
+	{
+		if (!first)
+			appendStringInfoString(cxt->buf, ", ");
+		first = false;
+		afdw_deparse_expr(lfirst_node(TargetEntry, lc)->expr, cxt);
+	}
+	if (first)
+		appendStringInfoString(cxt->buf, "NULL");
 }
 
 /*
@@ -581,21 +599,9 @@ afdw_deparse_join_select(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel,
 						 List *tlist, List **params)
 {
 	DeparseContext cxt;
-	ListCell   *lc;
-	bool		first = true;
 
 	init_context(&cxt, buf, root, joinrel, NULL, params);
-	appendStringInfoString(buf, "SELECT ");
-	foreach(lc, tlist)
-	{
-		if (!first)
-			appendStringInfoString(buf, ", ");
-		first = false;
-		afdw_deparse_expr(lfirst_node(TargetEntry, lc)->expr, &cxt);
-	}
-	/* No column needed (count(*) of the join): rows still have to come. */
-	if (first)
-		appendStringInfoString(buf, "NULL");
+	append_select_list(tlist, &cxt);
 	appendStringInfoString(buf, " FROM ");
 	deparse_join_from_where(joinrel, &cxt);
 	end_context(&cxt);

@@ -40,22 +40,6 @@ CREATE FOREIGN TABLE ag_p4 PARTITION OF ag FOR VALUES FROM (1401) TO (2001)
   SERVER loopback2 OPTIONS (schema_name 'remote', table_name 'ag4');
 ANALYZE ag_p1, ag_p2, ag_p3, ag_p4, ag1;
 
--- The rows of query Q against those of LQ, in any order.
-CREATE FUNCTION ag_same(q text, lq text) RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE
-  r1 text[];
-  r2 text[];
-BEGIN
-  EXECUTE format('SELECT array_agg(s::text ORDER BY s::text) FROM (%s) s', q) INTO r1;
-  EXECUTE format('SELECT array_agg(s::text ORDER BY s::text) FROM (%s) s', lq) INTO r2;
-  IF r1 IS DISTINCT FROM r2 THEN
-    RAISE NOTICE 'async_fdw: %', r1;
-    RAISE NOTICE 'local:     %', r2;
-  END IF;
-  RETURN r1 IS NOT DISTINCT FROM r2;
-END
-$$;
-
 -- 1. One foreign table: GROUP BY, HAVING, FILTER, DISTINCT and ORDER BY
 -- inside aggregates, grouping by an expression.
 EXPLAIN (VERBOSE, COSTS OFF)
@@ -64,13 +48,13 @@ EXPLAIN (VERBOSE, COSTS OFF)
   SELECT g % 2 AS h, count(DISTINCT t), string_agg(t, ',' ORDER BY t DESC, id) FILTER (WHERE id < 30),
          sum(i8) + 1 AS s
     FROM ag1 WHERE id > 3 GROUP BY g % 2;
-SELECT ag_same($$SELECT g, count(*), sum(i4), avg(i2), min(t), max(d), bool_and(b), bit_or(i4) FROM ag1 GROUP BY g HAVING count(*) > 10$$,
+SELECT rows_same($$SELECT g, count(*), sum(i4), avg(i2), min(t), max(d), bool_and(b), bit_or(i4) FROM ag1 GROUP BY g HAVING count(*) > 10$$,
                $$SELECT g, count(*), sum(i4), avg(i2), min(t), max(d), bool_and(b), bit_or(i4) FROM remote.ag1 GROUP BY g HAVING count(*) > 10$$);
-SELECT ag_same($$SELECT g % 2 AS h, count(DISTINCT t), string_agg(t, ',' ORDER BY t DESC, id) FILTER (WHERE id < 30), sum(i8) + 1 AS s FROM ag1 WHERE id > 3 GROUP BY g % 2$$,
+SELECT rows_same($$SELECT g % 2 AS h, count(DISTINCT t), string_agg(t, ',' ORDER BY t DESC, id) FILTER (WHERE id < 30), sum(i8) + 1 AS s FROM ag1 WHERE id > 3 GROUP BY g % 2$$,
                $$SELECT g % 2 AS h, count(DISTINCT t), string_agg(t, ',' ORDER BY t DESC, id) FILTER (WHERE id < 30), sum(i8) + 1 AS s FROM remote.ag1 WHERE id > 3 GROUP BY g % 2$$);
-SELECT ag_same($$SELECT count(*), sum(n), avg(f), max(i8) FROM ag1 WHERE id > 1000$$,
+SELECT rows_same($$SELECT count(*), sum(n), avg(f), max(i8) FROM ag1 WHERE id > 1000$$,
                $$SELECT count(*), sum(n), avg(f), max(i8) FROM remote.ag1 WHERE id > 1000$$);
-SELECT ag_same($$SELECT t, array_agg(id ORDER BY id DESC NULLS FIRST) FROM ag1 WHERE id < 40 GROUP BY t$$,
+SELECT rows_same($$SELECT t, array_agg(id ORDER BY id DESC NULLS FIRST) FROM ag1 WHERE id < 40 GROUP BY t$$,
                $$SELECT t, array_agg(id ORDER BY id DESC NULLS FIRST) FROM remote.ag1 WHERE id < 40 GROUP BY t$$);
 -- An item computed locally from the aggregate sent.
 EXPLAIN (VERBOSE, COSTS OFF) SELECT g, sum(i4) * random() * 0 FROM ag1 GROUP BY g;
@@ -86,7 +70,7 @@ EXPLAIN (COSTS OFF) SELECT ag_total(i4) FROM ag1 WHERE i4 IS NOT NULL;
 SELECT ag_total(i4) = (SELECT sum(i4) FROM remote.ag1) FROM ag1 WHERE i4 IS NOT NULL;
 CREATE FUNCTION ag_local_fn(int) RETURNS bool LANGUAGE plpgsql AS 'BEGIN RETURN $1 > 100; END';
 EXPLAIN (COSTS OFF) SELECT count(*) FROM ag1 WHERE ag_local_fn(id);
-SELECT ag_same($$SELECT min(t COLLATE "C"), count(*) FROM ag1 WHERE ag_local_fn(id)$$,
+SELECT rows_same($$SELECT min(t COLLATE "C"), count(*) FROM ag1 WHERE ag_local_fn(id)$$,
                $$SELECT min(t COLLATE "C"), count(*) FROM remote.ag1 WHERE ag_local_fn(id)$$);
 
 -- 3. A partitioned table: one partial aggregate per partition, all sent
@@ -96,18 +80,18 @@ EXPLAIN (VERBOSE, COSTS OFF)
   SELECT count(*), count(i4), sum(i4), sum(i8), avg(i8), avg(i2), min(t), max(d) FROM ag;
 EXPLAIN (COSTS OFF)
   SELECT t, count(*), sum(i8) FROM ag GROUP BY t HAVING sum(i2) IS NULL OR count(*) > 3;
-SELECT ag_same($$SELECT count(*), count(i4), sum(i4), sum(i8), avg(i8), avg(i2), avg(i4), min(t), max(d), sum(i2) FROM ag$$,
+SELECT rows_same($$SELECT count(*), count(i4), sum(i4), sum(i8), avg(i8), avg(i2), avg(i4), min(t), max(d), sum(i2) FROM ag$$,
                $$SELECT count(*), count(i4), sum(i4), sum(i8), avg(i8), avg(i2), avg(i4), min(t), max(d), sum(i2) FROM ag_local$$);
-SELECT ag_same($$SELECT t, count(*), sum(i8), avg(i8), bool_or(b), every(b), bit_and(i2), bit_xor(id) FROM ag GROUP BY t HAVING sum(i2) IS NULL OR count(*) > 3$$,
+SELECT rows_same($$SELECT t, count(*), sum(i8), avg(i8), bool_or(b), every(b), bit_and(i2), bit_xor(id) FROM ag GROUP BY t HAVING sum(i2) IS NULL OR count(*) > 3$$,
                $$SELECT t, count(*), sum(i8), avg(i8), bool_or(b), every(b), bit_and(i2), bit_xor(id) FROM ag_local GROUP BY t HAVING sum(i2) IS NULL OR count(*) > 3$$);
-SELECT ag_same($$SELECT g, i2 IS NULL AS nul, count(*) FILTER (WHERE id % 2 = 0), min(n), max(f), sum(i4) FROM ag WHERE id > 100 GROUP BY 1, 2$$,
+SELECT rows_same($$SELECT g, i2 IS NULL AS nul, count(*) FILTER (WHERE id % 2 = 0), min(n), max(f), sum(i4) FROM ag WHERE id > 100 GROUP BY 1, 2$$,
                $$SELECT g, i2 IS NULL AS nul, count(*) FILTER (WHERE id % 2 = 0), min(n), max(f), sum(i4) FROM ag_local WHERE id > 100 GROUP BY 1, 2$$);
 -- No row at all: one group of NULLs and zeros.
-SELECT ag_same($$SELECT count(*), sum(i8), avg(i8), avg(i4), min(t) FROM ag WHERE id < 0$$,
+SELECT rows_same($$SELECT count(*), sum(i8), avg(i8), avg(i4), min(t) FROM ag WHERE id < 0$$,
                $$SELECT count(*), sum(i8), avg(i8), avg(i4), min(t) FROM ag_local WHERE id < 0$$);
 SELECT count(*), sum(i8), avg(i8) FROM ag WHERE id < 0;
 -- The partition key in GROUP BY, ORDER BY and LIMIT above.
-SELECT ag_same($$SELECT id / 100 AS k, sum(i8) FROM ag GROUP BY 1 ORDER BY 2 DESC LIMIT 3$$,
+SELECT rows_same($$SELECT id / 100 AS k, sum(i8) FROM ag GROUP BY 1 ORDER BY 2 DESC LIMIT 3$$,
                $$SELECT id / 100 AS k, sum(i8) FROM ag_local GROUP BY 1 ORDER BY 2 DESC LIMIT 3$$);
 
 -- 4. An aggregate without a partial form keeps the plan that pulls rows,
@@ -115,7 +99,7 @@ SELECT ag_same($$SELECT id / 100 AS k, sum(i8) FROM ag GROUP BY 1 ORDER BY 2 DES
 -- off.  enable_partitionwise_aggregate on makes the same choice.
 EXPLAIN (COSTS OFF) SELECT count(*), sum(f) FROM ag;
 EXPLAIN (COSTS OFF) SELECT count(DISTINCT t) FROM ag;
-SELECT ag_same($$SELECT count(*), sum(n), count(DISTINCT t) FROM ag$$,
+SELECT rows_same($$SELECT count(*), sum(n), count(DISTINCT t) FROM ag$$,
                $$SELECT count(*), sum(n), count(DISTINCT t) FROM ag_local$$);
 SET async_fdw.partitionwise_aggregate = off;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM ag;
@@ -130,7 +114,7 @@ SELECT sum(100 / (id - 450)) FROM ag;
 
 -- 6. Each fetch mode, and a parameter sent with the aggregate.
 ALTER FOREIGN TABLE ag1 OPTIONS (ADD fetch_mode 'cursor', ADD fetch_size '2');
-SELECT ag_same($$SELECT g, count(*), sum(i8) FROM ag1 GROUP BY g$$,
+SELECT rows_same($$SELECT g, count(*), sum(i8) FROM ag1 GROUP BY g$$,
                $$SELECT g, count(*), sum(i8) FROM remote.ag1 GROUP BY g$$);
 ALTER FOREIGN TABLE ag1 OPTIONS (DROP fetch_mode, DROP fetch_size);
 PREPARE ag_q(int) AS SELECT count(*), sum(i4) FROM ag WHERE id > $1;

@@ -18,22 +18,6 @@ CREATE FOREIGN TABLE jt2_other (id int, b int, u text) SERVER loopback2
   OPTIONS (schema_name 'remote', table_name 'jt2');
 ANALYZE jt1, jt2, jt2_other;
 
--- The rows of query Q against those of LQ, in any order.
-CREATE FUNCTION jt_same(q text, lq text) RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE
-  r1 text[];
-  r2 text[];
-BEGIN
-  EXECUTE format('SELECT array_agg(s::text ORDER BY s::text) FROM (%s) s', q) INTO r1;
-  EXECUTE format('SELECT array_agg(s::text ORDER BY s::text) FROM (%s) s', lq) INTO r2;
-  IF r1 IS DISTINCT FROM r2 THEN
-    RAISE NOTICE 'async_fdw: %', r1;
-    RAISE NOTICE 'local:     %', r2;
-  END IF;
-  RETURN r1 IS NOT DISTINCT FROM r2;
-END
-$$;
-
 -- 1. Inner, left, right and full joins, each side's conditions where
 -- they keep their meaning.
 EXPLAIN (VERBOSE, COSTS OFF)
@@ -44,29 +28,29 @@ EXPLAIN (VERBOSE, COSTS OFF)
   SELECT x.id, t, u FROM jt1 x RIGHT JOIN jt2 y ON x.id = y.id AND a = 2 WHERE b > 1;
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT jt1.id, jt2.id FROM jt1 FULL JOIN jt2 ON jt1.id = jt2.id;
-SELECT jt_same($$SELECT jt1.id, t, u FROM jt1 JOIN jt2 ON jt1.id = jt2.id WHERE a < 5 AND b > 0$$,
+SELECT rows_same($$SELECT jt1.id, t, u FROM jt1 JOIN jt2 ON jt1.id = jt2.id WHERE a < 5 AND b > 0$$,
                $$SELECT jt1.id, t, u FROM remote.jt1 JOIN remote.jt2 ON jt1.id = jt2.id WHERE a < 5 AND b > 0$$);
-SELECT jt_same($$SELECT jt1.id, t, u FROM jt1 LEFT JOIN jt2 ON jt1.id = jt2.id AND b = 1 WHERE a < 5$$,
+SELECT rows_same($$SELECT jt1.id, t, u FROM jt1 LEFT JOIN jt2 ON jt1.id = jt2.id AND b = 1 WHERE a < 5$$,
                $$SELECT jt1.id, t, u FROM remote.jt1 LEFT JOIN remote.jt2 ON jt1.id = jt2.id AND b = 1 WHERE a < 5$$);
-SELECT jt_same($$SELECT x.id, t, u FROM jt1 x RIGHT JOIN jt2 y ON x.id = y.id AND a = 2 WHERE b > 1$$,
+SELECT rows_same($$SELECT x.id, t, u FROM jt1 x RIGHT JOIN jt2 y ON x.id = y.id AND a = 2 WHERE b > 1$$,
                $$SELECT x.id, t, u FROM remote.jt1 x RIGHT JOIN remote.jt2 y ON x.id = y.id AND a = 2 WHERE b > 1$$);
-SELECT jt_same($$SELECT jt1.id, jt2.id, t IS NULL FROM jt1 FULL JOIN jt2 ON jt1.id = jt2.id$$,
+SELECT rows_same($$SELECT jt1.id, jt2.id, t IS NULL FROM jt1 FULL JOIN jt2 ON jt1.id = jt2.id$$,
                $$SELECT jt1.id, jt2.id, t IS NULL FROM remote.jt1 FULL JOIN remote.jt2 ON jt1.id = jt2.id$$);
 -- The query's target computed locally from the joined columns.
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT jt1.id, row(jt2.id, jt2.u), t || u FROM jt1 JOIN jt2 ON jt1.id = jt2.id WHERE a = 1;
-SELECT jt_same($$SELECT jt1.id, row(jt2.id, jt2.u), t || u FROM jt1 JOIN jt2 ON jt1.id = jt2.id WHERE a = 1$$,
+SELECT rows_same($$SELECT jt1.id, row(jt2.id, jt2.u), t || u FROM jt1 JOIN jt2 ON jt1.id = jt2.id WHERE a = 1$$,
                $$SELECT jt1.id, row(jt2.id, jt2.u), t || u FROM remote.jt1 JOIN remote.jt2 ON jt1.id = jt2.id WHERE a = 1$$);
 -- A full join whose sides have conditions is done locally.
 EXPLAIN (COSTS OFF)
   SELECT jt1.id, jt2.id FROM jt1 FULL JOIN (SELECT * FROM jt2 WHERE b = 1) jt2 ON jt1.id = jt2.id;
-SELECT jt_same($$SELECT jt1.id, jt2.id FROM jt1 FULL JOIN (SELECT * FROM jt2 WHERE b = 1) jt2 ON jt1.id = jt2.id$$,
+SELECT rows_same($$SELECT jt1.id, jt2.id FROM jt1 FULL JOIN (SELECT * FROM jt2 WHERE b = 1) jt2 ON jt1.id = jt2.id$$,
                $$SELECT jt1.id, jt2.id FROM remote.jt1 FULL JOIN (SELECT * FROM remote.jt2 WHERE b = 1) jt2 ON jt1.id = jt2.id$$);
 -- Three tables.
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT x.id, y.u, z.t FROM jt1 x JOIN jt2 y ON x.id = y.id LEFT JOIN jt1 z ON z.id = y.id + 1
    WHERE x.a = 3;
-SELECT jt_same($$SELECT x.id, y.u, z.t FROM jt1 x JOIN jt2 y ON x.id = y.id LEFT JOIN jt1 z ON z.id = y.id + 1 WHERE x.a = 3$$,
+SELECT rows_same($$SELECT x.id, y.u, z.t FROM jt1 x JOIN jt2 y ON x.id = y.id LEFT JOIN jt1 z ON z.id = y.id + 1 WHERE x.a = 3$$,
                $$SELECT x.id, y.u, z.t FROM remote.jt1 x JOIN remote.jt2 y ON x.id = y.id LEFT JOIN remote.jt1 z ON z.id = y.id + 1 WHERE x.a = 3$$);
 
 -- Semi- and anti-joins: EXISTS and NOT EXISTS of the inner side.
@@ -74,11 +58,11 @@ EXPLAIN (VERBOSE, COSTS OFF)
   SELECT id, t FROM jt1 WHERE a < 3 AND EXISTS (SELECT 1 FROM jt2 WHERE jt2.id = jt1.id AND b = 2);
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT id, t FROM jt1 WHERE NOT EXISTS (SELECT 1 FROM jt2 WHERE jt2.id = jt1.id) AND a = 1;
-SELECT jt_same($$SELECT id, t FROM jt1 WHERE a < 3 AND EXISTS (SELECT 1 FROM jt2 WHERE jt2.id = jt1.id AND b = 2)$$,
+SELECT rows_same($$SELECT id, t FROM jt1 WHERE a < 3 AND EXISTS (SELECT 1 FROM jt2 WHERE jt2.id = jt1.id AND b = 2)$$,
                $$SELECT id, t FROM remote.jt1 WHERE a < 3 AND EXISTS (SELECT 1 FROM remote.jt2 WHERE jt2.id = jt1.id AND b = 2)$$);
-SELECT jt_same($$SELECT id, t FROM jt1 WHERE NOT EXISTS (SELECT 1 FROM jt2 WHERE jt2.id = jt1.id) AND a = 1$$,
+SELECT rows_same($$SELECT id, t FROM jt1 WHERE NOT EXISTS (SELECT 1 FROM jt2 WHERE jt2.id = jt1.id) AND a = 1$$,
                $$SELECT id, t FROM remote.jt1 WHERE NOT EXISTS (SELECT 1 FROM remote.jt2 WHERE jt2.id = jt1.id) AND a = 1$$);
-SELECT jt_same($$SELECT x.id FROM jt1 x JOIN jt2 y ON x.id = y.id WHERE NOT EXISTS (SELECT 1 FROM jt1 z WHERE z.id = y.id + 2)$$,
+SELECT rows_same($$SELECT x.id FROM jt1 x JOIN jt2 y ON x.id = y.id WHERE NOT EXISTS (SELECT 1 FROM jt1 z WHERE z.id = y.id + 2)$$,
                $$SELECT x.id FROM remote.jt1 x JOIN remote.jt2 y ON x.id = y.id WHERE NOT EXISTS (SELECT 1 FROM remote.jt1 z WHERE z.id = y.id + 2)$$);
 -- A generic plan sends the parameter with the join.
 SET plan_cache_mode = force_generic_plan;
@@ -100,7 +84,7 @@ RESET plan_cache_mode;
 EXPLAIN (COSTS OFF) SELECT jt1.id FROM jt1 JOIN jt2_other o ON jt1.id = o.id;
 CREATE FUNCTION jt_local(int) RETURNS bool LANGUAGE plpgsql AS 'BEGIN RETURN $1 % 2 = 0; END';
 EXPLAIN (COSTS OFF) SELECT jt1.id FROM jt1 JOIN jt2 ON jt1.id = jt2.id AND jt_local(jt1.a + jt2.b);
-SELECT jt_same($$SELECT jt1.id FROM jt1 JOIN jt2 ON jt1.id = jt2.id AND jt_local(jt1.a + jt2.b)$$,
+SELECT rows_same($$SELECT jt1.id FROM jt1 JOIN jt2 ON jt1.id = jt2.id AND jt_local(jt1.a + jt2.b)$$,
                $$SELECT jt1.id FROM remote.jt1 JOIN remote.jt2 ON jt1.id = jt2.id AND jt_local(jt1.a + jt2.b)$$);
 EXPLAIN (COSTS OFF) SELECT jt1.id FROM jt1 JOIN jt2 ON jt1.id = jt2.id FOR UPDATE;
 
@@ -126,9 +110,9 @@ CREATE FOREIGN TABLE jp2_b PARTITION OF jp2 FOR VALUES FROM (201) TO (MAXVALUE)
 ANALYZE jp1_a, jp1_b, jp2_a, jp2_b;
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT jp1.id, t, u FROM jp1 JOIN jp2 ON jp1.id = jp2.id WHERE b <> 2;
-SELECT jt_same($$SELECT jp1.id, t, u FROM jp1 JOIN jp2 ON jp1.id = jp2.id WHERE b <> 2$$,
+SELECT rows_same($$SELECT jp1.id, t, u FROM jp1 JOIN jp2 ON jp1.id = jp2.id WHERE b <> 2$$,
                $$SELECT jt1.id, t, u FROM remote.jt1 JOIN remote.jt2 ON jt1.id = jt2.id WHERE b <> 2$$);
-SELECT jt_same($$SELECT jp1.id, jp2.id FROM jp1 LEFT JOIN jp2 ON jp1.id = jp2.id$$,
+SELECT rows_same($$SELECT jp1.id, jp2.id FROM jp1 LEFT JOIN jp2 ON jp1.id = jp2.id$$,
                $$SELECT jt1.id, jt2.id FROM remote.jt1 LEFT JOIN remote.jt2 ON jt1.id = jt2.id$$);
 -- Each partition's target is the query's, computed locally from the
 -- joined columns (a stable cast would read the remote TimeZone).
@@ -141,15 +125,15 @@ RESET timezone;
 -- pair of partitions.
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT b, count(*), max(t) FROM jt1 JOIN jt2 ON jt1.id = jt2.id GROUP BY b;
-SELECT jt_same($$SELECT b, count(*), max(t) FROM jt1 JOIN jt2 ON jt1.id = jt2.id GROUP BY b$$,
+SELECT rows_same($$SELECT b, count(*), max(t) FROM jt1 JOIN jt2 ON jt1.id = jt2.id GROUP BY b$$,
                $$SELECT b, count(*), max(t) FROM remote.jt1 JOIN remote.jt2 ON jt1.id = jt2.id GROUP BY b$$);
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT count(*), sum(a) FROM jp1 JOIN jp2 ON jp1.id = jp2.id;
-SELECT jt_same($$SELECT count(*), sum(a), avg(b) FROM jp1 JOIN jp2 ON jp1.id = jp2.id WHERE u <> 'u1'$$,
+SELECT rows_same($$SELECT count(*), sum(a), avg(b) FROM jp1 JOIN jp2 ON jp1.id = jp2.id WHERE u <> 'u1'$$,
                $$SELECT count(*), sum(a), avg(b) FROM remote.jt1 JOIN remote.jt2 ON jt1.id = jt2.id WHERE u <> 'u1'$$);
-SELECT jt_same($$SELECT u, count(*) FROM jp1 LEFT JOIN jp2 ON jp1.id = jp2.id GROUP BY u$$,
+SELECT rows_same($$SELECT u, count(*) FROM jp1 LEFT JOIN jp2 ON jp1.id = jp2.id GROUP BY u$$,
                $$SELECT u, count(*) FROM remote.jt1 LEFT JOIN remote.jt2 ON jt1.id = jt2.id GROUP BY u$$);
-SELECT jt_same($$SELECT count(*) FROM jp1 WHERE EXISTS (SELECT 1 FROM jp2 WHERE jp2.id = jp1.id)$$,
+SELECT rows_same($$SELECT count(*) FROM jp1 WHERE EXISTS (SELECT 1 FROM jp2 WHERE jp2.id = jp1.id)$$,
                $$SELECT count(*) FROM remote.jt1 WHERE EXISTS (SELECT 1 FROM remote.jt2 WHERE jt2.id = jt1.id)$$);
 SET async_fdw.partitionwise_join = off;
 EXPLAIN (COSTS OFF) SELECT jp1.id FROM jp1 JOIN jp2 ON jp1.id = jp2.id;

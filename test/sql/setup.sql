@@ -53,3 +53,20 @@ BEGIN
                 WHERE application_name = 'async_fdw' ORDER BY 1;
 END
 $$;
+
+-- The rows of query Q against those of LQ (the same query on local tables),
+-- in any order; both sets are shown when they differ.
+CREATE FUNCTION rows_same(q text, lq text) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+  r1 text[];
+  r2 text[];
+BEGIN
+  EXECUTE format('SELECT array_agg(s::text ORDER BY s::text) FROM (%s) s', q) INTO r1;
+  EXECUTE format('SELECT array_agg(s::text ORDER BY s::text) FROM (%s) s', lq) INTO r2;
+  IF r1 IS DISTINCT FROM r2 THEN
+    RAISE NOTICE 'async_fdw: %', r1;
+    RAISE NOTICE 'local:     %', r2;
+  END IF;
+  RETURN r1 IS NOT DISTINCT FROM r2;
+END
+$$;
