@@ -7,19 +7,23 @@
  * read through the same user mapping, join on that server: inner, left,
  * right and full joins, as postgres_fdw does, and semi- and anti-joins
  * (EXISTS and NOT EXISTS, the inner side in a subquery), when every
- * condition of the join and of its sides can be sent.  The remote query names each table
- * r<n>, n its range table index, and places each side's own conditions
- * where they keep their meaning: the WHERE clause around the join for an
- * inner join's sides and an outer join's preserved side, the ON clause for
- * the nullable side; a full join takes no side with conditions.  Joins of
+ * condition of the join and of its sides can be sent.  The remote query
+ * names each table r<n>, n its range table index, and places each side's
+ * own conditions where they keep their meaning: the WHERE clause around
+ * the join for an inner join's sides and an outer join's preserved side,
+ * the ON clause for the nullable side; a full join takes no side with
+ * conditions.  It returns the columns the query reads; the expressions of
+ * the query's target are computed locally.  Joins of
  * partitions (partitionwise join, turned on by upper.c's planner hook for
  * queries joining partitioned tables of async_fdw) run as such scans under
  * the asynchronous Append, every shard joining at the same time.
  *
  * Not pushed: joins under row locks (FOR UPDATE would need the rows of
  * each table rechecked locally), joins whose target holds anything but
- * plain columns, joins with lateral references, joins having a semi- or
- * anti-join as a side (a condition of its outer side, not a FROM item).
+ * plain columns when their paths are made, joins with lateral references,
+ * joins having a semi- or anti-join as a side (a condition of its outer
+ * side, not a FROM item), joins of a query with a condition on no table
+ * (checked above the scans, which a remote join replaces).
  * (In PostgreSQL 15 an anti-join's pushed-down conditions, filters on its
  * result, only read the outer side: they go in the WHERE clause.)
  *
