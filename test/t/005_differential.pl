@@ -478,6 +478,11 @@ sum(@A.id) FILTER (WHERE @A.flag)
 variance(@A.n)
 count(@A.arr)
 max(@A.j ->> 'v')
+avg(@A.b)
+sum(@A.k::int2)
+bit_or(@A.k)
+every(@A.flag)
+max(@A.ts)
 END
 
 # expand(template, alias, table, unit): one condition or expression.
