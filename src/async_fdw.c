@@ -609,6 +609,7 @@ async_fdw_handler(PG_FUNCTION_ARGS)
 	routine->GetForeignPlan = afdwGetForeignPlan;
 	routine->GetForeignUpperPaths = afdwGetForeignUpperPaths;
 	routine->GetForeignJoinPaths = afdwGetForeignJoinPaths;
+	routine->ImportForeignSchema = afdwImportForeignSchema;
 	afdw_scan_routines(routine);
 
 	PG_RETURN_POINTER(routine);

@@ -382,6 +382,9 @@ extern void afdw_reset_transmission_modes(int nestlevel);
 /* scan.c */
 extern void afdw_scan_routines(FdwRoutine *routine);
 
+/* import.c */
+extern List *afdwImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serveroid);
+
 /* join.c */
 extern void afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 									RelOptInfo *outerrel, RelOptInfo *innerrel,
