@@ -400,6 +400,5 @@ extern ForeignScan *afdw_grouping_plan(PlannerInfo *root, RelOptInfo *rel,
 									   List *tlist, Plan *outer_plan);
 extern void afdw_upper_init(void);
 extern void afdw_late_partitionwise(PlannerInfo *root);
-extern void afdw_late_partitionwise_end(void);
 
 #endif							/* ASYNC_FDW_H */

@@ -33,6 +33,7 @@
 #include "postgres.h"
 
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "foreign/fdwapi.h"
@@ -653,7 +654,7 @@ afdw_late_partitionwise(PlannerInfo *root)
  *		level's planning, and at the end of a transaction whose planning
  *		failed on the way.
  */
-void
+static void
 afdw_late_partitionwise_end(void)
 {
 	if (late_set)
@@ -663,6 +664,19 @@ afdw_late_partitionwise_end(void)
 	}
 	late_set = false;
 	late_checked = false;
+}
+
+/*
+ * upper_xact_callback
+ *		A transaction that aborts ends a planning that failed on the way:
+ *		restore the planner settings (registered at load, as the planning
+ *		may fail before any connection exists).
+ */
+static void
+upper_xact_callback(XactEvent event, void *arg pg_attribute_unused())
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		afdw_late_partitionwise_end();
 }
 
 /*
@@ -683,8 +697,8 @@ afdw_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 /*
  * afdw_upper_init
  *		Define async_fdw.partitionwise_aggregate and
- *		async_fdw.partitionwise_join, and install the planner hook and the
- *		upper paths hook (from _PG_init).
+ *		async_fdw.partitionwise_join, install the planner hook and the upper
+ *		paths hook, and register the abort callback (from _PG_init).
  */
 void
 afdw_upper_init(void)
@@ -709,4 +723,5 @@ afdw_upper_init(void)
 	planner_hook = afdw_planner;
 	prev_upper_paths_hook = create_upper_paths_hook;
 	create_upper_paths_hook = afdw_upper_paths;
+	RegisterXactCallback(upper_xact_callback, NULL);
 }

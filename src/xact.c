@@ -705,8 +705,6 @@ afdw_xact_callback(XactEvent event, void *arg pg_attribute_unused())
 
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			/* A planning that failed restores the planner settings. */
-			afdw_late_partitionwise_end();
 			abort_all();
 			break;
 

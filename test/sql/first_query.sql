@@ -25,3 +25,14 @@ EXPLAIN (COSTS OFF) SELECT count(*) FROM ag;
 SET enable_partitionwise_aggregate = on;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM ag;
 SHOW enable_partitionwise_aggregate;
+-- A first query whose planning fails (the remote EXPLAIN of
+-- use_remote_estimate finds no table) leaves the settings as they were.
+CREATE TABLE fq_broken (id int) PARTITION BY RANGE (id);
+CREATE FOREIGN TABLE fq_broken1 PARTITION OF fq_broken FOR VALUES FROM (0) TO (10)
+  SERVER loopback OPTIONS (table_name 'no_such_table', use_remote_estimate 'true');
+\c
+SELECT count(*) FROM fq_broken;
+SHOW enable_partitionwise_aggregate;
+SELECT count(*) FROM ag WHERE id < 0;
+SHOW enable_partitionwise_aggregate;
+DROP TABLE fq_broken;
