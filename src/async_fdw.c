@@ -172,6 +172,29 @@ afdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid
 }
 
 /*
+ * afdw_derived_relinfo
+ *		The planner-side state of a relation the remote server computes
+ *		from FROM's (a join, an aggregate): the same server, user mapping
+ *		and options; the rest is the caller's to fill.
+ */
+AfdwRelInfo *
+afdw_derived_relinfo(AfdwRelInfo *from)
+{
+	AfdwRelInfo *fp = palloc0(sizeof(AfdwRelInfo));
+
+	fp->server = from->server;
+	fp->user = from->user;
+	fp->fetch_size = from->fetch_size;
+	fp->fetch_mode = from->fetch_mode;
+	fp->fdw_startup_cost = from->fdw_startup_cost;
+	fp->fdw_tuple_cost = from->fdw_tuple_cost;
+	fp->async_capable = from->async_capable;
+	fp->extensions = from->extensions;
+	fp->use_remote_estimate = from->use_remote_estimate;
+	return fp;
+}
+
+/*
  * remote_estimate
  *		Ask the remote server to EXPLAIN the scan of BASEREL (its remote
  *		conditions, the columns it reads) and keep its costs in FP, with the

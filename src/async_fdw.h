@@ -171,6 +171,7 @@ extern List *afdw_extensions_option(List *options);
  * escapes are replaced, the application_name of new remote connections.
  */
 extern PGDLLIMPORT char *afdw_application_name;
+extern AfdwRelInfo *afdw_derived_relinfo(AfdwRelInfo *from);
 extern List *afdw_make_scan_private(const char *sql, List *retrieved_attrs,
 									int fetch_size, bool stream,
 									const char *outer_order,

@@ -326,35 +326,15 @@ afdw_deparse_select(StringInfo buf, RelOptInfo *baserel,
 					List **retrieved_attrs, List **params)
 {
 	DeparseContext cxt;
-	ListCell   *lc;
-	bool		first = true;
 
 	appendStringInfoString(buf, "SELECT ");
 	deparse_target_list(buf, rel, attrs_used, retrieved_attrs);
 	appendStringInfoString(buf, " FROM ");
 	afdw_deparse_relation(buf, rel);
 
-	cxt.buf = buf;
-	cxt.baserel = baserel;
-	cxt.rel = rel;
-	cxt.joined = NIL;
-	cxt.joined_relids = NIL;
-	cxt.partial = false;
-	cxt.params = params;
-	cxt.guc_level = -1;
-
-	foreach(lc, remote_conds)
-	{
-		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
-
-		appendStringInfoString(buf, first ? " WHERE " : " AND ");
-		first = false;
-		appendStringInfoChar(buf, '(');
-		afdw_deparse_expr(ri->clause, &cxt);
-		appendStringInfoChar(buf, ')');
-	}
-	if (cxt.guc_level >= 0)
-		afdw_reset_transmission_modes(cxt.guc_level);
+	init_context(&cxt, buf, NULL, baserel, rel, params);
+	append_conditions(extract_actual_clauses(remote_conds, false), &cxt);
+	end_context(&cxt);
 }
 
 /*

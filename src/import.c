@@ -87,8 +87,9 @@ import_options(ImportForeignSchemaStmt *stmt)
  * catalog_query
  *		The remote query listing the columns of the relations STMT imports,
  *		one row per column (a relation without columns has one row with a
- *		null column name), by relation name and column number.  $1 is the
- *		remote schema's name.
+ *		null column name, a schema without relations one row with a null
+ *		relation name, a missing schema no row), by relation name and column
+ *		number.  $1 is the remote schema's name.
  */
 static char *
 catalog_query(ImportForeignSchemaStmt *stmt)
@@ -98,22 +99,20 @@ catalog_query(ImportForeignSchemaStmt *stmt)
 	bool		first = true;
 
 	initStringInfo(&sql);
+
+	/*
+	 * From the schema's row, so that a schema without relations gives one
+	 * row (a null relation name) and a missing schema none: one round trip.
+	 */
 	appendStringInfoString(&sql,
 						   "SELECT c.relname, a.attname, "
 						   "pg_catalog.format_type(a.atttypid, a.atttypmod), a.attnotnull, "
 						   "pg_catalog.pg_get_expr(d.adbin, d.adrelid), a.attgenerated, "
 						   "CASE WHEN a.attcollation <> t.typcollation THEN co.collname END, "
 						   "CASE WHEN a.attcollation <> t.typcollation THEN cn.nspname END "
-						   "FROM pg_catalog.pg_class c "
-						   "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
-						   "LEFT JOIN pg_catalog.pg_attribute a "
-						   "ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped "
-						   "LEFT JOIN pg_catalog.pg_attrdef d "
-						   "ON d.adrelid = c.oid AND d.adnum = a.attnum "
-						   "LEFT JOIN pg_catalog.pg_type t ON t.oid = a.atttypid "
-						   "LEFT JOIN pg_catalog.pg_collation co ON co.oid = a.attcollation "
-						   "LEFT JOIN pg_catalog.pg_namespace cn ON cn.oid = co.collnamespace "
-						   "WHERE c.relkind IN ('r', 'v', 'f', 'm', 'p') AND n.nspname = $1");
+						   "FROM pg_catalog.pg_namespace n "
+						   "LEFT JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid "
+						   "AND c.relkind IN ('r', 'v', 'f', 'm', 'p')");
 
 	/* Partitions come with their partitioned table, unless named. */
 	if (stmt->list_type != FDW_IMPORT_SCHEMA_LIMIT_TO)
@@ -134,6 +133,15 @@ catalog_query(ImportForeignSchemaStmt *stmt)
 		}
 		appendStringInfoChar(&sql, ')');
 	}
+	appendStringInfoString(&sql,
+						   " LEFT JOIN pg_catalog.pg_attribute a "
+						   "ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped "
+						   "LEFT JOIN pg_catalog.pg_attrdef d "
+						   "ON d.adrelid = c.oid AND d.adnum = a.attnum "
+						   "LEFT JOIN pg_catalog.pg_type t ON t.oid = a.atttypid "
+						   "LEFT JOIN pg_catalog.pg_collation co ON co.oid = a.attcollation "
+						   "LEFT JOIN pg_catalog.pg_namespace cn ON cn.oid = co.collnamespace "
+						   "WHERE n.nspname = $1");
 	appendStringInfoString(&sql, " ORDER BY c.relname, a.attnum");
 	return sql.data;
 }
@@ -190,17 +198,12 @@ afdwImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serveroid)
 		StringInfoData buf;
 		int			n;
 
-		res = afdw_run_query(conn,
-							 "SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1",
-							 1, &schema);
-		if (PQntuples(res) != 1)
+		res = afdw_run_query(conn, catalog_query(stmt), 1, &schema);
+		if (PQntuples(res) == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_SCHEMA_NOT_FOUND),
 					 errmsg("schema \"%s\" is not present on foreign server \"%s\"",
 							schema, server->servername)));
-		PQclear(res);
-		res = NULL;
-		res = afdw_run_query(conn, catalog_query(stmt), 1, &schema);
 
 		initStringInfo(&buf);
 		n = PQntuples(res);
@@ -208,6 +211,13 @@ afdwImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serveroid)
 		{
 			const char *relname = PQgetvalue(res, row, IMPORT_RELNAME);
 			bool		first = true;
+
+			/* The schema's own row: it has no relation to import. */
+			if (PQgetisnull(res, row, IMPORT_RELNAME))
+			{
+				row++;
+				continue;
+			}
 
 			resetStringInfo(&buf);
 			appendStringInfo(&buf, "CREATE FOREIGN TABLE %s (\n",

@@ -202,12 +202,7 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 		return;
 
 	/* Set now: the shippability checks read the join's options. */
-	jfp = palloc(sizeof(AfdwRelInfo));
-	memcpy(jfp, ofp, sizeof(AfdwRelInfo));
-	jfp->table = NULL;
-	jfp->remote_conds = NIL;
-	jfp->local_conds = NIL;
-	jfp->attrs_used = NULL;
+	jfp = afdw_derived_relinfo(ofp);
 	jfp->outer_rel = outerrel;
 	jfp->inner_rel = innerrel;
 	jfp->jointype = jointype;

@@ -48,6 +48,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/selfuncs.h"
 
@@ -74,8 +75,13 @@ static bool late_set = false;
 static bool late_saved_aggregate;
 static bool late_saved_join;
 
-/* The handler of a foreign-data wrapper found to be async_fdw's. */
+/*
+ * The handler of a foreign-data wrapper found to be async_fdw's, and those
+ * found to be other wrappers' (looked up once per backend: asking a
+ * handler means calling it).
+ */
 static Oid	known_handler = InvalidOid;
+static List *other_handlers = NIL;
 
 /*
  * only_grouped_columns
@@ -261,12 +267,8 @@ afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 		root->parse->groupingSets != NIL || root->hasPseudoConstantQuals)
 		return;
 
-	gfp = palloc(sizeof(AfdwRelInfo));
-	memcpy(gfp, ifp, sizeof(AfdwRelInfo));
+	gfp = afdw_derived_relinfo(ifp);
 	gfp->input_rel = input;
-	gfp->grouped_tlist = NIL;
-	gfp->group_positions = NIL;
-	gfp->having = NIL;
 	gfp->partial = partial;
 	if (!grouping_ok(root, input, output, (List *) gx->havingQual, partial, gfp))
 		return;
@@ -438,8 +440,16 @@ is_async_fdw_table(Oid relid)
 		return false;
 	if (fdw->fdwhandler == known_handler)
 		return true;
-	if (GetFdwRoutine(fdw->fdwhandler)->GetForeignUpperPaths != afdwGetForeignUpperPaths)
+	if (list_member_oid(other_handlers, fdw->fdwhandler))
 		return false;
+	if (GetFdwRoutine(fdw->fdwhandler)->GetForeignUpperPaths != afdwGetForeignUpperPaths)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+		other_handlers = lappend_oid(other_handlers, fdw->fdwhandler);
+		MemoryContextSwitchTo(oldcxt);
+		return false;
+	}
 	known_handler = fdw->fdwhandler;
 	return true;
 }

@@ -56,6 +56,9 @@ SELECT * FROM import_columns('import_dst2');
 CREATE SCHEMA import_dst3;
 IMPORT FOREIGN SCHEMA import_src EXCEPT (t1, nocols) FROM SERVER loopback INTO import_dst3;
 SELECT tab, col FROM import_columns('import_dst3');
+-- A schema with nothing to import: nothing, and no error.
+IMPORT FOREIGN SCHEMA import_src LIMIT TO (no_such_table) FROM SERVER loopback INTO import_dst3;
+SELECT count(*) FROM import_columns('import_dst3');
 
 -- Errors: a missing remote schema, an unknown option, a bad value, a
 -- table that exists already.
