@@ -214,6 +214,9 @@ typedef struct AfdwConnInfo
 
 extern void afdw_connection_init(void);
 extern AfdwConn *afdw_acquire_connection(UserMapping *user);
+extern AfdwConn *afdw_acquire_writer(UserMapping *user);
+extern AfdwConn *afdw_current_writer(AfdwConn *conn);
+extern AfdwConn *afdw_route_to_writer(AfdwConn *conn);
 extern void afdw_release_connection(AfdwConn *conn);
 extern bool afdw_is_connecting(AfdwConn *conn);
 extern AfdwConn *afdw_connection_ready(AfdwConn *conn);
@@ -305,6 +308,10 @@ extern pgsocket afdw_socket(AfdwConn *conn);
 extern int	afdw_server_version(AfdwConn *conn);
 extern bool afdw_connection_ok(AfdwConn *conn);
 extern bool afdw_result_lost(AfdwConn *conn, PGresult *res);
+extern void afdw_await_copy_in(AfdwConn *conn, const char *sql);
+extern void afdw_put_copy(AfdwConn *conn, const char *data, int len,
+						  const char *sql);
+extern PGresult *afdw_end_copy(AfdwConn *conn, const char *sql);
 extern void afdw_protocol_violation(AfdwConn *conn, const char *detail,
 									const char *sql) pg_attribute_noreturn();
 extern void afdw_report_remote_error(PGresult *res, AfdwConn *conn,
@@ -318,6 +325,9 @@ extern AfdwConn *afdw_join_target(AfdwConn *conn);
 extern void afdw_begin_xact(AfdwConn *conn);
 extern void afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner,
 							  AfdwDrainFn drain, bool nested);
+extern void afdw_send_write(AfdwConn *conn, const char *sql, bool copy,
+							void *owner, AfdwDrainFn drain);
+extern PGresult *afdw_run_write(AfdwConn *conn, const char *sql);
 extern void afdw_note_row_locks(AfdwConn *conn);
 extern unsigned int afdw_next_cursor_number(AfdwConn *conn);
 extern void afdw_close_cursor_later(AfdwConn *conn, unsigned int cursor);

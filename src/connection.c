@@ -285,6 +285,7 @@ AfdwConn *
 afdw_renew_idle(AfdwConn *conn)
 {
 	AfdwConn   *entry;
+	bool		writer;
 
 	/* Another scan's renewal of CONN was refused: share as it did. */
 	if (conn->conn == NULL && conn->connecting == NULL)
@@ -293,9 +294,13 @@ afdw_renew_idle(AfdwConn *conn)
 		!near_idle_timeout(conn))
 		return conn;
 
+	writer = conn->writer;
 	afdw_disconnect_entry(conn);
 	entry = open_or_share(conn, GetUserMapping(conn->userid, conn->serverid),
 						  GetForeignServer(conn->serverid));
+	/* A writer that wrote nothing yet may move with its users. */
+	conn->writer = false;
+	entry->writer = writer;
 	if (entry != conn)
 	{
 		afdw_release_connection(conn);
@@ -591,6 +596,111 @@ afdw_get_connection(UserMapping *user)
 
 	afdw_begin_xact(conn);
 	return conn;
+}
+
+/*
+ * find_writer
+ *		The writer of user mapping UMID in the current local transaction
+ *		(see AfdwConn), or NULL if none was chosen.
+ */
+static AfdwConn *
+find_writer(Oid umid)
+{
+	HASH_SEQ_STATUS scan;
+	AfdwConn   *entry;
+
+	if (afdw_conn_hash == NULL)
+		return NULL;
+	hash_seq_init(&scan, afdw_conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		if (entry->key.umid == umid && entry->writer)
+		{
+			hash_seq_term(&scan);
+			return entry;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * afdw_acquire_writer
+ *		The connection of USER's pool through which the current local
+ *		transaction writes, taken like afdw_acquire_connection's (give it
+ *		back with afdw_release_connection), open and ready.
+ *
+ * The first write of a mapping in a local transaction chooses it: the
+ * connection that leads the server's remote transaction when there is one
+ * (it needs no snapshot import, so it never has to move), else any
+ * connection of the pool, which then leads.  The scan of an UPDATE's or
+ * DELETE's target takes it too, so that the rows it locks are changed on
+ * the same remote transaction.
+ */
+AfdwConn *
+afdw_acquire_writer(UserMapping *user)
+{
+	AfdwConn   *entry = find_writer(user->umid);
+
+	afdw_connection_init();
+	afdw_note_xact_connection();
+	if (entry == NULL)
+		entry = afdw_snapshot_leader(user->serverid, user->umid);
+	if (entry != NULL)
+	{
+		if (entry->conn == NULL || entry->changing_xact_state ||
+			PQstatus(entry->conn) != CONNECTION_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("lost connection to server \"%s\"",
+							NameStr(entry->servername)),
+					 errdetail("The remote transaction of this local transaction is lost."),
+					 errhint("Roll back the local transaction and retry.")));
+		afdw_budget_in_use(entry);
+		entry->nusers++;
+	}
+	else
+		entry = afdw_connection_ready(afdw_acquire_connection(user));
+	entry->writer = true;
+	return entry;
+}
+
+/*
+ * afdw_current_writer
+ *		The writer of CONN's user mapping now: a writer that had to share
+ *		the leader of its server's remote transaction moved there
+ *		(afdw_join_target).  CONN if none was chosen.
+ */
+AfdwConn *
+afdw_current_writer(AfdwConn *conn)
+{
+	AfdwConn   *writer;
+
+	if (conn->writer)
+		return conn;
+	writer = find_writer(conn->key.umid);
+	return writer != NULL ? writer : conn;
+}
+
+/*
+ * afdw_route_to_writer
+ *		The connection a scan holding CONN is to send its next query on:
+ *		the writer of CONN's user mapping once it wrote in the current
+ *		local transaction (the scan then holds it instead), else CONN.
+ */
+AfdwConn *
+afdw_route_to_writer(AfdwConn *conn)
+{
+	AfdwConn   *writer;
+
+	if (conn->writer)
+		return conn;
+	writer = find_writer(conn->key.umid);
+	if (writer == NULL || !writer->wrote)
+		return conn;
+	if (conn->nusers > 0)
+		conn->nusers--;
+	writer->nusers++;
+	return writer;
 }
 
 /*
@@ -1049,6 +1159,7 @@ afdw_disconnect_entry(AfdwConn *entry)
 	entry->export_pending = false;
 	entry->busy = false;
 	entry->commit_pending = false;
+	entry->copy_in = false;
 
 	/* So did its prepared statements and its remote transaction. */
 	if (entry->prepared_cxt != NULL)

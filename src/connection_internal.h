@@ -205,6 +205,20 @@ struct AfdwConn
 	 */
 	Oid			charged_server;
 	TimestampTz idle_until;
+
+	/*
+	 * Writes (modify.c).  In a local transaction, every write of a user
+	 * mapping goes through one connection of its pool, the writer; once
+	 * it wrote, every later command of the mapping goes through it too
+	 * (connections that imported the shared snapshot could not see the
+	 * writes), and its COMMIT is waited for.  copy_expected: the command
+	 * in flight is a COPY FROM STDIN whose CopyInResponse is awaited;
+	 * copy_in: the COPY data is being sent.
+	 */
+	bool		writer;
+	bool		wrote;
+	bool		copy_expected;
+	bool		copy_in;
 };
 
 /* budget.c */
@@ -246,6 +260,7 @@ extern void afdw_append_xact_settings(StringInfo sql);
 /* remote.c */
 extern bool afdw_wait_cleanup(AfdwConn *entry, TimestampTz deadline,
 							  bool ignore_errors);
+extern bool afdw_copy_abandon(AfdwConn *entry, TimestampTz deadline);
 extern PGresult *afdw_pop_result(AfdwConn *conn, bool *is_export);
 
 /* snapshot.c */
@@ -253,6 +268,7 @@ extern bool afdw_store_export(AfdwConn *conn, PGresult *res);
 extern void afdw_take_export(AfdwConn *conn, PGresult *res);
 extern void afdw_share_snapshot(AfdwConn *entry, bool nested, StringInfo sql);
 extern void afdw_forget_snapshots(void);
+extern AfdwConn *afdw_snapshot_leader(Oid serverid, Oid umid);
 
 /* xact.c */
 extern void afdw_note_xact_connection(void);

@@ -606,6 +606,17 @@ afdw_deparse_locking_clause(StringInfo buf, PlannerInfo *root,
 {
 	PlanRowMark *rc = get_plan_rowmark(root->rowMarks, baserel->relid);
 
+	/*
+	 * The target of an UPDATE or DELETE changed row by row: its rows are
+	 * locked as they are read, as a local target's are when changed.
+	 */
+	if ((root->parse->commandType == CMD_UPDATE ||
+		 root->parse->commandType == CMD_DELETE) &&
+		bms_is_member(baserel->relid, root->all_result_relids))
+	{
+		appendStringInfoString(buf, " FOR UPDATE");
+		return true;
+	}
 	if (rc == NULL)
 		return false;
 	switch (rc->strength)

@@ -73,6 +73,9 @@ static const AfdwOption own_options[] = {
 	{"max_shared_connections", ForeignServerRelationId, AFDW_OPT_BUDGET, false},
 	{"analyze_sampling", ForeignServerRelationId, AFDW_OPT_SAMPLING, false},
 	{"use_remote_estimate", ForeignServerRelationId, AFDW_OPT_BOOL, false},
+	{"updatable", ForeignServerRelationId, AFDW_OPT_BOOL, false},
+	{"truncatable", ForeignServerRelationId, AFDW_OPT_BOOL, false},
+	{"batch_size", ForeignServerRelationId, AFDW_OPT_POSITIVE_INT, false},
 	/* user mappings */
 	{"password_required", UserMappingRelationId, AFDW_OPT_BOOL, false},
 	{"sslcert", UserMappingRelationId, AFDW_OPT_STRING, true},
@@ -85,6 +88,9 @@ static const AfdwOption own_options[] = {
 	{"fetch_mode", ForeignTableRelationId, AFDW_OPT_FETCH_MODE, false},
 	{"analyze_sampling", ForeignTableRelationId, AFDW_OPT_SAMPLING, false},
 	{"use_remote_estimate", ForeignTableRelationId, AFDW_OPT_BOOL, false},
+	{"updatable", ForeignTableRelationId, AFDW_OPT_BOOL, false},
+	{"truncatable", ForeignTableRelationId, AFDW_OPT_BOOL, false},
+	{"batch_size", ForeignTableRelationId, AFDW_OPT_POSITIVE_INT, false},
 	/* columns of foreign tables */
 	{"column_name", AttributeRelationId, AFDW_OPT_STRING, false},
 	{NULL, InvalidOid, AFDW_OPT_STRING, false}

@@ -34,6 +34,7 @@
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/pmsignal.h"
 #include "utils/timestamp.h"
 
 #include "async_fdw.h"
@@ -47,6 +48,9 @@ instr_time	afdw_wait_time;
 
 static bool discard_copy_data(AfdwConn *entry, TimestampTz deadline);
 static void refuse_copy_in(AfdwConn *entry, ExecStatusType status);
+static void wait_writable(AfdwConn *conn, const char *sql);
+static void flush_copy(AfdwConn *conn, bool all, const char *sql);
+static void copy_failed(AfdwConn *conn, const char *sql) pg_attribute_noreturn();
 
 /*
  * afdw_send_query
@@ -409,8 +413,15 @@ afdw_pop_result(AfdwConn *conn, bool *is_export)
 		return res;
 	}
 	res = PQgetResult(conn->conn);
-	if (res != NULL && (PQresultStatus(res) == PGRES_COPY_IN ||
-						PQresultStatus(res) == PGRES_COPY_BOTH))
+	if (res != NULL && PQresultStatus(res) == PGRES_COPY_IN &&
+		conn->copy_expected)
+	{
+		/* The COPY FROM STDIN that afdw_send_write sent: data may go. */
+		conn->copy_expected = false;
+		conn->copy_in = true;
+	}
+	else if (res != NULL && (PQresultStatus(res) == PGRES_COPY_IN ||
+							 PQresultStatus(res) == PGRES_COPY_BOTH))
 		refuse_copy_in(conn, PQresultStatus(res));
 	afdw_track_wrap(conn, res);
 	if (conn->preparing != 0)
@@ -763,18 +774,18 @@ discard_copy_data(AfdwConn *entry, TimestampTz deadline)
 
 /*
  * refuse_copy_in
- *		The server answered with CopyInResponse or CopyBothResponse (STATUS):
- *		async_fdw never sends COPY FROM, so the server is not speaking the
- *		protocol.  Get libpq out of its COPY IN state, in which it would
+ *		The server answered with CopyInResponse or CopyBothResponse (STATUS)
+ *		to a command that is no COPY FROM STDIN of afdw_send_write's, so the
+ *		server is not speaking the protocol.  Get libpq out of its COPY IN state, in which it would
  *		return the same result forever, and cut the connection.
  */
 static void
 refuse_copy_in(AfdwConn *entry, ExecStatusType status)
 {
-	(void) PQputCopyEnd(entry->conn, "async_fdw never sends COPY data");
+	(void) PQputCopyEnd(entry->conn, "async_fdw sent no COPY FROM STDIN");
 	afdw_break_connection(entry, status == PGRES_COPY_BOTH ?
 						  gettext_noop("It answered with CopyBothResponse, which async_fdw never asks for.") :
-						  gettext_noop("It answered with CopyInResponse, but async_fdw sent no COPY FROM STDIN."));
+						  gettext_noop("It answered with CopyInResponse to a command that is not a COPY FROM STDIN."));
 }
 
 /*
@@ -888,4 +899,220 @@ afdw_report_remote_error(PGresult *res, AfdwConn *conn, const char *sql)
 			 context ? errcontext("%s", context) : 0,
 			 sql ? errcontext("remote SQL command: %s", sql) : 0));
 	pg_unreachable();
+}
+
+/*
+ * wait_writable
+ *		Wait until CONN's socket can take more data (or has some to read,
+ *		which is read), serving interrupts, and checking for the
+ *		postmaster's death between slices of at most 100 ms.  Needs no file
+ *		descriptor, unlike a wait set.
+ */
+static void
+wait_writable(AfdwConn *conn, const char *sql)
+{
+	struct pollfd pfd;
+	bool		timed = (afdw_timed_scans > 0);
+	instr_time	start;
+	instr_time	end;
+
+	pfd.fd = PQsocket(conn->conn);
+	if (pfd.fd == PGINVALID_SOCKET)
+		afdw_report_remote_error(NULL, conn, sql);
+	pfd.events = POLLOUT | POLLIN;
+	pfd.revents = 0;
+	INSTR_TIME_SET_ZERO(start);
+	if (timed)
+		INSTR_TIME_SET_CURRENT(start);
+	while (poll(&pfd, 1, 100) == 0 || (pfd.revents == 0 && errno == EINTR))
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (IsUnderPostmaster && !PostmasterIsAlive())
+			ereport(FATAL,
+					(errcode(ERRCODE_ADMIN_SHUTDOWN),
+					 errmsg("terminating connection due to unexpected postmaster exit")));
+	}
+	if (timed)
+	{
+		INSTR_TIME_SET_CURRENT(end);
+		INSTR_TIME_ACCUM_DIFF(afdw_wait_time, end, start);
+	}
+	CHECK_FOR_INTERRUPTS();
+	if ((pfd.revents & (POLLIN | POLLERR | POLLHUP)) && !PQconsumeInput(conn->conn))
+		afdw_report_remote_error(NULL, conn, sql);
+}
+
+/*
+ * flush_copy
+ *		Send what libpq holds of CONN's COPY data; with ALL, everything,
+ *		waiting as long as the socket is full, else what the socket takes
+ *		now.
+ */
+static void
+flush_copy(AfdwConn *conn, bool all, const char *sql)
+{
+	for (;;)
+	{
+		int			rc = PQflush(conn->conn);
+
+		if (rc < 0)
+			afdw_report_remote_error(NULL, conn, sql);
+		if (rc == 0 || !all)
+			return;
+		wait_writable(conn, sql);
+	}
+}
+
+/*
+ * copy_failed
+ *		The server ended CONN's COPY FROM STDIN early (it failed): raise its
+ *		error.
+ */
+static void
+copy_failed(AfdwConn *conn, const char *sql)
+{
+	PGresult   *res;
+
+	conn->copy_in = false;
+	(void) PQsetnonblocking(conn->conn, 0);
+	res = afdw_wait_result(conn, sql);
+	afdw_set_idle(conn);
+	afdw_report_remote_error(res, conn, sql);
+}
+
+/*
+ * afdw_await_copy_in
+ *		Wait until the COPY FROM STDIN sent by afdw_send_write (SQL) on CONN
+ *		takes data, reading the results of the commands before it; raise a
+ *		remote error if they or the COPY fail.
+ *
+ * The connection is then non-blocking, so that the data is sent as the
+ * socket takes it and no wait is without a check for interrupts.
+ */
+void
+afdw_await_copy_in(AfdwConn *conn, const char *sql)
+{
+	for (;;)
+	{
+		PGresult   *res;
+
+		while (!afdw_result_ready(conn))
+			afdw_wait_socket(conn, sql);
+		res = afdw_get_result(conn);
+		if (res == NULL)
+			afdw_protocol_violation(conn,
+									gettext_noop("It did not answer a COPY FROM STDIN with CopyInResponse."),
+									sql);
+		if (PQresultStatus(res) == PGRES_COPY_IN)
+		{
+			PQclear(res);
+			break;
+		}
+		if (PQresultStatus(res) != PGRES_COMMAND_OK &&
+			PQresultStatus(res) != PGRES_TUPLES_OK)
+		{
+			PGresult   *rest;
+
+			/* The rest of the command is skipped: read its end. */
+			conn->copy_expected = false;
+			if (!afdw_result_lost(conn, res))
+			{
+				rest = afdw_wait_result(conn, sql);
+				PQclear(rest);
+			}
+			afdw_set_idle(conn);
+			afdw_report_remote_error(res, conn, sql);
+		}
+		PQclear(res);
+	}
+	if (PQsetnonblocking(conn->conn, 1) != 0)
+		afdw_report_remote_error(NULL, conn, sql);
+}
+
+/*
+ * afdw_put_copy
+ *		Send LEN bytes of COPY data at DATA on CONN, waiting while the
+ *		socket is full: the remote server takes the data as fast as it
+ *		loads it, which is the flow control.
+ */
+void
+afdw_put_copy(AfdwConn *conn, const char *data, int len, const char *sql)
+{
+	/* libpq's buffer takes it (it grows as needed)... */
+	if (PQputCopyData(conn->conn, data, len) != 1)
+		copy_failed(conn, sql);	/* the server failed the COPY: its error
+								 * says why */
+	/* ... and is emptied before more comes, which bounds the memory. */
+	flush_copy(conn, true, sql);
+}
+
+/*
+ * afdw_end_copy
+ *		End the COPY FROM STDIN on CONN and return its result (the command
+ *		tag tells the rows), raising the remote error if it failed.
+ */
+PGresult *
+afdw_end_copy(AfdwConn *conn, const char *sql)
+{
+	PGresult   *res;
+	int			rc;
+
+	while ((rc = PQputCopyEnd(conn->conn, NULL)) == 0)
+		wait_writable(conn, sql);
+	if (rc < 0)
+		copy_failed(conn, sql);
+	flush_copy(conn, true, sql);
+	conn->copy_in = false;
+	if (PQsetnonblocking(conn->conn, 0) != 0)
+		afdw_report_remote_error(NULL, conn, sql);
+	res = afdw_wait_result(conn, sql);
+	afdw_set_idle(conn);
+	if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
+		afdw_report_remote_error(res, conn, sql);
+	return res;
+}
+
+/*
+ * afdw_copy_abandon
+ *		Fail the COPY FROM STDIN under way on ENTRY (the statement is being
+ *		aborted), never raising an error, waiting at most until DEADLINE
+ *		for the socket; false if the connection must be dropped.  The
+ *		server's answer is read by the caller.
+ */
+bool
+afdw_copy_abandon(AfdwConn *entry, TimestampTz deadline)
+{
+	bool		queued = false;
+
+	entry->copy_in = false;
+	for (;;)
+	{
+		long		wait;
+		struct pollfd pfd;
+		int			rc;
+
+		if (!queued)
+		{
+			rc = PQputCopyEnd(entry->conn, "the local statement was aborted");
+			if (rc < 0)
+				return false;
+			queued = (rc == 1);
+		}
+		if (queued)
+		{
+			rc = PQflush(entry->conn);
+			if (rc < 0)
+				return false;
+			if (rc == 0)
+				break;
+		}
+		wait = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		if (wait <= 0 || cleanup_interrupted())
+			return false;
+		pfd.fd = PQsocket(entry->conn);
+		pfd.events = POLLOUT;
+		pfd.revents = 0;
+		(void) poll(&pfd, 1, (int) Min(wait, 100));
+	}
+	return PQsetnonblocking(entry->conn, 0) == 0;
 }

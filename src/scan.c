@@ -467,15 +467,29 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 		st->async_parent = find_async_parent(estate->es_plannedstmt,
 											 (Plan *) plan);
 
-	st->conn = afdw_acquire_connection(scan_user(plan, estate, st->rel, rtindex));
+	/*
+	 * The target of an UPDATE or DELETE changed row by row: its rows are
+	 * changed where they are read and locked, on the writer (modify.c).
+	 */
+	if (!st->computed && plan->operation == CMD_SELECT &&
+		(estate->es_plannedstmt->commandType == CMD_UPDATE ||
+		 estate->es_plannedstmt->commandType == CMD_DELETE) &&
+		list_member_int(estate->es_plannedstmt->resultRelations,
+						plan->scan.scanrelid))
+	{
+		st->conn = afdw_acquire_writer(scan_user(plan, estate, st->rel, rtindex));
+		st->locks_rows = true;
+	}
+	else
+		st->conn = afdw_acquire_connection(scan_user(plan, estate, st->rel, rtindex));
 
 	/*
 	 * SELECT ... FOR UPDATE/SHARE: the remote rows stay locked until the
 	 * remote COMMIT, which must be over when the local one is.
 	 */
-	st->locks_rows = (!st->computed && estate->es_rowmarks != NULL &&
-					  estate->es_rowmarks[plan->scan.scanrelid - 1] != NULL &&
-					  estate->es_rowmarks[plan->scan.scanrelid - 1]->strength != LCS_NONE);
+	st->locks_rows |= (!st->computed && estate->es_rowmarks != NULL &&
+					   estate->es_rowmarks[plan->scan.scanrelid - 1] != NULL &&
+					   estate->es_rowmarks[plan->scan.scanrelid - 1]->strength != LCS_NONE);
 	if (st->locks_rows)
 		afdw_note_row_locks(st->conn);
 

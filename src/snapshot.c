@@ -14,7 +14,9 @@
  * Neighbours: xact.c opens the remote transactions and calls
  * afdw_share_snapshot for the commands that give each its snapshot;
  * remote.c hands the export's result over as it reads results; scan.c
- * asks where a scan's first command goes (afdw_join_target).
+ * asks where a scan's first command goes (afdw_join_target), which is the
+ * writer once the mapping wrote (connection.c), and the writer is the
+ * leader when there is one (afdw_snapshot_leader).
  *
  *-------------------------------------------------------------------------
  */
@@ -308,6 +310,8 @@ afdw_join_target(AfdwConn *conn)
 	ServerSnapshot *ss;
 	AfdwConn   *leader;
 
+	/* After a write, the writer's remote transaction alone sees it. */
+	conn = afdw_route_to_writer(conn);
 	if (conn->xact_depth > 0 || snapshot_hash == NULL)
 		return conn;
 	ss = hash_search(snapshot_hash, &conn->serverid, HASH_FIND, NULL);
@@ -323,7 +327,32 @@ afdw_join_target(AfdwConn *conn)
 	if (conn->nusers > 0)
 		conn->nusers--;
 	leader->nusers++;
+	/* The writer moves too: the leader's transaction is where it writes. */
+	if (conn->writer && !leader->writer)
+	{
+		conn->writer = false;
+		leader->writer = true;
+	}
 	return leader;
+}
+
+/*
+ * afdw_snapshot_leader
+ *		The connection of user mapping UMID that leads the remote
+ *		transaction of server SERVERID in the current local transaction, or
+ *		NULL if there is none (or it belongs to another mapping).
+ */
+AfdwConn *
+afdw_snapshot_leader(Oid serverid, Oid umid)
+{
+	ServerSnapshot *ss;
+
+	if (snapshot_hash == NULL)
+		return NULL;
+	ss = hash_search(snapshot_hash, &serverid, HASH_FIND, NULL);
+	if (ss == NULL || ss->leader == NULL || ss->leader->key.umid != umid)
+		return NULL;
+	return ss->leader;
 }
 
 /*

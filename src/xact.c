@@ -187,6 +187,69 @@ afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner, AfdwDrainFn drai
 }
 
 /*
+ * afdw_send_write
+ *		Send SQL, which writes (or starts a COPY FROM STDIN when COPY is
+ *		true), on CONN, the writer of its user mapping, in the remote
+ *		transaction, with whatever opens the transaction in the same send;
+ *		OWNER reads the results (through DRAIN when someone else needs the
+ *		connection), or the caller at once when OWNER is NULL.
+ *
+ * Unlike a scan's command it runs in no savepoint of its own: its failure
+ * is the statement's, which fails the local transaction (or the local
+ * savepoint, whose remote savepoint is rolled back with it).  From now on
+ * every command of the user mapping goes through CONN, and its COMMIT is
+ * waited for.
+ */
+void
+afdw_send_write(AfdwConn *conn, const char *sql, bool copy, void *owner,
+				AfdwDrainFn drain)
+{
+	char	   *prefix;
+	char	   *full;
+	int			nstatements;
+
+	Assert(conn->writer);
+	afdw_make_idle(conn);
+	if (conn->xact_failed_msg != NULL)
+		ereport(ERROR,
+				(errcode(MAKE_SQLSTATE(conn->xact_failed_state[0], conn->xact_failed_state[1],
+									   conn->xact_failed_state[2], conn->xact_failed_state[3],
+									   conn->xact_failed_state[4])),
+				 errmsg("remote transaction on server \"%s\" failed earlier in this transaction",
+						NameStr(conn->servername)),
+				 errdetail_internal("%s", conn->xact_failed_msg),
+				 errhint("Roll back the local transaction and retry.")));
+	prefix = xact_prefix(conn, true, &nstatements);
+	full = prefix[0] ? psprintf("%s; %s", prefix, sql) : pstrdup(sql);
+	conn->copy_expected = copy;
+	afdw_send_query(conn, full, 0, NULL);
+	if (owner != NULL)
+		afdw_set_owner(conn, owner, drain);
+	conn->wrote = true;
+	pfree(full);
+	pfree(prefix);
+}
+
+/*
+ * afdw_run_write
+ *		Run SQL, which writes, on CONN (see afdw_send_write) and return its
+ *		result, raising a remote error with SQL as the remote query.
+ */
+PGresult *
+afdw_run_write(AfdwConn *conn, const char *sql)
+{
+	PGresult   *res;
+
+	afdw_send_write(conn, sql, false, NULL, NULL);
+	res = afdw_wait_result(conn, sql);
+	if (res == NULL ||
+		(PQresultStatus(res) != PGRES_TUPLES_OK &&
+		 PQresultStatus(res) != PGRES_COMMAND_OK))
+		afdw_report_remote_error(res, conn, sql);
+	return res;
+}
+
+/*
  * afdw_note_row_locks
  *		A scan on CONN locks the remote rows it reads: the transaction's
  *		COMMIT is to be waited for.
@@ -429,13 +492,14 @@ forget_closes(AfdwConn *entry)
  *
  * Any level: the owner of the command in flight, the stream, the cursors
  * and the pending savepoint command of those levels.  Level 1 also: the
- * transaction's depth and cursor numbers, its row locks, the savepoint of
- * the last scan command and the failure of the transaction.  A rolled back
- * savepoint leaves these to the transaction (a failure before it, or row
- * locks taken outside it, still count).
+ * transaction's depth and cursor numbers, its row locks, its writes (the
+ * writer chosen, and whether it wrote), the savepoint of the last scan
+ * command and the failure of the transaction.  A rolled back savepoint
+ * leaves these to the transaction (a failure before it, row locks taken
+ * outside it, or the writer's place, still count).
  *
  * Not reset here: the command in flight (busy, commit_pending,
- * export_pending, held_result) and the health of the session
+ * export_pending, held_result, copy_in) and the health of the session
  * (changing_xact_state, invalidated, violation), by which callers decide
  * whether the connection can be kept; afdw_disconnect_entry resets them.
  */
@@ -456,6 +520,9 @@ afdw_reset_xact_state(AfdwConn *entry, int level)
 	entry->xact_depth = 0;
 	entry->cursor_number = 0;
 	entry->locks_rows = false;
+	entry->writer = false;
+	entry->wrote = false;
+	entry->copy_expected = false;
 	forget_wrap(entry);
 }
 
@@ -498,14 +565,16 @@ commit_all(void)
 		pfree(sql.data);
 
 		/*
-		 * async_fdw only reads, and a REPEATABLE READ transaction that only
-		 * read has nothing to lose at COMMIT: its answer is read before the
+		 * A REPEATABLE READ transaction that only read has nothing to lose
+		 * at COMMIT: its answer is read before the
 		 * connection's next use, off the critical path.  SERIALIZABLE ones
 		 * may fail to commit, so they are waited for, and so are those
 		 * holding row locks (SELECT ... FOR UPDATE), which must be free for
-		 * others once the local COMMIT has returned.
+		 * others once the local COMMIT has returned, and those that wrote,
+		 * whose COMMIT may fail (a deferred constraint) and must be durable
+		 * before the local one is.
 		 */
-		if (!IsolationIsSerializable() && !entry->locks_rows)
+		if (!IsolationIsSerializable() && !entry->locks_rows && !entry->wrote)
 		{
 			entry->commit_pending = true;
 			entry->changing_xact_state = false;
@@ -633,6 +702,9 @@ finish_in_flight(AfdwConn *entry, TimestampTz deadline)
 	}
 	if (PQtransactionStatus(entry->conn) != PQTRANS_ACTIVE)
 		return true;
+	/* A COPY FROM STDIN cut short is failed first, which ends it. */
+	if (entry->copy_in && !afdw_copy_abandon(entry, deadline))
+		return false;
 	(void) afdw_wait_cleanup(entry, deadline, true);
 	return PQtransactionStatus(entry->conn) != PQTRANS_ACTIVE;
 }
