@@ -16,6 +16,7 @@ OBJS = \
 	src/funcs.o \
 	src/import.o \
 	src/join.o \
+	src/modify.o \
 	src/option.o \
 	src/remote.o \
 	src/request.o \

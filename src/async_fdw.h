@@ -311,7 +311,9 @@ extern bool afdw_result_lost(AfdwConn *conn, PGresult *res);
 extern void afdw_await_copy_in(AfdwConn *conn, const char *sql);
 extern void afdw_put_copy(AfdwConn *conn, const char *data, int len,
 						  const char *sql);
-extern PGresult *afdw_end_copy(AfdwConn *conn, const char *sql);
+extern bool afdw_copy_open(AfdwConn *conn);
+extern void afdw_copy_done(AfdwConn *conn, const char *sql);
+extern PGresult *afdw_copy_result(AfdwConn *conn, const char *sql);
 extern void afdw_protocol_violation(AfdwConn *conn, const char *detail,
 									const char *sql) pg_attribute_noreturn();
 extern void afdw_report_remote_error(PGresult *res, AfdwConn *conn,
@@ -358,7 +360,23 @@ extern bool afdw_is_shippable_grouped(PlannerInfo *root, RelOptInfo *baserel,
 									  Expr *expr, bool partial);
 extern AfdwPartialForm afdw_partial_form(Aggref *agg);
 
+/* expr.c */
+extern bool afdw_output_ignores_settings(Oid type);
+extern void afdw_append_literal(StringInfo buf, const char *val);
+
 /* deparse.c */
+extern void afdw_deparse_insert(StringInfo head, StringInfo row,
+								StringInfo tail, Relation rel,
+								List *target_attrs, bool do_nothing,
+								bool returning, List **retrieved_attrs);
+extern void afdw_deparse_update(StringInfo head, StringInfo tail,
+								Relation rel, List *target_attrs,
+								bool returning, List **retrieved_attrs);
+extern void afdw_deparse_delete(StringInfo head, StringInfo tail,
+								Relation rel, bool returning,
+								List **retrieved_attrs);
+extern void afdw_deparse_copy_from(StringInfo buf, Relation rel,
+								   List *target_attrs);
 extern void afdw_deparse_select(StringInfo buf, RelOptInfo *baserel,
 								Relation rel,
 								Bitmapset *attrs_used, List *remote_conds,
@@ -392,6 +410,9 @@ extern void afdw_reset_transmission_modes(int nestlevel);
 
 /* scan.c */
 extern void afdw_scan_routines(FdwRoutine *routine);
+
+/* modify.c */
+extern void afdw_modify_routines(FdwRoutine *routine);
 
 /* import.c */
 extern List *afdwImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serveroid);

@@ -637,6 +637,156 @@ afdw_deparse_locking_clause(StringInfo buf, PlannerInfo *root,
 }
 
 /*
+ * append_column_list
+ *		Append the remote names of REL's columns TARGET_ATTRS (column
+ *		numbers), separated by commas.
+ */
+static void
+append_column_list(StringInfo buf, Relation rel, List *target_attrs)
+{
+	ListCell   *lc;
+
+	foreach(lc, target_attrs)
+	{
+		if (lc != list_head(target_attrs))
+			appendStringInfoString(buf, ", ");
+		appendStringInfoString(buf,
+							   quote_identifier(afdw_remote_column_name(rel, lfirst_int(lc))));
+	}
+}
+
+/*
+ * append_returning
+ *		Append to BUF, when RETURNING, a RETURNING clause of every column of
+ *		REL, whose numbers go to *RETRIEVED_ATTRS (NIL otherwise): the row
+ *		as the remote server stored it replaces the local one, for the
+ *		query's RETURNING list, triggers and check options to see.
+ */
+static void
+append_returning(StringInfo buf, Relation rel, bool returning,
+				 List **retrieved_attrs)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	bool		first = true;
+
+	*retrieved_attrs = NIL;
+	if (!returning)
+		return;
+	for (int i = 1; i <= tupdesc->natts; i++)
+	{
+		if (TupleDescAttr(tupdesc, i - 1)->attisdropped)
+			continue;
+		appendStringInfoString(buf, first ? " RETURNING " : ", ");
+		first = false;
+		appendStringInfoString(buf, quote_identifier(afdw_remote_column_name(rel, i)));
+		*retrieved_attrs = lappend_int(*retrieved_attrs, i);
+	}
+	/* A table without columns still answers with its rows. */
+	if (first)
+		appendStringInfoString(buf, " RETURNING NULL");
+}
+
+/*
+ * afdw_deparse_insert
+ *		The remote INSERT into REL of the columns TARGET_ATTRS, in three
+ *		parts: HEAD up to VALUES, ROW the row of parameters $1, $2, ... (one
+ *		per column, or DEFAULT VALUES' place when there is none), repeated
+ *		for each row of a batch, and TAIL: ON CONFLICT DO NOTHING with
+ *		DO_NOTHING, the RETURNING clause with RETURNING (see
+ *		append_returning).
+ */
+void
+afdw_deparse_insert(StringInfo head, StringInfo row, StringInfo tail,
+					Relation rel, List *target_attrs, bool do_nothing,
+					bool returning, List **retrieved_attrs)
+{
+	appendStringInfoString(head, "INSERT INTO ");
+	afdw_deparse_relation(head, rel);
+	if (target_attrs != NIL)
+	{
+		appendStringInfoChar(head, '(');
+		append_column_list(head, rel, target_attrs);
+		appendStringInfoString(head, ") VALUES ");
+		appendStringInfoChar(row, '(');
+		for (int i = 1; i <= list_length(target_attrs); i++)
+			appendStringInfo(row, "%s$%d", i > 1 ? ", " : "", i);
+		appendStringInfoChar(row, ')');
+	}
+	else
+		appendStringInfoString(head, " DEFAULT VALUES");
+	if (do_nothing)
+		appendStringInfoString(tail, " ON CONFLICT DO NOTHING");
+	append_returning(tail, rel, returning, retrieved_attrs);
+}
+
+/*
+ * afdw_deparse_update
+ *		The remote UPDATE of one row of REL, by ctid: HEAD sets the columns
+ *		TARGET_ATTRS to $1, $2, ... and finds the row by the ctid in the
+ *		last parameter; TAIL is the RETURNING clause with RETURNING (see
+ *		append_returning).
+ */
+void
+afdw_deparse_update(StringInfo head, StringInfo tail, Relation rel,
+					List *target_attrs, bool returning, List **retrieved_attrs)
+{
+	ListCell   *lc;
+	int			n = 0;
+
+	appendStringInfoString(head, "UPDATE ");
+	afdw_deparse_relation(head, rel);
+	foreach(lc, target_attrs)
+	{
+		appendStringInfoString(head, n == 0 ? " SET " : ", ");
+		appendStringInfo(head, "%s = $%d",
+						 quote_identifier(afdw_remote_column_name(rel, lfirst_int(lc))),
+						 n + 1);
+		n++;
+	}
+	/* Nothing to set (only generated columns change): the row stays. */
+	if (n == 0)
+		appendStringInfo(head, " SET %s = %s",
+						 quote_identifier(afdw_remote_column_name(rel, 1)),
+						 quote_identifier(afdw_remote_column_name(rel, 1)));
+	appendStringInfo(head, " WHERE ctid = $%d", n + 1);
+	append_returning(tail, rel, returning, retrieved_attrs);
+}
+
+/*
+ * afdw_deparse_delete
+ *		The remote DELETE of one row of REL, by the ctid in $1 (HEAD), and
+ *		its RETURNING clause with RETURNING (TAIL, see append_returning).
+ */
+void
+afdw_deparse_delete(StringInfo head, StringInfo tail, Relation rel,
+					bool returning, List **retrieved_attrs)
+{
+	appendStringInfoString(head, "DELETE FROM ");
+	afdw_deparse_relation(head, rel);
+	appendStringInfoString(head, " WHERE ctid = $1");
+	append_returning(tail, rel, returning, retrieved_attrs);
+}
+
+/*
+ * afdw_deparse_copy_from
+ *		The remote COPY of REL's columns TARGET_ATTRS from the client, in
+ *		text format.
+ */
+void
+afdw_deparse_copy_from(StringInfo buf, Relation rel, List *target_attrs)
+{
+	appendStringInfoString(buf, "COPY ");
+	afdw_deparse_relation(buf, rel);
+	if (target_attrs != NIL)
+	{
+		appendStringInfoString(buf, " (");
+		append_column_list(buf, rel, target_attrs);
+		appendStringInfoChar(buf, ')');
+	}
+	appendStringInfoString(buf, " FROM STDIN");
+}
+
+/*
  * afdw_deparse_analyze
  *		The remote SELECT of every column of REL, for ANALYZE, of about
  *		FRACTION of its rows sampled by METHOD (AFDW_SAMPLE_OFF: all rows;

@@ -31,7 +31,6 @@ typedef struct DeparseContext
 /* expr.c */
 extern const char *afdw_remote_column_name(Relation rel, AttrNumber attnum);
 extern void afdw_append_type_name(StringInfo buf, Oid type, int32 typmod);
-extern void afdw_append_literal(StringInfo buf, const char *val);
 extern void afdw_deparse_expr(Expr *node, DeparseContext *cxt);
 
 #endif							/* DEPARSE_INTERNAL_H */

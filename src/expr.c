@@ -98,12 +98,12 @@ afdw_append_literal(StringInfo buf, const char *val)
 }
 
 /*
- * output_ignores_settings
+ * afdw_output_ignores_settings
  *		True for the types whose text form no setting changes, so that
- *		printing their constants needs no afdw_set_transmission_modes.
+ *		printing their values needs no afdw_set_transmission_modes.
  */
-static bool
-output_ignores_settings(Oid type)
+bool
+afdw_output_ignores_settings(Oid type)
 {
 	switch (type)
 	{
@@ -154,7 +154,7 @@ deparse_const(Const *c, DeparseContext *cxt, bool bare)
 	}
 
 	/* Settings change how floats, dates and times print: fix them first. */
-	if (cxt->guc_level < 0 && !output_ignores_settings(c->consttype))
+	if (cxt->guc_level < 0 && !afdw_output_ignores_settings(c->consttype))
 		cxt->guc_level = afdw_set_transmission_modes();
 	getTypeOutputInfo(c->consttype, &typoutput, &isvarlena);
 	val = OidOutputFunctionCall(typoutput, c->constvalue);

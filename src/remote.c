@@ -1047,14 +1047,23 @@ afdw_put_copy(AfdwConn *conn, const char *data, int len, const char *sql)
 }
 
 /*
- * afdw_end_copy
- *		End the COPY FROM STDIN on CONN and return its result (the command
- *		tag tells the rows), raising the remote error if it failed.
+ * afdw_copy_open
+ *		Whether CONN takes COPY data now.
  */
-PGresult *
-afdw_end_copy(AfdwConn *conn, const char *sql)
+bool
+afdw_copy_open(AfdwConn *conn)
 {
-	PGresult   *res;
+	return conn->copy_in;
+}
+
+/*
+ * afdw_copy_done
+ *		Send the end of the COPY FROM STDIN on CONN (SQL), without waiting
+ *		for the answer, which afdw_copy_result reads.
+ */
+void
+afdw_copy_done(AfdwConn *conn, const char *sql)
+{
 	int			rc;
 
 	while ((rc = PQputCopyEnd(conn->conn, NULL)) == 0)
@@ -1065,6 +1074,20 @@ afdw_end_copy(AfdwConn *conn, const char *sql)
 	conn->copy_in = false;
 	if (PQsetnonblocking(conn->conn, 0) != 0)
 		afdw_report_remote_error(NULL, conn, sql);
+}
+
+/*
+ * afdw_copy_result
+ *		The result of the COPY FROM STDIN on CONN (SQL), whose end was sent
+ *		(afdw_copy_done): the command tag tells the rows.  A remote error is
+ *		raised.
+ */
+PGresult *
+afdw_copy_result(AfdwConn *conn, const char *sql)
+{
+	PGresult   *res;
+
+	Assert(!conn->copy_in);
 	res = afdw_wait_result(conn, sql);
 	afdw_set_idle(conn);
 	if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)

@@ -468,30 +468,30 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 											 (Plan *) plan);
 
 	/*
-	 * The target of an UPDATE or DELETE changed row by row: its rows are
-	 * changed where they are read and locked, on the writer (modify.c).
+	 * SELECT ... FOR UPDATE/SHARE: the remote rows stay locked until the
+	 * remote COMMIT, which must be over when the local one is.  So do the
+	 * rows of the target of an UPDATE or DELETE changed row by row
+	 * (modify.c), which are changed where they are read.  Both run on the
+	 * writer (afdw_acquire_writer): a row locked on another connection of
+	 * the backend could not be changed by the writer without waiting for
+	 * that connection's transaction, that is, forever.
 	 */
+	st->locks_rows = (!st->computed && estate->es_rowmarks != NULL &&
+					  estate->es_rowmarks[plan->scan.scanrelid - 1] != NULL &&
+					  estate->es_rowmarks[plan->scan.scanrelid - 1]->strength != LCS_NONE);
 	if (!st->computed && plan->operation == CMD_SELECT &&
 		(estate->es_plannedstmt->commandType == CMD_UPDATE ||
 		 estate->es_plannedstmt->commandType == CMD_DELETE) &&
 		list_member_int(estate->es_plannedstmt->resultRelations,
 						plan->scan.scanrelid))
+		st->locks_rows = true;
+	if (st->locks_rows)
 	{
 		st->conn = afdw_acquire_writer(scan_user(plan, estate, st->rel, rtindex));
-		st->locks_rows = true;
+		afdw_note_row_locks(st->conn);
 	}
 	else
 		st->conn = afdw_acquire_connection(scan_user(plan, estate, st->rel, rtindex));
-
-	/*
-	 * SELECT ... FOR UPDATE/SHARE: the remote rows stay locked until the
-	 * remote COMMIT, which must be over when the local one is.
-	 */
-	st->locks_rows |= (!st->computed && estate->es_rowmarks != NULL &&
-					   estate->es_rowmarks[plan->scan.scanrelid - 1] != NULL &&
-					   estate->es_rowmarks[plan->scan.scanrelid - 1]->strength != LCS_NONE);
-	if (st->locks_rows)
-		afdw_note_row_locks(st->conn);
 
 	st->stats.users = afdw_conn_users(st->conn);
 

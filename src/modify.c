@@ -1,0 +1,1161 @@
+/*-------------------------------------------------------------------------
+ *
+ * modify.c
+ *		Writes to async_fdw foreign tables row by row: INSERT (single rows,
+ *		batches, and bulk loads streamed with COPY FROM STDIN), and UPDATE
+ *		and DELETE of the rows a scan read, located by ctid.
+ *
+ * Every write of a user mapping goes through its writer connection
+ * (connection.c), in the local transaction's remote transaction.  Values
+ * travel as literals in the statement's text, so that a statement is one
+ * message whatever opens the remote transaction before it, and nothing is
+ * left prepared in a remote session (which a transaction pooler would
+ * lose).
+ *
+ * An INSERT whose rows nobody looks at again (no RETURNING, no ON
+ * CONFLICT, no check option, no AFTER trigger) is a bulk load: its rows
+ * are kept until batch_size of them are there and then streamed with
+ * COPY FROM STDIN on the writer, without waiting for any answer until the
+ * end of the statement; a smaller one is sent as one multi-row INSERT at
+ * the end.  So COPY into a partitioned table, or INSERT ... SELECT, loads
+ * every shard at the same time, each at the speed its server takes the
+ * data.  Foreign tables on the same server share the writer: one of them
+ * streams at a time, the others keep their rows until they have enough
+ * to take the stream over (see BULK_SWITCH_BYTES).
+ *
+ * Neighbours: deparse.c writes the statements; xact.c sends them
+ * (afdw_send_write, afdw_run_write) and remote.c streams the COPY data;
+ * convert.c turns a RETURNING row into a tuple; scan.c reads (and locks,
+ * on the writer) the rows an UPDATE or DELETE changes.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/sysattr.h"
+#include "access/table.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "lib/ilist.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/appendinfo.h"
+#include "optimizer/inherit.h"
+#include "optimizer/pathnode.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "async_fdw.h"
+#include "scan_internal.h"
+
+/* Default of the batch_size option (see the README for its measurement). */
+#define AFDW_DEFAULT_BATCH_SIZE		100
+
+/*
+ * COPY data is handed to libpq in pieces of about this size: large enough
+ * to make a send worth its system call, small enough to be sent as soon as
+ * the socket takes it.
+ */
+#define BULK_SEND_BYTES		(64 * 1024)
+
+/*
+ * A bulk load that lost its server's writer to another foreign table of
+ * the same server keeps its rows until this many bytes are there before
+ * taking the stream back: each switch costs two round trips.
+ */
+#define BULK_SWITCH_BYTES	(4 * 1024 * 1024)
+
+/* Items of the fdw_private list of a ModifyTable's foreign table. */
+enum ModifyPrivate
+{
+	MODIFY_HEAD,				/* String: the statement up to its rows */
+	MODIFY_ROW,					/* String: an INSERT's row of $n, else "" */
+	MODIFY_TAIL,				/* String: what follows the rows */
+	MODIFY_TARGET_ATTRS,		/* List of Integer: the columns sent */
+	MODIFY_RETRIEVED,			/* List of Integer: RETURNING's columns */
+	MODIFY_DO_NOTHING			/* Boolean: ON CONFLICT DO NOTHING */
+};
+
+/* The state of writing to one foreign table in one statement. */
+typedef struct AfdwModifyState
+{
+	Relation	rel;
+	const char *relname;		/* for messages */
+	EState	   *estate;			/* of the statement */
+	CmdType		operation;
+	AfdwConn   *conn;			/* the writer, as taken at Begin */
+
+	/* The statement, in parts (see afdw_deparse_insert and _update). */
+	char	   *head;
+	char	   *row;
+	char	   *tail;
+	List	   *target_attrs;
+	List	   *retrieved_attrs;	/* NIL: no RETURNING */
+	bool		do_nothing;
+
+	/* Sending values: the columns' output functions, the ctid's place. */
+	FmgrInfo   *out_funcs;		/* per target_attrs item */
+	bool		needs_modes;	/* some output depends on settings */
+	AttrNumber	ctid_attno;		/* of the subplan's row; UPDATE, DELETE */
+	int			batch_size;
+
+	/* Reading RETURNING rows. */
+	RowBuilder	rb;
+	MemoryContext temp_cxt;		/* per row; reset after each */
+
+	/*
+	 * A bulk load (see the banner): the rows kept, as COPY text lines
+	 * (pending, npending of them), and while this table streams on the
+	 * writer (copying), the COPY data not handed to libpq yet (out).
+	 */
+	bool		bulk;
+	StringInfoData pending;
+	int			npending;
+	bool		copying;
+	bool		streamed;		/* it streamed before in this statement */
+	char	   *copy_sql;
+	StringInfoData out;
+	dlist_node	bulk_node;		/* in bulk_loads while copying */
+	MemoryContextCallback cleanup;
+} AfdwModifyState;
+
+/*
+ * The bulk loads streaming now, so that the end of a statement sends the
+ * end of every stream before it waits for the first answer.
+ */
+static dlist_head bulk_loads = DLIST_STATIC_INIT(bulk_loads);
+
+static bool modify_returns_rows(ResultRelInfo *rinfo, CmdType operation,
+								bool returning_list);
+static AfdwModifyState *begin_modify(EState *estate, ResultRelInfo *rinfo,
+									 CmdType operation, List *fdw_private,
+									 AttrNumber ctid_attno);
+static void append_row_values(AfdwModifyState *st, StringInfo buf,
+							  TupleTableSlot *slot, Datum ctid);
+static TupleTableSlot *store_returned(AfdwModifyState *st, PGresult *res,
+									  TupleTableSlot *slot);
+static void bulk_add(AfdwModifyState *st, TupleTableSlot *slot);
+static void bulk_start_copy(AfdwModifyState *st);
+static void bulk_drain(void *owner);
+static void bulk_finish(AfdwModifyState *st);
+static void bulk_send_end(AfdwModifyState *st);
+static void bulk_stop_copy(AfdwModifyState *st);
+static void bulk_end_all_streams(EState *estate);
+static void copy_line_as_row(StringInfo buf, char *line, int nfields);
+static void modify_error_context(void *arg);
+static void modify_cleanup(void *arg);
+static void end_modify(AfdwModifyState *st);
+
+/*
+ * writer_user
+ *		The user mapping the writes to RINFO's table run under: the
+ *		checking user of its range table entry, or of the statement's
+ *		target's when the table is a partition the rows are routed to.
+ */
+static UserMapping *
+writer_user(EState *estate, ResultRelInfo *rinfo)
+{
+	Index		rti = rinfo->ri_RangeTableIndex;
+	Oid			userid = InvalidOid;
+	ForeignTable *table = GetForeignTable(RelationGetRelid(rinfo->ri_RelationDesc));
+
+	if (rti == 0 && rinfo->ri_RootResultRelInfo != NULL)
+		rti = rinfo->ri_RootResultRelInfo->ri_RangeTableIndex;
+	if (rti != 0)
+	{
+		RangeTblEntry *rte = exec_rt_fetch(rti, estate);
+
+		userid = rte->checkAsUser;
+	}
+	return GetUserMapping(OidIsValid(userid) ? userid : GetUserId(),
+						  table->serverid);
+}
+
+/*
+ * afdwIsForeignRelUpdatable
+ *		Which of INSERT, UPDATE and DELETE REL takes: all of them, unless
+ *		its updatable option (or its server's) says false.
+ */
+static int
+afdwIsForeignRelUpdatable(Relation rel)
+{
+	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
+	ForeignServer *server = GetForeignServer(table->serverid);
+	bool		updatable;
+
+	updatable = afdw_bool_option(server->options, "updatable", true);
+	updatable = afdw_bool_option(table->options, "updatable", updatable);
+	return updatable ?
+		(1 << CMD_INSERT) | (1 << CMD_UPDATE) | (1 << CMD_DELETE) : 0;
+}
+
+/*
+ * afdwAddForeignUpdateTargets
+ *		An UPDATE or DELETE finds each remote row again by its ctid, which
+ *		the scan of the target reads as a junk column.
+ */
+static void
+afdwAddForeignUpdateTargets(PlannerInfo *root, Index rtindex,
+							RangeTblEntry *target_rte pg_attribute_unused(),
+							Relation target_relation pg_attribute_unused())
+{
+	Var		   *var = makeVar(rtindex, SelfItemPointerAttributeNumber,
+							  TIDOID, -1, InvalidOid, 0);
+
+	add_row_identity_var(root, var, rtindex, "ctid");
+}
+
+/*
+ * insert_columns
+ *		The columns an INSERT into REL sends: all of them but the generated
+ *		ones, which the remote server computes (or fills with its default).
+ */
+static List *
+insert_columns(Relation rel)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	List	   *attrs = NIL;
+
+	for (int i = 1; i <= tupdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i - 1);
+
+		if (!att->attisdropped && !att->attgenerated)
+			attrs = lappend_int(attrs, i);
+	}
+	return attrs;
+}
+
+/*
+ * make_private
+ *		The fdw_private list of a write to REL (see enum ModifyPrivate).
+ */
+static List *
+make_private(Relation rel, CmdType operation, List *target_attrs,
+			 bool do_nothing, bool returning)
+{
+	StringInfoData head;
+	StringInfoData row;
+	StringInfoData tail;
+	List	   *retrieved_attrs = NIL;
+
+	initStringInfo(&head);
+	initStringInfo(&row);
+	initStringInfo(&tail);
+	switch (operation)
+	{
+		case CMD_INSERT:
+			afdw_deparse_insert(&head, &row, &tail, rel, target_attrs,
+								do_nothing, returning, &retrieved_attrs);
+			break;
+		case CMD_UPDATE:
+			afdw_deparse_update(&head, &tail, rel, target_attrs, returning,
+								&retrieved_attrs);
+			break;
+		case CMD_DELETE:
+			afdw_deparse_delete(&head, &tail, rel, returning, &retrieved_attrs);
+			break;
+		default:
+			elog(ERROR, "unexpected operation: %d", (int) operation);
+	}
+	return lappend(list_make5(makeString(head.data), makeString(row.data),
+							  makeString(tail.data), target_attrs,
+							  retrieved_attrs),
+				   makeBoolean(do_nothing));
+}
+
+/*
+ * afdwPlanForeignModify
+ *		The remote statement of a row-by-row write to the foreign table
+ *		RESULT_RELATION of PLAN.
+ */
+static List *
+afdwPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
+					  Index result_relation, int subplan_index)
+{
+	CmdType		operation = plan->operation;
+	RangeTblEntry *rte = planner_rt_fetch(result_relation, root);
+	Relation	rel = table_open(rte->relid, NoLock);
+	List	   *target_attrs = NIL;
+	bool		returning;
+	bool		do_nothing = false;
+	List	   *result;
+
+	if (plan->onConflictAction == ONCONFLICT_UPDATE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ON CONFLICT DO UPDATE is not supported on foreign table \"%s\"",
+						RelationGetRelationName(rel)),
+				 errhint("Use ON CONFLICT DO NOTHING, or run the statement on the remote server.")));
+	do_nothing = (plan->onConflictAction == ONCONFLICT_NOTHING);
+
+	if (operation == CMD_INSERT)
+		target_attrs = insert_columns(rel);
+	else if (operation == CMD_UPDATE)
+	{
+		RelOptInfo *baserel = find_base_rel(root, result_relation);
+		Bitmapset  *cols = get_rel_all_updated_cols(root, baserel);
+		TupleDesc	tupdesc = RelationGetDescr(rel);
+		int			col = -1;
+
+		while ((col = bms_next_member(cols, col)) >= 0)
+		{
+			AttrNumber	attnum = col + FirstLowInvalidHeapAttributeNumber;
+
+			if (attnum <= InvalidAttrNumber)
+				elog(ERROR, "system-column update is not supported");
+			if (!TupleDescAttr(tupdesc, attnum - 1)->attgenerated)
+				target_attrs = lappend_int(target_attrs, attnum);
+		}
+	}
+
+	returning = (plan->returningLists != NIL &&
+				 list_nth(plan->returningLists, subplan_index) != NIL) ||
+		(plan->withCheckOptionLists != NIL &&
+		 list_nth(plan->withCheckOptionLists, subplan_index) != NIL) ||
+		(rel->trigdesc != NULL &&
+		 ((operation == CMD_INSERT && rel->trigdesc->trig_insert_after_row) ||
+		  (operation == CMD_UPDATE && rel->trigdesc->trig_update_after_row) ||
+		  (operation == CMD_DELETE && rel->trigdesc->trig_delete_after_row)));
+
+	result = make_private(rel, operation, target_attrs, do_nothing, returning);
+	table_close(rel, NoLock);
+	return result;
+}
+
+/*
+ * modify_returns_rows
+ *		Whether a write to RINFO's table must read back the rows the remote
+ *		server wrote: for a RETURNING list (RETURNING_LIST), check options
+ *		or AFTER ROW triggers, which see the rows as stored.
+ */
+static bool
+modify_returns_rows(ResultRelInfo *rinfo, CmdType operation, bool returning_list)
+{
+	TriggerDesc *trig = rinfo->ri_TrigDesc;
+
+	return returning_list || rinfo->ri_WithCheckOptions != NIL ||
+		(trig != NULL &&
+		 ((operation == CMD_INSERT && trig->trig_insert_after_row) ||
+		  (operation == CMD_UPDATE && trig->trig_update_after_row) ||
+		  (operation == CMD_DELETE && trig->trig_delete_after_row)));
+}
+
+/*
+ * may_load_in_bulk
+ *		Whether an INSERT into RINFO's table may keep its rows and stream
+ *		them later (see the banner): nobody looks at the rows again in the
+ *		statement, and no AFTER trigger of the table or of the statement's
+ *		target, which runs before the end of the statement, could read the
+ *		table and miss them.
+ */
+static bool
+may_load_in_bulk(AfdwModifyState *st, ResultRelInfo *rinfo)
+{
+	ResultRelInfo *root = rinfo->ri_RootResultRelInfo;
+
+	if (st->operation != CMD_INSERT || st->retrieved_attrs != NIL ||
+		st->do_nothing || st->target_attrs == NIL)
+		return false;
+	if (rinfo->ri_TrigDesc != NULL &&
+		(rinfo->ri_TrigDesc->trig_insert_after_row ||
+		 rinfo->ri_TrigDesc->trig_insert_after_statement))
+		return false;
+	if (root != NULL && root->ri_TrigDesc != NULL &&
+		(root->ri_TrigDesc->trig_insert_after_row ||
+		 root->ri_TrigDesc->trig_insert_after_statement))
+		return false;
+	return true;
+}
+
+/*
+ * begin_modify
+ *		The state of writing to RINFO's foreign table with the statement
+ *		FDW_PRIVATE describes (see enum ModifyPrivate), its writer taken.
+ *		CTID_ATTNO is where the subplan's rows carry the ctid of the row to
+ *		change.
+ */
+static AfdwModifyState *
+begin_modify(EState *estate, ResultRelInfo *rinfo, CmdType operation,
+			 List *fdw_private, AttrNumber ctid_attno)
+{
+	AfdwModifyState *st = palloc0(sizeof(AfdwModifyState));
+	Relation	rel = rinfo->ri_RelationDesc;
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
+	ForeignServer *server = GetForeignServer(table->serverid);
+	ListCell   *lc;
+	int			i = 0;
+
+	st->rel = rel;
+	st->estate = estate;
+	st->relname = RelationGetRelationName(rel);
+	st->operation = operation;
+	st->head = strVal(list_nth(fdw_private, MODIFY_HEAD));
+	st->row = strVal(list_nth(fdw_private, MODIFY_ROW));
+	st->tail = strVal(list_nth(fdw_private, MODIFY_TAIL));
+	st->target_attrs = (List *) list_nth(fdw_private, MODIFY_TARGET_ATTRS);
+	st->retrieved_attrs = (List *) list_nth(fdw_private, MODIFY_RETRIEVED);
+	st->do_nothing = boolVal(list_nth(fdw_private, MODIFY_DO_NOTHING));
+	st->ctid_attno = ctid_attno;
+
+	st->batch_size = afdw_int_option(server->options, "batch_size",
+									 AFDW_DEFAULT_BATCH_SIZE);
+	st->batch_size = afdw_int_option(table->options, "batch_size",
+									 st->batch_size);
+
+	st->out_funcs = palloc0(sizeof(FmgrInfo) * Max(list_length(st->target_attrs), 1));
+	foreach(lc, st->target_attrs)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, lfirst_int(lc) - 1);
+		Oid			typoutput;
+		bool		isvarlena;
+
+		getTypeOutputInfo(att->atttypid, &typoutput, &isvarlena);
+		fmgr_info(typoutput, &st->out_funcs[i++]);
+		if (!afdw_output_ignores_settings(att->atttypid))
+			st->needs_modes = true;
+	}
+
+	st->temp_cxt = AllocSetContextCreate(estate->es_query_cxt,
+										 "async_fdw modify",
+										 ALLOCSET_SMALL_SIZES);
+	if (st->retrieved_attrs != NIL)
+		afdw_init_row_builder(&st->rb, tupdesc, st->relname, false,
+							  st->retrieved_attrs, st->temp_cxt);
+
+	st->bulk = may_load_in_bulk(st, rinfo);
+	if (st->bulk)
+	{
+		StringInfoData sql;
+
+		initStringInfo(&st->pending);
+		initStringInfo(&st->out);
+		initStringInfo(&sql);
+		afdw_deparse_copy_from(&sql, rel, st->target_attrs);
+		st->copy_sql = sql.data;
+	}
+
+	st->conn = afdw_acquire_writer(writer_user(estate, rinfo));
+
+	/* An error that ends the statement gives the writer back. */
+	st->cleanup.func = modify_cleanup;
+	st->cleanup.arg = st;
+	MemoryContextRegisterResetCallback(estate->es_query_cxt, &st->cleanup);
+	return st;
+}
+
+/*
+ * afdwBeginForeignModify
+ *		Start the row-by-row writes of a ModifyTable to RINFO's table.
+ */
+static void
+afdwBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
+					   List *fdw_private, int subplan_index pg_attribute_unused(),
+					   int eflags)
+{
+	CmdType		operation = mtstate->operation;
+	AttrNumber	ctid_attno = InvalidAttrNumber;
+
+	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
+		return;
+	if (operation == CMD_UPDATE || operation == CMD_DELETE)
+	{
+		Plan	   *subplan = outerPlanState(mtstate)->plan;
+
+		ctid_attno = ExecFindJunkAttributeInTlist(subplan->targetlist, "ctid");
+		if (!AttributeNumberIsValid(ctid_attno))
+			elog(ERROR, "could not find junk ctid column");
+	}
+	rinfo->ri_FdwState = begin_modify(mtstate->ps.state, rinfo, operation,
+									  fdw_private, ctid_attno);
+}
+
+/*
+ * afdwBeginForeignInsert
+ *		Start the INSERTs into RINFO's table of rows routed to it as a
+ *		partition, or of a COPY into it (MTSTATE NULL, or without plan).
+ */
+static void
+afdwBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
+{
+	ModifyTable *plan = (mtstate != NULL) ? (ModifyTable *) mtstate->ps.plan : NULL;
+	EState	   *estate = (mtstate != NULL) ? mtstate->ps.state : NULL;
+	Relation	rel = rinfo->ri_RelationDesc;
+	bool		do_nothing = false;
+	bool		returning;
+	List	   *fdw_private;
+
+	/*
+	 * A row moved by an UPDATE into a partition that the same UPDATE
+	 * changes: the moved row would be found and changed again.
+	 */
+	if (plan != NULL && plan->operation == CMD_UPDATE &&
+		(rinfo->ri_usesFdwDirectModify || rinfo->ri_FdwState != NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot route rows into foreign table \"%s\", which the same UPDATE changes",
+						RelationGetRelationName(rel))));
+	if (plan != NULL && plan->onConflictAction == ONCONFLICT_UPDATE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ON CONFLICT DO UPDATE is not supported on foreign table \"%s\"",
+						RelationGetRelationName(rel)),
+				 errhint("Use ON CONFLICT DO NOTHING, or run the statement on the remote server.")));
+	if (plan != NULL)
+		do_nothing = (plan->onConflictAction == ONCONFLICT_NOTHING);
+
+	/* COPY's estate is not the ModifyTable's: take it from the result. */
+	if (estate == NULL)
+		elog(ERROR, "COPY into a foreign table without executor state");
+
+	returning = modify_returns_rows(rinfo, CMD_INSERT, rinfo->ri_returningList != NIL);
+	fdw_private = make_private(rel, CMD_INSERT, insert_columns(rel), do_nothing,
+							   returning);
+	rinfo->ri_FdwState = begin_modify(estate, rinfo, CMD_INSERT, fdw_private,
+									  InvalidAttrNumber);
+}
+
+/*
+ * append_row_values
+ *		Append to BUF the statement's row of parameters (st->row, or for an
+ *		UPDATE or DELETE its head) with the values of SLOT's target columns
+ *		and CTID as literals.
+ */
+static void
+append_row_values(AfdwModifyState *st, StringInfo buf, TupleTableSlot *slot,
+				  Datum ctid)
+{
+	int			n = list_length(st->target_attrs) + (st->ctid_attno != InvalidAttrNumber);
+	const char **values = palloc(sizeof(char *) * Max(n, 1));
+	int			nestlevel = -1;
+	int			i = 0;
+	ListCell   *lc;
+
+	if (st->needs_modes)
+		nestlevel = afdw_set_transmission_modes();
+	foreach(lc, st->target_attrs)
+	{
+		bool		isnull;
+		Datum		value = slot_getattr(slot, lfirst_int(lc), &isnull);
+
+		values[i] = isnull ? NULL : OutputFunctionCall(&st->out_funcs[i], value);
+		i++;
+	}
+	if (nestlevel >= 0)
+		afdw_reset_transmission_modes(nestlevel);
+	if (st->ctid_attno != InvalidAttrNumber)
+		values[i++] = DatumGetCString(DirectFunctionCall1(tidout, ctid));
+	afdw_bind_params(buf, st->operation == CMD_INSERT ? st->row : st->head,
+					 n, values);
+}
+
+/*
+ * store_returned
+ *		Put the row of RES (a RETURNING result) into SLOT.
+ */
+static TupleTableSlot *
+store_returned(AfdwModifyState *st, PGresult *res, TupleTableSlot *slot)
+{
+	HeapTuple	tuple;
+
+	if (PQntuples(res) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_ERROR),
+				 errmsg("remote server returned %d rows for one row of foreign table \"%s\"",
+						PQntuples(res), st->relname)));
+	tuple = afdw_make_tuple(&st->rb, res, 0, st->temp_cxt);
+	ExecStoreHeapTuple(tuple, slot, false);
+	return slot;
+}
+
+/*
+ * run_row
+ *		Write the row of SLOT (CTID: the row to change) with one remote
+ *		statement; SLOT with what the remote server stored, or NULL when it
+ *		wrote nothing (a conflict skipped, a row gone).
+ */
+static TupleTableSlot *
+run_row(AfdwModifyState *st, TupleTableSlot *slot, Datum ctid)
+{
+	StringInfoData sql;
+	PGresult   *res;
+	TupleTableSlot *volatile result = slot;
+	MemoryContext old = MemoryContextSwitchTo(st->temp_cxt);
+
+	MemoryContextReset(st->temp_cxt);
+	initStringInfo(&sql);
+	if (st->operation == CMD_INSERT)
+		appendStringInfoString(&sql, st->head);
+	append_row_values(st, &sql, slot, ctid);
+	appendStringInfoString(&sql, st->tail);
+
+	st->conn = afdw_current_writer(st->conn);
+	res = afdw_run_write(st->conn, sql.data);
+	MemoryContextSwitchTo(old);
+	PG_TRY();
+	{
+		if (st->retrieved_attrs != NIL)
+			result = (PQntuples(res) == 0) ? NULL : store_returned(st, res, slot);
+		else if (strcmp(PQcmdTuples(res), "0") == 0)
+			result = NULL;
+	}
+	PG_FINALLY();
+	{
+		PQclear(res);
+	}
+	PG_END_TRY();
+	return result;
+}
+
+/*
+ * afdwExecForeignInsert
+ *		Insert SLOT's row: at once, or kept for a bulk load.
+ */
+static TupleTableSlot *
+afdwExecForeignInsert(EState *estate pg_attribute_unused(), ResultRelInfo *rinfo,
+					  TupleTableSlot *slot, TupleTableSlot *plan_slot pg_attribute_unused())
+{
+	AfdwModifyState *st = (AfdwModifyState *) rinfo->ri_FdwState;
+	ErrorContextCallback errcb;
+	TupleTableSlot *result = slot;
+
+	errcb.callback = modify_error_context;
+	errcb.arg = st;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+	if (st->bulk)
+		bulk_add(st, slot);
+	else
+		result = run_row(st, slot, (Datum) 0);
+	error_context_stack = errcb.previous;
+	return result;
+}
+
+/*
+ * afdwExecForeignBatchInsert
+ *		Insert the *NUMSLOTS rows of SLOTS with one multi-row INSERT; set
+ *		*NUMSLOTS to how many the remote server inserted (ON CONFLICT DO
+ *		NOTHING may skip some).
+ */
+static TupleTableSlot **
+afdwExecForeignBatchInsert(EState *estate pg_attribute_unused(), ResultRelInfo *rinfo,
+						   TupleTableSlot **slots,
+						   TupleTableSlot **plan_slots pg_attribute_unused(),
+						   int *numslots)
+{
+	AfdwModifyState *st = (AfdwModifyState *) rinfo->ri_FdwState;
+	ErrorContextCallback errcb;
+	StringInfoData sql;
+	PGresult   *res;
+	MemoryContext old;
+
+	errcb.callback = modify_error_context;
+	errcb.arg = st;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+
+	MemoryContextReset(st->temp_cxt);
+	old = MemoryContextSwitchTo(st->temp_cxt);
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, st->head);
+	for (int i = 0; i < *numslots; i++)
+	{
+		if (i > 0)
+			appendStringInfoString(&sql, ", ");
+		append_row_values(st, &sql, slots[i], (Datum) 0);
+	}
+	appendStringInfoString(&sql, st->tail);
+	st->conn = afdw_current_writer(st->conn);
+	res = afdw_run_write(st->conn, sql.data);
+	MemoryContextSwitchTo(old);
+	*numslots = atoi(PQcmdTuples(res));
+	PQclear(res);
+
+	error_context_stack = errcb.previous;
+	return slots;
+}
+
+/*
+ * afdwGetForeignModifyBatchSize
+ *		Rows per multi-row INSERT into RINFO's table: batch_size, unless the
+ *		rows are to be read back (RETURNING, check options, AFTER ROW
+ *		triggers), or a BEFORE ROW trigger might look for the rows before
+ *		it, or the table loads in bulk (which batches on its own).
+ */
+static int
+afdwGetForeignModifyBatchSize(ResultRelInfo *rinfo)
+{
+	AfdwModifyState *st = (AfdwModifyState *) rinfo->ri_FdwState;
+
+	/* Without state (EXPLAIN): what the options say, for the plan. */
+	if (st == NULL)
+	{
+		ForeignTable *table = GetForeignTable(RelationGetRelid(rinfo->ri_RelationDesc));
+		ForeignServer *server = GetForeignServer(table->serverid);
+		int			size;
+
+		size = afdw_int_option(server->options, "batch_size", AFDW_DEFAULT_BATCH_SIZE);
+		size = afdw_int_option(table->options, "batch_size", size);
+		if (rinfo->ri_returningList != NIL || rinfo->ri_WithCheckOptions != NIL ||
+			(rinfo->ri_TrigDesc != NULL &&
+			 (rinfo->ri_TrigDesc->trig_insert_before_row ||
+			  rinfo->ri_TrigDesc->trig_insert_after_row)))
+			return 1;
+		return size;
+	}
+	if (st->bulk || st->retrieved_attrs != NIL ||
+		(rinfo->ri_TrigDesc != NULL && rinfo->ri_TrigDesc->trig_insert_before_row))
+		return 1;
+	return st->batch_size;
+}
+
+/*
+ * afdwExecForeignUpdate
+ *		Change the remote row whose ctid PLAN_SLOT carries to SLOT's values.
+ */
+static TupleTableSlot *
+afdwExecForeignUpdate(EState *estate pg_attribute_unused(), ResultRelInfo *rinfo,
+					  TupleTableSlot *slot, TupleTableSlot *plan_slot)
+{
+	AfdwModifyState *st = (AfdwModifyState *) rinfo->ri_FdwState;
+	ErrorContextCallback errcb;
+	TupleTableSlot *result;
+	bool		isnull;
+	Datum		ctid = ExecGetJunkAttribute(plan_slot, st->ctid_attno, &isnull);
+
+	if (isnull)
+		elog(ERROR, "ctid is NULL");
+	errcb.callback = modify_error_context;
+	errcb.arg = st;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+	result = run_row(st, slot, ctid);
+	error_context_stack = errcb.previous;
+	return result;
+}
+
+/*
+ * afdwExecForeignDelete
+ *		Delete the remote row whose ctid PLAN_SLOT carries.
+ */
+static TupleTableSlot *
+afdwExecForeignDelete(EState *estate pg_attribute_unused(), ResultRelInfo *rinfo,
+					  TupleTableSlot *slot, TupleTableSlot *plan_slot)
+{
+	return afdwExecForeignUpdate(NULL, rinfo, slot, plan_slot);
+}
+
+/*
+ * append_copy_value
+ *		Append VALUE to BUF in COPY's text format.
+ */
+static void
+append_copy_value(StringInfo buf, const char *value)
+{
+	const char *start = value;
+	const char *p;
+
+	for (p = value; *p; p++)
+	{
+		char		c = *p;
+		char		esc;
+
+		switch (c)
+		{
+			case '\\':
+				esc = '\\';
+				break;
+			case '\n':
+				esc = 'n';
+				break;
+			case '\r':
+				esc = 'r';
+				break;
+			case '\t':
+				esc = 't';
+				break;
+			default:
+				continue;
+		}
+		appendBinaryStringInfo(buf, start, p - start);
+		appendStringInfoChar(buf, '\\');
+		appendStringInfoChar(buf, esc);
+		start = p + 1;
+	}
+	appendBinaryStringInfo(buf, start, p - start);
+}
+
+/*
+ * append_copy_line
+ *		Append SLOT's target columns to BUF as a line of COPY's text format.
+ */
+static void
+append_copy_line(AfdwModifyState *st, StringInfo buf, TupleTableSlot *slot)
+{
+	int			nestlevel = -1;
+	int			i = 0;
+	ListCell   *lc;
+
+	if (st->needs_modes)
+		nestlevel = afdw_set_transmission_modes();
+	foreach(lc, st->target_attrs)
+	{
+		bool		isnull;
+		Datum		value = slot_getattr(slot, lfirst_int(lc), &isnull);
+
+		if (i > 0)
+			appendStringInfoChar(buf, '\t');
+		if (isnull)
+			appendStringInfoString(buf, "\\N");
+		else
+			append_copy_value(buf, OutputFunctionCall(&st->out_funcs[i], value));
+		i++;
+	}
+	appendStringInfoChar(buf, '\n');
+	if (nestlevel >= 0)
+		afdw_reset_transmission_modes(nestlevel);
+}
+
+/*
+ * bulk_add
+ *		Add SLOT's row to the bulk load ST: to the stream when the table
+ *		streams, else to the rows kept, which start a stream once there are
+ *		enough of them.
+ */
+static void
+bulk_add(AfdwModifyState *st, TupleTableSlot *slot)
+{
+	StringInfo	buf = st->copying ? &st->out : &st->pending;
+	MemoryContext old;
+
+	/*
+	 * The values are made in the per-row memory; the buffers, growing by
+	 * repalloc, stay in the statement's.
+	 */
+	old = MemoryContextSwitchTo(st->temp_cxt);
+	append_copy_line(st, buf, slot);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(st->temp_cxt);
+
+	if (st->copying)
+	{
+		if (st->out.len >= BULK_SEND_BYTES)
+		{
+			afdw_put_copy(st->conn, st->out.data, st->out.len, st->copy_sql);
+			resetStringInfo(&st->out);
+		}
+		return;
+	}
+	st->npending++;
+	if (st->streamed ? st->pending.len >= BULK_SWITCH_BYTES :
+		(st->npending >= st->batch_size || st->pending.len >= BULK_SWITCH_BYTES))
+		bulk_start_copy(st);
+}
+
+/*
+ * bulk_start_copy
+ *		Start ST's stream on its writer (ending another table's stream
+ *		there first) and send the rows kept.
+ */
+static void
+bulk_start_copy(AfdwModifyState *st)
+{
+	st->conn = afdw_current_writer(st->conn);
+	afdw_send_write(st->conn, st->copy_sql, true, st, bulk_drain);
+	afdw_await_copy_in(st->conn, st->copy_sql);
+	st->copying = true;
+	st->streamed = true;
+	dlist_push_tail(&bulk_loads, &st->bulk_node);
+	if (st->pending.len > 0)
+		afdw_put_copy(st->conn, st->pending.data, st->pending.len, st->copy_sql);
+	resetStringInfo(&st->pending);
+	st->npending = 0;
+}
+
+/*
+ * bulk_send_end
+ *		Send the rest of ST's stream and its end, without waiting for the
+ *		answer.
+ */
+static void
+bulk_send_end(AfdwModifyState *st)
+{
+	if (st->out.len > 0)
+	{
+		afdw_put_copy(st->conn, st->out.data, st->out.len, st->copy_sql);
+		resetStringInfo(&st->out);
+	}
+	afdw_copy_done(st->conn, st->copy_sql);
+}
+
+/*
+ * bulk_stop_copy
+ *		End ST's stream (its end sent unless it was already) and wait for
+ *		the remote server's answer, raising its error.
+ */
+static void
+bulk_stop_copy(AfdwModifyState *st)
+{
+	if (afdw_copy_open(st->conn))
+		bulk_send_end(st);
+	st->copying = false;
+	dlist_delete(&st->bulk_node);
+	PQclear(afdw_copy_result(st->conn, st->copy_sql));
+}
+
+/*
+ * bulk_drain
+ *		Another command needs the writer that ST (OWNER) streams on: end the
+ *		stream now; ST keeps its next rows until it takes the stream back.
+ */
+static void
+bulk_drain(void *owner)
+{
+	AfdwModifyState *st = (AfdwModifyState *) owner;
+	ErrorContextCallback errcb;
+
+	errcb.callback = modify_error_context;
+	errcb.arg = st;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+	bulk_stop_copy(st);
+	error_context_stack = errcb.previous;
+}
+
+/*
+ * bulk_end_all_streams
+ *		Send the end of every stream of ESTATE's statement, without waiting,
+ *		so that the remote servers finish their loads at the same time.
+ *		(Only at the end of the statement: all its rows are in.)
+ */
+static void
+bulk_end_all_streams(EState *estate)
+{
+	dlist_iter	it;
+
+	dlist_foreach(it, &bulk_loads)
+	{
+		AfdwModifyState *other = dlist_container(AfdwModifyState, bulk_node, it.cur);
+
+		if (other->estate == estate && afdw_copy_open(other->conn))
+			bulk_send_end(other);
+	}
+}
+
+/*
+ * bulk_finish
+ *		The statement's rows are all there: end ST's stream and wait for its
+ *		answer, or send the rows kept, as one INSERT when the table never
+ *		streamed (one round trip), else as one last stream.
+ */
+static void
+bulk_finish(AfdwModifyState *st)
+{
+	if (st->copying)
+	{
+		bulk_end_all_streams(st->estate);
+		bulk_stop_copy(st);
+	}
+	if (st->npending == 0)
+		return;
+	if (st->streamed)
+	{
+		bulk_start_copy(st);
+		bulk_stop_copy(st);
+		return;
+	}
+	else
+	{
+		StringInfoData sql;
+		char	   *line = st->pending.data;
+
+		/* The kept lines back into literals, the row's parameters. */
+		initStringInfo(&sql);
+		appendStringInfoString(&sql, st->head);
+		for (int i = 0; i < st->npending; i++)
+		{
+			char	   *end = strchr(line, '\n');
+
+			if (i > 0)
+				appendStringInfoString(&sql, ", ");
+			*end = '\0';
+			copy_line_as_row(&sql, line, list_length(st->target_attrs));
+			line = end + 1;
+		}
+		appendStringInfoString(&sql, st->tail);
+		st->npending = 0;
+		resetStringInfo(&st->pending);
+		st->conn = afdw_current_writer(st->conn);
+		PQclear(afdw_run_write(st->conn, sql.data));
+		pfree(sql.data);
+	}
+}
+
+/*
+ * copy_line_as_row
+ *		Append LINE, a line of COPY's text format with NFIELDS fields (no
+ *		newline), to BUF as a row of literals: (value, NULL, ...).
+ */
+static void
+copy_line_as_row(StringInfo buf, char *line, int nfields)
+{
+	char	   *p = line;
+
+	appendStringInfoChar(buf, '(');
+	for (int i = 0; i < nfields; i++)
+	{
+		char	   *start = p;
+		char	   *out = p;
+
+		if (i > 0)
+			appendStringInfoString(buf, ", ");
+		if (p[0] == '\\' && p[1] == 'N' && (p[2] == '\t' || p[2] == '\0'))
+		{
+			appendStringInfoString(buf, "NULL");
+			p += (p[2] == '\t') ? 3 : 2;
+			continue;
+		}
+		/* Undo the escapes in place: an escape is longer than its char. */
+		while (*p != '\t' && *p != '\0')
+		{
+			if (*p == '\\' && p[1] != '\0')
+			{
+				p++;
+				*out++ = (*p == 'n') ? '\n' : (*p == 'r') ? '\r' :
+					(*p == 't') ? '\t' : *p;
+				p++;
+				continue;
+			}
+			*out++ = *p++;
+		}
+		if (*p == '\t')
+			p++;
+		*out = '\0';
+		afdw_append_literal(buf, start);
+	}
+	appendStringInfoChar(buf, ')');
+}
+
+/*
+ * end_modify
+ *		Finish ST's writes (a bulk load's last rows) and give its writer
+ *		back.
+ */
+static void
+end_modify(AfdwModifyState *st)
+{
+	ErrorContextCallback errcb;
+
+	errcb.callback = modify_error_context;
+	errcb.arg = st;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+	if (st->bulk)
+		bulk_finish(st);
+	error_context_stack = errcb.previous;
+
+	afdw_release_connection(st->conn);
+	st->conn = NULL;
+}
+
+/*
+ * afdwEndForeignModify
+ *		End the writes to RINFO's table.
+ */
+static void
+afdwEndForeignModify(EState *estate pg_attribute_unused(), ResultRelInfo *rinfo)
+{
+	AfdwModifyState *st = (AfdwModifyState *) rinfo->ri_FdwState;
+
+	if (st != NULL && st->conn != NULL)
+		end_modify(st);
+}
+
+/*
+ * modify_cleanup
+ *		The statement's memory goes (after an error, say) while ST's writes
+ *		did not end: forget the stream (the abort of the transaction or
+ *		savepoint fails it remotely) and give the writer back.
+ */
+static void
+modify_cleanup(void *arg)
+{
+	AfdwModifyState *st = (AfdwModifyState *) arg;
+
+	if (st->copying)
+	{
+		dlist_delete(&st->bulk_node);
+		st->copying = false;
+	}
+	if (st->conn != NULL)
+	{
+		afdw_forget_owner(st->conn, st);
+		afdw_release_connection(st->conn);
+		st->conn = NULL;
+	}
+}
+
+/*
+ * modify_error_context
+ *		Name the foreign table written to in an error's context.
+ */
+static void
+modify_error_context(void *arg)
+{
+	AfdwModifyState *st = (AfdwModifyState *) arg;
+
+	errcontext("writing to foreign table \"%s\"", st->relname);
+}
+
+/*
+ * afdwExplainForeignModify
+ *		EXPLAIN VERBOSE shows the remote statement, and the batch size or
+ *		the bulk load.
+ */
+static void
+afdwExplainForeignModify(ModifyTableState *mtstate pg_attribute_unused(),
+						 ResultRelInfo *rinfo, List *fdw_private,
+						 int subplan_index pg_attribute_unused(),
+						 ExplainState *es)
+{
+	StringInfoData sql;
+
+	if (!es->verbose)
+		return;
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, strVal(list_nth(fdw_private, MODIFY_HEAD)));
+	appendStringInfoString(&sql, strVal(list_nth(fdw_private, MODIFY_ROW)));
+	appendStringInfoString(&sql, strVal(list_nth(fdw_private, MODIFY_TAIL)));
+	ExplainPropertyText("Remote SQL", sql.data, es);
+	if (rinfo->ri_BatchSize > 1)
+		ExplainPropertyInteger("Batch Size", NULL, rinfo->ri_BatchSize, es);
+}
+
+/*
+ * afdw_modify_routines
+ *		Fill in the row-by-row write callbacks of ROUTINE.
+ */
+void
+afdw_modify_routines(FdwRoutine *routine)
+{
+	routine->IsForeignRelUpdatable = afdwIsForeignRelUpdatable;
+	routine->AddForeignUpdateTargets = afdwAddForeignUpdateTargets;
+	routine->PlanForeignModify = afdwPlanForeignModify;
+	routine->BeginForeignModify = afdwBeginForeignModify;
+	routine->ExecForeignInsert = afdwExecForeignInsert;
+	routine->ExecForeignBatchInsert = afdwExecForeignBatchInsert;
+	routine->GetForeignModifyBatchSize = afdwGetForeignModifyBatchSize;
+	routine->ExecForeignUpdate = afdwExecForeignUpdate;
+	routine->ExecForeignDelete = afdwExecForeignDelete;
+	routine->EndForeignModify = afdwEndForeignModify;
+	routine->BeginForeignInsert = afdwBeginForeignInsert;
+	routine->EndForeignInsert = afdwEndForeignModify;
+	routine->ExplainForeignModify = afdwExplainForeignModify;
+}
