@@ -330,6 +330,7 @@ extern void afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner,
 extern void afdw_send_write(AfdwConn *conn, const char *sql, bool copy,
 							void *owner, AfdwDrainFn drain);
 extern PGresult *afdw_run_write(AfdwConn *conn, const char *sql);
+extern bool afdw_defer_write(AfdwConn *conn, const char *sql);
 extern void afdw_note_row_locks(AfdwConn *conn);
 extern unsigned int afdw_next_cursor_number(AfdwConn *conn);
 extern void afdw_close_cursor_later(AfdwConn *conn, unsigned int cursor);

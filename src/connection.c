@@ -1160,6 +1160,7 @@ afdw_disconnect_entry(AfdwConn *entry)
 	entry->busy = false;
 	entry->commit_pending = false;
 	entry->copy_in = false;
+	afdw_drop_deferred(entry);
 
 	/* So did its prepared statements and its remote transaction. */
 	if (entry->prepared_cxt != NULL)

@@ -219,6 +219,15 @@ struct AfdwConn
 	bool		wrote;
 	bool		copy_expected;
 	bool		copy_in;
+
+	/*
+	 * A write not sent yet, with what opens its remote transaction
+	 * (afdw_defer_write): it goes with the COMMIT, or alone before any
+	 * other command on the connection.
+	 */
+	char	   *deferred;
+	char	   *deferred_sent;	/* the one sent with the COMMIT, for its
+								 * error's context */
 };
 
 /* budget.c */
@@ -275,6 +284,8 @@ extern void afdw_note_xact_connection(void);
 extern void afdw_track_wrap(AfdwConn *conn, PGresult *res);
 extern void afdw_reset_xact_state(AfdwConn *entry, int level);
 extern void afdw_finish_commit(AfdwConn *entry);
+extern void afdw_flush_deferred(AfdwConn *entry);
+extern void afdw_drop_deferred(AfdwConn *entry);
 extern void afdw_xact_callback(XactEvent event, void *arg);
 extern void afdw_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								  SubTransactionId parentSubid, void *arg);

@@ -993,7 +993,9 @@ bulk_finish(AfdwModifyState *st)
 		st->npending = 0;
 		resetStringInfo(&st->pending);
 		st->conn = afdw_current_writer(st->conn);
-		PQclear(afdw_run_write(st->conn, sql.data));
+		/* A statement that is its own transaction: sent with the COMMIT. */
+		if (!afdw_defer_write(st->conn, sql.data))
+			PQclear(afdw_run_write(st->conn, sql.data));
 		pfree(sql.data);
 	}
 }

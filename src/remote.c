@@ -68,6 +68,9 @@ afdw_send_query(AfdwConn *conn, const char *sql, int nparams,
 		elog(ERROR, "connection to server \"%s\" used while being opened",
 			 NameStr(conn->servername));
 	afdw_make_idle(conn);
+	/* A write kept for the COMMIT goes first, alone (xact.c). */
+	if (conn->deferred != NULL)
+		afdw_flush_deferred(conn);
 	if (nparams > 0)
 		ok = PQsendQueryParams(conn->conn, sql, nparams, NULL, values,
 							   NULL, NULL, 0);

@@ -219,7 +219,7 @@ afdw_send_write(AfdwConn *conn, const char *sql, bool copy, void *owner,
 						NameStr(conn->servername)),
 				 errdetail_internal("%s", conn->xact_failed_msg),
 				 errhint("Roll back the local transaction and retry.")));
-	prefix = xact_prefix(conn, true, &nstatements);
+	prefix = xact_prefix(conn, false, &nstatements);
 	full = prefix[0] ? psprintf("%s; %s", prefix, sql) : pstrdup(sql);
 	conn->copy_expected = copy;
 	afdw_send_query(conn, full, 0, NULL);
@@ -247,6 +247,96 @@ afdw_run_write(AfdwConn *conn, const char *sql)
 		 PQresultStatus(res) != PGRES_COMMAND_OK))
 		afdw_report_remote_error(res, conn, sql);
 	return res;
+}
+
+/*
+ * afdw_defer_write
+ *		Keep SQL, a write on CONN, to send with the COMMIT of the local
+ *		transaction, in one round trip with the start of the remote
+ *		transaction and its end; false (nothing done) where that is not
+ *		possible.
+ *
+ * Only a statement that is its own local transaction (no transaction
+ * block, no subtransaction) whose write is the first use of CONN in it:
+ * the COMMIT follows the statement at once, so the client sees the write's
+ * error as the statement's.  Any other command on CONN before then sends
+ * the write first, alone (afdw_flush_deferred).
+ */
+bool
+afdw_defer_write(AfdwConn *conn, const char *sql)
+{
+	char	   *prefix;
+	int			nstatements;
+
+	HASH_SEQ_STATUS scan;
+	AfdwConn   *entry;
+	bool		alone = true;
+
+	Assert(conn->writer);
+	if (IsTransactionBlock() || GetCurrentTransactionNestLevel() > 1 ||
+		conn->xact_depth > 0 || conn->busy || conn->deferred != NULL ||
+		conn->xact_failed_msg != NULL)
+		return false;
+
+	/*
+	 * Nothing else of the server in the transaction: its transaction then
+	 * needs no snapshot import (which must run before the exporting
+	 * connection's COMMIT) and no export.
+	 */
+	hash_seq_init(&scan, afdw_conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		if (entry != conn && entry->serverid == conn->serverid &&
+			entry->conn != NULL && (entry->nusers > 0 || entry->xact_depth > 0))
+			alone = false;
+	}
+	if (!alone)
+		return false;
+	prefix = xact_prefix(conn, false, &nstatements);
+	conn->deferred = MemoryContextStrdup(afdw_conn_cxt,
+										 psprintf("%s%s%s", prefix,
+												  prefix[0] ? "; " : "", sql));
+	conn->wrote = true;
+	pfree(prefix);
+	return true;
+}
+
+/*
+ * afdw_flush_deferred
+ *		Send ENTRY's deferred write (afdw_defer_write) now and wait for it,
+ *		raising its remote error: another command is to follow it.
+ */
+void
+afdw_flush_deferred(AfdwConn *entry)
+{
+	/* In the caller's memory, which an error frees. */
+	char	   *sql = pstrdup(entry->deferred);
+
+	pfree(entry->deferred);
+	entry->deferred = NULL;
+	afdw_run_command(entry, sql);
+	pfree(sql);
+}
+
+/*
+ * afdw_drop_deferred
+ *		Forget ENTRY's deferred write: never sent (its transaction is over
+ *		or its session gone; nothing was started remotely for it), or sent
+ *		with the COMMIT, whose answer came.
+ */
+void
+afdw_drop_deferred(AfdwConn *entry)
+{
+	if (entry->deferred_sent != NULL)
+	{
+		pfree(entry->deferred_sent);
+		entry->deferred_sent = NULL;
+	}
+	if (entry->deferred == NULL)
+		return;
+	pfree(entry->deferred);
+	entry->deferred = NULL;
+	entry->xact_depth = 0;
 }
 
 /*
@@ -553,6 +643,13 @@ commit_all(void)
 		 * and whose outcome they cannot change.
 		 */
 		initStringInfo(&sql);
+		/* A deferred write goes in the same message, before the COMMIT. */
+		if (entry->deferred != NULL)
+		{
+			appendStringInfo(&sql, "%s; ", entry->deferred);
+			entry->deferred_sent = entry->deferred;
+			entry->deferred = NULL;
+		}
 		if (entry->savepoint_op != NULL &&
 			strncmp(entry->savepoint_op, "RELEASE", 7) != 0)
 			appendStringInfo(&sql, "%s; ", entry->savepoint_op);
@@ -592,10 +689,16 @@ commit_all(void)
 		res = afdw_wait_result(entry, "COMMIT TRANSACTION");
 		if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
 		{
+			/* A deferred write's error names the write. */
+			char	   *sql = entry->deferred_sent ?
+				pstrdup(entry->deferred_sent) : "COMMIT TRANSACTION";
+
 			hash_seq_term(&scan);
-			afdw_report_remote_error(res, entry, "COMMIT TRANSACTION");
+			afdw_drop_deferred(entry);
+			afdw_report_remote_error(res, entry, sql);
 		}
 		PQclear(res);
+		afdw_drop_deferred(entry);
 		entry->changing_xact_state = false;
 		entry->xact_depth = 0;
 	}
@@ -672,6 +775,8 @@ abort_all(void)
 	{
 		StringInfoData sql;
 
+		/* A deferred write was never sent: there is nothing to roll back. */
+		afdw_drop_deferred(entry);
 		if (entry->conn == NULL || entry->xact_depth == 0)
 			continue;
 		/* Statements no longer used go after the end of the transaction. */

@@ -82,10 +82,12 @@ SELECT sum(id) FROM ft_dom;
 SELECT count(*) FROM ft1;
 SELECT count(*) FROM afdw_remote_states() s WHERE s <> 'idle';
 
--- Writes are refused clearly.
+-- Writes to a table whose updatable option is false are refused clearly.
+ALTER FOREIGN TABLE ft1 OPTIONS (ADD updatable 'false');
 INSERT INTO ft1 VALUES (0, 'x', 0);
 UPDATE ft1 SET v = 'y' WHERE id = 1;
 DELETE FROM ft1 WHERE id = 1;
+ALTER FOREIGN TABLE ft1 OPTIONS (DROP updatable);
 
 DROP FOREIGN TABLE ft_raising, ft_missing, ft_badcol, ft_conv, ft_conv8, ft_dom;
 DROP DOMAIN small_pos;
