@@ -133,6 +133,9 @@ static dlist_head bulk_loads = DLIST_STATIC_INIT(bulk_loads);
 
 static bool modify_returns_rows(ResultRelInfo *rinfo, CmdType operation,
 								bool returning_list);
+static bool may_load_in_bulk(ResultRelInfo *rinfo, CmdType operation,
+							 List *fdw_private);
+static int	batch_size_option(ResultRelInfo *rinfo);
 static AfdwModifyState *begin_modify(EState *estate, ResultRelInfo *rinfo,
 									 CmdType operation, List *fdw_private,
 									 AttrNumber ctid_attno);
@@ -349,19 +352,21 @@ modify_returns_rows(ResultRelInfo *rinfo, CmdType operation, bool returning_list
 
 /*
  * may_load_in_bulk
- *		Whether an INSERT into RINFO's table may keep its rows and stream
- *		them later (see the banner): nobody looks at the rows again in the
- *		statement, and no AFTER trigger of the table or of the statement's
+ *		Whether an INSERT into RINFO's table (FDW_PRIVATE its statement) may
+ *		keep its rows and stream them later (see the banner): nobody looks
+ *		at the rows again in the statement, and no AFTER trigger of the table or of the statement's
  *		target, which runs before the end of the statement, could read the
  *		table and miss them.
  */
 static bool
-may_load_in_bulk(AfdwModifyState *st, ResultRelInfo *rinfo)
+may_load_in_bulk(ResultRelInfo *rinfo, CmdType operation, List *fdw_private)
 {
 	ResultRelInfo *root = rinfo->ri_RootResultRelInfo;
 
-	if (st->operation != CMD_INSERT || st->retrieved_attrs != NIL ||
-		st->do_nothing || st->target_attrs == NIL)
+	if (operation != CMD_INSERT ||
+		list_nth(fdw_private, MODIFY_RETRIEVED) != NIL ||
+		boolVal(list_nth(fdw_private, MODIFY_DO_NOTHING)) ||
+		list_nth(fdw_private, MODIFY_TARGET_ATTRS) == NIL)
 		return false;
 	if (rinfo->ri_TrigDesc != NULL &&
 		(rinfo->ri_TrigDesc->trig_insert_after_row ||
@@ -372,6 +377,21 @@ may_load_in_bulk(AfdwModifyState *st, ResultRelInfo *rinfo)
 		 root->ri_TrigDesc->trig_insert_after_statement))
 		return false;
 	return true;
+}
+
+/*
+ * batch_size_option
+ *		The batch_size option of RINFO's table, else of its server.
+ */
+static int
+batch_size_option(ResultRelInfo *rinfo)
+{
+	ForeignTable *table = GetForeignTable(RelationGetRelid(rinfo->ri_RelationDesc));
+	ForeignServer *server = GetForeignServer(table->serverid);
+	int			size;
+
+	size = afdw_int_option(server->options, "batch_size", AFDW_DEFAULT_BATCH_SIZE);
+	return afdw_int_option(table->options, "batch_size", size);
 }
 
 /*
@@ -388,8 +408,6 @@ begin_modify(EState *estate, ResultRelInfo *rinfo, CmdType operation,
 	AfdwModifyState *st = palloc0(sizeof(AfdwModifyState));
 	Relation	rel = rinfo->ri_RelationDesc;
 	TupleDesc	tupdesc = RelationGetDescr(rel);
-	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
-	ForeignServer *server = GetForeignServer(table->serverid);
 	ListCell   *lc;
 	int			i = 0;
 
@@ -405,10 +423,7 @@ begin_modify(EState *estate, ResultRelInfo *rinfo, CmdType operation,
 	st->do_nothing = boolVal(list_nth(fdw_private, MODIFY_DO_NOTHING));
 	st->ctid_attno = ctid_attno;
 
-	st->batch_size = afdw_int_option(server->options, "batch_size",
-									 AFDW_DEFAULT_BATCH_SIZE);
-	st->batch_size = afdw_int_option(table->options, "batch_size",
-									 st->batch_size);
+	st->batch_size = batch_size_option(rinfo);
 
 	st->out_funcs = palloc0(sizeof(FmgrInfo) * Max(list_length(st->target_attrs), 1));
 	foreach(lc, st->target_attrs)
@@ -430,7 +445,7 @@ begin_modify(EState *estate, ResultRelInfo *rinfo, CmdType operation,
 		afdw_init_row_builder(&st->rb, tupdesc, st->relname, false,
 							  st->retrieved_attrs, st->temp_cxt);
 
-	st->bulk = may_load_in_bulk(st, rinfo);
+	st->bulk = may_load_in_bulk(rinfo, operation, fdw_private);
 	if (st->bulk)
 	{
 		StringInfoData sql;
@@ -697,18 +712,12 @@ afdwGetForeignModifyBatchSize(ResultRelInfo *rinfo)
 	/* Without state (EXPLAIN): what the options say, for the plan. */
 	if (st == NULL)
 	{
-		ForeignTable *table = GetForeignTable(RelationGetRelid(rinfo->ri_RelationDesc));
-		ForeignServer *server = GetForeignServer(table->serverid);
-		int			size;
-
-		size = afdw_int_option(server->options, "batch_size", AFDW_DEFAULT_BATCH_SIZE);
-		size = afdw_int_option(table->options, "batch_size", size);
 		if (rinfo->ri_returningList != NIL || rinfo->ri_WithCheckOptions != NIL ||
 			(rinfo->ri_TrigDesc != NULL &&
 			 (rinfo->ri_TrigDesc->trig_insert_before_row ||
 			  rinfo->ri_TrigDesc->trig_insert_after_row)))
 			return 1;
-		return size;
+		return batch_size_option(rinfo);
 	}
 	if (st->bulk || st->retrieved_attrs != NIL ||
 		(rinfo->ri_TrigDesc != NULL && rinfo->ri_TrigDesc->trig_insert_before_row))
@@ -1118,11 +1127,11 @@ modify_error_context(void *arg)
 
 /*
  * afdwExplainForeignModify
- *		EXPLAIN VERBOSE shows the remote statement, and the batch size or
- *		the bulk load.
+ *		EXPLAIN VERBOSE shows the remote statement, and the batch size, or
+ *		for a bulk load its COPY and after how many rows it streams.
  */
 static void
-afdwExplainForeignModify(ModifyTableState *mtstate pg_attribute_unused(),
+afdwExplainForeignModify(ModifyTableState *mtstate,
 						 ResultRelInfo *rinfo, List *fdw_private,
 						 int subplan_index pg_attribute_unused(),
 						 ExplainState *es)
@@ -1136,7 +1145,16 @@ afdwExplainForeignModify(ModifyTableState *mtstate pg_attribute_unused(),
 	appendStringInfoString(&sql, strVal(list_nth(fdw_private, MODIFY_ROW)));
 	appendStringInfoString(&sql, strVal(list_nth(fdw_private, MODIFY_TAIL)));
 	ExplainPropertyText("Remote SQL", sql.data, es);
-	if (rinfo->ri_BatchSize > 1)
+	if (may_load_in_bulk(rinfo, mtstate->operation, fdw_private))
+	{
+		resetStringInfo(&sql);
+		afdw_deparse_copy_from(&sql, rinfo->ri_RelationDesc,
+							   (List *) list_nth(fdw_private, MODIFY_TARGET_ATTRS));
+		ExplainPropertyText("Bulk Load", sql.data, es);
+		ExplainPropertyInteger("Bulk Load After", "rows",
+							   batch_size_option(rinfo), es);
+	}
+	else if (rinfo->ri_BatchSize > 1)
 		ExplainPropertyInteger("Batch Size", NULL, rinfo->ri_BatchSize, es);
 }
 

@@ -63,6 +63,10 @@ COPY lt (a, c) FROM stdin;
 \.
 SELECT rows_same('SELECT * FROM wt', 'SELECT * FROM lt');
 
+-- EXPLAIN VERBOSE shows the statement, and how a load streams.
+EXPLAIN (VERBOSE, COSTS OFF) INSERT INTO wt (a, b, c) VALUES (1, 2, 'x');
+EXPLAIN (VERBOSE, COSTS OFF) INSERT INTO wt (a, b, c) VALUES (1, 2, 'x') RETURNING g;
+
 -- ON CONFLICT DO NOTHING: the rows the remote server skipped do not count.
 INSERT INTO wt (a, b, c) VALUES (1, 0, 'dup'), (4000, 0, 'new') ON CONFLICT DO NOTHING;
 INSERT INTO lt (a, b, c) VALUES (1, 0, 'dup'), (4000, 0, 'new') ON CONFLICT DO NOTHING;
@@ -152,6 +156,7 @@ CREATE FOREIGN TABLE wp2 PARTITION OF wp FOR VALUES WITH (MODULUS 3, REMAINDER 1
 CREATE FOREIGN TABLE wp3 PARTITION OF wp FOR VALUES WITH (MODULUS 3, REMAINDER 2)
   SERVER loopback2 OPTIONS (schema_name 'wr', table_name 'p3');
 CREATE TABLE lp (a int PRIMARY KEY, b int, c text);
+EXPLAIN (VERBOSE, COSTS OFF) INSERT INTO wp SELECT g, g % 10, 'p' || g FROM generate_series(1, 3000) g;
 INSERT INTO wp SELECT g, g % 10, 'p' || g FROM generate_series(1, 3000) g;
 INSERT INTO lp SELECT g, g % 10, 'p' || g FROM generate_series(1, 3000) g;
 COPY wp FROM stdin;
