@@ -1,0 +1,73 @@
+--
+-- modify_errors: writes cut short: a statement timeout and a cancel in the
+-- middle of a streamed load, a remote session that dies in the middle of
+-- one, a remote error in a deferred single-row INSERT; afterwards the
+-- session and its connections work, and nothing of the failed statements
+-- stays.
+--
+CREATE SCHEMA we;
+CREATE TABLE we.s (a int PRIMARY KEY, b text);
+CREATE FOREIGN TABLE ws (a int, b text)
+  SERVER loopback OPTIONS (schema_name 'we', table_name 's');
+-- The remote server takes its time with each row of a load, or dies at a
+-- given row.
+CREATE FUNCTION we.slow() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.b = 'slow' THEN
+    PERFORM pg_sleep(0.002);
+  ELSIF NEW.b = 'die' AND NEW.a = 300 THEN
+    PERFORM pg_terminate_backend(pg_backend_pid());
+  END IF;
+  RETURN NEW;
+END
+$$;
+CREATE TRIGGER s_slow BEFORE INSERT ON we.s FOR EACH ROW EXECUTE FUNCTION we.slow();
+
+-- A statement timeout while the load streams: the COPY is failed remotely,
+-- the remote transaction rolled back, the connection kept.
+SET statement_timeout = '300ms';
+INSERT INTO ws SELECT g, 'slow' FROM generate_series(1, 5000) g;
+RESET statement_timeout;
+SELECT count(*) FROM ws;
+SELECT count(*) FROM we.s;
+
+-- The same inside a transaction block, then a rolled-back savepoint's load.
+BEGIN;
+INSERT INTO ws VALUES (1, 'kept');
+SAVEPOINT s1;
+SET LOCAL statement_timeout = '300ms';
+INSERT INTO ws SELECT g, 'slow' FROM generate_series(2, 5000) g;
+ROLLBACK TO SAVEPOINT s1;
+SELECT a, b FROM ws;
+COMMIT;
+SELECT a, b FROM we.s;
+
+-- The remote session dies in the middle of a load: the error says the
+-- connection was lost; the next statement reconnects.
+\set VERBOSITY sqlstate
+INSERT INTO ws SELECT g, 'die' FROM generate_series(2, 1000) g;
+\set VERBOSITY default
+SELECT a, b FROM ws;
+INSERT INTO ws SELECT g, 'after' FROM generate_series(2, 500) g;
+SELECT count(*) FROM we.s;
+
+-- A single-row INSERT that is its own transaction travels with the
+-- COMMIT: its error is still the statement's, with the remote SQL.
+INSERT INTO ws VALUES (1, 'dup');
+SELECT count(*) FROM we.s;
+-- And in a transaction block it is sent at once.
+BEGIN;
+INSERT INTO ws VALUES (1, 'dup');
+ROLLBACK;
+
+-- A savepoint rolled back after a failed write: the transaction goes on.
+BEGIN;
+SAVEPOINT s2;
+INSERT INTO ws VALUES (1, 'dup');
+ROLLBACK TO SAVEPOINT s2;
+INSERT INTO ws VALUES (10000, 'after the savepoint');
+COMMIT;
+SELECT a, b FROM we.s WHERE a = 10000;
+
+DROP FOREIGN TABLE ws;
+DROP SCHEMA we CASCADE;
