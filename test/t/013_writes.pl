@@ -176,4 +176,63 @@ my $twos = 0;
 $twos += $_->safe_psql('postgres', 'SELECT count(*) FROM events WHERE b = 2') for @shards;
 is($twos, $done, 'and each transaction\'s update');
 
+# 5. COMMIT goes to every written shard at once: a deferred trigger on each
+# shard holds its commit for half a second and notes when; the four
+# intervals overlap (each began before any ended).
+for my $node (@shards)
+{
+	$node->safe_psql('postgres', q{
+		CREATE TABLE commit_log (started timestamptz, ended timestamptz);
+		CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+		DECLARE
+		  t0 timestamptz := clock_timestamp();
+		BEGIN
+		  PERFORM pg_sleep(0.5);
+		  INSERT INTO public.commit_log VALUES (t0, clock_timestamp());
+		  RETURN NULL;
+		END
+		$$;
+		CREATE CONSTRAINT TRIGGER events_commit AFTER INSERT ON events
+		  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit();
+	});
+}
+$coord->safe_psql('postgres', q{
+	BEGIN;
+	INSERT INTO events_1 VALUES (-1, 0, 'c');
+	INSERT INTO events_2 VALUES (-2, 0, 'c');
+	INSERT INTO events_3 VALUES (-3, 0, 'c');
+	INSERT INTO events_4 VALUES (-4, 0, 'c');
+	COMMIT;
+});
+my @intervals = map {
+	[ split /\|/, $_->safe_psql('postgres',
+		"SELECT extract(epoch FROM started), extract(epoch FROM ended) FROM commit_log") ]
+} @shards;
+my $last_start = (sort { $b <=> $a } map { $_->[0] } @intervals)[0];
+my $first_end = (sort { $a <=> $b } map { $_->[1] } @intervals)[0];
+ok($last_start < $first_end,
+	'the four remote commits ran at the same time (every one began before any ended)');
+
+# A deferred constraint failing at one shard's commit fails the local
+# COMMIT with the remote error.
+$shards[2]->safe_psql('postgres', q{
+	CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+	BEGIN
+	  RAISE EXCEPTION 'shard 3 refuses the commit' USING ERRCODE = 'check_violation';
+	END
+	$$;
+	CREATE CONSTRAINT TRIGGER events_refuse AFTER INSERT ON events
+	  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse();
+});
+($rc, $out, $err) = $coord->psql('postgres', q{
+	\set VERBOSITY verbose
+	BEGIN;
+	INSERT INTO events_3 VALUES (-30, 0, 'c');
+	COMMIT;
+});
+like($err, qr/ERROR:  23514: shard 3 refuses the commit/,
+	'a remote commit failure fails the local commit with the remote error');
+is($shards[2]->safe_psql('postgres', 'SELECT count(*) FROM events WHERE a = -30'), '0',
+	'and its rows are not there');
+
 done_testing();
