@@ -635,6 +635,7 @@ async_fdw_handler(PG_FUNCTION_ARGS)
 	routine->ImportForeignSchema = afdwImportForeignSchema;
 	afdw_scan_routines(routine);
 	afdw_modify_routines(routine);
+	routine->ExecForeignTruncate = afdwExecForeignTruncate;
 
 	PG_RETURN_POINTER(routine);
 }

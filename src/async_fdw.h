@@ -332,6 +332,7 @@ extern void afdw_send_write(AfdwConn *conn, const char *sql, bool copy,
 extern PGresult *afdw_run_write(AfdwConn *conn, const char *sql);
 extern bool afdw_defer_write(AfdwConn *conn, const char *sql);
 extern void afdw_note_row_locks(AfdwConn *conn);
+extern void afdw_end_read_transactions(AfdwConn *writer, const char *what);
 extern unsigned int afdw_next_cursor_number(AfdwConn *conn);
 extern void afdw_close_cursor_later(AfdwConn *conn, unsigned int cursor);
 
@@ -417,6 +418,10 @@ extern void afdw_modify_routines(FdwRoutine *routine);
 
 /* import.c */
 extern List *afdwImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serveroid);
+
+/* truncate.c */
+extern void afdwExecForeignTruncate(List *rels, DropBehavior behavior,
+									bool restart_seqs);
 
 /* join.c */
 extern void afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,

@@ -16,7 +16,9 @@
  * remote.c hands the export's result over as it reads results; scan.c
  * asks where a scan's first command goes (afdw_join_target), which is the
  * writer once the mapping wrote (connection.c), and the writer is the
- * leader when there is one (afdw_snapshot_leader).
+ * leader when there is one (afdw_snapshot_leader); xact.c hands the lead
+ * to the writer when it ends the leader's transaction early
+ * (afdw_pass_leadership).
  *
  *-------------------------------------------------------------------------
  */
@@ -353,6 +355,28 @@ afdw_snapshot_leader(Oid serverid, Oid umid)
 	if (ss == NULL || ss->leader == NULL || ss->leader->key.umid != umid)
 		return NULL;
 	return ss->leader;
+}
+
+/*
+ * afdw_pass_leadership
+ *		GONE's remote transaction ended before the local one: if it led its
+ *		server's, HEIR, a connection in the same snapshot, leads it from now
+ *		on, and exports the snapshot again for the connections that join
+ *		later (GONE's export ended with its transaction).
+ */
+void
+afdw_pass_leadership(AfdwConn *gone, AfdwConn *heir)
+{
+	ServerSnapshot *ss;
+
+	if (snapshot_hash == NULL)
+		return;
+	ss = hash_search(snapshot_hash, &gone->serverid, HASH_FIND, NULL);
+	if (ss == NULL || ss->leader != gone)
+		return;
+	Assert(heir->serverid == gone->serverid && heir->xact_depth > 0);
+	ss->leader = heir;
+	ss->snapshot[0] = '\0';
 }
 
 /*

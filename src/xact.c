@@ -19,13 +19,16 @@
  * Neighbours: connection.c holds the connections (and has a COMMIT left
  * unread finished, afdw_finish_commit, before reusing one); remote.c sends
  * and waits; snapshot.c gives each remote transaction its server's shared
- * snapshot; scan.c sends its commands through afdw_send_in_xact.
+ * snapshot; scan.c sends its commands through afdw_send_in_xact;
+ * truncate.c ends the other remote transactions of a server that only
+ * read before its TRUNCATE (afdw_end_read_transactions).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "nodes/pg_list.h"
 #include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
@@ -337,6 +340,126 @@ afdw_drop_deferred(AfdwConn *entry)
 	pfree(entry->deferred);
 	entry->deferred = NULL;
 	entry->xact_depth = 0;
+}
+
+/*
+ * reader_in_use
+ *		Whether ENTRY, in a remote transaction of the current local one,
+ *		cannot end it now: a scan holds it, a scan's command is in flight,
+ *		one of its cursors is open, it streams or loads; or its remote
+ *		transaction must last as long as the local one, because it wrote or
+ *		locks rows (LOCKS_HELD says which).  A failed transaction that only
+ *		read can end: nothing of it is lost.
+ */
+static bool
+reader_in_use(AfdwConn *entry, bool *locks_held)
+{
+	*locks_held = entry->wrote || entry->locks_rows || entry->copy_in ||
+		entry->changing_xact_state;
+	if (*locks_held)
+		return true;
+	if (entry->nusers > 0 || entry->streaming ||
+		(entry->busy && entry->owner != NULL) || entry->held_result != NULL)
+		return true;
+	for (int i = 0; i < entry->ncursors; i++)
+	{
+		if (!entry->cursors[i].closing)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * afdw_end_read_transactions
+ *		Before WRITER runs WHAT, a statement whose remote lock conflicts
+ *		with those of mere reads (TRUNCATE), commit the remote transaction
+ *		of every other connection of this backend to the same server, of
+ *		any user mapping, that only read in the current local transaction;
+ *		fail if one of them cannot end yet.
+ *
+ * Such a transaction keeps the locks of what it read until it ends, which
+ * would be at the local transaction's end: WHAT would wait for it for
+ * ever, its own session holding it up.  A transaction that only read
+ * loses nothing by ending early, and the local transaction's later work
+ * on the server sees the same data: WRITER takes the shared snapshot first
+ * (joining while its leader is still there) and leads the server's remote
+ * transaction in place of a leader that ended, while the later commands
+ * of WRITER's mapping go through WRITER once it wrote
+ * (afdw_route_to_writer).  A transaction that wrote or locks rows cannot
+ * end before the local one, nor can one that serves a query still
+ * running (a cursor, or a scan that calls WHAT row by row): the error
+ * says so instead of a wait that would never end.
+ */
+void
+afdw_end_read_transactions(AfdwConn *writer, const char *what)
+{
+	HASH_SEQ_STATUS scan;
+	AfdwConn   *entry;
+	List	   *readers = NIL;
+	ListCell   *lc;
+	TimestampTz now;
+
+	hash_seq_init(&scan, afdw_conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		bool		locks_held;
+
+		if (entry == writer || entry->conn == NULL ||
+			entry->serverid != writer->serverid || entry->xact_depth == 0)
+			continue;
+		if (reader_in_use(entry, &locks_held))
+		{
+			hash_seq_term(&scan);
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("cannot run %s on server \"%s\" while another connection of this session to it is in use",
+							what, NameStr(writer->servername)),
+					 locks_held ?
+					 errdetail("A remote transaction of this session on the server wrote or locks rows, and holds its locks until the local transaction ends.") :
+					 errdetail("A remote transaction on the server serves a query that is still running (an open cursor, or the scan of a statement that runs %s), and holds the locks of what it read.",
+							   what),
+					 errhint("Run %s in a transaction of its own, or after the queries of the server are done.",
+							 what)));
+		}
+		readers = lappend(readers, entry);
+	}
+	if (readers == NIL)
+		return;
+
+	if (writer->xact_depth == 0)
+		afdw_begin_xact(writer);
+
+	/* The COMMITs of all of them overlap. */
+	foreach(lc, readers)
+	{
+		StringInfoData sql;
+
+		entry = (AfdwConn *) lfirst(lc);
+		afdw_make_idle(entry);
+		initStringInfo(&sql);
+		appendStringInfoString(&sql, "COMMIT TRANSACTION");
+		afdw_append_idle_setting(entry, &sql);
+		entry->changing_xact_state = true;
+		afdw_send_query(entry, sql.data, 0, NULL);
+		pfree(sql.data);
+	}
+	now = GetCurrentTimestamp();
+	foreach(lc, readers)
+	{
+		PGresult   *res;
+
+		entry = (AfdwConn *) lfirst(lc);
+		res = afdw_wait_result(entry, "COMMIT TRANSACTION");
+		if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
+			afdw_report_remote_error(res, entry, "COMMIT TRANSACTION");
+		PQclear(res);
+		entry->changing_xact_state = false;
+		afdw_reset_xact_state(entry, 1);
+		/* The server's idle timer runs from now (near_idle_timeout). */
+		entry->idle_since = now;
+		afdw_pass_leadership(entry, writer);
+	}
+	list_free(readers);
 }
 
 /*
