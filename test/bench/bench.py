@@ -1265,6 +1265,8 @@ def parse_args():
     ap.add_argument("--write-rows", type=int, default=1000000)
     ap.add_argument("--write-batch-sizes", type=ints, default=[100, 1000, 10000])
     ap.add_argument("--write-copy-sample", type=int, default=10000)
+    ap.add_argument("--write-afdw-batch-sizes", type=ints, default=[],
+                    help="async_fdw batch_size values for INSERT ... SELECT (empty: its default)")
     ap.add_argument("--write-seconds", type=int, default=3)
     ap.add_argument("--writes", default=",".join(WRITE_TESTS),
                     help="write tests of scenario W: copy,update,insert1,xact4")

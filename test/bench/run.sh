@@ -98,6 +98,8 @@ usage: test/bench/run.sh [options]
   --write-rows N         rows W loads and updates (default $DEF_WRITE_ROWS; --quick $QUICK_WRITE_ROWS)
   --write-batch-sizes L  postgres_fdw batch_size values for INSERT ... SELECT
                          (default $DEF_WRITE_BATCH_SIZES)
+  --write-afdw-batch-sizes L  async_fdw batch_size values for INSERT ... SELECT
+                         (default: none, its own default)
   --write-copy-sample N  rows of postgres_fdw's row-by-row COPY, extrapolated
                          (default $DEF_WRITE_COPY_SAMPLE; --quick $QUICK_WRITE_COPY_SAMPLE)
   --write-seconds N      pgbench duration of W-insert1/W-xact4 (default $DEF_WRITE_SECONDS)
@@ -175,7 +177,7 @@ parse_options() {
 	OPT_LOOKUP_SECONDS="" OPT_PORT_BASE=57000 OPT_RESULTS="$HERE/results"
 	OPT_LOAD_SECONDS=$DEF_LOAD_SECONDS
 	OPT_WRITES=$DEF_WRITES OPT_WRITE_ROWS="" OPT_WRITE_BATCH_SIZES=$DEF_WRITE_BATCH_SIZES
-	OPT_WRITE_COPY_SAMPLE="" OPT_WRITE_SECONDS=""
+	OPT_WRITE_COPY_SAMPLE="" OPT_WRITE_SECONDS="" OPT_WRITE_AFDW_BATCH_SIZES=""
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--scenarios) OPT_SCENARIOS=${2:?}; shift ;;
@@ -192,6 +194,7 @@ parse_options() {
 		--write-rows) OPT_WRITE_ROWS=${2:?}; shift ;;
 		--write-batch-sizes) OPT_WRITE_BATCH_SIZES=${2:?}; shift ;;
 		--write-copy-sample) OPT_WRITE_COPY_SAMPLE=${2:?}; shift ;;
+		--write-afdw-batch-sizes) OPT_WRITE_AFDW_BATCH_SIZES=${2:?}; shift ;;
 		--write-seconds) OPT_WRITE_SECONDS=${2:?}; shift ;;
 		--port-base) OPT_PORT_BASE=${2:?}; shift ;;
 		--results) OPT_RESULTS=${2:?}; shift ;;
@@ -244,6 +247,8 @@ settle_options() {
 		die "--writes: of copy, update, insert1, xact4 separated by commas"
 	[[ $WRITE_ROWS =~ ^[0-9]+$ ]] && [ "$WRITE_ROWS" -ge 16 ] || die "--write-rows: at least 16"
 	[[ $OPT_WRITE_BATCH_SIZES =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--write-batch-sizes: positive integers"
+	[[ -z $OPT_WRITE_AFDW_BATCH_SIZES || $OPT_WRITE_AFDW_BATCH_SIZES =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] ||
+		die "--write-afdw-batch-sizes: positive integers"
 	[[ $WRITE_COPY_SAMPLE =~ ^[1-9][0-9]*$ ]] || die "--write-copy-sample: a positive integer"
 	[[ $WRITE_SECONDS =~ ^[1-9][0-9]*$ ]] || die "--write-seconds: a positive integer"
 	[[ $FETCH =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--fetch-sizes: positive integers"
@@ -451,6 +456,7 @@ main() {
 	start_cluster
 	start_proxies
 	log "scenarios $SCENARIOS, fetch sizes $FETCH, RTT $RTT ms, $ROWS rows, $RUNS runs, fdws ${FDWS:-none}"
+	[[ ,$SCENARIOS, != *,W,* ]] || log "writes $OPT_WRITES: $WRITE_ROWS rows, postgres_fdw batch_size $OPT_WRITE_BATCH_SIZES, COPY sample $WRITE_COPY_SAMPLE rows, pgbench $WRITE_SECONDS s"
 	"$PYTHON" "$HERE/bench.py" \
 		--work "$WORK" --bindir "$BINDIR" --results "$OPT_RESULTS" \
 		--coord-port "$COORD_PORT" --shard-ports "$(IFS=,; echo "${SHARD_PORTS[*]}")" \
@@ -462,7 +468,7 @@ main() {
 		--load-seconds "$OPT_LOAD_SECONDS" --preload "$PRELOAD" \
 		--writes "$OPT_WRITES" --write-rows "$WRITE_ROWS" \
 		--write-batch-sizes "$OPT_WRITE_BATCH_SIZES" --write-copy-sample "$WRITE_COPY_SAMPLE" \
-		--write-seconds "$WRITE_SECONDS" \
+		--write-seconds "$WRITE_SECONDS" --write-afdw-batch-sizes "$OPT_WRITE_AFDW_BATCH_SIZES" \
 		--slow-fetch-limit "$SLOW_FETCH_LIMIT" --rtt-scenarios "$RTT_SCENARIOS" \
 		--command "$COMMAND_LINE" \
 		--afdw-note "$AFDW_NOTE" --setup-seconds "$(($(date +%s) - START_TIME))"

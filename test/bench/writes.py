@@ -194,30 +194,57 @@ class WriteBench:
 
     def set_batch_size(self, v, rtt, size):
         """set_batch_size: the batch_size option of a variant's partitions
-        of w (None: drop it, back to the wrapper's default)."""
-        stmts = []
+        of w (None: drop it, back to the wrapper's default); return the
+        error of a wrapper that refuses it, or None."""
         for k in range(self.cfg.shards):
             ft = "%s.w_p%d" % (v.schema(rtt), k + 1)
             now = self.batch_set.get(ft)
             if now == size:
                 continue
             if size is None:
-                stmts.append("ALTER FOREIGN TABLE %s OPTIONS (DROP batch_size)" % ft)
+                sql = "ALTER FOREIGN TABLE %s OPTIONS (DROP batch_size)" % ft
             else:
-                stmts.append("ALTER FOREIGN TABLE %s OPTIONS (%s batch_size '%d')"
-                             % (ft, "SET" if now is not None else "ADD", size))
+                sql = "ALTER FOREIGN TABLE %s OPTIONS (%s batch_size '%d')" % (
+                    ft, "SET" if now is not None else "ADD", size)
+            out, _, err = self.live_session("admin").try_run(sql)
+            if err:
+                return error_line(out + [err]) or "error: " + err
             self.batch_set[ft] = size
-        if stmts:
-            self.b.session("admin").run(";\n".join(stmts))
+        return None
 
     # ---- timed runs ---------------------------------------------------
+
+    def coordinator_ready(self):
+        """coordinator_ready: wait (60 s at most) until the coordinator
+        accepts connections: a crash of a backend during a write restarts
+        it, and the figures after it must not fail for that."""
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            r = subprocess.run([os.path.join(self.cfg.bindir, "pg_isready"), "-q", "-h",
+                                "127.0.0.1", "-p", str(self.cfg.coord_port), "-U", USER, "-d", DB])
+            if r.returncode == 0:
+                return
+            time.sleep(0.5)
+
+    def live_session(self, key):
+        """live_session: a coordinator session that answers (a new one when
+        the old one's psql ended, e.g. after a crash restarted the server)."""
+        sess = self.b.session(key)
+        if sess.alive():
+            _, _, err = sess.try_run("SELECT 1")
+            if not err:
+                return sess
+        log("    (the coordinator session %s was lost: opening a new one)" % key)
+        self.b.drop_session(key)
+        self.coordinator_ready()
+        return self.b.session(key)
 
     def timed(self, v, sql):
         """timed: run one statement in a variant's persistent session; return
         (wall ms, error or None).  Python's clock around the round trip to
         psql, so that \\copy (which psql's \\timing does not time) and SQL
         are measured alike; the session is already connected."""
-        sess = self.b.session("w_" + v.key)
+        sess = self.live_session("w_" + v.key)
         t = time.perf_counter()
         out, _, err = sess.try_run(sql)
         ms = (time.perf_counter() - t) * 1000.0
@@ -278,7 +305,8 @@ class WriteBench:
     def copy_cells(self, rtt):
         """copy_cells: the W-copy figures at one RTT: postgres_fdw INSERT ...
         SELECT at each --write-batch-sizes and its COPY on the sample,
-        async_fdw COPY and INSERT ... SELECT (default batch_size), raw COPY."""
+        async_fdw COPY and INSERT ... SELECT (its default batch_size, or each
+        of --write-afdw-batch-sizes), raw COPY."""
         cells = []
         for v in self.variants:
             lab = self.label(v)
@@ -288,9 +316,10 @@ class WriteBench:
                 cells.append(Cell("copy", v, lab, "copy", None, self.sample, rtt))
             else:
                 cells.append(Cell("copy", v, lab, "copy", None, self.rows, rtt))
-                cells.append(Cell("copy", v, lab, "insert_select", None, self.rows, rtt))
+                for bs in self.cfg.write_afdw_batch_sizes or [None]:
+                    cells.append(Cell("copy", v, lab, "insert_select", bs, self.rows, rtt))
         if self.cfg.raw:
-            cells.append(Cell("copy", None, "raw", "raw_copy", None, self.rows, rtt))
+            cells.append(Cell("copy", None, "direct to shards", "raw_copy", None, self.rows, rtt))
         return cells
 
     def copy_run(self, c):
@@ -303,8 +332,9 @@ class WriteBench:
                                                 for k, t in enumerate(self.tables)])
         else:
             rel = "%s.w" % v.schema(c.rtt)
-            if v.wrapper == "postgres_fdw" or c.method == "insert_select":
-                self.set_batch_size(v, c.rtt, c.batch)
+            err = self.set_batch_size(v, c.rtt, c.batch)
+            if err:
+                return 0.0, err
             if c.method == "copy":
                 path = self.all_file if c.rows == self.rows else self.sample_file
                 ms, err = self.timed(v, "\\copy %s FROM '%s'" % (rel, path))
@@ -325,7 +355,9 @@ class WriteBench:
         self.warm(rtt)
         self.run_cells(cells, self.copy_run)
         for v in self.variants:
-            self.set_batch_size(v, rtt, None)
+            err = self.set_batch_size(v, rtt, None)
+            if err:
+                log("    could not reset batch_size of %s: %s" % (self.label(v), err))
         self.cells.extend(cells)
         log("  W-copy   rtt %s ms: %s" % (fmt_num(rtt), "; ".join(
             "%s %s %s" % (c.label, self.method_label(c), self.cell_text(c)) for c in cells)))
@@ -373,7 +405,7 @@ class WriteBench:
         for v in self.variants:
             cells.append(Cell("update", v, self.label(v), "update", None, self.rows, rtt))
         if self.cfg.raw:
-            cells.append(Cell("update", None, "raw", "raw_update", None, self.rows, rtt))
+            cells.append(Cell("update", None, "direct to shards", "raw_update", None, self.rows, rtt))
         self.warm(rtt)
         self.run_cells(cells, self.update_run)
         self.cells.extend(cells)
@@ -384,6 +416,7 @@ class WriteBench:
         """pgbench: one client for --write-seconds on a script; return
         (avg latency ms, tps, transactions, error or None)."""
         cfg = self.cfg
+        self.coordinator_ready()
         r = subprocess.run(
             [cfg.pgbench, "-n", "-T", str(cfg.write_seconds), "-c", "1", "-j", "1",
              "-f", script, "-h", "127.0.0.1", "-p", str(port), "-U", USER, DB],
@@ -472,7 +505,7 @@ class WriteBench:
             rel = "%s.w" % v.schema(rtt)
             for sql in ("INSERT INTO %s SELECT * FROM w_src" % rel, UPDATE_SQL.format(rel=rel),
                         "INSERT INTO %s VALUES (1, 1, 'x')" % rel):
-                out, _, err = self.b.session("admin").try_run("EXPLAIN (VERBOSE, COSTS OFF) " + sql)
+                out, _, err = self.live_session("admin").try_run("EXPLAIN (VERBOSE, COSTS OFF) " + sql)
                 text.append("-- %s\n-- %s\n%s\n" % (self.label(v), sql, err or "\n".join(out)))
         with open(os.path.join(self.cfg.results, "write_plans.txt"), "w") as f:
             f.write("\n".join(text))
@@ -540,7 +573,7 @@ class WriteBench:
                         continue
                     m = c.median()
                     rows.append("| %s | %s | %s | %s | %s | %s | %s |" % (
-                        fmt_num(rtt), "%s %s" % (c.label, METHOD_LABEL[method]),
+                        fmt_num(rtt), "%s %s" % (c.label, self.method_label(c)),
                         self.cell_text(c),
                         "%s (%s)" % (fmt_ms(best.median()), self.method_label(best)) if best else "–",
                         "%.1fx" % (best.median() / m) if m and best else "–",
