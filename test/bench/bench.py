@@ -954,10 +954,16 @@ class Bench:
         L.append("- PostgreSQL: %s" % cfg.pg_version)
         L.append("- async_fdw: %s" % cfg.afdw_note)
         L.append("- command: `%s`" % cfg.command)
-        L.append("- %d rows `(a int, b int, c text)`, %d shards, median of %d runs, runs interleaved "
-                 "across FDWs; total time %s" % (self.rows, cfg.shards, cfg.runs,
-                                                  "%%TOTAL%%"))
-        L.append("- query: `%s`" % QUERY.format(rel="<rel>"))
+        scans = self.foreign_scenarios() or [s for s in cfg.scenarios if s in LOCAL_SCENARIOS]
+        if scans:
+            L.append("- %d rows `(a int, b int, c text)`, %d shards, median of %d runs, runs "
+                     "interleaved across FDWs; total time %s" % (self.rows, cfg.shards, cfg.runs,
+                                                                 "%%TOTAL%%"))
+            L.append("- query: `%s`" % QUERY.format(rel="<rel>"))
+        else:
+            # only scenarios with data sets of their own (L, S, W): --rows means nothing
+            L.append("- %d shards, median of %d runs, runs interleaved across FDWs; total time %s"
+                     % (cfg.shards, cfg.runs, "%%TOTAL%%"))
         for note in self.skipped:
             L.append("- skipped: %s" % note)
         L.append("")
