@@ -4,7 +4,8 @@
    scenarios on the coordinator, times them (scans, raw COPY, point lookups),
    and writes the CSV, Markdown and chart files.  run.sh starts and stops the
    servers and the latency proxies and calls this script; run it through
-   run.sh, not by hand.  Standard library only.
+   run.sh, not by hand.  The write scenarios (W) live in writes.py, which
+   uses this file's sessions and helpers.  Standard library only.
 """
 
 import argparse
@@ -59,10 +60,11 @@ SCENARIOS = {
     "G": "16 foreign partitions spread over the shards",
     "L": "load: %d pgbench clients on ld and le" % LOAD_CLIENTS,
     "S": "first query of a new session on ld",
+    "W": "writes: bulk load, UPDATE of every row, single-row INSERT, 4-shard transaction",
 }
 LOCAL_SCENARIOS = ("A", "B")
 # scenarios with their own tables and measurement (not scans of --rows rows)
-CONNECTION_SCENARIOS = ("L", "S")
+CONNECTION_SCENARIOS = ("L", "S", "W")
 FDW_NAMES = ("postgres_fdw_sync", "postgres_fdw_async", "async_fdw")
 FDW_LABEL = {
     "local": "local",
@@ -195,16 +197,34 @@ class Psql:
         Aborts the benchmark on any ERROR: a benchmark of a failing query
         means nothing.
         """
+        out, ms, err = self.try_run(sql)
+        if err:
+            fail("%s: %s\n  %s" % (self.name, sql.strip(), "\n  ".join(out + [err])))
+        return out, ms
+
+    def alive(self):
+        """alive: whether the psql process still runs (it exits when its
+        connection is lost)."""
+        return self.proc.poll() is None
+
+    def try_run(self, sql):
+        """try_run: execute one statement; return (output lines, ms, error):
+        error is the first error line (None when the statement succeeded).
+        The write scenarios use it, where a failure is a result to report."""
         sql = sql.strip()
         if not sql.startswith("\\"):
             sql = sql.rstrip(";") + ";"
-        self.proc.stdin.write(sql + "\n\\echo " + self.MARK + "\n")
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write(sql + "\n\\echo " + self.MARK + "\n")
+            self.proc.stdin.flush()
+        except OSError:
+            return [], None, "psql session %s has ended" % self.name
         out, ms = [], None
         while True:
             line = self.proc.stdout.readline()
             if not line:
-                fail("psql session %s ended unexpectedly" % self.name)
+                return out, None, "psql session %s ended unexpectedly: %s" % (
+                    self.name, " / ".join(out[-3:]))
             line = line.rstrip("\n")
             if line == self.MARK:
                 break
@@ -213,9 +233,10 @@ class Psql:
                 ms = float(m.group(1))
             else:
                 out.append(line)
-        if any(l.startswith(("ERROR:", "FATAL:", "psql:", "unrecognized", "invalid")) for l in out):
-            fail("%s: %s\n  %s" % (self.name, sql, "\n  ".join(out)))
-        return out, ms
+        for l in out:
+            if l.startswith(("ERROR:", "FATAL:", "psql:", "unrecognized", "invalid")):
+                return out, ms, l
+        return out, ms, None
 
     def close(self):
         """close: end the session."""
@@ -278,6 +299,7 @@ class Bench:
         self.proxy_results = []
         self.load_results = []
         self.first_results = []
+        self.writes = None          # WriteBench when W is selected
         self.skipped = []           # human-readable notes
         self.reference = None       # (count, sum, max) every query must return
         self.sessions = {}
@@ -500,6 +522,13 @@ class Bench:
         if not (lat and tps and n):
             fail("cannot parse pgbench output:\n" + r.stdout)
         return float(lat.group(1)), float(tps.group(1)), int(n.group(1))
+
+    def drop_session(self, key):
+        """drop_session: forget a session whose psql has ended (the next
+        session() call opens a new one)."""
+        sess = self.sessions.pop(key, None)
+        if sess:
+            sess.close()
 
     def session(self, key, port=None):
         """session: the persistent psql session of a variant (or "local"/"admin")."""
@@ -925,10 +954,16 @@ class Bench:
         L.append("- PostgreSQL: %s" % cfg.pg_version)
         L.append("- async_fdw: %s" % cfg.afdw_note)
         L.append("- command: `%s`" % cfg.command)
-        L.append("- %d rows `(a int, b int, c text)`, %d shards, median of %d runs, runs interleaved "
-                 "across FDWs; total time %s" % (self.rows, cfg.shards, cfg.runs,
-                                                  "%%TOTAL%%"))
-        L.append("- query: `%s`" % QUERY.format(rel="<rel>"))
+        scans = self.foreign_scenarios() or [s for s in cfg.scenarios if s in LOCAL_SCENARIOS]
+        if scans:
+            L.append("- %d rows `(a int, b int, c text)`, %d shards, median of %d runs, runs "
+                     "interleaved across FDWs; total time %s" % (self.rows, cfg.shards, cfg.runs,
+                                                                 "%%TOTAL%%"))
+            L.append("- query: `%s`" % QUERY.format(rel="<rel>"))
+        else:
+            # only scenarios with data sets of their own (L, S, W): --rows means nothing
+            L.append("- %d shards, median of %d runs, runs interleaved across FDWs; total time %s"
+                     % (cfg.shards, cfg.runs, "%%TOTAL%%"))
         for note in self.skipped:
             L.append("- skipped: %s" % note)
         L.append("")
@@ -1000,6 +1035,8 @@ class Bench:
             L.extend(self.load_markdown())
         if self.first_results:
             L.extend(self.first_markdown())
+        if self.writes:
+            L.extend(self.writes.markdown())
 
         if self.lookup_results:
             L.append("## Point lookups through E (pgbench -T %d, `SELECT * FROM e WHERE a = :id`)"
@@ -1157,7 +1194,8 @@ class Bench:
         cfg = self.cfg
         os.makedirs(cfg.results, exist_ok=True)
         for name in ("results.csv", "results.md", "lookups.csv", "proxy.csv", "chart.png",
-                     "chart.dat", "chart.gp", "plans.txt", "load.csv", "first_query.csv"):
+                     "chart.dat", "chart.gp", "plans.txt", "load.csv", "first_query.csv",
+                     "writes.csv", "write_latency.csv", "write_plans.txt"):
             try:
                 os.unlink(os.path.join(cfg.results, name))
             except FileNotFoundError:
@@ -1167,6 +1205,9 @@ class Bench:
         self.proxy_check()
         self.load()
         self.define()
+        if "W" in cfg.scenarios:
+            self.writes = WriteBench(self)
+            self.writes.define()
         self.save_plans()
         self.run_scans()
         if cfg.raw:
@@ -1177,8 +1218,12 @@ class Bench:
             self.run_load()
         if "S" in cfg.scenarios:
             self.run_first_query()
+        if self.writes:
+            self.writes.run()
         self.close_sessions()
         self.write_csv()
+        if self.writes:
+            self.writes.write_csv()
         self.chart()
         total = time.time() - self.started + cfg.setup_seconds
         md = self.markdown().replace("%%TOTAL%%", "%d min %02d s" % (total // 60, total % 60))
@@ -1223,17 +1268,26 @@ def parse_args():
     ap.add_argument("--load-seconds", type=int, default=20)
     ap.add_argument("--preload", default="",
                     help="the coordinator's shared_preload_libraries (for the report)")
+    ap.add_argument("--write-rows", type=int, default=1000000)
+    ap.add_argument("--write-batch-sizes", type=ints, default=[100, 1000, 10000])
+    ap.add_argument("--write-copy-sample", type=int, default=10000)
+    ap.add_argument("--write-afdw-batch-sizes", type=ints, default=[],
+                    help="async_fdw batch_size values for INSERT ... SELECT (empty: its default)")
+    ap.add_argument("--write-seconds", type=int, default=3)
+    ap.add_argument("--writes", default=",".join(WRITE_TESTS),
+                    help="write tests of scenario W: copy,update,insert1,xact4")
     ap.add_argument("--command", default="")
     ap.add_argument("--afdw-note", default="")
     ap.add_argument("--setup-seconds", type=float, default=0.0)
     cfg = ap.parse_args()
 
     cfg.shards = len(cfg.shard_ports)
-    cfg.scenarios = [s for s in "ABCDEFGLS" if s in cfg.scenarios.upper().split(",")]
+    cfg.scenarios = [s for s in "ABCDEFGLSW" if s in cfg.scenarios.upper().split(",")]
     cfg.rtts = cfg.rtt
     cfg.rtt_scenarios = [s for s in cfg.rtt_scenarios.upper().split(",") if s]
     cfg.fdws = [f for f in FDW_NAMES if f in cfg.fdws.split(",")]
     cfg.modes = [m for m in cfg.modes.split(",") if m]
+    cfg.writes = [t for t in WRITE_TESTS if t in cfg.writes.split(",")]
     spec, cfg.proxies = cfg.proxies, {}
     for item in spec.split(";"):
         if item:
@@ -1281,6 +1335,9 @@ def sampler_main(argv):
 
 
 if __name__ == "__main__":
+    # writes.py imports this file's helpers as the module "bench": import
+    # it only now, when they are all defined
+    from writes import WRITE_TESTS, WriteBench
     if len(sys.argv) > 1 and sys.argv[1] == "--sampler":
         sampler_main(sys.argv[2:])
         sys.exit(0)

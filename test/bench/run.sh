@@ -34,6 +34,14 @@ DEF_SLOW_FETCH_LIMIT=1000
 FULL_LOOKUP_SECONDS=5
 # scenario L (64 clients) runs this long per figure unless --load-seconds
 DEF_LOAD_SECONDS=20
+# scenario W (writes): rows loaded and updated, postgres_fdw's batch_size
+# sweep, the sample its row-by-row COPY loads (extrapolated to the rows),
+# the pgbench duration of the latency figures
+DEF_WRITE_ROWS=1000000
+DEF_WRITE_BATCH_SIZES="100,1000,10000"
+DEF_WRITE_COPY_SAMPLE=10000
+DEF_WRITE_SECONDS=3
+DEF_WRITES="copy,update,insert1,xact4"
 
 # --quick: under 2 minutes.
 QUICK_SCENARIOS="A,D,E,G"
@@ -41,9 +49,16 @@ QUICK_FETCH="100,10000"
 QUICK_ROWS=100000
 QUICK_LOOKUP_SECONDS=1
 QUICK_CHECK_SECONDS=2
+QUICK_WRITE_ROWS=100000
+QUICK_WRITE_COPY_SAMPLE=2000
+QUICK_WRITE_SECONDS=1
 
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 # where async_fdw counts as installed (overridable to test the skip path)
+# (by default in the share directory of PG_CONFIG's installation)
+if [ -z "${AFDW_CONTROL:-}" ] && [ -x "$PG_CONFIG" ]; then
+	AFDW_CONTROL="$("$PG_CONFIG" --sharedir)/extension/async_fdw.control"
+fi
 AFDW_CONTROL=${AFDW_CONTROL:-/usr/share/postgresql/15/extension/async_fdw.control}
 
 # State for cleanup().
@@ -59,8 +74,9 @@ usage: test/bench/run.sh [options]
 
   --scenarios A,B,...    scenarios to run (default $DEF_SCENARIOS; at RTT > 0
                          only $DEF_RTT_SCENARIOS unless given explicitly); also L (64
-                         clients under load) and S (first query of a session),
-                         run only when named, e.g. --scenarios L,S --no-lookups
+                         clients under load), S (first query of a session) and
+                         W (writes), run only when named, e.g. --scenarios L,S --no-lookups
+                         or --scenarios W --no-lookups
   --fetch-sizes N,N,...  fetch_size values (default $DEF_FETCH; at RTT > 0
                          sizes below $DEF_SLOW_FETCH_LIMIT are skipped unless given explicitly)
   --rtt MS,MS,...        injected round-trip times in ms (default $DEF_RTT)
@@ -78,6 +94,15 @@ usage: test/bench/run.sh [options]
   --no-raw               skip the raw COPY limit
   --lookup-seconds N     pgbench duration per lookup figure (default $DEF_LOOKUP_SECONDS)
   --load-seconds N       pgbench duration per load figure of scenario L (default $DEF_LOAD_SECONDS)
+  --writes LIST          write tests of W: of $DEF_WRITES (default all)
+  --write-rows N         rows W loads and updates (default $DEF_WRITE_ROWS; --quick $QUICK_WRITE_ROWS)
+  --write-batch-sizes L  postgres_fdw batch_size values for INSERT ... SELECT
+                         (default $DEF_WRITE_BATCH_SIZES)
+  --write-afdw-batch-sizes L  async_fdw batch_size values for INSERT ... SELECT
+                         (default: none, its own default)
+  --write-copy-sample N  rows of postgres_fdw's row-by-row COPY, extrapolated
+                         (default $DEF_WRITE_COPY_SAMPLE; --quick $QUICK_WRITE_COPY_SAMPLE)
+  --write-seconds N      pgbench duration of W-insert1/W-xact4 (default $DEF_WRITE_SECONDS)
   --port-base N          first port to use (default 57000; uses N .. N+100*(rtts+1)+shards)
   --results DIR          output folder (default test/bench/results)
   --keep                 keep the throwaway folder (data, server logs) at the end
@@ -151,6 +176,8 @@ parse_options() {
 	OPT_FDWS="" OPT_MODES="" OPT_QUICK=0 OPT_FULL=0 OPT_LOOKUPS=1 OPT_RAW=1
 	OPT_LOOKUP_SECONDS="" OPT_PORT_BASE=57000 OPT_RESULTS="$HERE/results"
 	OPT_LOAD_SECONDS=$DEF_LOAD_SECONDS
+	OPT_WRITES=$DEF_WRITES OPT_WRITE_ROWS="" OPT_WRITE_BATCH_SIZES=$DEF_WRITE_BATCH_SIZES
+	OPT_WRITE_COPY_SAMPLE="" OPT_WRITE_SECONDS="" OPT_WRITE_AFDW_BATCH_SIZES=""
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--scenarios) OPT_SCENARIOS=${2:?}; shift ;;
@@ -163,6 +190,12 @@ parse_options() {
 		--modes) OPT_MODES=${2:?}; shift ;;
 		--lookup-seconds) OPT_LOOKUP_SECONDS=${2:?}; shift ;;
 		--load-seconds) OPT_LOAD_SECONDS=${2:?}; shift ;;
+		--writes) OPT_WRITES=${2:?}; shift ;;
+		--write-rows) OPT_WRITE_ROWS=${2:?}; shift ;;
+		--write-batch-sizes) OPT_WRITE_BATCH_SIZES=${2:?}; shift ;;
+		--write-copy-sample) OPT_WRITE_COPY_SAMPLE=${2:?}; shift ;;
+		--write-afdw-batch-sizes) OPT_WRITE_AFDW_BATCH_SIZES=${2:?}; shift ;;
+		--write-seconds) OPT_WRITE_SECONDS=${2:?}; shift ;;
 		--port-base) OPT_PORT_BASE=${2:?}; shift ;;
 		--results) OPT_RESULTS=${2:?}; shift ;;
 		--quick) OPT_QUICK=1 ;;
@@ -193,6 +226,9 @@ settle_options() {
 	[ "$OPT_FULL" -eq 0 ] || LOOKUP_SECONDS=$FULL_LOOKUP_SECONDS
 	LOOKUP_SECONDS=${OPT_LOOKUP_SECONDS:-$LOOKUP_SECONDS}
 	CHECK_SECONDS=$([ "$q" -eq 1 ] && echo "$QUICK_CHECK_SECONDS" || echo "$DEF_CHECK_SECONDS")
+	WRITE_ROWS=${OPT_WRITE_ROWS:-$([ "$q" -eq 1 ] && echo "$QUICK_WRITE_ROWS" || echo "$DEF_WRITE_ROWS")}
+	WRITE_COPY_SAMPLE=${OPT_WRITE_COPY_SAMPLE:-$([ "$q" -eq 1 ] && echo "$QUICK_WRITE_COPY_SAMPLE" || echo "$DEF_WRITE_COPY_SAMPLE")}
+	WRITE_SECONDS=${OPT_WRITE_SECONDS:-$([ "$q" -eq 1 ] && echo "$QUICK_WRITE_SECONDS" || echo "$DEF_WRITE_SECONDS")}
 	# an explicit --fetch-sizes, --full or --quick runs exactly the sizes asked for
 	if [ -n "$OPT_FETCH" ] || [ "$OPT_FULL" -eq 1 ] || [ "$q" -eq 1 ]; then
 		SLOW_FETCH_LIMIT=0
@@ -206,7 +242,15 @@ settle_options() {
 	fi
 	SCENARIOS=${SCENARIOS^^}
 
-	[[ $SCENARIOS =~ ^[A-GLS](,[A-GLS])*$ ]] || die "--scenarios: letters A-G, L, S separated by commas"
+	[[ $SCENARIOS =~ ^[A-GLSW](,[A-GLSW])*$ ]] || die "--scenarios: letters A-G, L, S, W separated by commas"
+	[[ $OPT_WRITES =~ ^(copy|update|insert1|xact4)(,(copy|update|insert1|xact4))*$ ]] ||
+		die "--writes: of copy, update, insert1, xact4 separated by commas"
+	[[ $WRITE_ROWS =~ ^[0-9]+$ ]] && [ "$WRITE_ROWS" -ge 16 ] || die "--write-rows: at least 16"
+	[[ $OPT_WRITE_BATCH_SIZES =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--write-batch-sizes: positive integers"
+	[[ -z $OPT_WRITE_AFDW_BATCH_SIZES || $OPT_WRITE_AFDW_BATCH_SIZES =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] ||
+		die "--write-afdw-batch-sizes: positive integers"
+	[[ $WRITE_COPY_SAMPLE =~ ^[1-9][0-9]*$ ]] || die "--write-copy-sample: a positive integer"
+	[[ $WRITE_SECONDS =~ ^[1-9][0-9]*$ ]] || die "--write-seconds: a positive integer"
 	[[ $FETCH =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--fetch-sizes: positive integers"
 	[[ $RTT =~ ^[0-9]+(\.[0-9]+)?(,[0-9]+(\.[0-9]+)?)*$ ]] || die "--rtt: numbers of ms"
 	[[ $RUNS =~ ^[0-9]+$ ]] && [ "$RUNS" -ge 3 ] || die "--runs: at least 3"
@@ -412,6 +456,7 @@ main() {
 	start_cluster
 	start_proxies
 	log "scenarios $SCENARIOS, fetch sizes $FETCH, RTT $RTT ms, $ROWS rows, $RUNS runs, fdws ${FDWS:-none}"
+	[[ ,$SCENARIOS, != *,W,* ]] || log "writes $OPT_WRITES: $WRITE_ROWS rows, postgres_fdw batch_size $OPT_WRITE_BATCH_SIZES, COPY sample $WRITE_COPY_SAMPLE rows, pgbench $WRITE_SECONDS s"
 	"$PYTHON" "$HERE/bench.py" \
 		--work "$WORK" --bindir "$BINDIR" --results "$OPT_RESULTS" \
 		--coord-port "$COORD_PORT" --shard-ports "$(IFS=,; echo "${SHARD_PORTS[*]}")" \
@@ -421,6 +466,9 @@ main() {
 		--lookups "$OPT_LOOKUPS" --lookup-seconds "$LOOKUP_SECONDS" \
 		--check-seconds "$CHECK_SECONDS" --raw "$OPT_RAW" \
 		--load-seconds "$OPT_LOAD_SECONDS" --preload "$PRELOAD" \
+		--writes "$OPT_WRITES" --write-rows "$WRITE_ROWS" \
+		--write-batch-sizes "$OPT_WRITE_BATCH_SIZES" --write-copy-sample "$WRITE_COPY_SAMPLE" \
+		--write-seconds "$WRITE_SECONDS" --write-afdw-batch-sizes "$OPT_WRITE_AFDW_BATCH_SIZES" \
 		--slow-fetch-limit "$SLOW_FETCH_LIMIT" --rtt-scenarios "$RTT_SCENARIOS" \
 		--command "$COMMAND_LINE" \
 		--afdw-note "$AFDW_NOTE" --setup-seconds "$(($(date +%s) - START_TIME))"
