@@ -365,4 +365,49 @@ like($bouncer_lines, qr/login attempt: db=postgres user=\Q$user\E/,
 unlike($bouncer_lines, qr/unsupported startup parameter/,
 	'with pooler transaction, pgbouncer refused nothing');
 
+# Writes through the poolers: single rows (the one sent with the COMMIT),
+# a load streamed with COPY, COPY FROM, row-by-row UPDATE and DELETE, a
+# transaction reading its own writes across a rolled-back savepoint; each
+# way to the shard ends with the same rows as the direct one.
+my $rows_file = $coord->basedir . '/wr_rows.txt';
+open my $wfh, '>', $rows_file or die $!;
+print $wfh "$_\t" . ($_ % 13) . "\tcopied\\ttab $_\n" for 5001 .. 5600;
+close $wfh;
+$coord->safe_psql('postgres', q{
+	CREATE FUNCTION local_odd(int) RETURNS boolean LANGUAGE plpgsql AS
+	  $$ BEGIN RETURN $1 % 2 = 1; END $$;
+});
+my %written;
+for my $s (qw(direct tx sess))
+{
+	$shard->safe_psql('postgres', "CREATE TABLE wr_$s (id int PRIMARY KEY, v int, t text)");
+	$coord->safe_psql('postgres', qq{
+		CREATE FOREIGN TABLE wr_$s (id int, v int, t text)
+		  SERVER s_$s OPTIONS (table_name 'wr_$s');
+	});
+	$written{$s} = $coord->safe_psql('postgres', qq{
+		INSERT INTO wr_$s VALUES (1, 1, 'one');
+		INSERT INTO wr_$s VALUES (2, 2, 'two');
+		INSERT INTO wr_$s SELECT g, g % 7, 'load ' || g FROM generate_series(3, 3000) g;
+		COPY wr_$s FROM '$rows_file';
+		UPDATE wr_$s SET v = v + 100 WHERE local_odd(id) AND id < 200;
+		DELETE FROM wr_$s WHERE local_odd(id) AND id > 5500;
+		BEGIN;
+		INSERT INTO wr_$s SELECT g, 0, 'tx' FROM generate_series(6001, 6500) g;
+		SELECT count(*), sum(v) FROM wr_$s;
+		SAVEPOINT s;
+		UPDATE wr_$s SET v = -1 WHERE t = 'tx' AND local_odd(id);
+		SELECT count(*), sum(v) FROM wr_$s;
+		ROLLBACK TO SAVEPOINT s;
+		SELECT count(*), sum(v) FROM wr_$s;
+		COMMIT;
+		SELECT count(*), sum(id), sum(v), max(t) FROM wr_$s;
+	});
+	is($shard->safe_psql('postgres', "SELECT count(*), sum(id), sum(v), max(t) FROM wr_$s"),
+		$shard->safe_psql('postgres', 'SELECT count(*), sum(id), sum(v), max(t) FROM wr_direct'),
+		"writes through $s: the shard holds the rows written directly");
+}
+is($written{tx}, $written{direct}, 'writes through the transaction pooler: the same results as directly');
+is($written{sess}, $written{direct}, 'writes through the session pooler: the same results as directly');
+
 done_testing();
