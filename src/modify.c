@@ -55,7 +55,7 @@
 #include "scan_internal.h"
 
 /* Default of the batch_size option (see the README for its measurement). */
-#define AFDW_DEFAULT_BATCH_SIZE		100
+#define AFDW_DEFAULT_BATCH_SIZE		1000
 
 /*
  * COPY data is handed to libpq in pieces of about this size: large enough

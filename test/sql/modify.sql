@@ -44,7 +44,7 @@ INSERT INTO lt (a, b, c)
   SELECT g, g % 7, CASE g % 5 WHEN 0 THEN E'x\ty' WHEN 1 THEN E'\\N' WHEN 2 THEN NULL
                               WHEN 3 THEN E'a\nb\\c' ELSE 'v' || g END
   FROM generate_series(11, 2000) g;
--- Past batch_size rows the load streams with COPY.
+-- Past batch_size (1000) rows the load streams with COPY.
 SELECT * FROM wr.log;
 TRUNCATE wr.log;
 SELECT rows_same('SELECT * FROM wt', 'SELECT * FROM lt');
