@@ -139,6 +139,8 @@ static int	batch_size_option(ResultRelInfo *rinfo);
 static AfdwModifyState *begin_modify(EState *estate, ResultRelInfo *rinfo,
 									 CmdType operation, List *fdw_private,
 									 AttrNumber ctid_attno);
+static void row_texts(AfdwModifyState *st, TupleTableSlot *slot,
+					  const char **values);
 static void append_row_values(AfdwModifyState *st, StringInfo buf,
 							  TupleTableSlot *slot, Datum ctid);
 static TupleTableSlot *store_returned(AfdwModifyState *st, PGresult *res,
@@ -538,17 +540,14 @@ afdwBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 }
 
 /*
- * append_row_values
- *		Append to BUF the statement's row of parameters (st->row, or for an
- *		UPDATE or DELETE its head) with the values of SLOT's target columns
- *		and CTID as literals.
+ * row_texts
+ *		Fill VALUES with the text forms of SLOT's target columns (NULL for a
+ *		null), as the remote server reads them (afdw_set_transmission_modes),
+ *		in the current memory context.
  */
 static void
-append_row_values(AfdwModifyState *st, StringInfo buf, TupleTableSlot *slot,
-				  Datum ctid)
+row_texts(AfdwModifyState *st, TupleTableSlot *slot, const char **values)
 {
-	int			n = list_length(st->target_attrs) + (st->ctid_attno != InvalidAttrNumber);
-	const char **values = palloc(sizeof(char *) * Max(n, 1));
 	int			nestlevel = -1;
 	int			i = 0;
 	ListCell   *lc;
@@ -565,8 +564,24 @@ append_row_values(AfdwModifyState *st, StringInfo buf, TupleTableSlot *slot,
 	}
 	if (nestlevel >= 0)
 		afdw_reset_transmission_modes(nestlevel);
+}
+
+/*
+ * append_row_values
+ *		Append to BUF the statement's row of parameters (st->row, or for an
+ *		UPDATE or DELETE its head) with the values of SLOT's target columns
+ *		and CTID as literals.
+ */
+static void
+append_row_values(AfdwModifyState *st, StringInfo buf, TupleTableSlot *slot,
+				  Datum ctid)
+{
+	int			n = list_length(st->target_attrs);
+	const char **values = palloc(sizeof(char *) * (n + 1));
+
+	row_texts(st, slot, values);
 	if (st->ctid_attno != InvalidAttrNumber)
-		values[i++] = DatumGetCString(DirectFunctionCall1(tidout, ctid));
+		values[n++] = DatumGetCString(DirectFunctionCall1(tidout, ctid));
 	afdw_bind_params(buf, st->operation == CMD_INSERT ? st->row : st->head,
 					 n, values);
 }
@@ -808,28 +823,20 @@ append_copy_value(StringInfo buf, const char *value)
 static void
 append_copy_line(AfdwModifyState *st, StringInfo buf, TupleTableSlot *slot)
 {
-	int			nestlevel = -1;
-	int			i = 0;
-	ListCell   *lc;
+	int			n = list_length(st->target_attrs);
+	const char **values = palloc(sizeof(char *) * n);
 
-	if (st->needs_modes)
-		nestlevel = afdw_set_transmission_modes();
-	foreach(lc, st->target_attrs)
+	row_texts(st, slot, values);
+	for (int i = 0; i < n; i++)
 	{
-		bool		isnull;
-		Datum		value = slot_getattr(slot, lfirst_int(lc), &isnull);
-
 		if (i > 0)
 			appendStringInfoChar(buf, '\t');
-		if (isnull)
+		if (values[i] == NULL)
 			appendStringInfoString(buf, "\\N");
 		else
-			append_copy_value(buf, OutputFunctionCall(&st->out_funcs[i], value));
-		i++;
+			append_copy_value(buf, values[i]);
 	}
 	appendStringInfoChar(buf, '\n');
-	if (nestlevel >= 0)
-		afdw_reset_transmission_modes(nestlevel);
 }
 
 /*

@@ -130,6 +130,25 @@ xact_prefix(AfdwConn *entry, bool nested, int *nstatements)
 }
 
 /*
+ * check_xact_failed
+ *		Raise the failure of CONN's remote transaction, if it failed (see
+ *		AfdwConn): no command can run in it any more.
+ */
+static void
+check_xact_failed(AfdwConn *conn)
+{
+	if (conn->xact_failed_msg != NULL)
+		ereport(ERROR,
+				(errcode(MAKE_SQLSTATE(conn->xact_failed_state[0], conn->xact_failed_state[1],
+									   conn->xact_failed_state[2], conn->xact_failed_state[3],
+									   conn->xact_failed_state[4])),
+				 errmsg("remote transaction on server \"%s\" failed earlier in this transaction",
+						NameStr(conn->servername)),
+				 errdetail_internal("%s", conn->xact_failed_msg),
+				 errhint("Roll back the local transaction and retry.")));
+}
+
+/*
  * afdw_begin_xact
  *		Open the remote transaction (and savepoints) on CONN now.
  */
@@ -169,15 +188,7 @@ afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner, AfdwDrainFn drai
 	int			nstatements;
 
 	afdw_make_idle(conn);
-	if (conn->xact_failed_msg != NULL)
-		ereport(ERROR,
-				(errcode(MAKE_SQLSTATE(conn->xact_failed_state[0], conn->xact_failed_state[1],
-									   conn->xact_failed_state[2], conn->xact_failed_state[3],
-									   conn->xact_failed_state[4])),
-				 errmsg("remote transaction on server \"%s\" failed earlier in this transaction",
-						NameStr(conn->servername)),
-				 errdetail_internal("%s", conn->xact_failed_msg),
-				 errhint("Roll back the local transaction and retry.")));
+	check_xact_failed(conn);
 	prefix = xact_prefix(conn, nested, &nstatements);
 	full = psprintf("%s%sSAVEPOINT afdw_ra; %s", prefix, prefix[0] ? "; " : "", sql);
 	afdw_send_query(conn, full, 0, NULL);
@@ -213,15 +224,7 @@ afdw_send_write(AfdwConn *conn, const char *sql, bool copy, void *owner,
 
 	Assert(conn->writer);
 	afdw_make_idle(conn);
-	if (conn->xact_failed_msg != NULL)
-		ereport(ERROR,
-				(errcode(MAKE_SQLSTATE(conn->xact_failed_state[0], conn->xact_failed_state[1],
-									   conn->xact_failed_state[2], conn->xact_failed_state[3],
-									   conn->xact_failed_state[4])),
-				 errmsg("remote transaction on server \"%s\" failed earlier in this transaction",
-						NameStr(conn->servername)),
-				 errdetail_internal("%s", conn->xact_failed_msg),
-				 errhint("Roll back the local transaction and retry.")));
+	check_xact_failed(conn);
 	prefix = xact_prefix(conn, false, &nstatements);
 	full = prefix[0] ? psprintf("%s; %s", prefix, sql) : pstrdup(sql);
 	conn->copy_expected = copy;
