@@ -1,5 +1,5 @@
 --
--- modify_errors: writes cut short: a statement timeout and a cancel in the
+-- modify_errors: writes cut short: a statement timeout in the
 -- middle of a streamed load, a remote session that dies in the middle of
 -- one, a remote error in a deferred single-row INSERT; afterwards the
 -- session and its connections work, and nothing of the failed statements
