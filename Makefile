@@ -11,6 +11,7 @@ OBJS = \
 	src/connection.o \
 	src/convert.o \
 	src/deparse.o \
+	src/direct.o \
 	src/explain.o \
 	src/expr.o \
 	src/funcs.o \

@@ -634,6 +634,7 @@ async_fdw_handler(PG_FUNCTION_ARGS)
 	routine->GetForeignJoinPaths = afdwGetForeignJoinPaths;
 	routine->ImportForeignSchema = afdwImportForeignSchema;
 	afdw_scan_routines(routine);
+	afdw_direct_routines(routine);
 
 	PG_RETURN_POINTER(routine);
 }

@@ -393,6 +393,9 @@ extern void afdw_reset_transmission_modes(int nestlevel);
 /* scan.c */
 extern void afdw_scan_routines(FdwRoutine *routine);
 
+/* direct.c */
+extern void afdw_direct_routines(FdwRoutine *routine);
+
 /* import.c */
 extern List *afdwImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serveroid);
 

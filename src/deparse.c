@@ -723,3 +723,36 @@ afdw_bind_params(StringInfo buf, const char *sql, int nparams,
 		appendStringInfoChar(buf, *p++);
 	}
 }
+
+/*
+ * afdw_init_deparse
+ *		Set CXT up, as init_context does, to write expressions over BASEREL,
+ *		foreign table REL, for a statement built elsewhere (direct.c);
+ *		afdw_end_deparse undoes it.
+ */
+void
+afdw_init_deparse(DeparseContext *cxt, StringInfo buf, RelOptInfo *baserel,
+				  Relation rel, List **params)
+{
+	init_context(cxt, buf, NULL, baserel, rel, params);
+}
+
+/*
+ * afdw_end_deparse
+ *		Undo afdw_init_deparse.
+ */
+void
+afdw_end_deparse(DeparseContext *cxt)
+{
+	end_context(cxt);
+}
+
+/*
+ * afdw_deparse_conditions
+ *		Append the expressions CONDS as a WHERE clause, if any.
+ */
+void
+afdw_deparse_conditions(List *conds, DeparseContext *cxt)
+{
+	append_conditions(conds, cxt);
+}
