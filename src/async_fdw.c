@@ -635,6 +635,7 @@ async_fdw_handler(PG_FUNCTION_ARGS)
 	routine->ImportForeignSchema = afdwImportForeignSchema;
 	afdw_scan_routines(routine);
 	afdw_direct_routines(routine);
+	afdw_row_modify_placeholder(routine);	/* until modify.c: drop */
 
 	PG_RETURN_POINTER(routine);
 }

@@ -395,6 +395,7 @@ extern void afdw_scan_routines(FdwRoutine *routine);
 
 /* direct.c */
 extern void afdw_direct_routines(FdwRoutine *routine);
+extern void afdw_row_modify_placeholder(FdwRoutine *routine);	/* until modify.c */
 
 /* import.c */
 extern List *afdwImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serveroid);

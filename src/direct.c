@@ -632,3 +632,37 @@ afdw_direct_routines(FdwRoutine *routine)
 	routine->EndDirectModify = afdwEndDirectModify;
 	routine->ExplainDirectModify = afdwExplainDirectModify;
 }
+
+/*
+ * row_by_row_missing
+ *		PLACEHOLDER until modify.c lands (drop it, with
+ *		afdw_row_modify_placeholder, at the merge): the executor refuses
+ *		any UPDATE or DELETE of a foreign table, direct ones included, whose
+ *		wrapper has no ExecForeignUpdate or ExecForeignDelete, so these
+ *		stand in, and fail the statements that are not pushed.
+ */
+static TupleTableSlot *
+row_by_row_missing(EState *estate pg_attribute_unused(), ResultRelInfo *rinfo,
+				   TupleTableSlot *slot pg_attribute_unused(),
+				   TupleTableSlot *planSlot pg_attribute_unused())
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("foreign table \"%s\" cannot be changed row by row yet",
+					RelationGetRelationName(rinfo->ri_RelationDesc))));
+	return NULL;
+}
+
+/*
+ * afdw_row_modify_placeholder
+ *		PLACEHOLDER until modify.c lands: the row-by-row UPDATE and DELETE
+ *		callbacks of ROUTINE that are still missing.
+ */
+void
+afdw_row_modify_placeholder(FdwRoutine *routine)
+{
+	if (routine->ExecForeignUpdate == NULL)
+		routine->ExecForeignUpdate = row_by_row_missing;
+	if (routine->ExecForeignDelete == NULL)
+		routine->ExecForeignDelete = row_by_row_missing;
+}
