@@ -189,6 +189,7 @@ afdwPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 	StringInfoData sql;
 	ListCell   *lc;
 	int			attno;
+	int			i;
 
 	if (operation != CMD_UPDATE && operation != CMD_DELETE)
 		return false;
@@ -251,22 +252,31 @@ afdwPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 									makeBoolean(!has_exec_param((Node *) params, NULL)));
 
 	/*
-	 * The scan's output is nothing the executor uses any more, but it still
-	 * projects it from each RETURNING row: its new values are made nulls,
-	 * which an UPDATE's expressions recomputed from the new row (b + 1 at
-	 * the top of int's range) could fail to be.  The Append's rows keep
-	 * their types, and the junk columns their names.
+	 * The scan's output is still projected from each RETURNING row, its
+	 * tableoid telling the ModifyTable which partition the row is of; but
+	 * the new values at its head (as many as the columns set; the junk
+	 * columns follow) are unused, and would be computed again from the new
+	 * row, which may fail (b + 1 at the top of int's range): they become
+	 * nulls of their types.
 	 */
+	i = 0;
 	foreach(lc, fscan->scan.plan.targetlist)
 	{
 		TargetEntry *tle = lfirst_node(TargetEntry, lc);
 
-		tle->expr = (Expr *) makeNullConst(exprType((Node *) tle->expr),
-										   exprTypmod((Node *) tle->expr),
-										   exprCollation((Node *) tle->expr));
+		if (i >= list_length(colnos))
+			break;
+		if (equal(tle->expr, ((TargetEntry *) list_nth(targets, i))->expr))
+			tle->expr = (Expr *) makeNullConst(exprType((Node *) tle->expr),
+											   exprTypmod((Node *) tle->expr),
+											   exprCollation((Node *) tle->expr));
+		i++;
 	}
 
-	/* The statement runs whole at its first fetch, never piecewise. */
+	/*
+	 * Not under an asynchronous Append, whose calls are the scans': the
+	 * statement is in flight from the executor's start anyway.
+	 */
 	fscan->scan.plan.async_capable = false;
 	return true;
 }
