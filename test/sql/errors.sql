@@ -82,10 +82,14 @@ SELECT sum(id) FROM ft_dom;
 SELECT count(*) FROM ft1;
 SELECT count(*) FROM afdw_remote_states() s WHERE s <> 'idle';
 
--- Writes are refused clearly.
+-- Writes not supported yet are refused clearly.  An UPDATE and a DELETE
+-- that the remote server runs as one statement (direct_modify.sql) are
+-- not: they are rolled back, so that later tests find every row.
 INSERT INTO ft1 VALUES (0, 'x', 0);
+BEGIN;
 UPDATE ft1 SET v = 'y' WHERE id = 1;
 DELETE FROM ft1 WHERE id = 1;
+ROLLBACK;
 
 DROP FOREIGN TABLE ft_raising, ft_missing, ft_badcol, ft_conv, ft_conv8, ft_dom;
 DROP DOMAIN small_pos;
