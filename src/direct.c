@@ -66,6 +66,7 @@ enum AfdwDirectPrivate
 typedef struct AfdwDirectState
 {
 	ForeignScanState *node;
+	CmdType		operation;		/* CMD_UPDATE or CMD_DELETE */
 	Relation	rel;			/* the foreign table changed */
 	char	   *sql;			/* remote SQL, parameters as $n */
 	char	   *sent_sql;		/* what was sent: values inline */
@@ -102,6 +103,7 @@ static void drain_direct(void *owner);
 static void read_result(AfdwDirectState *st);
 static void check_result(AfdwDirectState *st);
 static void direct_cleanup(void *arg);
+static void direct_error_context(void *arg);
 
 /*
  * target_scan
@@ -379,6 +381,7 @@ afdwBeginDirectModify(ForeignScanState *node, int eflags)
 	st = palloc0(sizeof(AfdwDirectState));
 	node->fdw_state = st;
 	st->node = node;
+	st->operation = plan->operation;
 	st->rel = node->ss.ss_currentRelation;
 	st->sql = strVal(list_nth(plan->fdw_private, AFDW_DIRECT_SQL));
 	st->returning = boolVal(list_nth(plan->fdw_private, AFDW_DIRECT_RETURNING));
@@ -520,9 +523,14 @@ afdwIterateDirectModify(ForeignScanState *node)
 	TupleTableSlot *slot;
 	HeapTuple	tuple;
 	MemoryContext oldcxt;
+	ErrorContextCallback errcb;
 	int			i = 0;
 	ListCell   *lc;
 
+	errcb.callback = direct_error_context;
+	errcb.arg = st;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
 	if (!st->checked)
 	{
 		if (!st->sent)
@@ -541,7 +549,10 @@ afdwIterateDirectModify(ForeignScanState *node)
 	}
 
 	if (!st->returning || st->next_row >= PQntuples(st->res))
+	{
+		error_context_stack = errcb.previous;
 		return ExecClearTuple(node->ss.ss_ScanTupleSlot);
+	}
 
 	/* The row, as the table's tuple, where RETURNING reads it. */
 	slot = ExecGetReturningSlot(node->ss.ps.state, rinfo);
@@ -560,6 +571,7 @@ afdwIterateDirectModify(ForeignScanState *node)
 	MemoryContextSwitchTo(oldcxt);
 	ExecForceStoreHeapTuple(tuple, slot, false);
 	rinfo->ri_projectReturning->pi_exprContext->ecxt_scantuple = slot;
+	error_context_stack = errcb.previous;
 	return slot;
 }
 
@@ -577,10 +589,17 @@ afdwEndDirectModify(ForeignScanState *node)
 		return;
 	if (st->sent && !st->checked)
 	{
+		ErrorContextCallback errcb;
+
+		errcb.callback = direct_error_context;
+		errcb.arg = st;
+		errcb.previous = error_context_stack;
+		error_context_stack = &errcb;
 		if (st->res == NULL && afdw_is_owner(st->conn, st))
 			read_result(st);
 		if (st->res != NULL)
 			check_result(st);
+		error_context_stack = errcb.previous;
 	}
 	if (st->res != NULL)
 	{
@@ -589,6 +608,22 @@ afdwEndDirectModify(ForeignScanState *node)
 	}
 	afdw_release_connection(st->conn);
 	st->released = true;
+}
+
+/*
+ * direct_error_context
+ *		Name the foreign table whose remote UPDATE or DELETE (ARG, its
+ *		AfdwDirectState) failed, or whose RETURNING row could not be read.
+ */
+static void
+direct_error_context(void *arg)
+{
+	AfdwDirectState *st = (AfdwDirectState *) arg;
+
+	if (st->operation == CMD_UPDATE)
+		errcontext("update of foreign table \"%s\"", RelationGetRelationName(st->rel));
+	else
+		errcontext("delete from foreign table \"%s\"", RelationGetRelationName(st->rel));
 }
 
 /*

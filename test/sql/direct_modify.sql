@@ -259,8 +259,12 @@ EXPLAIN (VERBOSE, COSTS OFF) UPDATE dp SET b = 7 WHERE c = dm_user_fn(id)::text;
 CREATE TRIGGER dm_row BEFORE UPDATE ON dm1 FOR EACH ROW EXECUTE FUNCTION dm_trig();
 EXPLAIN (VERBOSE, COSTS OFF) UPDATE dm1 SET b = 1 WHERE id = 10;
 DROP TRIGGER dm_row ON dm1;
+BEGIN;
 UPDATE dm1 SET b = (random() * 0)::int WHERE id = 10;
+ROLLBACK;
+BEGIN;
 DELETE FROM dm1 WHERE dm_user_fn(id) = 11;
+ROLLBACK;
 SELECT rows_same($$SELECT * FROM remote.dm1$$, $$SELECT * FROM dm1_local$$);
 
 DROP FUNCTION dm_user_fn(int);
