@@ -11,6 +11,7 @@ OBJS = \
 	src/connection.o \
 	src/convert.o \
 	src/deparse.o \
+	src/direct.o \
 	src/explain.o \
 	src/expr.o \
 	src/funcs.o \
@@ -38,7 +39,7 @@ SHLIB_LINK_INTERNAL = $(libpq)
 
 # pg_regress reads test/sql and test/expected (pgvector's layout) and writes
 # results/ and regression.diffs in this directory.
-REGRESS = setup options connection xact scan types pushdown errors planner async stream prepared remote_types ctid locking appname cleanup safety explain functions pooler budget orderby estimate aggregate join first_query import idle_window modify modify_errors truncate
+REGRESS = setup options connection xact scan types pushdown errors planner async stream prepared remote_types ctid locking appname cleanup safety explain functions pooler budget orderby estimate aggregate join first_query import idle_window modify modify_errors truncate direct_modify
 REGRESS_OPTS = --inputdir=test
 
 # TAP tests (several servers, restarts) live in test/t.

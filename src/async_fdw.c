@@ -636,6 +636,7 @@ async_fdw_handler(PG_FUNCTION_ARGS)
 	afdw_scan_routines(routine);
 	afdw_modify_routines(routine);
 	routine->ExecForeignTruncate = afdwExecForeignTruncate;
+	afdw_direct_routines(routine);
 
 	PG_RETURN_POINTER(routine);
 }

@@ -416,6 +416,9 @@ extern void afdw_scan_routines(FdwRoutine *routine);
 /* modify.c */
 extern void afdw_modify_routines(FdwRoutine *routine);
 
+/* direct.c */
+extern void afdw_direct_routines(FdwRoutine *routine);
+
 /* import.c */
 extern List *afdwImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serveroid);
 

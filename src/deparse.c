@@ -658,9 +658,10 @@ append_column_list(StringInfo buf, Relation rel, List *target_attrs)
 /*
  * append_returning
  *		Append to BUF, when RETURNING, a RETURNING clause of every column of
- *		REL, whose numbers go to *RETRIEVED_ATTRS (NIL otherwise): the row
- *		as the remote server stored it replaces the local one, for the
- *		query's RETURNING list, triggers and check options to see.
+ *		REL and the ctid, whose numbers go to *RETRIEVED_ATTRS (NIL
+ *		otherwise): the row as the remote server stored it replaces the
+ *		local one, for the query's RETURNING list, triggers and check
+ *		options to see.
  */
 static void
 append_returning(StringInfo buf, Relation rel, bool returning,
@@ -681,9 +682,9 @@ append_returning(StringInfo buf, Relation rel, bool returning,
 		appendStringInfoString(buf, quote_identifier(afdw_remote_column_name(rel, i)));
 		*retrieved_attrs = lappend_int(*retrieved_attrs, i);
 	}
-	/* A table without columns still answers with its rows. */
-	if (first)
-		appendStringInfoString(buf, " RETURNING NULL");
+	/* And where the row now is, for RETURNING ctid. */
+	appendStringInfoString(buf, first ? " RETURNING ctid" : ", ctid");
+	*retrieved_attrs = lappend_int(*retrieved_attrs, SelfItemPointerAttributeNumber);
 }
 
 /*
@@ -872,4 +873,37 @@ afdw_bind_params(StringInfo buf, const char *sql, int nparams,
 		}
 		appendStringInfoChar(buf, *p++);
 	}
+}
+
+/*
+ * afdw_init_deparse
+ *		Set CXT up, as init_context does, to write expressions over BASEREL,
+ *		foreign table REL, for a statement built elsewhere (direct.c);
+ *		afdw_end_deparse undoes it.
+ */
+void
+afdw_init_deparse(DeparseContext *cxt, StringInfo buf, RelOptInfo *baserel,
+				  Relation rel, List **params)
+{
+	init_context(cxt, buf, NULL, baserel, rel, params);
+}
+
+/*
+ * afdw_end_deparse
+ *		Undo afdw_init_deparse.
+ */
+void
+afdw_end_deparse(DeparseContext *cxt)
+{
+	end_context(cxt);
+}
+
+/*
+ * afdw_deparse_conditions
+ *		Append the expressions CONDS as a WHERE clause, if any.
+ */
+void
+afdw_deparse_conditions(List *conds, DeparseContext *cxt)
+{
+	append_conditions(conds, cxt);
 }

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * deparse_internal.h
- *		The state of writing remote SQL, shared by the two files that write
- *		it: deparse.c (statements) and expr.c (expressions).
+ *		The state of writing remote SQL, shared by the files that write
+ *		it: deparse.c (statements), direct.c (a pushed UPDATE or DELETE)
+ *		and expr.c (expressions).
  *
  *-------------------------------------------------------------------------
  */
@@ -27,6 +28,12 @@ typedef struct DeparseContext
 	int			guc_level;		/* transmission modes' GUC level, or -1
 								 * before a constant needed them */
 } DeparseContext;
+
+/* deparse.c */
+extern void afdw_init_deparse(DeparseContext *cxt, StringInfo buf,
+							  RelOptInfo *baserel, Relation rel, List **params);
+extern void afdw_end_deparse(DeparseContext *cxt);
+extern void afdw_deparse_conditions(List *conds, DeparseContext *cxt);
 
 /* expr.c */
 extern const char *afdw_remote_column_name(Relation rel, AttrNumber attnum);

@@ -194,6 +194,13 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	 * Conditions that depend on no table are checked in a Result above the
 	 * scans, which a remote join replaces: none may be pending.
 	 */
+	/*
+	 * The target of an UPDATE or DELETE is read on its own, locked, on the
+	 * connection that changes it (scan.c): never inside a remote join.
+	 * (Such a query has row marks for its other tables anyway.)
+	 */
+	if (bms_overlap(joinrel->relids, root->all_result_relids))
+		return;
 	if (root->rowMarks != NIL || root->hasPseudoConstantQuals ||
 		!join_side_ok(outerrel) || !join_side_ok(innerrel) ||
 		ofp->server->serverid != ifp->server->serverid ||

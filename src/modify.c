@@ -601,6 +601,7 @@ store_returned(AfdwModifyState *st, PGresult *res, TupleTableSlot *slot)
 				 errmsg("remote server returned %d rows for one row of foreign table \"%s\"",
 						PQntuples(res), st->relname)));
 	tuple = afdw_make_tuple(&st->rb, res, 0, st->temp_cxt);
+	tuple->t_self = st->rb.ctid;	/* the slot's ctid, for RETURNING ctid */
 	ExecStoreHeapTuple(tuple, slot, false);
 	return slot;
 }

@@ -479,9 +479,8 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 	st->locks_rows = (!st->computed && estate->es_rowmarks != NULL &&
 					  estate->es_rowmarks[plan->scan.scanrelid - 1] != NULL &&
 					  estate->es_rowmarks[plan->scan.scanrelid - 1]->strength != LCS_NONE);
+	/* (Also in a WITH query: any result relation that is scanned.) */
 	if (!st->computed && plan->operation == CMD_SELECT &&
-		(estate->es_plannedstmt->commandType == CMD_UPDATE ||
-		 estate->es_plannedstmt->commandType == CMD_DELETE) &&
 		list_member_int(estate->es_plannedstmt->resultRelations,
 						plan->scan.scanrelid))
 		st->locks_rows = true;

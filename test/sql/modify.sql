@@ -109,6 +109,11 @@ UPDATE lt SET c = c || '!' WHERE local_even(a) AND a BETWEEN 100 AND 104 RETURNI
 DELETE FROM wt WHERE local_even(a) AND a > 1900 RETURNING a, c;
 DELETE FROM lt WHERE local_even(a) AND a > 1900 RETURNING a, c;
 SELECT rows_same('SELECT * FROM wr.t', 'SELECT * FROM lt');
+-- RETURNING ctid gives where the remote row now is.
+CREATE TEMP TABLE returned_ctid (tid tid);
+WITH u AS (UPDATE wt SET c = c WHERE a = 3 AND local_even(a + 1) RETURNING ctid)
+INSERT INTO returned_ctid SELECT ctid FROM u;
+SELECT tid = (SELECT ctid FROM wr.t WHERE a = 3) AS same_ctid FROM returned_ctid;
 
 -- Locked rows are changed through the same remote transaction: no wait.
 SET statement_timeout = '10s';

@@ -1,0 +1,680 @@
+/*-------------------------------------------------------------------------
+ *
+ * direct.c
+ *		Direct modification: an UPDATE or DELETE of a foreign table run by
+ *		the remote server as one statement.
+ *
+ * When everything the statement computes is shippable (its conditions and,
+ * for an UPDATE, its new values; RETURNING is computed locally from the
+ * columns the remote statement returns), the planner's ForeignScan of the
+ * target becomes the remote UPDATE or DELETE (PlanDirectModify), instead of
+ * a scan whose rows are changed one by one (modify.c).  Each statement is
+ * sent at executor start (BeginDirectModify), without waiting, on the
+ * writer of its user mapping, so that over a partitioned table every shard
+ * works at the same time; the first IterateDirectModify reads its result,
+ * counts its rows and hands RETURNING rows over one at a time.  Partitions
+ * on one server share its writer: a later statement's send reads the
+ * earlier one's result first (drain_direct).
+ *
+ * Neighbours: shippable.c decides what may be sent, deparse.c and expr.c
+ * write it (deparse_internal.h); xact.c sends the statement in the remote
+ * transaction (afdw_send_write) and remote.c reads it; async_fdw.c
+ * registers the callbacks (afdw_direct_routines).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/sysattr.h"
+#include "access/table.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "executor/tuptable.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/appendinfo.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "async_fdw.h"
+#include "deparse_internal.h"
+
+/*
+ * Indexes of the items of the fdw_private list of a ForeignScan that is a
+ * direct modification.
+ */
+enum AfdwDirectPrivate
+{
+	AFDW_DIRECT_SQL,			/* String: the remote UPDATE or DELETE */
+	AFDW_DIRECT_RETURNING,		/* Boolean: it has a RETURNING list */
+	AFDW_DIRECT_RETRIEVED,		/* List of Integer: local column numbers of
+								 * the RETURNING columns */
+	AFDW_DIRECT_COUNT,			/* Boolean: its rows count for the
+								 * statement's tag (es_processed) */
+	AFDW_DIRECT_EAGER			/* Boolean: sent at executor start (its
+								 * parameters are known then) */
+};
+
+/* Executor state of a direct modification. */
+typedef struct AfdwDirectState
+{
+	ForeignScanState *node;
+	CmdType		operation;		/* CMD_UPDATE or CMD_DELETE */
+	Relation	rel;			/* the foreign table changed */
+	char	   *sql;			/* remote SQL, parameters as $n */
+	char	   *sent_sql;		/* what was sent: values inline */
+	bool		returning;
+	List	   *retrieved_attrs;
+	bool		count;
+	AfdwConn   *conn;			/* the writer of the user mapping */
+	bool		released;		/* conn given back */
+
+	/* Parameters: expressions and their output functions. */
+	int			nparams;
+	List	   *param_exprs;
+	FmgrInfo   *param_flinfo;
+
+	bool		sent;			/* the statement is sent */
+	bool		checked;		/* its result is read and counted */
+	PGresult   *res;			/* its result, once read */
+	int			next_row;		/* next RETURNING row to hand over */
+
+	AttInMetadata *attinmeta;	/* RETURNING rows to tuples */
+	char	  **values;			/* one row's text values, by column */
+	MemoryContext row_cxt;		/* a RETURNING tuple; reset per row */
+	MemoryContextCallback cleanup;
+} AfdwDirectState;
+
+static Plan *target_scan(Plan *plan, Index rti);
+static bool has_exec_param(Node *node, void *context);
+static void deparse_direct(StringInfo buf, CmdType operation, RelOptInfo *baserel,
+						   Relation rel, List *targets, List *colnos,
+						   List *conds, bool returning, Bitmapset *ret_attrs,
+						   List **retrieved_attrs, List **params);
+static void send_statement(AfdwDirectState *st);
+static void drain_direct(void *owner);
+static void read_result(AfdwDirectState *st);
+static void check_result(AfdwDirectState *st);
+static void direct_cleanup(void *arg);
+static void direct_error_context(void *arg);
+
+/*
+ * target_scan
+ *		The ForeignScan of range table entry RTI that PLAN, the subplan of a
+ *		ModifyTable, runs for it, or NULL if there is none to turn into a
+ *		direct modification: the scan must be the subplan itself or a child
+ *		of an Append there.  A Result in between is allowed only as a
+ *		projection: a gating condition on it would decide whether the scan
+ *		runs at all, while a direct modification is sent when the executor
+ *		starts.
+ */
+static Plan *
+target_scan(Plan *plan, Index rti)
+{
+	ListCell   *lc;
+
+	if (plan == NULL)
+		return NULL;
+	switch (nodeTag(plan))
+	{
+		case T_ForeignScan:
+			return ((ForeignScan *) plan)->scan.scanrelid == rti ? plan : NULL;
+		case T_Append:
+			foreach(lc, ((Append *) plan)->appendplans)
+			{
+				Plan	   *child = (Plan *) lfirst(lc);
+
+				if (IsA(child, ForeignScan) &&
+					((ForeignScan *) child)->scan.scanrelid == rti)
+					return child;
+			}
+			return NULL;
+		case T_Result:
+			if (((Result *) plan)->resconstantqual != NULL || plan->qual != NIL)
+				return NULL;
+			return target_scan(plan->lefttree, rti);
+		default:
+			return NULL;
+	}
+}
+
+/*
+ * has_exec_param
+ *		True if NODE holds a parameter computed during execution (of an
+ *		initial plan, say), whose value is unknown at executor start.
+ */
+static bool
+has_exec_param(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXEC)
+		return true;
+	return expression_tree_walker(node, has_exec_param, context);
+}
+
+/*
+ * afdwPlanDirectModify
+ *		Turn the scan of RESULTRELATION, the SUBPLAN_INDEX'th result
+ *		relation of PLAN, into a remote UPDATE or DELETE when the remote
+ *		server can compute all of it; false leaves the row-by-row plan.
+ *
+ * The core planner asks only when no row trigger, stored generated column
+ * or WITH CHECK OPTION needs each row locally.  Left to the row-by-row
+ * path: conditions evaluated locally, new values that are not shippable,
+ * a join with another table (the scan is then not the subplan, or not
+ * directly under its Append), and RETURNING of a system column other
+ * than tableoid (the remote row's would not be the local one's).
+ */
+static bool
+afdwPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
+					 int subplan_index)
+{
+	CmdType		operation = plan->operation;
+	ForeignScan *fscan;
+	RelOptInfo *baserel;
+	RangeTblEntry *rte;
+	Relation	rel;
+	List	   *targets = NIL;
+	List	   *colnos = NIL;
+	List	   *returning = NIL;
+	Bitmapset  *ret_attrs = NULL;
+	List	   *retrieved_attrs = NIL;
+	List	   *params = NIL;
+	StringInfoData sql;
+	ListCell   *lc;
+	int			attno;
+	int			i;
+
+	if (operation != CMD_UPDATE && operation != CMD_DELETE)
+		return false;
+	fscan = (ForeignScan *) target_scan(outerPlan(plan), resultRelation);
+	if (fscan == NULL || fscan->scan.plan.qual != NIL ||
+		bms_num_members(fscan->fs_relids) != 1)
+		return false;
+	baserel = find_base_rel(root, resultRelation);
+	if (baserel->fdw_private == NULL)
+		return false;
+
+	if (operation == CMD_UPDATE)
+	{
+		ListCell   *lc2;
+
+		get_translated_update_targetlist(root, resultRelation, &targets, &colnos);
+		forboth(lc, targets, lc2, colnos)
+		{
+			TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+			if (lfirst_int(lc2) <= 0 ||
+				!afdw_is_shippable(root, baserel, tle->expr))
+				return false;
+		}
+	}
+
+	/*
+	 * RETURNING is computed here from the changed rows, which the remote
+	 * statement returns with the columns it needs.
+	 */
+	if (plan->returningLists != NIL)
+	{
+		returning = (List *) list_nth(plan->returningLists, subplan_index);
+		pull_varattnos((Node *) returning, resultRelation, &ret_attrs);
+		attno = -1;
+		while ((attno = bms_next_member(ret_attrs, attno)) >= 0)
+		{
+			int			col = attno + FirstLowInvalidHeapAttributeNumber;
+
+			if (col < 0 && col != TableOidAttributeNumber)
+				return false;
+		}
+	}
+
+	rte = planner_rt_fetch(resultRelation, root);
+	rel = table_open(rte->relid, NoLock);
+	initStringInfo(&sql);
+	deparse_direct(&sql, operation, baserel, rel, targets, colnos,
+				   fscan->fdw_recheck_quals, plan->returningLists != NIL,
+				   ret_attrs, &retrieved_attrs, &params);
+	table_close(rel, NoLock);
+
+	fscan->operation = operation;
+	fscan->resultRelation = resultRelation;
+	fscan->fdw_exprs = params;
+	fscan->fdw_private = list_make5(makeString(sql.data),
+									makeBoolean(plan->returningLists != NIL),
+									retrieved_attrs,
+									makeBoolean(plan->canSetTag),
+									makeBoolean(!has_exec_param((Node *) params, NULL)));
+
+	/*
+	 * The scan's output is still projected from each RETURNING row, its
+	 * tableoid telling the ModifyTable which partition the row is of; but
+	 * the new values at its head (as many as the columns set; the junk
+	 * columns follow) are unused, and would be computed again from the new
+	 * row, which may fail (b + 1 at the top of int's range): they become
+	 * nulls of their types.
+	 */
+	i = 0;
+	foreach(lc, fscan->scan.plan.targetlist)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+		if (i >= list_length(colnos))
+			break;
+		if (equal(tle->expr, ((TargetEntry *) list_nth(targets, i))->expr))
+			tle->expr = (Expr *) makeNullConst(exprType((Node *) tle->expr),
+											   exprTypmod((Node *) tle->expr),
+											   exprCollation((Node *) tle->expr));
+		i++;
+	}
+
+	/*
+	 * Not under an asynchronous Append, whose calls are the scans': the
+	 * statement is in flight from the executor's start anyway.
+	 */
+	fscan->scan.plan.async_capable = false;
+	return true;
+}
+
+/*
+ * deparse_direct
+ *		Append to BUF the remote UPDATE (setting the columns COLNOS to the
+ *		expressions of the TargetEntries TARGETS) or DELETE of BASEREL (REL)
+ *		under the conditions CONDS (expressions), with, when RETURNING, the
+ *		columns RET_ATTRS (offset by FirstLowInvalidHeapAttributeNumber;
+ *		whole row: all) listed by number in *RETRIEVED_ATTRS.  *PARAMS gets
+ *		the expressions sent as $1, $2, ...
+ */
+static void
+deparse_direct(StringInfo buf, CmdType operation, RelOptInfo *baserel,
+			   Relation rel, List *targets, List *colnos, List *conds,
+			   bool returning, Bitmapset *ret_attrs, List **retrieved_attrs,
+			   List **params)
+{
+	DeparseContext cxt;
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	bool		all = bms_is_member(0 - FirstLowInvalidHeapAttributeNumber,
+									ret_attrs);
+	bool		first = true;
+	ListCell   *lc;
+	ListCell   *lc2;
+
+	afdw_init_deparse(&cxt, buf, baserel, rel, params);
+	appendStringInfoString(buf, operation == CMD_UPDATE ? "UPDATE " : "DELETE FROM ");
+	afdw_deparse_relation(buf, rel);
+	forboth(lc, targets, lc2, colnos)
+	{
+		appendStringInfoString(buf, first ? " SET " : ", ");
+		first = false;
+		appendStringInfo(buf, "%s = ",
+						 quote_identifier(afdw_remote_column_name(rel, lfirst_int(lc2))));
+		afdw_deparse_expr(lfirst_node(TargetEntry, lc)->expr, &cxt);
+	}
+	afdw_deparse_conditions(conds, &cxt);
+	afdw_end_deparse(&cxt);
+
+	*retrieved_attrs = NIL;
+	if (!returning)
+		return;
+	first = true;
+	for (int i = 1; i <= tupdesc->natts; i++)
+	{
+		if (TupleDescAttr(tupdesc, i - 1)->attisdropped ||
+			(!all && !bms_is_member(i - FirstLowInvalidHeapAttributeNumber,
+									ret_attrs)))
+			continue;
+		appendStringInfoString(buf, first ? " RETURNING " : ", ");
+		first = false;
+		appendStringInfoString(buf, quote_identifier(afdw_remote_column_name(rel, i)));
+		*retrieved_attrs = lappend_int(*retrieved_attrs, i);
+	}
+	/* RETURNING of no column (a constant, tableoid): a row per change. */
+	if (first)
+		appendStringInfoString(buf, " RETURNING NULL");
+}
+
+/*
+ * direct_user
+ *		The user mapping the direct modification NODE of REL runs under, as
+ *		a scan of its table would (scan_user in scan.c).
+ */
+static UserMapping *
+direct_user(ForeignScanState *node, Relation rel)
+{
+	ForeignScan *plan = (ForeignScan *) node->ss.ps.plan;
+	Oid			userid;
+
+#if PG_VERSION_NUM >= 160000
+	userid = OidIsValid(plan->checkAsUser) ? plan->checkAsUser : GetUserId();
+#else
+	RangeTblEntry *rte = exec_rt_fetch(plan->resultRelation, node->ss.ps.state);
+
+	userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
+#endif
+	return GetUserMapping(userid, GetForeignTable(RelationGetRelid(rel))->serverid);
+}
+
+/*
+ * afdwBeginDirectModify
+ *		Take the writer and, when the parameters are known, send the
+ *		statement at once: every partition's starts now, on all shards.
+ */
+static void
+afdwBeginDirectModify(ForeignScanState *node, int eflags)
+{
+	ForeignScan *plan = (ForeignScan *) node->ss.ps.plan;
+	EState	   *estate = node->ss.ps.state;
+	AfdwDirectState *st;
+	ListCell   *lc;
+	int			i = 0;
+
+	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
+		return;
+
+	st = palloc0(sizeof(AfdwDirectState));
+	node->fdw_state = st;
+	st->node = node;
+	st->operation = plan->operation;
+	st->rel = node->ss.ss_currentRelation;
+	st->sql = strVal(list_nth(plan->fdw_private, AFDW_DIRECT_SQL));
+	st->returning = boolVal(list_nth(plan->fdw_private, AFDW_DIRECT_RETURNING));
+	st->retrieved_attrs = (List *) list_nth(plan->fdw_private, AFDW_DIRECT_RETRIEVED);
+	st->count = boolVal(list_nth(plan->fdw_private, AFDW_DIRECT_COUNT));
+
+	st->nparams = list_length(plan->fdw_exprs);
+	if (st->nparams > 0)
+	{
+		st->param_exprs = ExecInitExprList(plan->fdw_exprs, (PlanState *) node);
+		st->param_flinfo = palloc0(sizeof(FmgrInfo) * st->nparams);
+		foreach(lc, plan->fdw_exprs)
+		{
+			Oid			typoutput;
+			bool		isvarlena;
+
+			getTypeOutputInfo(exprType((Node *) lfirst(lc)), &typoutput, &isvarlena);
+			fmgr_info(typoutput, &st->param_flinfo[i++]);
+		}
+	}
+	if (st->returning)
+	{
+		st->attinmeta = TupleDescGetAttInMetadata(RelationGetDescr(st->rel));
+		st->values = palloc0(sizeof(char *) * Max(RelationGetDescr(st->rel)->natts, 1));
+		st->row_cxt = AllocSetContextCreate(estate->es_query_cxt,
+											"async_fdw returning",
+											ALLOCSET_SMALL_SIZES);
+	}
+
+	st->conn = afdw_acquire_writer(direct_user(node, st->rel));
+
+	/* From here on the state is referenced from outside its memory. */
+	st->cleanup.func = direct_cleanup;
+	st->cleanup.arg = st;
+	MemoryContextRegisterResetCallback(estate->es_query_cxt, &st->cleanup);
+
+	if (boolVal(list_nth(plan->fdw_private, AFDW_DIRECT_EAGER)))
+		send_statement(st);
+}
+
+/*
+ * send_statement
+ *		Send the statement, its parameters' values inline, on the writer
+ *		without waiting for it.
+ */
+static void
+send_statement(AfdwDirectState *st)
+{
+	EState	   *estate = st->node->ss.ps.state;
+	ExprContext *econtext = st->node->ss.ps.ps_ExprContext;
+	MemoryContext oldcxt = MemoryContextSwitchTo(estate->es_query_cxt);
+
+	if (st->nparams == 0)
+		st->sent_sql = st->sql;
+	else
+	{
+		const char **values = palloc(sizeof(char *) * st->nparams);
+		StringInfoData buf;
+		ListCell   *lc;
+		int			nestlevel = afdw_set_transmission_modes();
+		int			i = 0;
+
+		foreach(lc, st->param_exprs)
+		{
+			bool		isnull;
+			Datum		value = ExecEvalExpr((ExprState *) lfirst(lc), econtext,
+											 &isnull);
+
+			values[i] = isnull ? NULL : OutputFunctionCall(&st->param_flinfo[i], value);
+			i++;
+		}
+		afdw_reset_transmission_modes(nestlevel);
+		initStringInfo(&buf);
+		afdw_bind_params(&buf, st->sql, st->nparams, values);
+		st->sent_sql = buf.data;
+	}
+	MemoryContextSwitchTo(oldcxt);
+
+	afdw_send_write(st->conn, st->sent_sql, false, st, drain_direct);
+	st->sent = true;
+}
+
+/*
+ * read_result
+ *		Wait for the statement's result and keep it.
+ */
+static void
+read_result(AfdwDirectState *st)
+{
+	st->res = afdw_wait_result(st->conn, st->sent_sql);
+}
+
+/*
+ * drain_direct
+ *		Another command needs the writer: read the statement's result now,
+ *		for the first IterateDirectModify.
+ */
+static void
+drain_direct(void *owner)
+{
+	read_result((AfdwDirectState *) owner);
+}
+
+/*
+ * check_result
+ *		Raise the statement's error, if it failed; else count its rows for
+ *		the statement's tag.
+ */
+static void
+check_result(AfdwDirectState *st)
+{
+	PGresult   *res = st->res;
+
+	if (res == NULL ||
+		(PQresultStatus(res) != PGRES_COMMAND_OK &&
+		 PQresultStatus(res) != PGRES_TUPLES_OK))
+	{
+		st->res = NULL;
+		afdw_report_remote_error(res, st->conn, st->sent_sql);
+	}
+	st->checked = true;
+	if (st->count)
+		st->node->ss.ps.state->es_processed +=
+			st->returning ? (uint64) PQntuples(res) :
+			(uint64) strtoul(PQcmdTuples(res), NULL, 10);
+}
+
+/*
+ * afdwIterateDirectModify
+ *		The next RETURNING row (an empty slot at the end, or at once
+ *		without RETURNING), after reading and counting the statement's
+ *		result the first time.
+ */
+static TupleTableSlot *
+afdwIterateDirectModify(ForeignScanState *node)
+{
+	AfdwDirectState *st = (AfdwDirectState *) node->fdw_state;
+	ResultRelInfo *rinfo = node->resultRelInfo;
+	TupleTableSlot *slot;
+	HeapTuple	tuple;
+	MemoryContext oldcxt;
+	ErrorContextCallback errcb;
+	int			i = 0;
+	ListCell   *lc;
+
+	errcb.callback = direct_error_context;
+	errcb.arg = st;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+	if (!st->checked)
+	{
+		if (!st->sent)
+			send_statement(st);
+		if (st->res == NULL)
+		{
+			/* A rollback to a savepoint took the statement's result. */
+			if (!afdw_is_owner(st->conn, st))
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_ERROR),
+						 errmsg("remote statement on foreign table \"%s\" was cancelled",
+								RelationGetRelationName(st->rel))));
+			read_result(st);
+		}
+		check_result(st);
+	}
+
+	if (!st->returning || st->next_row >= PQntuples(st->res))
+	{
+		error_context_stack = errcb.previous;
+		return ExecClearTuple(node->ss.ss_ScanTupleSlot);
+	}
+
+	/* The row, as the table's tuple, where RETURNING reads it. */
+	slot = ExecGetReturningSlot(node->ss.ps.state, rinfo);
+	ExecClearTuple(slot);
+	MemoryContextReset(st->row_cxt);
+	memset(st->values, 0, sizeof(char *) * RelationGetDescr(st->rel)->natts);
+	foreach(lc, st->retrieved_attrs)
+	{
+		if (!PQgetisnull(st->res, st->next_row, i))
+			st->values[lfirst_int(lc) - 1] = PQgetvalue(st->res, st->next_row, i);
+		i++;
+	}
+	st->next_row++;
+	oldcxt = MemoryContextSwitchTo(st->row_cxt);
+	tuple = BuildTupleFromCStrings(st->attinmeta, st->values);
+	MemoryContextSwitchTo(oldcxt);
+	ExecForceStoreHeapTuple(tuple, slot, false);
+	rinfo->ri_projectReturning->pi_exprContext->ecxt_scantuple = slot;
+	error_context_stack = errcb.previous;
+	return slot;
+}
+
+/*
+ * afdwEndDirectModify
+ *		Read a result nobody asked for (its error is the statement's), and
+ *		give the writer back.
+ */
+static void
+afdwEndDirectModify(ForeignScanState *node)
+{
+	AfdwDirectState *st = (AfdwDirectState *) node->fdw_state;
+
+	if (st == NULL)
+		return;
+	if (st->sent && !st->checked)
+	{
+		ErrorContextCallback errcb;
+
+		errcb.callback = direct_error_context;
+		errcb.arg = st;
+		errcb.previous = error_context_stack;
+		error_context_stack = &errcb;
+		if (st->res == NULL && afdw_is_owner(st->conn, st))
+			read_result(st);
+		if (st->res != NULL)
+			check_result(st);
+		error_context_stack = errcb.previous;
+	}
+	if (st->res != NULL)
+	{
+		PQclear(st->res);
+		st->res = NULL;
+	}
+	afdw_release_connection(st->conn);
+	st->released = true;
+}
+
+/*
+ * direct_error_context
+ *		Name the foreign table whose remote UPDATE or DELETE (ARG, its
+ *		AfdwDirectState) failed, or whose RETURNING row could not be read.
+ */
+static void
+direct_error_context(void *arg)
+{
+	AfdwDirectState *st = (AfdwDirectState *) arg;
+
+	if (st->operation == CMD_UPDATE)
+		errcontext("update of foreign table \"%s\"", RelationGetRelationName(st->rel));
+	else
+		errcontext("delete from foreign table \"%s\"", RelationGetRelationName(st->rel));
+}
+
+/*
+ * direct_cleanup
+ *		Memory-context callback: the executor state is going away, normally
+ *		or on error.  Forget the statement in flight (the abort handles the
+ *		remote side) and give the writer back.
+ */
+static void
+direct_cleanup(void *arg)
+{
+	AfdwDirectState *st = (AfdwDirectState *) arg;
+
+	afdw_forget_owner(st->conn, st);
+	if (!st->released)
+	{
+		afdw_release_connection(st->conn);
+		st->released = true;
+	}
+	if (st->res != NULL)
+	{
+		PQclear(st->res);
+		st->res = NULL;
+	}
+}
+
+/*
+ * afdwExplainDirectModify
+ *		Show the remote statement in EXPLAIN VERBOSE.
+ */
+static void
+afdwExplainDirectModify(ForeignScanState *node, ExplainState *es)
+{
+	ForeignScan *plan = (ForeignScan *) node->ss.ps.plan;
+
+	if (es->verbose)
+		ExplainPropertyText("Remote SQL",
+							strVal(list_nth(plan->fdw_private, AFDW_DIRECT_SQL)), es);
+}
+
+/*
+ * afdw_direct_routines
+ *		Fill in the direct modification callbacks of ROUTINE.
+ */
+void
+afdw_direct_routines(FdwRoutine *routine)
+{
+	routine->PlanDirectModify = afdwPlanDirectModify;
+	routine->BeginDirectModify = afdwBeginDirectModify;
+	routine->IterateDirectModify = afdwIterateDirectModify;
+	routine->EndDirectModify = afdwEndDirectModify;
+	routine->ExplainDirectModify = afdwExplainDirectModify;
+}
+
