@@ -778,66 +778,67 @@ afdwExecForeignDelete(EState *estate pg_attribute_unused(), ResultRelInfo *rinfo
 }
 
 /*
- * append_copy_value
- *		Append VALUE to BUF in COPY's text format.
+ * The escape letter of each byte that COPY's text format escapes with a
+ * backslash, 0 for the others.
  */
-static void
-append_copy_value(StringInfo buf, const char *value)
-{
-	const char *start = value;
-	const char *p;
-
-	for (p = value; *p; p++)
-	{
-		char		c = *p;
-		char		esc;
-
-		switch (c)
-		{
-			case '\\':
-				esc = '\\';
-				break;
-			case '\n':
-				esc = 'n';
-				break;
-			case '\r':
-				esc = 'r';
-				break;
-			case '\t':
-				esc = 't';
-				break;
-			default:
-				continue;
-		}
-		appendBinaryStringInfo(buf, start, p - start);
-		appendStringInfoChar(buf, '\\');
-		appendStringInfoChar(buf, esc);
-		start = p + 1;
-	}
-	appendBinaryStringInfo(buf, start, p - start);
-}
+static const char copy_escapes[256] = {
+	['\\'] = '\\',
+	['\n'] = 'n',
+	['\r'] = 'r',
+	['\t'] = 't',
+};
 
 /*
  * append_copy_line
  *		Append SLOT's target columns to BUF as a line of COPY's text format.
+ *
+ * Per row of every bulk load: room for the worst case (every byte escaped)
+ * is made once, and the bytes are written straight into it.
  */
 static void
 append_copy_line(AfdwModifyState *st, StringInfo buf, TupleTableSlot *slot)
 {
 	int			n = list_length(st->target_attrs);
 	const char **values = palloc(sizeof(char *) * n);
+	Size		need = n + 1;
+	char	   *out;
 
 	row_texts(st, slot, values);
 	for (int i = 0; i < n; i++)
+		need += (values[i] == NULL) ? 2 : 2 * strlen(values[i]);
+	if (need >= MaxAllocSize - (Size) buf->len)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("row of foreign table \"%s\" is too large to be loaded",
+						st->relname)));
+	enlargeStringInfo(buf, (int) need);
+	out = buf->data + buf->len;
+	for (int i = 0; i < n; i++)
 	{
 		if (i > 0)
-			appendStringInfoChar(buf, '\t');
+			*out++ = '\t';
 		if (values[i] == NULL)
-			appendStringInfoString(buf, "\\N");
-		else
-			append_copy_value(buf, values[i]);
+		{
+			*out++ = '\\';
+			*out++ = 'N';
+			continue;
+		}
+		for (const unsigned char *p = (const unsigned char *) values[i]; *p; p++)
+		{
+			char		esc = copy_escapes[*p];
+
+			if (esc != 0)
+			{
+				*out++ = '\\';
+				*out++ = esc;
+			}
+			else
+				*out++ = (char) *p;
+		}
 	}
-	appendStringInfoChar(buf, '\n');
+	*out++ = '\n';
+	buf->len = out - buf->data;
+	*out = '\0';
 }
 
 /*
