@@ -627,6 +627,30 @@ commit_all(void)
 	HASH_SEQ_STATUS scan;
 	AfdwConn   *entry;
 	StringInfoData sql;
+	List	   *deferred = NIL;
+	int			nwritten = 0;
+	ListCell   *lc;
+
+	/*
+	 * A write kept for the COMMIT (afdw_defer_write) rides with it only if
+	 * no other connection wrote: else its error would come when the other
+	 * servers have committed their part of the statement.  Send it first.
+	 */
+	hash_seq_init(&scan, afdw_conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		if (entry->conn == NULL || entry->xact_depth == 0 || !entry->wrote)
+			continue;
+		nwritten++;
+		if (entry->deferred != NULL)
+			deferred = lappend(deferred, entry);
+	}
+	if (nwritten > 1)
+	{
+		foreach(lc, deferred)
+			afdw_flush_deferred((AfdwConn *) lfirst(lc));
+	}
+	list_free(deferred);
 
 	hash_seq_init(&scan, afdw_conn_hash);
 	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
