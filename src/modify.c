@@ -571,7 +571,12 @@ store_returned(AfdwModifyState *st, PGresult *res, TupleTableSlot *slot)
 				 errmsg("remote server returned %d rows for one row of foreign table \"%s\"",
 						PQntuples(res), st->relname)));
 	tuple = afdw_make_tuple(&st->rb, res, 0, st->temp_cxt);
-	ExecStoreHeapTuple(tuple, slot, false);
+
+	/*
+	 * A row routed through a partitioned table comes in the root's slot,
+	 * which need not hold heap tuples: copy the values where it is not.
+	 */
+	ExecForceStoreHeapTuple(tuple, slot, false);
 	return slot;
 }
 
