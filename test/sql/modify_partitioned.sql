@@ -72,5 +72,16 @@ INSERT INTO mpt SELECT g, 0, 'load' FROM generate_series(10, 300) g;
 SELECT (SELECT count(*) FROM mp.r1) + (SELECT count(*) FROM mp.r2) AS total,
        (SELECT count(*) FROM mp.r1) > 10 AND (SELECT count(*) FROM mp.r2) > 10 AS both;
 
+-- An UPDATE or DELETE in a WITH: its target's rows are read, and locked,
+-- on the writer that changes them (else it waits for itself).
+SET statement_timeout = '10s';
+WITH u AS (UPDATE mpt SET b = b + 1 WHERE a <= 5 RETURNING a, b)
+  SELECT count(*), sum(b) FROM u;
+WITH d AS (DELETE FROM mpt WHERE a = 5 RETURNING a)
+  INSERT INTO mpt SELECT a + 1000, 0, 'moved' FROM d RETURNING *;
+RESET statement_timeout;
+SELECT * FROM (SELECT * FROM mp.r1 UNION ALL SELECT * FROM mp.r2) r
+  WHERE a <= 5 OR a > 1000 ORDER BY a;
+
 DROP TABLE mpt;
 DROP SCHEMA mp CASCADE;
