@@ -62,7 +62,7 @@ for my $i (1 .. 2)
 my $coord = PostgreSQL::Test::Cluster->new('wdcoord');
 $coord->init;
 $coord->append_conf('postgresql.conf',
-	"max_connections = 40\nlog_statement = none\nstatement_timeout = '60s'\nlock_timeout = '30s'\n"
+	"max_connections = 40\nlog_statement = none\nstatement_timeout = '" . ($ENV{AFDW_DIFF_TIMEOUT} // '60s') . "'\nlock_timeout = '30s'\n"
 	  . "log_min_duration_statement = 2000\n");
 $coord->start;
 
@@ -214,6 +214,7 @@ my $next_key = 100000;
 sub fresh
 {
 	my ($n) = @_;
+	die "fresh($n)" if defined $n && $n < 0;
 	my $k = $next_key;
 	$next_key += ($n // 1) + 1;
 	return $k;
@@ -313,8 +314,11 @@ sub gen_insert_select
 	}
 	my $conflict = chance(0.15);
 	$key = "CASE WHEN g % 7 = 0 THEN g ELSE $key END" if $conflict;
+	# Rarely, megabytes per partition: a server's tables take turns on its
+	# writer's stream.
+	my $c = $n > 1500 && chance(0.1) ? "repeat('y', 6000 + g % 100)" : text_case($s);
 	return {
-		sql => "INSERT INTO {t} SELECT $key, $b, " . text_case($s)
+		sql => "INSERT INTO {t} SELECT $key, $b, $c"
 		  . " FROM generate_series(1, $n) g"
 		  . ($conflict ? ' ON CONFLICT DO NOTHING' : '')
 		  . ($n <= 200 ? returning(0.3) : '')
@@ -351,8 +355,12 @@ sub gen_insert_self
 {
 	my ($fail) = @_;
 	my ($lo, $hi) = window();
+	my $w = $hi - $lo > 400 ? 400 : $hi - $lo;
 	$lo = abs($lo);
-	$hi = $lo + 400 if $hi - $lo > 400;
+	$hi = $lo + $w;
+	# Now and then most of the base rows: the scan of the table streams
+	# while its rows are written back.
+	($lo, $hi) = (rint(1, 300), rint(1000, 1500)) if chance(0.2);
 	my $off = fresh($hi - $lo + 1) - $lo;
 	my $a = ($fail // '') eq 'dup' ? 'a' : "a + $off";
 	my $b = ($fail // '') eq 'check' ? 'b - 1000' : pick('b', 'nval(b)', 'b % 10');
@@ -452,12 +460,78 @@ sub gen_read
 	};
 }
 
-# gen_write(p_fail): a write statement, failing on purpose with p_fail.
+# Writes in WITH: rows deleted and inserted again under new keys, an
+# UPDATE or an INSERT whose rows a query counts.
+sub gen_cte
+{
+	my ($lo, $hi) = window();
+	my $w = $hi - $lo > 300 ? 300 : $hi - $lo;
+	$lo = abs($lo);
+	$hi = $lo + $w;
+	my $off = fresh($w + 1) - $lo;
+	my $n = load_size();
+	my $k = fresh($n);
+	return { sql => pick(
+		"WITH d AS (DELETE FROM {t} WHERE a BETWEEN $lo AND $hi" . cond(1) . " RETURNING a, b, c)"
+		  . " INSERT INTO {t} SELECT a + $off, b, c FROM d" . returning(0.5),
+		"WITH u AS (UPDATE {t} SET b = nval(b) WHERE a BETWEEN $lo AND $hi" . cond(1)
+		  . " RETURNING a, b) SELECT count(*), sum(a), sum(b) FROM u",
+		"WITH i AS (INSERT INTO {t} SELECT $k + g, g % 1000, 'cte' || g FROM generate_series(1, $n) g"
+		  . " RETURNING a, c) SELECT count(*), min(a), max(a), count(DISTINCT c) FROM i") };
+}
+
+# Prepared writes, run a few times (past five, with a generic plan).
+my $nprepared = 0;
+
+sub gen_prepared
+{
+	my ($fail) = @_;
+	my $name = 'w' . ++$nprepared;
+	my $m = rint(1, 8);
+	my $bad = ($fail // '') eq 'check' ? rint(1, $m) : 0;
+	my @s;
+	if (chance(0.6))
+	{
+		@s = ({ sql => "PREPARE $name(int, int, text) AS INSERT INTO {t} VALUES (\$1, \$2, \$3)" . returning(0.4) });
+		my $k = fresh($m);
+		push @s, map { { sql => "EXECUTE $name($k + $_, " . ($_ == $bad ? -1 : rb() // 'NULL') . ', ' . lit(rtext()) . ')' } } 1 .. $m;
+	}
+	else
+	{
+		@s = ({ sql => "PREPARE $name(int, int) AS UPDATE {t} SET b = \$2 WHERE a = \$1" . cond(1) . returning(0.4) });
+		push @s, map { { sql => "EXECUTE $name(" . some_key() . ', ' . ($_ == $bad ? -1 : rint(0, 999)) . ')' } } 1 .. $m;
+	}
+	return (@s, { sql => "DEALLOCATE $name" });
+}
+
+# A cursor read in part before a write and in part after it: it sees the
+# rows as they were when it was opened (only in a transaction block).
+my $ncursors = 0;
+
+sub gen_cursor
+{
+	my ($fail) = @_;
+	my $name = 'c' . ++$ncursors;
+	my ($lo, $hi) = window();
+	$hi = $lo + 400 if chance(0.3);
+	my @w = gen_write(0);
+	return (
+		{ sql => "DECLARE $name CURSOR FOR SELECT a, b, c FROM {t} WHERE a BETWEEN $lo AND $hi" . cond(1) . ' ORDER BY a',
+		  read => 1 },
+		{ sql => "FETCH " . rint(1, 20) . " FROM $name", read => 1 },
+		@w,
+		{ sql => "FETCH ALL FROM $name", read => 1 },
+		{ sql => "CLOSE $name", read => 1 });
+}
+
+# gen_write(p_fail, in_block): a write statement (or a few that go
+# together), failing on purpose with p_fail.
 sub gen_write
 {
-	my ($pfail) = @_;
+	my ($pfail, $block) = @_;
 	my $kind = pickw([ 20, 'insert_values' ], [ 15, 'insert_select' ], [ 12, 'copy' ],
-		[ 5, 'insert_self' ], [ 15, 'update' ], [ 10, 'delete' ], [ 7, 'move' ]);
+		[ 5, 'insert_self' ], [ 15, 'update' ], [ 10, 'delete' ], [ 7, 'move' ], [ 4, 'cte' ],
+		[ 4, 'prepared' ], [ $block ? 4 : 0, 'cursor' ]);
 	my $fail;
 	if (chance($pfail))
 	{
@@ -468,23 +542,26 @@ sub gen_write
 			insert_self   => [qw(check dup)],
 			update        => [qw(check div)],
 			delete        => [qw(div)],
-			move          => [qw(dup)] }->{$kind};
+			move          => [qw(dup)],
+			cte           => [undef],
+			prepared      => [qw(check)],
+			cursor        => [undef] }->{$kind};
 		$fail = pick(@$fail);
 	}
 	no strict 'refs';
-	my $st = &{"gen_$kind"}($fail);
-	$st->{kind} = $kind . ($fail ? "/$fail" : '');
-	return $st;
+	my @st = &{"gen_$kind"}($fail);
+	$_->{kind} //= $kind . ($fail ? "/$fail" : '') for @st;
+	return @st;
 }
 
 # Statements of a transaction: writes, each maybe followed by a read.
 sub gen_stmts
 {
-	my ($n, $pfail, $preads) = @_;
+	my ($n, $pfail, $preads, $block) = @_;
 	my @s;
 	for (1 .. $n)
 	{
-		push @s, gen_write($pfail);
+		push @s, gen_write($pfail, $block);
 		push @s, gen_read() if chance($preads);
 	}
 	return @s;
@@ -558,22 +635,22 @@ sub gen_unit
 	elsif ($shape eq 'block')
 	{
 		@s = (plain(pick('BEGIN', 'BEGIN', 'BEGIN ISOLATION LEVEL REPEATABLE READ')),
-			gen_stmts(rint(1, 5), 0.1, 0.5),
+			gen_stmts(rint(1, 5), 0.1, 0.5, 1),
 			plain(chance(0.7) ? 'COMMIT' : 'ROLLBACK'));
 	}
 	else
 	{
-		@s = (plain('BEGIN'), gen_stmts(rint(0, 2), 0.05, 0.5), plain('SAVEPOINT s1'),
-			gen_stmts(rint(1, 3), 0.25, 0.5));
+		@s = (plain('BEGIN'), gen_stmts(rint(0, 2), 0.05, 0.5, 1), plain('SAVEPOINT s1'),
+			gen_stmts(rint(1, 3), 0.25, 0.5, 1));
 		if (chance(0.3))
 		{
-			push @s, plain('SAVEPOINT s2'), gen_stmts(rint(1, 2), 0.2, 0.5);
+			push @s, plain('SAVEPOINT s2'), gen_stmts(rint(1, 2), 0.2, 0.5, 1);
 			push @s, plain(pick('ROLLBACK TO SAVEPOINT s2', 'RELEASE SAVEPOINT s2'));
 		}
 		my $end = pickw([ 5, 'ROLLBACK TO SAVEPOINT s1' ], [ 3, 'RELEASE SAVEPOINT s1' ], [ 2, '' ]);
 		push @s, plain($end) if $end;
 		push @s, gen_read() if chance(0.6);
-		push @s, gen_stmts(rint(0, 2), 0.05, 0.5);
+		push @s, gen_stmts(rint(0, 2), 0.05, 0.5, 1);
 		push @s, plain(chance(0.75) ? 'COMMIT' : 'ROLLBACK');
 	}
 	$u->{stmts} = \@s;
@@ -917,7 +994,9 @@ for my $u (@units)
 		ok(0, "unit $u->{n}: every session survives")
 		  or diag($report->('a session ended') . "async_fdw's stderr:\n$sess{a}{err}");
 		stop_all();
-		$coord->poll_query_until('postgres', 'SELECT 1') or die 'the coordinator does not come back';
+		# A crash shuts the coordinator down (restart_after_crash is off).
+		$coord->stop('immediate', fail_ok => 1);
+		$coord->start;
 		start_all();
 		reset_tables();
 		$since_reset = 0;
