@@ -11,6 +11,9 @@
 #   AFDW_DIFF_SEED     the seed (default a fixed one; "random" for a new one)
 #   AFDW_DIFF_UNITS    how many units to run (default 300, about a minute)
 #   AFDW_DIFF_VERBOSE  1: print every unit's SQL as it is generated
+#   AFDW_DIFF_DUMP     a directory: write each unit's async_fdw script there
+#                      (unitN.sql, COPY data included), to replay it
+#   AFDW_DIFF_TIMEOUT  the coordinator's statement_timeout (default 60s)
 #
 # The local table is the reference: async_fdw must return its rows and row
 # counts, fail with its SQLSTATE, and leave the same rows, on the shards
