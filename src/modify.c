@@ -601,8 +601,15 @@ store_returned(AfdwModifyState *st, PGresult *res, TupleTableSlot *slot)
 				 errmsg("remote server returned %d rows for one row of foreign table \"%s\"",
 						PQntuples(res), st->relname)));
 	tuple = afdw_make_tuple(&st->rb, res, 0, st->temp_cxt);
-	tuple->t_self = st->rb.ctid;	/* the slot's ctid, for RETURNING ctid */
-	ExecStoreHeapTuple(tuple, slot, false);
+
+	/*
+	 * A row routed through a partitioned table comes in the root's slot,
+	 * which need not hold heap tuples: copy the values where it is not.
+	 * The remote ctid goes with it, for RETURNING ctid.
+	 */
+	tuple->t_self = st->rb.ctid;
+	ExecForceStoreHeapTuple(tuple, slot, false);
+	slot->tts_tid = st->rb.ctid;
 	return slot;
 }
 

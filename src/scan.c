@@ -479,7 +479,11 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 	st->locks_rows = (!st->computed && estate->es_rowmarks != NULL &&
 					  estate->es_rowmarks[plan->scan.scanrelid - 1] != NULL &&
 					  estate->es_rowmarks[plan->scan.scanrelid - 1]->strength != LCS_NONE);
-	/* (Also in a WITH query: any result relation that is scanned.) */
+	/*
+	 * Also when the UPDATE or DELETE is in a WITH of another statement: a
+	 * result relation's own range table entry is only scanned as the
+	 * target.
+	 */
 	if (!st->computed && plan->operation == CMD_SELECT &&
 		list_member_int(estate->es_plannedstmt->resultRelations,
 						plan->scan.scanrelid))
@@ -686,12 +690,27 @@ start_pending_scans(EState *estate)
 static bool
 sibling_owns_connection(AfdwScanState *st)
 {
-	AfdwScanState *owner = (AfdwScanState *) afdw_conn_owner(st->conn);
+	void	   *owner = afdw_conn_owner(st->conn);
+	AppendState *append;
 
-	return owner != NULL && owner != st && st->areq != NULL &&
-		owner->areq != NULL &&
-		owner->areq->requestor == st->areq->requestor &&
-		owner->areq->callback_pending;
+	if (owner == NULL || owner == st || st->areq == NULL ||
+		!IsA(st->areq->requestor, AppendState))
+		return false;
+
+	/*
+	 * The owner need not be a scan: a write streaming on the writer
+	 * (modify.c) is one too.  So look for it among the siblings.
+	 */
+	append = (AppendState *) st->areq->requestor;
+	for (int i = 0; i < append->as_nplans; i++)
+	{
+		AsyncRequest *areq = append->as_asyncrequests[i];
+
+		if (areq != NULL && IsA(areq->requestee, ForeignScanState) &&
+			((ForeignScanState *) areq->requestee)->fdw_state == owner)
+			return areq->callback_pending;
+	}
+	return false;
 }
 
 /*

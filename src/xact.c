@@ -753,6 +753,52 @@ commit_all(void)
 	HASH_SEQ_STATUS scan;
 	AfdwConn   *entry;
 	StringInfoData sql;
+	List	   *deferred = NIL;
+	int			nwritten = 0;
+	ListCell   *lc;
+
+	/*
+	 * A write kept for the COMMIT (afdw_defer_write) rides with it only if
+	 * no other connection wrote: else its error would come when the other
+	 * servers have committed their part of the statement.  Send it first.
+	 */
+	hash_seq_init(&scan, afdw_conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		if (entry->conn == NULL || entry->xact_depth == 0 || !entry->wrote)
+			continue;
+		nwritten++;
+		if (entry->deferred != NULL)
+			deferred = lappend(deferred, entry);
+	}
+	if (nwritten > 1)
+	{
+		List	   *sent = NIL;
+		ListCell   *lc2;
+
+		/* All of them at once, then their answers. */
+		foreach(lc, deferred)
+		{
+			entry = (AfdwConn *) lfirst(lc);
+			sent = lappend(sent, pstrdup(entry->deferred));
+			pfree(entry->deferred);
+			entry->deferred = NULL;
+			afdw_send_query(entry, (char *) llast(sent), 0, NULL);
+		}
+		forboth(lc, deferred, lc2, sent)
+		{
+			PGresult   *res;
+
+			entry = (AfdwConn *) lfirst(lc);
+			res = afdw_wait_result(entry, (char *) lfirst(lc2));
+			if (res == NULL ||
+				(PQresultStatus(res) != PGRES_COMMAND_OK &&
+				 PQresultStatus(res) != PGRES_TUPLES_OK))
+				afdw_report_remote_error(res, entry, (char *) lfirst(lc2));
+			PQclear(res);
+		}
+	}
+	list_free(deferred);
 
 	hash_seq_init(&scan, afdw_conn_hash);
 	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
