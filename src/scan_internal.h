@@ -5,8 +5,9 @@
  *
  * Included only by scan.c (executor and asynchronous callbacks), request.c
  * (remote commands and their results), stream.c (COPY streams), convert.c
- * (rows to tuples, the remote type check), analyze.c (ANALYZE) and
- * explain.c (EXPLAIN).
+ * (rows to tuples, the remote type check), analyze.c (ANALYZE),
+ * explain.c (EXPLAIN) and modify.c (a RETURNING row into a tuple, with a
+ * RowBuilder).
  * Declarations are grouped by the file that defines them.
  *
  *-------------------------------------------------------------------------
