@@ -12,6 +12,9 @@
  * counts against the backend's file descriptors; past them, scans share
  * the connections open.  A connection whose server or user mapping
  * changed, or that broke, is replaced once no remote transaction needs it.
+ * In a local transaction one connection per user mapping writes (the
+ * writer, afdw_acquire_writer), and once it wrote, the mapping's later
+ * scans go through it (afdw_route_to_writer).
  *
  * Neighbours: connect.c opens one connection (settings, password rules,
  * application_name, refusals); remote.c sends commands and reads results on these

@@ -12,16 +12,20 @@
  * wraps a scan's command (xact.c), notes statements being prepared
  * (connection.c) and takes in a snapshot export riding ahead of the
  * command (snapshot.c).  The lines of a COPY TO STDOUT are read here too,
- * for a stream (afdw_get_copy_line) or to throw them away.  Waits serve
+ * for a stream (afdw_get_copy_line) or to throw them away, and the data of
+ * a bulk load's COPY FROM STDIN sent (afdw_await_copy_in, afdw_put_copy,
+ * afdw_copy_done, afdw_copy_result), the connection non-blocking while it
+ * runs so that a full socket is waited on like any other wait.  Waits serve
  * interrupts and watch for postmaster death; the waits of cleanup have a
  * deadline, and under EXPLAIN ANALYZE their time is summed for the scans
- * (afdw_wait_time).  This is the only file that reads a connection's
- * socket.
+ * (afdw_wait_time).  This is the only file that reads or writes a
+ * connection's socket.
  *
  * Neighbours: connection.c opens and cuts the connections; xact.c and
  * snapshot.c send their commands through this file; the scan files
- * (request.c, stream.c, scan.c) run their queries with it, through
- * async_fdw.h.
+ * (request.c, stream.c, scan.c) run their queries with it, and the write
+ * files (modify.c, direct.c, truncate.c) their statements and loads,
+ * through async_fdw.h.
  *
  *-------------------------------------------------------------------------
  */

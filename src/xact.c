@@ -2,8 +2,8 @@
  *
  * xact.c
  *		The remote transactions of async_fdw: opening them, the savepoint
- *		around each scan command, deferred cursor CLOSEs, commit, and
- *		cleanup after an abort.
+ *		around each scan command, writes, deferred cursor CLOSEs, commit,
+ *		and cleanup after an abort.
  *
  * A connection opens a remote transaction at its first use inside a local
  * one, with savepoints mirroring local subtransactions, and the transaction
@@ -11,7 +11,10 @@
  * command of a scan runs in a savepoint of its own (afdw_send_in_xact,
  * afdw_track_wrap), so that a failure the query may never need leaves the
  * remote transaction usable.  Cursors no scan needs are closed with a
- * later command.  COMMITs of many connections overlap, and that of a
+ * later command.  Writes run without such a savepoint (afdw_send_write):
+ * their failure is the statement's.  The small write of a statement that
+ * is its own transaction is held and sent with the COMMIT
+ * (afdw_defer_write).  COMMITs of many connections overlap, and that of a
  * transaction that only read is not waited for.  When a remote transaction
  * or savepoint is over, afdw_reset_xact_state forgets what the connection
  * kept for it.
@@ -19,7 +22,8 @@
  * Neighbours: connection.c holds the connections (and has a COMMIT left
  * unread finished, afdw_finish_commit, before reusing one); remote.c sends
  * and waits; snapshot.c gives each remote transaction its server's shared
- * snapshot; scan.c sends its commands through afdw_send_in_xact;
+ * snapshot; scan.c sends its commands through afdw_send_in_xact, and
+ * modify.c, direct.c and truncate.c theirs through afdw_send_write;
  * truncate.c ends the other remote transactions of a server that only
  * read before its TRUNCATE (afdw_end_read_transactions).
  *
