@@ -21,7 +21,9 @@
  * every shard at the same time, each at the speed its server takes the
  * data.  Foreign tables on the same server share the writer: one of them
  * streams at a time, the others keep their rows until they have enough
- * to take the stream over (see BULK_SWITCH_BYTES).
+ * to take the stream over (see BULK_SWITCH_BYTES).  A smaller INSERT of a
+ * statement that is its own transaction goes with the remote COMMIT, in
+ * one round trip (afdw_defer_write).
  *
  * Neighbours: deparse.c writes the statements; xact.c sends them
  * (afdw_send_write, afdw_run_write) and remote.c streams the COPY data;
