@@ -26,11 +26,12 @@ OBJS = \
 	src/snapshot.o \
 	src/stream.o \
 	src/truncate.o \
+	src/twophase.o \
 	src/upper.o \
 	src/xact.o
 
 EXTENSION = async_fdw
-DATA = async_fdw--1.0.sql async_fdw--1.0--1.1.sql
+DATA = async_fdw--1.0.sql async_fdw--1.0--1.1.sql async_fdw--1.1--1.2.sql
 PGFILEDESC = "async_fdw - asynchronous foreign data wrapper for PostgreSQL servers"
 
 # The server headers are not -Wextra clean: treat them as system headers.

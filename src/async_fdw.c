@@ -83,6 +83,7 @@ _PG_init(void)
 							   NULL, NULL, NULL);
 
 	afdw_upper_init();
+	afdw_twophase_init();
 	MarkGUCPrefixReserved("async_fdw");
 	afdw_budget_preload();
 }

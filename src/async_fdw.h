@@ -413,6 +413,9 @@ extern void afdw_reset_transmission_modes(int nestlevel);
 /* scan.c */
 extern void afdw_scan_routines(FdwRoutine *routine);
 
+/* twophase.c */
+extern void afdw_twophase_init(void);
+
 /* modify.c */
 extern void afdw_modify_routines(FdwRoutine *routine);
 

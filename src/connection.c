@@ -1164,6 +1164,12 @@ afdw_disconnect_entry(AfdwConn *entry)
 	entry->commit_pending = false;
 	entry->copy_in = false;
 	afdw_drop_deferred(entry);
+	/* A prepared transaction of the session is left to recovery. */
+	if (entry->prepared_gid != NULL)
+	{
+		pfree(entry->prepared_gid);
+		entry->prepared_gid = NULL;
+	}
 
 	/* So did its prepared statements and its remote transaction. */
 	if (entry->prepared_cxt != NULL)

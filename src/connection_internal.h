@@ -7,9 +7,10 @@
  * Included only by connection.c (the pool, invalidation, prepared
  * statements), connect.c (opening one connection), remote.c (send, wait,
  * results, cancel, remote errors), snapshot.c (the shared snapshot of a
- * server), xact.c (the remote transactions) and budget.c (the connection
- * budget shared by all backends).  For every other file AfdwConn is
- * opaque (async_fdw.h), and only these six call libpq on a connection.
+ * server), xact.c (the remote transactions), twophase.c (two-phase commit
+ * and recovery) and budget.c (the connection budget shared by all
+ * backends).  For every other file AfdwConn is opaque (async_fdw.h), and
+ * only these seven call libpq on a connection.
  * Declarations are grouped by the file that defines them.
  *
  *-------------------------------------------------------------------------
@@ -228,6 +229,13 @@ struct AfdwConn
 	char	   *deferred;
 	char	   *deferred_sent;	/* the one sent with the COMMIT, for its
 								 * error's context */
+
+	/*
+	 * The global identifier of its remote transaction once two-phase commit
+	 * sent its PREPARE (twophase.c), until COMMIT or ROLLBACK PREPARED is
+	 * sent after the local transaction.
+	 */
+	char	   *prepared_gid;
 };
 
 /* budget.c */
@@ -279,6 +287,10 @@ extern void afdw_share_snapshot(AfdwConn *entry, bool nested, StringInfo sql);
 extern void afdw_forget_snapshots(void);
 extern AfdwConn *afdw_snapshot_leader(Oid serverid, Oid umid);
 extern void afdw_pass_leadership(AfdwConn *gone, AfdwConn *heir);
+
+/* twophase.c */
+extern void afdw_twophase_prepare(void);
+extern void afdw_twophase_end(bool committed);
 
 /* xact.c */
 extern void afdw_note_xact_connection(void);

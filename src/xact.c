@@ -761,6 +761,9 @@ commit_all(void)
 	int			nwritten = 0;
 	ListCell   *lc;
 
+	/* Two-phase commit, where it is needed, prepares the writers first. */
+	afdw_twophase_prepare();
+
 	/*
 	 * A write kept for the COMMIT (afdw_defer_write) rides with it only if
 	 * no other connection wrote: else its error would come when the other
@@ -1059,10 +1062,14 @@ afdw_xact_callback(XactEvent event, void *arg pg_attribute_unused())
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			abort_all();
+			afdw_twophase_end(false);
 			break;
 
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
+			afdw_twophase_end(true);
+			break;
+
 		case XACT_EVENT_PREPARE:
 			break;
 	}

@@ -1,0 +1,687 @@
+/*-------------------------------------------------------------------------
+ *
+ * twophase.c
+ *		Atomic commit across servers: two-phase commit of the remote
+ *		transactions that wrote, and the recovery of those left in doubt.
+ *
+ * Under async_fdw.two_phase_commit (off, auto or on; auto by default), a
+ * local transaction that wrote through more than one connection, or
+ * through one and to local tables too (auto), or through any (on),
+ * prepares its remote transactions at pre-commit: each written one gets a
+ * global identifier naming this coordinator (its system identifier), the
+ * database, the local transaction and the user mapping
+ * (afdw_<system>_<database>_<xid>_<user mapping>), recorded in the table
+ * async_fdw_prepared_xacts within the local transaction, and PREPARE
+ * TRANSACTION goes to every written server at once (with a held write of
+ * a single statement, in the same message).  A failed PREPARE fails the
+ * local transaction, whose abort rolls back the prepared ones.  Once the
+ * local transaction has committed, COMMIT PREPARED goes to every server
+ * at once; a failure then is only logged: recovery finishes the work.
+ * Remote transactions that only read are committed as before, without
+ * the extra round trip.
+ *
+ * Recovery (async_fdw_recover_prepared_transactions) lists on every
+ * async_fdw server the prepared transactions this database's coordinator
+ * left, and decides by the record: one whose row exists committed locally
+ * (COMMIT PREPARED), one whose local transaction is still in progress is
+ * left, any other aborted (ROLLBACK PREPARED); rows of transactions no
+ * longer prepared anywhere are deleted.
+ *
+ * Neighbours: xact.c calls afdw_twophase_prepare at the start of its
+ * pre-commit and the end functions from its transaction callback;
+ * connection.c lends the connections; remote.c sends and waits.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/transam.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/pg_type.h"
+#include "catalog/pg_user_mapping.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/procarray.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "async_fdw.h"
+#include "connection_internal.h"
+
+/* How long the end of the prepared transactions may wait for servers. */
+#define AFDW_FINISH_TIMEOUT_MS	30000
+
+/* async_fdw.two_phase_commit. */
+typedef enum AfdwTwoPhase
+{
+	AFDW_2PC_OFF,
+	AFDW_2PC_AUTO,
+	AFDW_2PC_ON
+} AfdwTwoPhase;
+
+static const struct config_enum_entry two_phase_options[] = {
+	{"off", AFDW_2PC_OFF, false},
+	{"auto", AFDW_2PC_AUTO, false},
+	{"on", AFDW_2PC_ON, false},
+	{NULL, 0, false}
+};
+
+static int	two_phase_commit = AFDW_2PC_AUTO;
+
+/*
+ * async_fdw.debug_two_phase_pause: a developer setting, for tests that
+ * crash a server at a given moment of a two-phase commit: where the
+ * backend sleeps for AFDW_DEBUG_PAUSE_MS.  Off outside such tests.
+ */
+typedef enum AfdwDebugPause
+{
+	AFDW_PAUSE_OFF,
+	AFDW_PAUSE_AFTER_PREPARE,	/* remote PREPAREs done, local commit not */
+	AFDW_PAUSE_BEFORE_COMMIT_PREPARED	/* local commit done, COMMIT
+										 * PREPAREDs not sent */
+} AfdwDebugPause;
+
+#define AFDW_DEBUG_PAUSE_MS		30000
+
+static const struct config_enum_entry debug_pause_options[] = {
+	{"off", AFDW_PAUSE_OFF, false},
+	{"after_prepare", AFDW_PAUSE_AFTER_PREPARE, false},
+	{"before_commit_prepared", AFDW_PAUSE_BEFORE_COMMIT_PREPARED, false},
+	{NULL, 0, false}
+};
+
+static int	debug_pause = AFDW_PAUSE_OFF;
+
+/* Where the records live: the extension's table and its owner. */
+typedef struct RecordTable
+{
+	char	   *name;			/* schema-qualified, quoted */
+	Oid			owner;
+} RecordTable;
+
+PG_FUNCTION_INFO_V1(async_fdw_recover_prepared_transactions);
+
+static bool record_table(RecordTable *tbl, bool missing_ok);
+static void record_prepared(List *gids, List *entries);
+static void report_prepare_error(PGresult *res, AfdwConn *entry,
+								 const char *sql) pg_attribute_noreturn();
+
+/*
+ * afdw_twophase_init
+ *		Define async_fdw.two_phase_commit.
+ */
+void
+afdw_twophase_init(void)
+{
+	DefineCustomEnumVariable("async_fdw.two_phase_commit",
+							 "When remote transactions are committed with two-phase commit.",
+							 "auto: when a transaction wrote to more than one remote server, or to one and to local tables; on: whenever it wrote to a remote server; off: never.",
+							 &two_phase_commit,
+							 AFDW_2PC_AUTO,
+							 two_phase_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomEnumVariable("async_fdw.debug_two_phase_pause",
+							 "Developer setting: sleeps 30 s at a step of two-phase commit, for crash tests.",
+							 NULL,
+							 &debug_pause,
+							 AFDW_PAUSE_OFF,
+							 debug_pause_options,
+							 PGC_SUSET,
+							 GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+}
+
+/*
+ * debug_sleep
+ *		Sleep AFDW_DEBUG_PAUSE_MS if async_fdw.debug_two_phase_pause says
+ *		so at step AT: a crash test kills a server meanwhile.
+ */
+static void
+debug_sleep(AfdwDebugPause at)
+{
+	if (debug_pause != at)
+		return;
+	elog(LOG, "async_fdw: pausing two-phase commit (%s)",
+		 at == AFDW_PAUSE_AFTER_PREPARE ? "after_prepare" : "before_commit_prepared");
+	pg_usleep(AFDW_DEBUG_PAUSE_MS * 1000L);
+}
+
+/*
+ * prefix_of
+ *		The start of the global identifiers of this coordinator's database:
+ *		afdw_<system identifier>_<database>_.
+ */
+static char *
+prefix_of(void)
+{
+	return psprintf("afdw_" UINT64_FORMAT "_%u_", GetSystemIdentifier(),
+					MyDatabaseId);
+}
+
+/*
+ * afdw_twophase_prepare
+ *		At pre-commit: if the transaction needs two-phase commit, record and
+ *		prepare every remote transaction that wrote, all at once; a failure
+ *		is raised (the local transaction then aborts, and with it the
+ *		prepared ones: afdw_twophase_end).
+ */
+void
+afdw_twophase_prepare(void)
+{
+	HASH_SEQ_STATUS scan;
+	AfdwConn   *entry;
+	List	   *writers = NIL;
+	List	   *gids = NIL;
+	List	   *sqls = NIL;
+	ListCell   *lc;
+	ListCell   *lc2;
+	char	   *prefix;
+	FullTransactionId fxid;
+
+	if (two_phase_commit == AFDW_2PC_OFF || afdw_conn_hash == NULL)
+		return;
+	hash_seq_init(&scan, afdw_conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		if (entry->conn != NULL && entry->xact_depth > 0 && entry->wrote)
+			writers = lappend(writers, entry);
+	}
+	if (writers == NIL)
+		return;
+	if (two_phase_commit == AFDW_2PC_AUTO && list_length(writers) < 2 &&
+		!TransactionIdIsValid(GetTopTransactionIdIfAny()))
+		return;
+
+	/* The records first: they commit or vanish with the local transaction. */
+	fxid = GetTopFullTransactionId();
+	prefix = prefix_of();
+	foreach(lc, writers)
+	{
+		entry = (AfdwConn *) lfirst(lc);
+		gids = lappend(gids, psprintf("%s" UINT64_FORMAT "_%u", prefix,
+									  U64FromFullTransactionId(fxid),
+									  entry->key.umid));
+	}
+	record_prepared(gids, writers);
+
+	/* Then every PREPARE at once, a held write ahead of its own. */
+	forboth(lc, writers, lc2, gids)
+	{
+		StringInfoData sql;
+
+		entry = (AfdwConn *) lfirst(lc);
+		afdw_make_idle(entry);
+		initStringInfo(&sql);
+		if (entry->deferred != NULL)
+		{
+			appendStringInfo(&sql, "%s; ", entry->deferred);
+			pfree(entry->deferred);
+			entry->deferred = NULL;
+		}
+		if (entry->savepoint_op != NULL &&
+			strncmp(entry->savepoint_op, "RELEASE", 7) != 0)
+			appendStringInfo(&sql, "%s; ", entry->savepoint_op);
+		appendStringInfo(&sql, "PREPARE TRANSACTION %s",
+						 quote_literal_cstr((char *) lfirst(lc2)));
+		/* From now on its abort is a ROLLBACK PREPARED, whatever comes. */
+		entry->prepared_gid = MemoryContextStrdup(afdw_conn_cxt, (char *) lfirst(lc2));
+		entry->changing_xact_state = true;
+		afdw_send_query(entry, sql.data, 0, NULL);
+		sqls = lappend(sqls, sql.data);
+	}
+	forboth(lc, writers, lc2, sqls)
+	{
+		PGresult   *res;
+
+		entry = (AfdwConn *) lfirst(lc);
+		res = afdw_wait_result(entry, (char *) lfirst(lc2));
+		if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
+			report_prepare_error(res, entry, (char *) lfirst(lc2));
+		PQclear(res);
+		/* The remote session is outside any transaction now. */
+		entry->changing_xact_state = false;
+		afdw_reset_xact_state(entry, 1);
+	}
+	debug_sleep(AFDW_PAUSE_AFTER_PREPARE);
+}
+
+/*
+ * report_prepare_error
+ *		Raise the failure of SQL, the PREPARE on ENTRY; a server that cannot
+ *		prepare at all gets an error that says how to make it.
+ */
+static void
+report_prepare_error(PGresult *res, AfdwConn *entry, const char *sql)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+
+	if (state != NULL && strcmp(state, "55000") == 0 && msg != NULL &&
+		strstr(msg, "prepared transactions are disabled") != NULL)
+	{
+		PQclear(res);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("server \"%s\" cannot take part in a two-phase commit",
+						NameStr(entry->servername)),
+				 errdetail("Its max_prepared_transactions is 0, and the transaction wrote to more than one server, or to a server and to local tables."),
+				 errhint("Set max_prepared_transactions on the remote server, or set async_fdw.two_phase_commit to off to commit without it.")));
+	}
+	afdw_report_remote_error(res, entry, sql);
+}
+
+/*
+ * afdw_twophase_end
+ *		After the local transaction: COMMIT PREPARED (COMMITTED) or ROLLBACK
+ *		PREPARED on every connection that prepared, all at once.  Never
+ *		raises an error: what cannot be finished is logged, and left to
+ *		recovery.
+ */
+void
+afdw_twophase_end(bool committed)
+{
+	HASH_SEQ_STATUS scan;
+	AfdwConn   *entry;
+	TimestampTz deadline;
+	const char *verb = committed ? "COMMIT PREPARED" : "ROLLBACK PREPARED";
+
+	if (afdw_conn_hash == NULL)
+		return;
+	if (committed)
+	{
+		bool		any = false;
+
+		hash_seq_init(&scan, afdw_conn_hash);
+		while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+			any |= (entry->prepared_gid != NULL);
+		if (any)
+			debug_sleep(AFDW_PAUSE_BEFORE_COMMIT_PREPARED);
+	}
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+										   AFDW_FINISH_TIMEOUT_MS);
+
+	/* What a PREPARE cut short still returns is read first. */
+	hash_seq_init(&scan, afdw_conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		char	   *sql;
+
+		if (entry->prepared_gid == NULL)
+			continue;
+		entry->changing_xact_state = true;
+		if (entry->conn == NULL || PQstatus(entry->conn) != CONNECTION_OK ||
+			(entry->busy && !afdw_wait_cleanup(entry, deadline, true)))
+			continue;
+		entry->busy = false;
+		entry->owner = NULL;
+		sql = psprintf("%s %s", verb, quote_literal_cstr(entry->prepared_gid));
+		if (!PQsendQuery(entry->conn, sql))
+			entry->busy = false;
+		else
+			entry->busy = true;
+		pfree(sql);
+	}
+
+	hash_seq_init(&scan, afdw_conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		bool		ok;
+
+		if (entry->prepared_gid == NULL)
+			continue;
+		/* Rolled back: a PREPARE that failed left nothing to roll back. */
+		ok = entry->busy && afdw_wait_cleanup(entry, deadline, !committed);
+		if (ok)
+		{
+			entry->busy = false;
+			entry->changing_xact_state = false;
+		}
+		else if (committed)
+			ereport(WARNING,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("could not commit prepared transaction \"%s\" on server \"%s\"",
+							entry->prepared_gid, NameStr(entry->servername)),
+					 errdetail("The local transaction committed; the remote transaction stays prepared until recovery commits it."),
+					 errhint("Run async_fdw_recover_prepared_transactions(), or preload async_fdw so that its worker does.")));
+		pfree(entry->prepared_gid);
+		entry->prepared_gid = NULL;
+	}
+}
+
+/*
+ * record_table
+ *		Find the table of records (async_fdw 1.2 and later) and its owner;
+ *		false if there is none and MISSING_OK.  Within SPI.
+ */
+static bool
+record_table(RecordTable *tbl, bool missing_ok)
+{
+	int			rc;
+	bool		isnull;
+
+	rc = SPI_execute("SELECT pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname), c.relowner"
+					 " FROM pg_catalog.pg_extension e"
+					 " JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace"
+					 " JOIN pg_catalog.pg_class c ON c.relnamespace = e.extnamespace"
+					 " WHERE e.extname = 'async_fdw' AND c.relname = 'async_fdw_prepared_xacts'",
+					 true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not look up async_fdw_prepared_xacts: %s",
+			 SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+	{
+		if (missing_ok)
+			return false;
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("two-phase commit needs version 1.2 of extension \"async_fdw\""),
+				 errhint("Run ALTER EXTENSION async_fdw UPDATE, or set async_fdw.two_phase_commit to off.")));
+	}
+	tbl->name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	tbl->owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+												SPI_tuptable->tupdesc, 2, &isnull));
+	return true;
+}
+
+/*
+ * record_prepared
+ *		Insert a row for each identifier of GIDS (of the connections
+ *		ENTRIES) into the records, in the local transaction, as the table's
+ *		owner: nobody else may write it.
+ */
+static void
+record_prepared(List *gids, List *entries)
+{
+	RecordTable tbl;
+	StringInfoData sql;
+	Oid			save_userid;
+	int			save_sec;
+	ListCell   *lc;
+	ListCell   *lc2;
+	int			rc;
+
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	record_table(&tbl, false);
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "INSERT INTO %s (gid, server_id, user_mapping_id) VALUES ", tbl.name);
+	forboth(lc, gids, lc2, entries)
+	{
+		AfdwConn   *entry = (AfdwConn *) lfirst(lc2);
+
+		appendStringInfo(&sql, "%s(%s, %u, %u)", lc == list_head(gids) ? "" : ", ",
+						 quote_literal_cstr((char *) lfirst(lc)),
+						 entry->serverid, entry->key.umid);
+	}
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(tbl.owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	rc = SPI_execute(sql.data, false, 0);
+	SetUserIdAndSecContext(save_userid, save_sec);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "could not record prepared transactions: %s",
+			 SPI_result_code_string(rc));
+	PopActiveSnapshot();
+	SPI_finish();
+}
+
+/*
+ * mapping_of
+ *		The user mapping whose OID is UMID, as GetUserMapping gives it.
+ */
+static UserMapping *
+mapping_of(Oid umid)
+{
+	HeapTuple	tp = SearchSysCache1(USERMAPPINGOID, ObjectIdGetDatum(umid));
+	Form_pg_user_mapping um;
+	UserMapping *user;
+
+	if (!HeapTupleIsValid(tp))
+		return NULL;
+	um = (Form_pg_user_mapping) GETSTRUCT(tp);
+	user = GetUserMapping(um->umuser, um->umserver);
+	ReleaseSysCache(tp);
+	return user;
+}
+
+/*
+ * run_finishing
+ *		Run SQL (COMMIT or ROLLBACK PREPARED) on CONN; NULL on success, else
+ *		the error's message.  A failure is caught: recovery goes on.
+ */
+static char *
+run_finishing(AfdwConn *conn, const char *sql)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	char	   *volatile failure = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		afdw_run_command(conn, sql);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		failure = edata->message;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	return failure;
+}
+
+/*
+ * recover_server
+ *		Recover the prepared transactions this database left on server
+ *		SERVERID (SERVERNAME), reading the records of table TBL; one result
+ *		row per remote transaction into RSINFO.
+ */
+static void
+recover_server(Oid serverid, const char *servername, RecordTable *tbl,
+			   bool dry_run, ReturnSetInfo *rsinfo)
+{
+	char	   *prefix = prefix_of();
+	List	   *mappings = NIL;
+	List	   *remaining = NIL;
+	AfdwConn   *conn = NULL;
+	PGresult   *res;
+	StringInfoData sql;
+	SPIPlanPtr	plan;
+	Oid			argtypes[1] = {TEXTOID};
+	int			rc;
+
+	/* Any mapping of the server can list them; the records name theirs. */
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT oid FROM pg_catalog.pg_user_mapping WHERE umserver = %u"
+					 " ORDER BY umuser = %u DESC, umuser = 0 DESC, oid", serverid, GetUserId());
+	rc = SPI_execute(sql.data, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not list user mappings: %s", SPI_result_code_string(rc));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		mappings = lappend_oid(mappings,
+							   DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+															  SPI_tuptable->tupdesc, 1, &isnull)));
+	}
+	if (mappings == NIL)
+		return;
+
+	/* The prepared transactions of this coordinator's database. */
+	conn = afdw_connection_ready(afdw_acquire_connection(mapping_of(linitial_oid(mappings))));
+	if (conn->xact_depth > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("cannot recover prepared transactions in a transaction that used server \"%s\"",
+						servername),
+				 errhint("Call async_fdw_recover_prepared_transactions() in a transaction of its own.")));
+	resetStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT gid FROM pg_catalog.pg_prepared_xacts"
+					 " WHERE pg_catalog.starts_with(gid, %s) AND database = pg_catalog.current_database()",
+					 quote_literal_cstr(prefix));
+	res = afdw_run_query(conn, sql.data, 0, NULL);
+	afdw_release_connection(conn);
+
+	plan = SPI_prepare(psprintf("SELECT 1 FROM %s WHERE gid = $1", tbl->name), 1, argtypes);
+	if (plan == NULL)
+		elog(ERROR, "could not prepare the record lookup: %s",
+			 SPI_result_code_string(SPI_result));
+
+	for (int i = 0; i < PQntuples(res); i++)
+	{
+		const char *gid = PQgetvalue(res, i, 0);
+		uint64		xid64;
+		Oid			umid;
+		TransactionId xid;
+		const char *state;
+		char	   *action = NULL;
+		Datum		values[4];
+		bool		nulls[4] = {false, false, false, false};
+		Datum		arg[1];
+
+		if (sscanf(gid + strlen(prefix), UINT64_FORMAT "_%u", &xid64, &umid) != 2)
+			continue;			/* not of the form async_fdw gives */
+		xid = XidFromFullTransactionId(FullTransactionIdFromU64(xid64));
+
+		/*
+		 * In progress first, then the record with a snapshot taken after:
+		 * a transaction that ended in between is seen as it ended.
+		 */
+		if (TransactionIdIsInProgress(xid))
+			state = "in progress";
+		else
+		{
+			arg[0] = CStringGetTextDatum(gid);
+			rc = SPI_execute_snapshot(plan, arg, NULL, GetLatestSnapshot(),
+									  InvalidSnapshot, true, false, 1);
+			if (rc != SPI_OK_SELECT)
+				elog(ERROR, "could not look up a record: %s",
+					 SPI_result_code_string(rc));
+			state = (SPI_processed > 0) ? "committed" : "aborted";
+		}
+
+		if (strcmp(state, "in progress") == 0)
+			action = "left";
+		else if (dry_run)
+			action = (strcmp(state, "committed") == 0) ? "would commit" : "would roll back";
+		else
+		{
+			UserMapping *user = mapping_of(umid);
+			char	   *failure;
+
+			if (user == NULL)
+				action = "left: its user mapping is gone";
+			else
+			{
+				char	   *cmd = psprintf("%s %s",
+										   strcmp(state, "committed") == 0 ?
+										   "COMMIT PREPARED" : "ROLLBACK PREPARED",
+										   quote_literal_cstr(gid));
+
+				conn = afdw_connection_ready(afdw_acquire_connection(user));
+				failure = (conn->xact_depth > 0) ?
+					"its connection is in a transaction" : run_finishing(conn, cmd);
+				afdw_release_connection(conn);
+				if (failure == NULL)
+					action = (strcmp(state, "committed") == 0) ? "committed" : "rolled back";
+				else
+					action = psprintf("failed: %s", failure);
+			}
+		}
+		if (strncmp(action, "committed", 9) != 0 && strncmp(action, "rolled back", 11) != 0)
+			remaining = lappend(remaining, pstrdup(gid));
+
+		values[0] = CStringGetTextDatum(servername);
+		values[1] = CStringGetTextDatum(gid);
+		values[2] = CStringGetTextDatum(state);
+		values[3] = CStringGetTextDatum(action);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	PQclear(res);
+
+	/* The records of transactions no longer prepared there are done. */
+	if (!dry_run)
+	{
+		ListCell   *lc;
+
+		resetStringInfo(&sql);
+		appendStringInfo(&sql, "DELETE FROM %s WHERE server_id = %u", tbl->name, serverid);
+		foreach(lc, remaining)
+			appendStringInfo(&sql, "%s%s", lc == list_head(remaining) ?
+							 " AND gid NOT IN (" : ", ",
+							 quote_literal_cstr((char *) lfirst(lc)));
+		if (remaining != NIL)
+			appendStringInfoChar(&sql, ')');
+		rc = SPI_execute(sql.data, false, 0);
+		if (rc != SPI_OK_DELETE)
+			elog(ERROR, "could not delete records: %s", SPI_result_code_string(rc));
+	}
+}
+
+/*
+ * async_fdw_recover_prepared_transactions
+ *		SQL-callable: recover, on every async_fdw server of this database,
+ *		the remote transactions two-phase commit left prepared (see the
+ *		banner); with DRY_RUN, only say what would be done.  One row per
+ *		remote transaction: server, identifier, local state, action.
+ */
+Datum
+async_fdw_recover_prepared_transactions(PG_FUNCTION_ARGS)
+{
+	bool		dry_run = PG_GETARG_BOOL(0);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	RecordTable tbl;
+	List	   *servers = NIL;
+	List	   *names = NIL;
+	ListCell   *lc;
+	ListCell   *lc2;
+	int			rc;
+
+	InitMaterializedSRF(fcinfo, 0);
+	SPI_connect();
+	if (!record_table(&tbl, true))
+	{
+		SPI_finish();
+		PG_RETURN_VOID();
+	}
+	rc = SPI_execute("SELECT s.oid, s.srvname FROM pg_catalog.pg_foreign_server s"
+					 " JOIN pg_catalog.pg_foreign_data_wrapper w ON w.oid = s.srvfdw"
+					 " JOIN pg_catalog.pg_proc p ON p.oid = w.fdwhandler"
+					 " JOIN pg_catalog.pg_extension e ON e.extnamespace = p.pronamespace"
+					 " WHERE e.extname = 'async_fdw' AND p.proname = 'async_fdw_handler'"
+					 " ORDER BY s.srvname", true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not list servers: %s", SPI_result_code_string(rc));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		servers = lappend_oid(servers,
+							  DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+															 SPI_tuptable->tupdesc, 1, &isnull)));
+		names = lappend(names, SPI_getvalue(SPI_tuptable->vals[i],
+											SPI_tuptable->tupdesc, 2));
+	}
+	forboth(lc, servers, lc2, names)
+		recover_server(lfirst_oid(lc), (char *) lfirst(lc2), &tbl, dry_run, rsinfo);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
