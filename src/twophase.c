@@ -147,7 +147,7 @@ afdw_twophase_init(void)
 static void
 debug_sleep(AfdwDebugPause at)
 {
-	if (debug_pause != at)
+	if (debug_pause != (int) at)
 		return;
 	elog(LOG, "async_fdw: pausing two-phase commit (%s)",
 		 at == AFDW_PAUSE_AFTER_PREPARE ? "after_prepare" : "before_commit_prepared");
