@@ -1,15 +1,17 @@
 /*-------------------------------------------------------------------------
  *
  * snapshot.c
- *		The snapshot that the connections of async_fdw to one server share
- *		in a local transaction.
+ *		The snapshot that the connections of async_fdw to one server, of one
+ *		user mapping, share in a local transaction.
  *
- * The first connection to a server in a local transaction (its leader)
- * opens its remote transaction and, when more connections may join,
- * exports its snapshot in the same send as its first command; the others
- * import it, so that every scan of the server sees the same data.  A
- * connection that cannot join (the leader exported nothing and now cannot)
- * shares the leader instead.
+ * The first connection of a user mapping to a server in a local
+ * transaction (its leader) opens its remote transaction and, when more
+ * connections may join, exports its snapshot in the same send as its first
+ * command; the others import it, so that every scan of the server sees the
+ * same data.  A connection that cannot join (the leader exported nothing
+ * and now cannot) shares the leader instead, which is the same mapping's:
+ * different mappings have transactions of their own, as with postgres_fdw,
+ * and never run a query on another's connection.
  *
  * Neighbours: xact.c opens the remote transactions and calls
  * afdw_share_snapshot for the commands that give each its snapshot;
@@ -33,13 +35,25 @@
 #include "connection_internal.h"
 
 /*
- * The remote snapshot of one server in the current local transaction: the
- * first connection to the server (the leader) exports it when more than
+ * Whose snapshot: a server's, as one user mapping sees it.  Connections of
+ * different user mappings never share a snapshot (nor a connection): each
+ * mapping has its own remote transactions, as with postgres_fdw, so that
+ * no query runs with another user's remote credentials.
+ */
+typedef struct SnapshotKey
+{
+	Oid			serverid;
+	Oid			umid;
+} SnapshotKey;
+
+/*
+ * The remote snapshot of one server and user mapping in the current local
+ * transaction: the first connection (the leader) exports it when more than
  * one connection needs it, the others import it.
  */
 typedef struct ServerSnapshot
 {
-	Oid			serverid;		/* hash key */
+	SnapshotKey key;			/* hash key */
 	AfdwConn   *leader;
 	char		snapshot[64];	/* exported snapshot id, or "" */
 } ServerSnapshot;
@@ -51,32 +65,55 @@ static bool valid_snapshot_name(const char *name);
 
 /*
  * server_snapshot
- *		The snapshot entry of SERVERID in the current local transaction.
+ *		The snapshot entry of CONN's server and user mapping in the current
+ *		local transaction, made if need be.
  */
 static ServerSnapshot *
-server_snapshot(Oid serverid)
+server_snapshot(AfdwConn *conn)
 {
 	bool		found;
 	ServerSnapshot *ss;
+	SnapshotKey key;
 
 	if (snapshot_hash == NULL)
 	{
 		HASHCTL		ctl;
 
 		/* Dies with the transaction; afdw_xact_callback forgets the pointer. */
-		ctl.keysize = sizeof(Oid);
+		ctl.keysize = sizeof(SnapshotKey);
 		ctl.entrysize = sizeof(ServerSnapshot);
 		ctl.hcxt = TopTransactionContext;
 		snapshot_hash = hash_create("async_fdw snapshots", 8, &ctl,
 									HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
-	ss = hash_search(snapshot_hash, &serverid, HASH_ENTER, &found);
+	memset(&key, 0, sizeof(key));
+	key.serverid = conn->serverid;
+	key.umid = conn->key.umid;
+	ss = hash_search(snapshot_hash, &key, HASH_ENTER, &found);
 	if (!found)
 	{
 		ss->leader = NULL;
 		ss->snapshot[0] = '\0';
 	}
 	return ss;
+}
+
+/*
+ * find_snapshot
+ *		The snapshot entry of server SERVERID and user mapping UMID in the
+ *		current local transaction, or NULL.
+ */
+static ServerSnapshot *
+find_snapshot(Oid serverid, Oid umid)
+{
+	SnapshotKey key;
+
+	if (snapshot_hash == NULL)
+		return NULL;
+	memset(&key, 0, sizeof(key));
+	key.serverid = serverid;
+	key.umid = umid;
+	return hash_search(snapshot_hash, &key, HASH_FIND, NULL);
 }
 
 /*
@@ -105,7 +142,8 @@ export_wanted(AfdwConn *leader, bool nested)
 	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
 	{
 		if (entry != leader && entry->conn != NULL &&
-			entry->serverid == leader->serverid && entry->nusers > 0)
+			entry->serverid == leader->serverid &&
+			entry->key.umid == leader->key.umid && entry->nusers > 0)
 			others = true;
 	}
 	return others;
@@ -167,8 +205,7 @@ afdw_store_export(AfdwConn *conn, PGresult *res)
 	ServerSnapshot *ss = NULL;
 
 	conn->export_pending = false;
-	if (snapshot_hash != NULL)
-		ss = hash_search(snapshot_hash, &conn->serverid, HASH_FIND, NULL);
+	ss = find_snapshot(conn->serverid, conn->key.umid);
 	if (ok && ss != NULL && ss->leader == conn)
 	{
 		ok = valid_snapshot_name(PQgetvalue(res, 0, 0));
@@ -271,7 +308,7 @@ afdw_prepare_snapshot(AfdwConn *conn)
 
 	if (conn->xact_depth > 0)
 		return;
-	ss = server_snapshot(conn->serverid);
+	ss = server_snapshot(conn);
 	if (ss->leader == NULL || ss->leader == conn || ss->snapshot[0] != '\0')
 		return;
 	/* Its export is on the way already, ahead of its first command. */
@@ -316,7 +353,7 @@ afdw_join_target(AfdwConn *conn)
 	conn = afdw_route_to_writer(conn);
 	if (conn->xact_depth > 0 || snapshot_hash == NULL)
 		return conn;
-	ss = hash_search(snapshot_hash, &conn->serverid, HASH_FIND, NULL);
+	ss = find_snapshot(conn->serverid, conn->key.umid);
 	if (ss == NULL || ss->leader == NULL || ss->leader == conn ||
 		ss->snapshot[0] != '\0')
 		return conn;
@@ -340,19 +377,16 @@ afdw_join_target(AfdwConn *conn)
 
 /*
  * afdw_snapshot_leader
- *		The connection of user mapping UMID that leads the remote
- *		transaction of server SERVERID in the current local transaction, or
- *		NULL if there is none (or it belongs to another mapping).
+ *		The connection of user mapping UMID that leads its remote
+ *		transaction on server SERVERID in the current local transaction, or
+ *		NULL if there is none.
  */
 AfdwConn *
 afdw_snapshot_leader(Oid serverid, Oid umid)
 {
-	ServerSnapshot *ss;
+	ServerSnapshot *ss = find_snapshot(serverid, umid);
 
-	if (snapshot_hash == NULL)
-		return NULL;
-	ss = hash_search(snapshot_hash, &serverid, HASH_FIND, NULL);
-	if (ss == NULL || ss->leader == NULL || ss->leader->key.umid != umid)
+	if (ss == NULL || ss->leader == NULL)
 		return NULL;
 	return ss->leader;
 }
@@ -367,14 +401,17 @@ afdw_snapshot_leader(Oid serverid, Oid umid)
 void
 afdw_pass_leadership(AfdwConn *gone, AfdwConn *heir)
 {
-	ServerSnapshot *ss;
+	ServerSnapshot *ss = find_snapshot(gone->serverid, gone->key.umid);
 
-	if (snapshot_hash == NULL)
-		return;
-	ss = hash_search(snapshot_hash, &gone->serverid, HASH_FIND, NULL);
 	if (ss == NULL || ss->leader != gone)
 		return;
 	Assert(heir->serverid == gone->serverid && heir->xact_depth > 0);
+	/* Another mapping's: that mapping's next connection starts anew. */
+	if (heir->key.umid != gone->key.umid)
+	{
+		hash_search(snapshot_hash, &ss->key, HASH_REMOVE, NULL);
+		return;
+	}
 	ss->leader = heir;
 	ss->snapshot[0] = '\0';
 }
@@ -395,7 +432,7 @@ afdw_pass_leadership(AfdwConn *gone, AfdwConn *heir)
 void
 afdw_share_snapshot(AfdwConn *entry, bool nested, StringInfo sql)
 {
-	ServerSnapshot *ss = server_snapshot(entry->serverid);
+	ServerSnapshot *ss = server_snapshot(entry);
 
 	if (ss->leader == NULL)
 	{
