@@ -634,20 +634,32 @@ find_writer(Oid umid)
  *
  * The first write of a mapping in a local transaction chooses it: the
  * connection that leads the server's remote transaction when there is one
- * (it needs no snapshot import, so it never has to move), else any
- * connection of the pool, which then leads.  The scan of an UPDATE's or
- * DELETE's target takes it too, so that the rows it locks are changed on
- * the same remote transaction.
+ * and it exported no snapshot (it needs no import, so it never has to
+ * move), else another connection of the pool, which imports the snapshot
+ * or leads: a transaction that exported a snapshot cannot be prepared for
+ * a two-phase commit, and the writer never exports one.  The scan of an
+ * UPDATE's or DELETE's target takes it too, so that the rows it locks are
+ * changed on the same remote transaction.
  */
 AfdwConn *
 afdw_acquire_writer(UserMapping *user)
 {
 	AfdwConn   *entry = find_writer(user->umid);
 
+	AfdwConn   *exporter = NULL;
+
 	afdw_connection_init();
 	afdw_note_xact_connection();
 	if (entry == NULL)
+	{
 		entry = afdw_snapshot_leader(user->serverid, user->umid);
+		/* One that exported cannot be prepared: another one writes. */
+		if (entry != NULL && afdw_snapshot_exporter(entry))
+		{
+			exporter = entry;
+			entry = NULL;
+		}
+	}
 	if (entry != NULL)
 	{
 		if (entry->conn == NULL || entry->changing_xact_state ||
@@ -662,7 +674,14 @@ afdw_acquire_writer(UserMapping *user)
 		entry->nusers++;
 	}
 	else
+	{
+		/* Held meanwhile, so that the pool hands out another if it can. */
+		if (exporter != NULL)
+			exporter->nusers++;
 		entry = afdw_connection_ready(afdw_acquire_connection(user));
+		if (exporter != NULL)
+			exporter->nusers--;
+	}
 	entry->writer = true;
 	return entry;
 }

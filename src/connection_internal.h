@@ -286,6 +286,7 @@ extern void afdw_take_export(AfdwConn *conn, PGresult *res);
 extern void afdw_share_snapshot(AfdwConn *entry, bool nested, StringInfo sql);
 extern void afdw_forget_snapshots(void);
 extern AfdwConn *afdw_snapshot_leader(Oid serverid, Oid umid);
+extern bool afdw_snapshot_exporter(AfdwConn *conn);
 extern void afdw_pass_leadership(AfdwConn *gone, AfdwConn *heir);
 
 /* twophase.c */

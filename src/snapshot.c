@@ -8,8 +8,11 @@
  * transaction (its leader) opens its remote transaction and, when more
  * connections may join, exports its snapshot in the same send as its first
  * command; the others import it, so that every scan of the server sees the
- * same data.  A connection that cannot join (the leader exported nothing
- * and now cannot) shares the leader instead, which is the same mapping's:
+ * same data.  The connection through which the mapping writes never
+ * exports (a transaction that exported cannot be prepared for a two-phase
+ * commit), so it is never a leader that exported.  A connection that
+ * cannot join (the leader exported nothing and now cannot, or is the
+ * writer) shares the leader instead, which is the same mapping's:
  * different mappings have transactions of their own, as with postgres_fdw,
  * and never run a query on another's connection.
  *
@@ -315,7 +318,8 @@ afdw_prepare_snapshot(AfdwConn *conn)
 	if (ss->leader->export_pending)
 		return;
 	/* Not possible now: the joining scan shares the leader instead. */
-	if ((ss->leader->busy && ss->leader->streaming) || ss->leader->xact_depth != 1)
+	if ((ss->leader->busy && ss->leader->streaming) || ss->leader->xact_depth != 1 ||
+		ss->leader->writer)
 		return;
 	afdw_make_idle(ss->leader);
 	if (ss->leader->savepoint_op != NULL)
@@ -360,7 +364,7 @@ afdw_join_target(AfdwConn *conn)
 	leader = ss->leader;
 	if (leader->export_pending)
 		return conn;
-	if (leader->conn != NULL && leader->xact_depth == 1 &&
+	if (leader->conn != NULL && leader->xact_depth == 1 && !leader->writer &&
 		!(leader->busy && leader->streaming))
 		return conn;
 	if (conn->nusers > 0)
@@ -389,6 +393,21 @@ afdw_snapshot_leader(Oid serverid, Oid umid)
 	if (ss == NULL || ss->leader == NULL)
 		return NULL;
 	return ss->leader;
+}
+
+/*
+ * afdw_snapshot_exporter
+ *		Whether CONN leads its remote transaction and exported (or is
+ *		exporting) its snapshot: PostgreSQL cannot prepare such a
+ *		transaction for a two-phase commit, so it must not write.
+ */
+bool
+afdw_snapshot_exporter(AfdwConn *conn)
+{
+	ServerSnapshot *ss = find_snapshot(conn->serverid, conn->key.umid);
+
+	return ss != NULL && ss->leader == conn &&
+		(ss->snapshot[0] != '\0' || conn->export_pending);
 }
 
 /*
@@ -443,7 +462,7 @@ afdw_share_snapshot(AfdwConn *entry, bool nested, StringInfo sql)
 		 * open or while a stream runs.  The export rides in the same
 		 * send as the command; afdw_get_result reads its result.
 		 */
-		if (export_wanted(entry, nested))
+		if (!entry->writer && export_wanted(entry, nested))
 		{
 			appendStringInfoString(sql, "; SELECT pg_catalog.pg_export_snapshot()");
 			entry->export_pending = true;
