@@ -453,6 +453,23 @@ mapping_of(Oid umid)
 }
 
 /*
+ * server_of_mapping
+ *		The server of user mapping UMID; InvalidOid if it is gone.
+ */
+static Oid
+server_of_mapping(Oid umid)
+{
+	HeapTuple	tp = SearchSysCache1(USERMAPPINGOID, ObjectIdGetDatum(umid));
+	Oid			serverid;
+
+	if (!HeapTupleIsValid(tp))
+		return InvalidOid;
+	serverid = ((Form_pg_user_mapping) GETSTRUCT(tp))->umserver;
+	ReleaseSysCache(tp);
+	return serverid;
+}
+
+/*
  * run_finishing
  *		Run SQL (COMMIT or ROLLBACK PREPARED) on CONN; NULL on success, else
  *		the error's message.  A failure is caught: recovery goes on.
@@ -559,6 +576,10 @@ recover_server(Oid serverid, const char *servername, RecordTable *tbl,
 
 		if (sscanf(gid + strlen(prefix), UINT64_FORMAT "_%u", &xid64, &umid) != 2)
 			continue;			/* not of the form async_fdw gives */
+		/* Another server object may reach the same remote database. */
+		if (server_of_mapping(umid) != serverid &&
+			OidIsValid(server_of_mapping(umid)))
+			continue;
 		xid = XidFromFullTransactionId(FullTransactionIdFromU64(xid64));
 
 		/*

@@ -1,0 +1,115 @@
+--
+-- twophase: two-phase commit of the remote transactions that wrote, when
+-- async_fdw.two_phase_commit asks for it, and the recovery of remote
+-- transactions left prepared.  (Crashes are in test/t/015_two_phase_commit.pl.)
+--
+CREATE SCHEMA tp;
+CREATE TABLE tp.a (x int PRIMARY KEY);
+CREATE TABLE tp.b (x int PRIMARY KEY);
+CREATE FOREIGN TABLE tpa (x int) SERVER loopback OPTIONS (schema_name 'tp', table_name 'a');
+CREATE FOREIGN TABLE tpb (x int) SERVER loopback2 OPTIONS (schema_name 'tp', table_name 'b');
+CREATE TABLE tp_local (x int);
+-- How many remote transactions each commit prepared: the records that the
+-- committed ones left (recovery deletes them).
+CREATE FUNCTION tp_records() RETURNS bigint LANGUAGE sql AS
+  $$ SELECT count(*) FROM async_fdw_prepared_xacts $$;
+SHOW async_fdw.two_phase_commit;
+
+-- auto: one server written, no two-phase commit.
+BEGIN; INSERT INTO tpa VALUES (1); COMMIT;
+SELECT tp_records();
+-- Two servers: both prepared, then committed.
+BEGIN; INSERT INTO tpa VALUES (2); INSERT INTO tpb VALUES (2); COMMIT;
+SELECT tp_records();
+SELECT count(*) FROM pg_prepared_xacts;
+-- One server and a local table.
+BEGIN; INSERT INTO tpa VALUES (3); INSERT INTO tp_local VALUES (3); COMMIT;
+SELECT tp_records();
+-- A server that only read takes no part.
+BEGIN; SELECT count(*) FROM tpb; INSERT INTO tpa VALUES (4); COMMIT;
+SELECT tp_records();
+-- on: one server suffices, also for a single-row INSERT on its own.
+SET async_fdw.two_phase_commit = on;
+INSERT INTO tpa VALUES (5);
+SELECT tp_records();
+-- off: never.
+SET async_fdw.two_phase_commit = off;
+BEGIN; INSERT INTO tpa VALUES (6); INSERT INTO tpb VALUES (6); COMMIT;
+SELECT tp_records();
+RESET async_fdw.two_phase_commit;
+SELECT * FROM tp.a ORDER BY x;
+SELECT * FROM tp.b ORDER BY x;
+
+-- A remote transaction that fails at PREPARE (a deferred constraint
+-- trigger fires then): the local transaction fails with the remote error,
+-- and nothing stays anywhere.
+CREATE FUNCTION tp.refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.x = 99 THEN
+    RAISE EXCEPTION 'b refuses 99' USING ERRCODE = 'check_violation';
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE CONSTRAINT TRIGGER b_refuse AFTER INSERT ON tp.b
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION tp.refuse();
+\set VERBOSITY sqlstate
+BEGIN; INSERT INTO tpa VALUES (99); INSERT INTO tpb VALUES (99); INSERT INTO tp_local VALUES (99); COMMIT;
+\set VERBOSITY default
+SELECT (SELECT count(*) FROM tp.a WHERE x = 99) AS a, (SELECT count(*) FROM tp.b WHERE x = 99) AS b,
+       (SELECT count(*) FROM tp_local WHERE x = 99) AS local,
+       (SELECT count(*) FROM pg_prepared_xacts) AS prepared;
+SELECT tp_records();
+
+-- PREPARE TRANSACTION of the local transaction still fails clearly.
+BEGIN; INSERT INTO tpa VALUES (7);
+PREPARE TRANSACTION 'local';
+SELECT count(*) FROM tp.a WHERE x = 7;
+
+-- Recovery: the records of committed transactions no longer prepared
+-- anywhere are deleted.
+SELECT * FROM async_fdw_recover_prepared_transactions();
+SELECT tp_records();
+
+-- Remote transactions left prepared, as a coordinator that crashed would
+-- leave them: one whose local transaction committed (its record exists),
+-- one whose local transaction aborted (no record).  Here the "remote"
+-- server is this very instance, so they are prepared in this session.
+SELECT 'afdw_' || system_identifier || '_' ||
+       (SELECT oid FROM pg_database WHERE datname = current_database()) || '_'
+  AS prefix FROM pg_control_system() \gset
+SELECT umid AS umid1 FROM pg_user_mappings WHERE srvname = 'loopback' AND usename = current_user \gset
+SELECT umid AS umid2 FROM pg_user_mappings WHERE srvname = 'loopback2' AND usename = current_user \gset
+-- Local transaction ids that are over (1 and 2, the bootstrap's).
+SELECT :'prefix' || '1_' || :'umid1' AS gid1, :'prefix' || '2_' || :'umid2' AS gid2 \gset
+BEGIN; INSERT INTO tp.a VALUES (100);
+PREPARE TRANSACTION :'gid1';
+BEGIN; INSERT INTO tp.b VALUES (101);
+PREPARE TRANSACTION :'gid2';
+INSERT INTO async_fdw_prepared_xacts (gid, server_id, user_mapping_id)
+  SELECT :'gid1', srvid, umid FROM pg_user_mappings
+   WHERE srvname = 'loopback' AND usename = current_user;
+SELECT server_name, gid = :'gid1' AS first, local_state, action
+  FROM async_fdw_recover_prepared_transactions(dry_run => true) ORDER BY 1;
+SELECT count(*) FROM pg_prepared_xacts;
+SELECT server_name, gid = :'gid1' AS first, local_state, action
+  FROM async_fdw_recover_prepared_transactions() ORDER BY 1;
+SELECT count(*) FROM pg_prepared_xacts;
+SELECT x FROM tp.a WHERE x >= 100 UNION ALL SELECT x FROM tp.b WHERE x >= 100;
+SELECT tp_records();
+
+-- Only superusers may recover (it finishes other users' transactions), and
+-- nobody but async_fdw writes the records.
+CREATE ROLE regress_tp_user;
+SET ROLE regress_tp_user;
+\set VERBOSITY sqlstate
+SELECT * FROM async_fdw_recover_prepared_transactions();
+INSERT INTO async_fdw_prepared_xacts (gid, server_id, user_mapping_id) VALUES ('x', 0, 0);
+\set VERBOSITY default
+RESET ROLE;
+DROP ROLE regress_tp_user;
+
+DROP FUNCTION tp_records();
+DROP FOREIGN TABLE tpa, tpb;
+DROP TABLE tp_local;
+DROP SCHEMA tp CASCADE;
