@@ -703,6 +703,16 @@ async_fdw_recover_prepared_transactions(PG_FUNCTION_ARGS)
 	}
 	forboth(lc, servers, lc2, names)
 		recover_server(lfirst_oid(lc), (char *) lfirst(lc2), &tbl, dry_run, rsinfo);
+
+	/* The records of servers dropped since: nothing can reach them. */
+	if (!dry_run)
+	{
+		rc = SPI_execute(psprintf("DELETE FROM %s WHERE server_id NOT IN"
+								  " (SELECT oid FROM pg_catalog.pg_foreign_server)",
+								  tbl.name), false, 0);
+		if (rc != SPI_OK_DELETE)
+			elog(ERROR, "could not delete records: %s", SPI_result_code_string(rc));
+	}
 	SPI_finish();
 	PG_RETURN_VOID();
 }
