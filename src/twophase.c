@@ -111,6 +111,9 @@ static bool record_table(RecordTable *tbl, bool missing_ok);
 static void record_prepared(List *gids, List *entries);
 static void report_prepare_error(PGresult *res, AfdwConn *entry,
 								 const char *sql) pg_attribute_noreturn();
+static void recover_server_caught(Oid serverid, const char *servername,
+								  RecordTable *tbl, bool dry_run,
+								  ReturnSetInfo *rsinfo);
 
 /*
  * afdw_twophase_init
@@ -658,6 +661,44 @@ recover_server(Oid serverid, const char *servername, RecordTable *tbl,
 }
 
 /*
+ * recover_server_caught
+ *		recover_server, with its failure (a server that cannot be reached)
+ *		reported as a row instead of ending the recovery of the others.
+ */
+static void
+recover_server_caught(Oid serverid, const char *servername, RecordTable *tbl,
+					  bool dry_run, ReturnSetInfo *rsinfo)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		recover_server(serverid, servername, tbl, dry_run, rsinfo);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+		Datum		values[4];
+		bool		nulls[4] = {false, true, true, false};
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		values[0] = CStringGetTextDatum(servername);
+		values[3] = CStringGetTextDatum(psprintf("failed: %s", edata->message));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+}
+
+/*
  * async_fdw_recover_prepared_transactions
  *		SQL-callable: recover, on every async_fdw server of this database,
  *		the remote transactions two-phase commit left prepared (see the
@@ -702,7 +743,8 @@ async_fdw_recover_prepared_transactions(PG_FUNCTION_ARGS)
 											SPI_tuptable->tupdesc, 2));
 	}
 	forboth(lc, servers, lc2, names)
-		recover_server(lfirst_oid(lc), (char *) lfirst(lc2), &tbl, dry_run, rsinfo);
+		recover_server_caught(lfirst_oid(lc), (char *) lfirst(lc2), &tbl,
+							  dry_run, rsinfo);
 
 	/* The records of servers dropped since: nothing can reach them. */
 	if (!dry_run)

@@ -101,6 +101,14 @@ SELECT count(*) FROM pg_prepared_xacts;
 SELECT x FROM tp.a WHERE x >= 100 UNION ALL SELECT x FROM tp.b WHERE x >= 100;
 SELECT tp_records();
 
+-- A server that cannot be reached is reported; the others are recovered.
+CREATE SERVER tp_down FOREIGN DATA WRAPPER async_fdw
+  OPTIONS (host '127.0.0.1', port '1', dbname 'postgres', connect_timeout '2');
+CREATE USER MAPPING FOR CURRENT_USER SERVER tp_down;
+SELECT server_name, gid, local_state, action LIKE 'failed: could not connect%' AS failed
+  FROM async_fdw_recover_prepared_transactions();
+DROP SERVER tp_down CASCADE;
+
 -- Only superusers may recover (it finishes other users' transactions), and
 -- nobody but async_fdw writes the records.
 CREATE ROLE regress_tp_user;
