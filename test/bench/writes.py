@@ -584,6 +584,16 @@ class WriteBench:
 
     # ---- output ------------------------------------------------------------
 
+    def measured_round_trip(self, rtt):
+        """measured_round_trip: the proxy check's SELECT 1 latency (ms) on the
+        path the coordinator's servers take at one RTT (straight to the
+        shard at 0 ms, through the proxy otherwise), or None."""
+        for r in self.b.proxy_results:
+            if (rtt == 0 and r["path"] == "direct") or \
+                    (rtt != 0 and r["path"] == "proxy" and r["configured_rtt_ms"] == fmt_num(rtt)):
+                return float(r["avg_latency_ms"])
+        return None
+
     def two_phase_markdown(self):
         """two_phase_markdown: the cost of two-phase commit: per test and RTT,
         async_fdw with async_fdw.two_phase_commit on against off, the
@@ -605,26 +615,32 @@ class WriteBench:
                         continue
                     diff = on["lat"] - off["lat"] if on["lat"] is not None and \
                         off["lat"] is not None else None
-                    rows.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                    trip = self.measured_round_trip(rtt)
+                    rows.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                         WRITE_TEST_LABEL[test], fmt_num(rtt), v.label(),
                         pg[0]["avg_latency_ms"] if pg else "–",
                         off["avg_latency_ms"], on["avg_latency_ms"],
                         "%+.3f" % diff if diff is not None else "–",
-                        "%+.2f" % (diff / rtt) if diff is not None and rtt else "–"))
+                        "%+.2f" % (diff / rtt) if diff is not None and rtt else "–",
+                        "%+.2f (%.3f ms)" % (diff / trip, trip)
+                        if diff is not None and trip else "–"))
         if not rows:
             return L
         L.append("### Two-phase commit: async_fdw.two_phase_commit on against off")
         L.append("")
         L.append("| test | RTT ms | fdw | postgres_fdw ms | 2PC off ms | 2PC on ms | on − off ms "
-                 "| on − off in round trips |")
-        L.append("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+                 "| on − off in round trips | ÷ measured round trip |")
+        L.append("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
         L.extend(rows)
         L.append("")
         L.append("Average latency, 1 pgbench client (medians as above). The pgbench session "
                  "sets the setting through `PGOPTIONS='-c async_fdw.two_phase_commit=off|on'`; "
                  "the default, auto, uses two-phase commit for W-xact4 (4 servers written) and "
                  "not for W-insert1 (one). \"in round trips\" = (on − off) ÷ RTT; issue 15's "
-                 "goal: at most one extra round trip. Reference: Citus 13 (always two-phase for "
+                 "goal: at most one extra round trip. \"÷ measured round trip\" divides by the "
+                 "proxy check's `SELECT 1` latency on the coordinator's path to the shards at "
+                 "that RTT (straight to shard 1 at 0 ms, through the proxy above), given in "
+                 "brackets: the round trip this run really had. Reference: Citus 13 (always two-phase for "
                  "a multi-shard write) takes 2.7 ms for W-xact4's transaction on loopback and "
                  "0.35 ms for a one-row, one-shard insert (median, issue 15). Prepared "
                  "transactions left on the shards at the end of the last test: %s."
