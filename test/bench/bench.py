@@ -1274,6 +1274,8 @@ def parse_args():
     ap.add_argument("--write-afdw-batch-sizes", type=ints, default=[],
                     help="async_fdw batch_size values for INSERT ... SELECT (empty: its default)")
     ap.add_argument("--write-seconds", type=int, default=3)
+    ap.add_argument("--write-two-phase", default="off,on",
+                    help="async_fdw.two_phase_commit settings of W-insert1/W-xact4 (empty: default)")
     ap.add_argument("--writes", default=",".join(WRITE_TESTS),
                     help="write tests of scenario W: copy,update,insert1,xact4")
     ap.add_argument("--command", default="")
@@ -1288,6 +1290,7 @@ def parse_args():
     cfg.fdws = [f for f in FDW_NAMES if f in cfg.fdws.split(",")]
     cfg.modes = [m for m in cfg.modes.split(",") if m]
     cfg.writes = [t for t in WRITE_TESTS if t in cfg.writes.split(",")]
+    cfg.write_two_phase = [t for t in cfg.write_two_phase.split(",") if t]
     spec, cfg.proxies = cfg.proxies, {}
     for item in spec.split(";"):
         if item:

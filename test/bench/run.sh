@@ -42,6 +42,9 @@ DEF_WRITE_BATCH_SIZES="100,1000,10000"
 DEF_WRITE_COPY_SAMPLE=10000
 DEF_WRITE_SECONDS=3
 DEF_WRITES="copy,update,insert1,xact4"
+# async_fdw.two_phase_commit settings W-insert1 and W-xact4 measure async_fdw
+# at, one figure each ("none": one figure at its default)
+DEF_WRITE_TWO_PHASE="off,on"
 
 # --quick: under 2 minutes.
 QUICK_SCENARIOS="A,D,E,G"
@@ -103,6 +106,8 @@ usage: test/bench/run.sh [options]
   --write-copy-sample N  rows of postgres_fdw's row-by-row COPY, extrapolated
                          (default $DEF_WRITE_COPY_SAMPLE; --quick $QUICK_WRITE_COPY_SAMPLE)
   --write-seconds N      pgbench duration of W-insert1/W-xact4 (default $DEF_WRITE_SECONDS)
+  --write-two-phase L    async_fdw.two_phase_commit settings of W-insert1/W-xact4,
+                         of off,auto,on, or none for its default (default $DEF_WRITE_TWO_PHASE)
   --port-base N          first port to use (default 57000; uses N .. N+100*(rtts+1)+shards)
   --results DIR          output folder (default test/bench/results)
   --keep                 keep the throwaway folder (data, server logs) at the end
@@ -178,6 +183,7 @@ parse_options() {
 	OPT_LOAD_SECONDS=$DEF_LOAD_SECONDS
 	OPT_WRITES=$DEF_WRITES OPT_WRITE_ROWS="" OPT_WRITE_BATCH_SIZES=$DEF_WRITE_BATCH_SIZES
 	OPT_WRITE_COPY_SAMPLE="" OPT_WRITE_SECONDS="" OPT_WRITE_AFDW_BATCH_SIZES=""
+	OPT_WRITE_TWO_PHASE=$DEF_WRITE_TWO_PHASE
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--scenarios) OPT_SCENARIOS=${2:?}; shift ;;
@@ -196,6 +202,7 @@ parse_options() {
 		--write-copy-sample) OPT_WRITE_COPY_SAMPLE=${2:?}; shift ;;
 		--write-afdw-batch-sizes) OPT_WRITE_AFDW_BATCH_SIZES=${2:?}; shift ;;
 		--write-seconds) OPT_WRITE_SECONDS=${2:?}; shift ;;
+		--write-two-phase) OPT_WRITE_TWO_PHASE=${2:?}; shift ;;
 		--port-base) OPT_PORT_BASE=${2:?}; shift ;;
 		--results) OPT_RESULTS=${2:?}; shift ;;
 		--quick) OPT_QUICK=1 ;;
@@ -251,6 +258,9 @@ settle_options() {
 		die "--write-afdw-batch-sizes: positive integers"
 	[[ $WRITE_COPY_SAMPLE =~ ^[1-9][0-9]*$ ]] || die "--write-copy-sample: a positive integer"
 	[[ $WRITE_SECONDS =~ ^[1-9][0-9]*$ ]] || die "--write-seconds: a positive integer"
+	[[ $OPT_WRITE_TWO_PHASE =~ ^(none|(off|auto|on)(,(off|auto|on))*)$ ]] ||
+		die "--write-two-phase: of off, auto, on separated by commas, or none"
+	[ "$OPT_WRITE_TWO_PHASE" != none ] || OPT_WRITE_TWO_PHASE=""
 	[[ $FETCH =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--fetch-sizes: positive integers"
 	[[ $RTT =~ ^[0-9]+(\.[0-9]+)?(,[0-9]+(\.[0-9]+)?)*$ ]] || die "--rtt: numbers of ms"
 	[[ $RUNS =~ ^[0-9]+$ ]] && [ "$RUNS" -ge 3 ] || die "--runs: at least 3"
@@ -381,6 +391,9 @@ init_instance() {
 			echo "max_parallel_workers_per_gather = 0"
 		else
 			echo "shared_buffers = 1GB"
+			# async_fdw's two-phase commit (its default, auto, for a
+			# transaction writing to several shards, as W-xact4) PREPAREs
+			echo "max_prepared_transactions = 20"
 			# scenario L measures against a shard limit of 200, as in issue 12
 			if [[ ,$SCENARIOS, == *,L,* ]]; then
 				echo "max_connections = 200"
@@ -469,6 +482,7 @@ main() {
 		--writes "$OPT_WRITES" --write-rows "$WRITE_ROWS" \
 		--write-batch-sizes "$OPT_WRITE_BATCH_SIZES" --write-copy-sample "$WRITE_COPY_SAMPLE" \
 		--write-seconds "$WRITE_SECONDS" --write-afdw-batch-sizes "$OPT_WRITE_AFDW_BATCH_SIZES" \
+		--write-two-phase "$OPT_WRITE_TWO_PHASE" \
 		--slow-fetch-limit "$SLOW_FETCH_LIMIT" --rtt-scenarios "$RTT_SCENARIOS" \
 		--command "$COMMAND_LINE" \
 		--afdw-note "$AFDW_NOTE" --setup-seconds "$(($(date +%s) - START_TIME))"

@@ -412,15 +412,20 @@ class WriteBench:
         log("  W-update rtt %s ms: %s" % (fmt_num(rtt), "; ".join(
             "%s %s" % (c.label, self.cell_text(c)) for c in cells)))
 
-    def pgbench(self, port, script):
+    def pgbench(self, port, script, two_phase=None):
         """pgbench: one client for --write-seconds on a script; return
-        (avg latency ms, tps, transactions, error or None)."""
+        (avg latency ms, tps, transactions, error or None).  two_phase, when
+        given, is the client's async_fdw.two_phase_commit (through
+        PGOPTIONS, so that the session starts with it)."""
         cfg = self.cfg
         self.coordinator_ready()
+        env = dict(os.environ)
+        if two_phase:
+            env["PGOPTIONS"] = "-c async_fdw.two_phase_commit=%s" % two_phase
         r = subprocess.run(
             [cfg.pgbench, "-n", "-T", str(cfg.write_seconds), "-c", "1", "-j", "1",
              "-f", script, "-h", "127.0.0.1", "-p", str(port), "-U", USER, DB],
-            text=True, capture_output=True)
+            text=True, capture_output=True, env=env)
         lat = re.search(r"latency average = ([0-9.]+) ms", r.stdout)
         tps = re.search(r"tps = ([0-9.]+)", r.stdout)
         n = re.search(r"number of transactions actually processed: (\d+)", r.stdout)
@@ -430,9 +435,11 @@ class WriteBench:
         return float(lat.group(1)), float(tps.group(1)), int(n.group(1)), None
 
     def latency_scripts(self, test, rtt):
-        """latency_scripts: (fdw, mode, label, port, script) of W-insert1 or
-        W-xact4 at one RTT; W-insert1 adds the same INSERT straight into
-        shard 1 (one round trip, the limit)."""
+        """latency_scripts: the figures of W-insert1 or W-xact4 at one RTT, as
+        dicts (fdw, mode, label, two_phase, port, script); W-insert1 adds the
+        same INSERT straight into shard 1 (one round trip, the limit).  Each
+        async_fdw variant gives one figure per --write-two-phase setting
+        (none: one at its default)."""
         cfg = self.cfg
         row = "(:{v}, :{v} % 1000, md5(CAST(:{v} AS text)))"
         out = []
@@ -442,7 +449,8 @@ class WriteBench:
                 f.write("\\set id random(%d, %d)\nINSERT INTO %s VALUES %s;\n"
                         % (self.parts[0][0], self.parts[0][1], self.tables[0],
                            row.format(v="id")))
-            out.append(("direct", "-", "direct to shard 1", self.b.host_port(rtt, 1), path))
+            out.append({"fdw": "direct", "mode": "-", "label": "direct to shard 1",
+                        "two_phase": "", "port": self.b.host_port(rtt, 1), "script": path})
         for v in self.variants:
             path = os.path.join(cfg.work, "w_%s_%s_r%s.sql" % (test, v.key, rtt_tag(rtt)))
             rel = "%s.w" % v.schema(rtt)
@@ -458,22 +466,86 @@ class WriteBench:
                         f.write("INSERT INTO %s VALUES %s;\n"
                                 % (rel, row.format(v="i%d" % (k + 1))))
                     f.write("COMMIT;\n")
-            out.append((v.fdw, v.mode, self.label(v), cfg.coord_port, path))
+            settings = [""]
+            if v.fdw == "async_fdw" and cfg.write_two_phase:
+                settings = cfg.write_two_phase
+            for tp in settings:
+                out.append({"fdw": v.fdw, "mode": v.mode,
+                            "label": self.label(v) + (", 2PC %s" % tp if tp else ""),
+                            "two_phase": tp, "port": cfg.coord_port, "script": path})
         return out
+
+    def prepared_count(self):
+        """prepared_count: the rows of async_fdw_prepared_xacts on the
+        coordinator (one per remote transaction two-phase commit prepared;
+        they stay until recovery), or None without the table."""
+        out, _, err = self.live_session("admin").try_run(
+            "SELECT count(*) FROM async_fdw_prepared_xacts")
+        if err or not out or not out[-1].strip().isdigit():
+            return None
+        return int(out[-1].strip())
+
+    def prepared_left(self):
+        """prepared_left: the prepared transactions left on the shards
+        (pg_prepared_xacts, every shard): 0 after a clean two-phase commit."""
+        n = 0
+        for k in range(self.cfg.shards):
+            out, _ = self.shard_session(k + 1).run("SELECT count(*) FROM pg_prepared_xacts")
+            n += int(out[-1])
+        return n
 
     def run_latency(self, test, rtt):
         """run_latency: W-insert1 or W-xact4 at one RTT, one pgbench client
-        per figure (postgres_fdw at its default batch_size)."""
+        per figure (postgres_fdw at its default batch_size), --runs rounds
+        interleaved with the order rotating each round; the median of the
+        runs' average latency and tps is reported.  For async_fdw, the rows
+        two-phase commit recorded per transaction are counted (0 means no
+        PREPARE), and the prepared transactions left on the shards."""
+        figs = self.latency_scripts(test, rtt)
+        for fig in figs:
+            fig.update(lats=[], tpss=[], n=0, err=None, prepared=0, counted=True)
+        n = len(figs)
+        for r in range(self.cfg.runs):
+            for i in range(n):
+                fig = figs[(r + i) % n]
+                if fig["err"]:
+                    continue
+                before = self.prepared_count() if fig["fdw"] == "async_fdw" else None
+                lat, tps, cnt, err = self.pgbench(fig["port"], fig["script"], fig["two_phase"])
+                if err:
+                    fig["err"] = err
+                    continue
+                fig["lats"].append(lat)
+                fig["tpss"].append(tps)
+                fig["n"] += cnt
+                after = self.prepared_count() if before is not None else None
+                if before is None or after is None:
+                    fig["counted"] = False
+                else:
+                    fig["prepared"] += after - before
+        left = self.prepared_left()
         parts = []
-        for fdw, mode, label, port, script in self.latency_scripts(test, rtt):
-            lat, tps, n, err = self.pgbench(port, script)
+        for fig in figs:
+            err = fig["err"]
+            lat = statistics.median(fig["lats"]) if fig["lats"] else None
+            tps = statistics.median(fig["tpss"]) if fig["tpss"] else None
+            if err is None and lat is None:
+                err = "error: no run"
+            per = ""
+            if fig["fdw"] == "async_fdw" and fig["counted"] and fig["n"]:
+                per = "%.2f" % (fig["prepared"] / fig["n"])
             self.latency.append({
-                "test": test, "rtt_ms": fmt_num(rtt), "fdw": fdw, "mode": mode,
-                "label": label, "clients": 1, "seconds": self.cfg.write_seconds,
+                "test": test, "rtt_ms": fmt_num(rtt), "rtt": rtt, "fdw": fig["fdw"],
+                "mode": fig["mode"], "two_phase": fig["two_phase"], "label": fig["label"],
+                "clients": 1, "seconds": self.cfg.write_seconds, "runs": len(fig["lats"]),
                 "avg_latency_ms": err or "%.3f" % lat, "tps": err or "%.1f" % tps,
-                "transactions": "" if err else n})
-            parts.append("%s %s" % (label, err or "%.3f ms" % lat))
+                "run_latency_ms": ";".join("%.3f" % x for x in fig["lats"]),
+                "transactions": "" if err else fig["n"], "prepared_per_xact": per,
+                "prepared_left": left, "lat": None if err else lat})
+            parts.append("%s %s" % (fig["label"], err or "%.3f ms" % lat))
         log("  %-8s rtt %s ms: %s" % (WRITE_TEST_LABEL[test], fmt_num(rtt), ", ".join(parts)))
+        if left:
+            log("    %d prepared transaction(s) left on the shards" % left)
 
     def run(self):
         """run: every selected write test at every RTT, in the order copy,
@@ -512,6 +584,70 @@ class WriteBench:
 
     # ---- output ------------------------------------------------------------
 
+    def measured_round_trip(self, rtt):
+        """measured_round_trip: the proxy check's SELECT 1 latency (ms)
+        through the proxy of one RTT > 0 (the path the coordinator's servers
+        take there), or None.  On loopback the cost of two-phase commit is
+        the servers' work, not round trips: no figure at 0 ms."""
+        for r in self.b.proxy_results:
+            if rtt != 0 and r["path"] == "proxy" and r["configured_rtt_ms"] == fmt_num(rtt):
+                return float(r["avg_latency_ms"])
+        return None
+
+    def two_phase_markdown(self):
+        """two_phase_markdown: the cost of two-phase commit: per test and RTT,
+        async_fdw with async_fdw.two_phase_commit on against off, the
+        difference in ms and, at RTT > 0, in round trips (issue 15's goal: at
+        most one), next to postgres_fdw (which has no two-phase commit)."""
+        L = []
+        rows = []
+        for test in ("xact4", "insert1"):
+            for rtt in self.cfg.rtts:
+                rs = [r for r in self.latency if r["test"] == test and r["rtt"] == rtt]
+                pg = [r for r in rs if r["fdw"].startswith("postgres_fdw")]
+                for v in self.variants:
+                    if v.fdw != "async_fdw":
+                        continue
+                    by = {r["two_phase"]: r for r in rs
+                          if r["fdw"] == "async_fdw" and r["mode"] == v.mode}
+                    off, on = by.get("off"), by.get("on")
+                    if not off or not on:
+                        continue
+                    diff = on["lat"] - off["lat"] if on["lat"] is not None and \
+                        off["lat"] is not None else None
+                    trip = self.measured_round_trip(rtt)
+                    rows.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                        WRITE_TEST_LABEL[test], fmt_num(rtt), v.label(),
+                        pg[0]["avg_latency_ms"] if pg else "–",
+                        off["avg_latency_ms"], on["avg_latency_ms"],
+                        "%+.3f" % diff if diff is not None else "–",
+                        "%+.2f" % (diff / rtt) if diff is not None and rtt else "–",
+                        "%+.2f (%.3f ms)" % (diff / trip, trip)
+                        if diff is not None and trip and rtt else "–"))
+        if not rows:
+            return L
+        L.append("### Two-phase commit: async_fdw.two_phase_commit on against off")
+        L.append("")
+        L.append("| test | RTT ms | fdw | postgres_fdw ms | 2PC off ms | 2PC on ms | on − off ms "
+                 "| on − off in round trips | ÷ measured round trip |")
+        L.append("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+        L.extend(rows)
+        L.append("")
+        L.append("Average latency, 1 pgbench client (medians as above). The pgbench session "
+                 "sets the setting through `PGOPTIONS='-c async_fdw.two_phase_commit=off|on'`; "
+                 "the default, auto, uses two-phase commit for W-xact4 (4 servers written) and "
+                 "not for W-insert1 (one). \"in round trips\" = (on − off) ÷ RTT; issue 15's "
+                 "goal: at most one extra round trip. \"÷ measured round trip\" divides by the "
+                 "proxy check's `SELECT 1` latency through the proxy of that RTT (the "
+                 "coordinator's path to the shards), given in brackets: the round trip this run "
+                 "really had (none at 0 ms, where the cost is the servers' work). Reference: Citus 13 (always two-phase for "
+                 "a multi-shard write) takes 2.7 ms for W-xact4's transaction on loopback and "
+                 "0.35 ms for a one-row, one-shard insert (median, issue 15). Prepared "
+                 "transactions left on the shards at the end of the last test: %s."
+                 % self.latency[-1]["prepared_left"])
+        L.append("")
+        return L
+
     def cell_text(self, c):
         """cell_text: a cell's figure for the report: its median (or its
         extrapolation, marked), or its error."""
@@ -541,8 +677,9 @@ class WriteBench:
                             "%.3f" % c.figure(self.rows) if c.rows != self.rows and m else "",
                             self.rows])
         with open(os.path.join(res, "write_latency.csv"), "w", newline="") as f:
-            cols = ["test", "rtt_ms", "fdw", "mode", "clients", "seconds", "avg_latency_ms",
-                    "tps", "transactions"]
+            cols = ["test", "rtt_ms", "fdw", "mode", "two_phase", "clients", "seconds", "runs",
+                    "avg_latency_ms", "tps", "run_latency_ms", "transactions",
+                    "prepared_per_xact", "prepared_left"]
             w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
             w.writeheader()
             w.writerows(self.latency)
@@ -648,13 +785,21 @@ class WriteBench:
         if self.latency:
             L.append("### W-insert1 and W-xact4: pgbench, 1 client, -T %d" % cfg.write_seconds)
             L.append("")
-            L.append("| test | RTT ms | fdw | avg latency ms | tps |")
-            L.append("| --- | ---: | --- | ---: | ---: |")
+            L.append("| test | RTT ms | fdw | avg latency ms | tps | prepared per xact |")
+            L.append("| --- | ---: | --- | ---: | ---: | ---: |")
             for r in self.latency:
-                L.append("| %s | %s | %s | %s | %s |" % (
+                L.append("| %s | %s | %s | %s | %s | %s |" % (
                     WRITE_TEST_LABEL[r["test"]], r["rtt_ms"], r["label"], r["avg_latency_ms"],
-                    r["tps"] if not r["tps"].startswith("error") else "–"))
+                    r["tps"] if not r["tps"].startswith("error") else "–",
+                    r["prepared_per_xact"] or "–"))
             L.append("")
+            L.append("Median of %d pgbench runs of %d s each (the figures take turns); \"prepared "
+                     "per xact\" = rows async_fdw's two-phase commit recorded in "
+                     "`async_fdw_prepared_xacts` per transaction (one per PREPAREd remote "
+                     "transaction; 0: committed without two-phase commit)." % (cfg.runs,
+                                                                             cfg.write_seconds))
+            L.append("")
+            L.extend(self.two_phase_markdown())
             L.append("W-insert1: `\\set id random(1, rows)` / `INSERT INTO w VALUES (:id, :id % "
                      "1000, md5(CAST(:id AS text)))` (postgres_fdw at its default batch_size); "
                      "\"direct to shard 1\" inserts the same row straight into shard 1 (one round "
