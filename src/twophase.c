@@ -46,6 +46,7 @@
 #include "storage/procarray.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
@@ -103,11 +104,23 @@ typedef struct RecordTable
 {
 	char	   *name;			/* schema-qualified, quoted */
 	Oid			owner;
+	Oid			relid;
 } RecordTable;
+
+/*
+ * The table as the last two-phase commit of this backend found it (name in
+ * TopMemoryContext; relid InvalidOid: not known), forgotten when the
+ * relation changes; and the identifiers of the remote transactions this
+ * backend committed since, whose records its next two-phase commit
+ * deletes, so that the table does not grow between recoveries.
+ */
+static RecordTable cached_table = {NULL, InvalidOid, InvalidOid};
+static List *finished_gids = NIL;
 
 PG_FUNCTION_INFO_V1(async_fdw_recover_prepared_transactions);
 
 static bool record_table(RecordTable *tbl, bool missing_ok);
+static void forget_table(Datum arg, Oid relid);
 static void record_prepared(List *gids, List *entries);
 static void report_prepare_error(PGresult *res, AfdwConn *entry,
 								 const char *sql) pg_attribute_noreturn();
@@ -346,6 +359,10 @@ afdw_twophase_end(bool committed)
 		{
 			entry->busy = false;
 			entry->changing_xact_state = false;
+			if (committed)
+				finished_gids = lappend(finished_gids,
+										MemoryContextStrdup(TopMemoryContext,
+															entry->prepared_gid));
 		}
 		else if (committed)
 			ereport(WARNING,
@@ -370,7 +387,7 @@ record_table(RecordTable *tbl, bool missing_ok)
 	int			rc;
 	bool		isnull;
 
-	rc = SPI_execute("SELECT pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname), c.relowner"
+	rc = SPI_execute("SELECT pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname), c.relowner, c.oid"
 					 " FROM pg_catalog.pg_extension e"
 					 " JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace"
 					 " JOIN pg_catalog.pg_class c ON c.relnamespace = e.extnamespace"
@@ -391,7 +408,21 @@ record_table(RecordTable *tbl, bool missing_ok)
 	tbl->name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	tbl->owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
 												SPI_tuptable->tupdesc, 2, &isnull));
+	tbl->relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+												SPI_tuptable->tupdesc, 3, &isnull));
 	return true;
+}
+
+/*
+ * forget_table
+ *		Relcache invalidation: the cached record table (see cached_table) is
+ *		forgotten when it, or every relation, changes.
+ */
+static void
+forget_table(Datum arg pg_attribute_unused(), Oid relid)
+{
+	if (relid == InvalidOid || relid == cached_table.relid)
+		cached_table.relid = InvalidOid;
 }
 
 /*
@@ -403,7 +434,7 @@ record_table(RecordTable *tbl, bool missing_ok)
 static void
 record_prepared(List *gids, List *entries)
 {
-	RecordTable tbl;
+	static bool callback_registered = false;
 	StringInfoData sql;
 	Oid			save_userid;
 	int			save_sec;
@@ -413,9 +444,38 @@ record_prepared(List *gids, List *entries)
 
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	record_table(&tbl, false);
+	if (!OidIsValid(cached_table.relid))
+	{
+		RecordTable tbl;
+
+		record_table(&tbl, false);
+		if (cached_table.name != NULL)
+			pfree(cached_table.name);
+		cached_table.name = MemoryContextStrdup(TopMemoryContext, tbl.name);
+		cached_table.owner = tbl.owner;
+		cached_table.relid = tbl.relid;
+		if (!callback_registered)
+		{
+			CacheRegisterRelcacheCallback(forget_table, (Datum) 0);
+			callback_registered = true;
+		}
+	}
+
+	/* The records of this backend's finished ones go in the same statement. */
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "INSERT INTO %s (gid, server_id, user_mapping_id) VALUES ", tbl.name);
+	if (finished_gids != NIL)
+	{
+		appendStringInfo(&sql, "WITH done AS (DELETE FROM %s WHERE gid IN (",
+						 cached_table.name);
+		foreach(lc, finished_gids)
+			appendStringInfo(&sql, "%s%s", lc == list_head(finished_gids) ? "" : ", ",
+							 quote_literal_cstr((char *) lfirst(lc)));
+		appendStringInfoString(&sql, ")) ");
+		list_free_deep(finished_gids);
+		finished_gids = NIL;
+	}
+	appendStringInfo(&sql, "INSERT INTO %s (gid, server_id, user_mapping_id) VALUES ",
+					 cached_table.name);
 	forboth(lc, gids, lc2, entries)
 	{
 		AfdwConn   *entry = (AfdwConn *) lfirst(lc2);
@@ -425,7 +485,7 @@ record_prepared(List *gids, List *entries)
 						 entry->serverid, entry->key.umid);
 	}
 	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(tbl.owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
+	SetUserIdAndSecContext(cached_table.owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
 	rc = SPI_execute(sql.data, false, 0);
 	SetUserIdAndSecContext(save_userid, save_sec);
@@ -589,7 +649,10 @@ recover_server(Oid serverid, const char *servername, RecordTable *tbl,
 		 * In progress first, then the record with a snapshot taken after:
 		 * a transaction that ended in between is seen as it ended.
 		 */
-		if (TransactionIdIsInProgress(xid))
+		/* Beyond the next id: its transaction never reached the disk. */
+		if (xid64 >= U64FromFullTransactionId(ReadNextFullTransactionId()))
+			state = "aborted";
+		else if (TransactionIdIsInProgress(xid))
 			state = "in progress";
 		else
 		{

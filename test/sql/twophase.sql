@@ -9,36 +9,48 @@ CREATE TABLE tp.b (x int PRIMARY KEY);
 CREATE FOREIGN TABLE tpa (x int) SERVER loopback OPTIONS (schema_name 'tp', table_name 'a');
 CREATE FOREIGN TABLE tpb (x int) SERVER loopback2 OPTIONS (schema_name 'tp', table_name 'b');
 CREATE TABLE tp_local (x int);
--- How many remote transactions each commit prepared: the records that the
--- committed ones left (recovery deletes them).
+-- The records left (a backend's next two-phase commit, or recovery,
+-- deletes those of its finished ones), and how many remote transactions the
+-- commit of the transaction that started at T prepared: its records bear
+-- its start time.
 CREATE FUNCTION tp_records() RETURNS bigint LANGUAGE sql AS
   $$ SELECT count(*) FROM async_fdw_prepared_xacts $$;
+CREATE FUNCTION tp_prepared(t timestamptz) RETURNS bigint LANGUAGE sql AS
+  $$ SELECT count(*) FROM async_fdw_prepared_xacts WHERE prepared_at = t $$;
 SHOW async_fdw.two_phase_commit;
 -- Earlier tests' two-phase commits left records: recovery deletes them.
 SELECT count(*) FROM async_fdw_recover_prepared_transactions();
 SELECT tp_records();
 
 -- auto: one server written, no two-phase commit.
-BEGIN; INSERT INTO tpa VALUES (1); COMMIT;
-SELECT tp_records();
+BEGIN; SELECT now() AS t \gset
+INSERT INTO tpa VALUES (1); COMMIT;
+SELECT tp_prepared(:'t');
 -- Two servers: both prepared, then committed.
-BEGIN; INSERT INTO tpa VALUES (2); INSERT INTO tpb VALUES (2); COMMIT;
-SELECT tp_records();
+BEGIN; SELECT now() AS t \gset
+INSERT INTO tpa VALUES (2); INSERT INTO tpb VALUES (2); COMMIT;
+SELECT tp_prepared(:'t');
 SELECT count(*) FROM pg_prepared_xacts;
 -- One server and a local table.
-BEGIN; INSERT INTO tpa VALUES (3); INSERT INTO tp_local VALUES (3); COMMIT;
+BEGIN; SELECT now() AS t \gset
+INSERT INTO tpa VALUES (3); INSERT INTO tp_local VALUES (3); COMMIT;
+SELECT tp_prepared(:'t');
+-- The records of the backend's earlier ones went with it.
 SELECT tp_records();
 -- A server that only read takes no part.
-BEGIN; SELECT count(*) FROM tpb; INSERT INTO tpa VALUES (4); COMMIT;
-SELECT tp_records();
--- on: one server suffices, also for a single-row INSERT on its own.
+BEGIN; SELECT now() AS t \gset
+SELECT count(*) FROM tpb; INSERT INTO tpa VALUES (4); COMMIT;
+SELECT tp_prepared(:'t');
+-- on: one server suffices.
 SET async_fdw.two_phase_commit = on;
-INSERT INTO tpa VALUES (5);
-SELECT tp_records();
+BEGIN; SELECT now() AS t \gset
+INSERT INTO tpa VALUES (5); COMMIT;
+SELECT tp_prepared(:'t');
 -- off: never.
 SET async_fdw.two_phase_commit = off;
-BEGIN; INSERT INTO tpa VALUES (6); INSERT INTO tpb VALUES (6); COMMIT;
-SELECT tp_records();
+BEGIN; SELECT now() AS t \gset
+INSERT INTO tpa VALUES (6); INSERT INTO tpb VALUES (6); COMMIT;
+SELECT tp_prepared(:'t');
 RESET async_fdw.two_phase_commit;
 SELECT * FROM tp.a ORDER BY x;
 SELECT * FROM tp.b ORDER BY x;
@@ -121,6 +133,7 @@ RESET ROLE;
 DROP ROLE regress_tp_user;
 
 DROP FUNCTION tp_records();
+DROP FUNCTION tp_prepared(timestamptz);
 DROP FOREIGN TABLE tpa, tpb;
 DROP TABLE tp_local;
 DROP SCHEMA tp CASCADE;
