@@ -212,6 +212,17 @@ afdw_twophase_prepare(void)
 	}
 	record_prepared(gids, writers);
 
+	/*
+	 * The local transaction's id must outlive a crash before any server
+	 * holds a transaction named after it.  Its records are not flushed
+	 * before its commit otherwise: a crash after the PREPAREs would lose the
+	 * id, restart would hand it to a new transaction, recovery would see
+	 * the prepared ones as in progress (left, not rolled back), and a new
+	 * transaction with that id writing to the same server would collide
+	 * with their identifiers.  Flushed, the id is never given again.
+	 */
+	XLogFlush(XactLastRecEnd);
+
 	/* Then every PREPARE at once, a held write ahead of its own. */
 	forboth(lc, writers, lc2, gids)
 	{
