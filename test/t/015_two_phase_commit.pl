@@ -8,7 +8,9 @@
 #   TRANSACTION refused.  After each case every server agrees with the
 #   coordinator, no row is lost or doubled, nothing stays prepared and the
 #   records table is empty.  The moments of the crashes come from the
-#   developer setting async_fdw.debug_two_phase_pause (a 30 s sleep).
+#   developer setting async_fdw.debug_two_phase_pause (a 30 s sleep), as
+#   does a recovery that runs while a transaction commits (its records must
+#   survive it).
 
 use strict;
 use warnings;
@@ -48,7 +50,8 @@ $shards[2]->safe_psql('postgres', q{
 	  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION reject_negative();
 });
 
-# A server that cannot prepare.
+# A server that cannot prepare (named to come last: the recovery's debug
+# pause stops at the first server).
 my $noprep = PostgreSQL::Test::Cluster->new('tpnoprep');
 $noprep->init;
 $noprep->append_conf('postgresql.conf', "max_prepared_transactions = 0\n");
@@ -80,11 +83,11 @@ for my $i (1 .. 4)
 {
 	my ($host, $port) = ($noprep->host, $noprep->port);
 	$coord->safe_psql('postgres', qq{
-		CREATE SERVER noprep FOREIGN DATA WRAPPER async_fdw
+		CREATE SERVER without2pc FOREIGN DATA WRAPPER async_fdw
 		  OPTIONS (host '$host', port '$port', dbname 'postgres');
-		CREATE USER MAPPING FOR CURRENT_USER SERVER noprep;
+		CREATE USER MAPPING FOR CURRENT_USER SERVER without2pc;
 		CREATE FOREIGN TABLE np_items (a int, b int)
-		  SERVER noprep OPTIONS (table_name 'items');
+		  SERVER without2pc OPTIONS (table_name 'items');
 	});
 }
 
@@ -313,7 +316,7 @@ my $four_shards = join "\n", map { "shard$_|%s|%s" } 1 .. 4;
 	};
 	my ($rc, $out, $err) = $coord->psql('postgres', $xact);
 	isnt($rc, 0, '(f) the transaction fails on the server that cannot prepare');
-	like($err, qr/ERROR:  server "noprep" cannot take part in a two-phase commit/,
+	like($err, qr/ERROR:  server "without2pc" cannot take part in a two-phase commit/,
 		'(f) the error names the server');
 	like($err, qr/DETAIL:  .*max_prepared_transactions is 0/, '(f) and the setting');
 	like($err, qr/HINT:  .*set async_fdw\.two_phase_commit to off/,
@@ -358,6 +361,39 @@ my $four_shards = join "\n", map { "shard$_|%s|%s" } 1 .. 4;
 	$items{$_} = 7 for @k1, $k2;
 	$ledger{7} = 1;
 	check_agree('(g) auto and on');
+}
+
+# (i) Recovery runs while a transaction commits: it listed shard1's
+# prepared transactions before the transaction prepared there, so it must
+# keep the transaction's record, which a failed COMMIT PREPARED on shard1
+# (killed meanwhile) leaves to the next recovery.
+{
+	my $at = -s $coord->logfile;
+	my $r = start_xact('recovery_after_listing',
+		'SELECT * FROM async_fdw_recover_prepared_transactions()');
+	$coord->wait_for_log(qr/pausing two-phase commit \(recovery_after_listing\)/, $at);
+	my @k1 = keys_on(1, 2, 900);
+	my @k2 = keys_on(2, 2, 900);
+	my $x = start_xact('before_commit_prepared',
+		'BEGIN',
+		"INSERT INTO items VALUES ($k1[0], 9), ($k1[1], 9), ($k2[0], 9), ($k2[1], 9)",
+		'COMMIT');
+	$coord->poll_query_until('postgres',
+		'SELECT count(*) = 2 FROM async_fdw_prepared_xacts')
+	  or die 'timed out waiting for the records';
+	$shards[0]->stop('immediate');
+	$shards[0]->start;
+	ok($r->{run}->finish, '(i) the concurrent recovery ends');
+	is($coord->safe_psql('postgres', q{
+		SELECT count(*) FROM async_fdw_prepared_xacts
+		WHERE server_id = (SELECT oid FROM pg_foreign_server WHERE srvname = 'shard1')}),
+		'1', '(i) it kept the record of the transaction it had not seen prepared');
+	ok($x->{run}->finish, '(i) the COMMIT succeeds');
+	like($x->{err}, qr/WARNING:  could not commit prepared transaction "afdw_\w+" on server "shard1"/,
+		'(i) with a warning for shard1');
+	is(recover('false'), 'shard1|committed|committed', '(i) the next recovery commits it');
+	$items{$_} = 9 for @k1, @k2;
+	check_agree('(i) recovery during a commit');
 }
 
 # (h) PREPARE TRANSACTION of a local transaction that used async_fdw still
