@@ -24,8 +24,9 @@
  * async_fdw server the prepared transactions this database's coordinator
  * left, and decides by the record: one whose row exists committed locally
  * (COMMIT PREPARED), one whose local transaction is still in progress is
- * left, any other aborted (ROLLBACK PREPARED); rows of transactions no
- * longer prepared anywhere are deleted.
+ * left, any other aborted (ROLLBACK PREPARED); the rows of a server's
+ * transactions no longer prepared there are deleted, if they committed
+ * before the listing (a later one may name a transaction prepared after it).
  *
  * Neighbours: xact.c calls afdw_twophase_prepare at the start of its
  * pre-commit and the end functions from its transaction callback;
@@ -84,8 +85,10 @@ typedef enum AfdwDebugPause
 {
 	AFDW_PAUSE_OFF,
 	AFDW_PAUSE_AFTER_PREPARE,	/* remote PREPAREs done, local commit not */
-	AFDW_PAUSE_BEFORE_COMMIT_PREPARED	/* local commit done, COMMIT
+	AFDW_PAUSE_BEFORE_COMMIT_PREPARED,	/* local commit done, COMMIT
 										 * PREPAREDs not sent */
+	AFDW_PAUSE_RECOVERY_AFTER_LISTING	/* recovery listed the first
+										 * server's prepared transactions */
 } AfdwDebugPause;
 
 #define AFDW_DEBUG_PAUSE_MS		30000
@@ -94,6 +97,7 @@ static const struct config_enum_entry debug_pause_options[] = {
 	{"off", AFDW_PAUSE_OFF, false},
 	{"after_prepare", AFDW_PAUSE_AFTER_PREPARE, false},
 	{"before_commit_prepared", AFDW_PAUSE_BEFORE_COMMIT_PREPARED, false},
+	{"recovery_after_listing", AFDW_PAUSE_RECOVERY_AFTER_LISTING, false},
 	{NULL, 0, false}
 };
 
@@ -125,7 +129,7 @@ static void record_prepared(List *gids, List *entries);
 static void report_prepare_error(PGresult *res, AfdwConn *entry,
 								 const char *sql) pg_attribute_noreturn();
 static void recover_server_caught(Oid serverid, const char *servername,
-								  RecordTable *tbl, bool dry_run,
+								  RecordTable *tbl, bool dry_run, bool first,
 								  ReturnSetInfo *rsinfo);
 
 /*
@@ -145,7 +149,7 @@ afdw_twophase_init(void)
 							 0,
 							 NULL, NULL, NULL);
 	DefineCustomEnumVariable("async_fdw.debug_two_phase_pause",
-							 "Developer setting: sleeps 30 s at a step of two-phase commit, for crash tests.",
+							 "Developer setting: sleeps 30 s at a step of two-phase commit or of its recovery, for crash tests.",
 							 NULL,
 							 &debug_pause,
 							 AFDW_PAUSE_OFF,
@@ -165,8 +169,11 @@ debug_sleep(AfdwDebugPause at)
 {
 	if (debug_pause != (int) at)
 		return;
-	elog(LOG, "async_fdw: pausing two-phase commit (%s)",
-		 at == AFDW_PAUSE_AFTER_PREPARE ? "after_prepare" : "before_commit_prepared");
+	for (const struct config_enum_entry *opt = debug_pause_options; opt->name; opt++)
+	{
+		if (opt->val == (int) at)
+			elog(LOG, "async_fdw: pausing two-phase commit (%s)", opt->name);
+	}
 	pg_usleep(AFDW_DEBUG_PAUSE_MS * 1000L);
 }
 
@@ -227,6 +234,17 @@ afdw_twophase_prepare(void)
 									  entry->key.umid));
 	}
 	record_prepared(gids, writers);
+
+	/*
+	 * The local transaction's id must outlive a crash before any server
+	 * holds a transaction named after it.  Its records are not flushed
+	 * before its commit otherwise: a crash after the PREPAREs would lose the
+	 * id, restart would hand it to a new transaction, recovery would see
+	 * the prepared ones as in progress (left, not rolled back), and a new
+	 * transaction with that id writing to the same server would collide
+	 * with their identifiers.  Flushed, the id is never given again.
+	 */
+	XLogFlush(XactLastRecEnd);
 
 	/* Then every PREPARE at once, a held write ahead of its own. */
 	forboth(lc, writers, lc2, gids)
@@ -571,11 +589,12 @@ run_finishing(AfdwConn *conn, const char *sql)
  * recover_server
  *		Recover the prepared transactions this database left on server
  *		SERVERID (SERVERNAME), reading the records of table TBL; one result
- *		row per remote transaction into RSINFO.
+ *		row per remote transaction into RSINFO.  FIRST: the first server of
+ *		the call (the only one the debug pause stops at).
  */
 static void
 recover_server(Oid serverid, const char *servername, RecordTable *tbl,
-			   bool dry_run, ReturnSetInfo *rsinfo)
+			   bool dry_run, bool first, ReturnSetInfo *rsinfo)
 {
 	char	   *prefix = prefix_of();
 	List	   *mappings = NIL;
@@ -585,6 +604,7 @@ recover_server(Oid serverid, const char *servername, RecordTable *tbl,
 	StringInfoData sql;
 	SPIPlanPtr	plan;
 	Oid			argtypes[1] = {TEXTOID};
+	Snapshot	before_listing;
 	int			rc;
 
 	/* Any mapping of the server can list them; the records name theirs. */
@@ -617,8 +637,18 @@ recover_server(Oid serverid, const char *servername, RecordTable *tbl,
 	appendStringInfo(&sql, "SELECT gid FROM pg_catalog.pg_prepared_xacts"
 					 " WHERE pg_catalog.starts_with(gid, %s) AND database = pg_catalog.current_database()",
 					 quote_literal_cstr(prefix));
+	/*
+	 * A record that this snapshot sees belongs to a transaction that
+	 * committed locally, so prepared everywhere, before the listing: if the
+	 * listing lacks its identifier, it was finished, and the record may go.
+	 * A record committed after it may name a transaction prepared after the
+	 * listing, still to be committed: it stays.
+	 */
+	before_listing = RegisterSnapshot(GetLatestSnapshot());
 	res = afdw_run_query(conn, sql.data, 0, NULL);
 	afdw_release_connection(conn);
+	if (first)
+		debug_sleep(AFDW_PAUSE_RECOVERY_AFTER_LISTING);
 
 	plan = SPI_prepare(psprintf("SELECT 1 FROM %s WHERE gid = $1", tbl->name), 1, argtypes);
 	if (plan == NULL)
@@ -717,10 +747,16 @@ recover_server(Oid serverid, const char *servername, RecordTable *tbl,
 							 quote_literal_cstr((char *) lfirst(lc)));
 		if (remaining != NIL)
 			appendStringInfoChar(&sql, ')');
-		rc = SPI_execute(sql.data, false, 0);
+		plan = SPI_prepare(sql.data, 0, NULL);
+		if (plan == NULL)
+			elog(ERROR, "could not prepare the deletion of records: %s",
+				 SPI_result_code_string(SPI_result));
+		rc = SPI_execute_snapshot(plan, NULL, NULL, before_listing,
+								  InvalidSnapshot, false, false, 0);
 		if (rc != SPI_OK_DELETE)
 			elog(ERROR, "could not delete records: %s", SPI_result_code_string(rc));
 	}
+	UnregisterSnapshot(before_listing);
 }
 
 /*
@@ -730,7 +766,7 @@ recover_server(Oid serverid, const char *servername, RecordTable *tbl,
  */
 static void
 recover_server_caught(Oid serverid, const char *servername, RecordTable *tbl,
-					  bool dry_run, ReturnSetInfo *rsinfo)
+					  bool dry_run, bool first, ReturnSetInfo *rsinfo)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
@@ -739,7 +775,7 @@ recover_server_caught(Oid serverid, const char *servername, RecordTable *tbl,
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
 	{
-		recover_server(serverid, servername, tbl, dry_run, rsinfo);
+		recover_server(serverid, servername, tbl, dry_run, first, rsinfo);
 		ReleaseCurrentSubTransaction();
 	}
 	PG_CATCH();
@@ -807,7 +843,7 @@ async_fdw_recover_prepared_transactions(PG_FUNCTION_ARGS)
 	}
 	forboth(lc, servers, lc2, names)
 		recover_server_caught(lfirst_oid(lc), (char *) lfirst(lc2), &tbl,
-							  dry_run, rsinfo);
+							  dry_run, lc == list_head(servers), rsinfo);
 
 	/* The records of servers dropped since: nothing can reach them. */
 	if (!dry_run)

@@ -30,6 +30,9 @@ log_statement = 'all'
 log_line_prefix = '%a|'
 max_connections = 60
 });
+# Writes through two servers (pgbouncer's and the direct one) commit with
+# two-phase commit (auto), through pgbouncer too.
+$shard->append_conf('postgresql.conf', "max_prepared_transactions = 10\n");
 $shard->start;
 $shard->safe_psql('postgres', q{
 	CREATE TABLE ld_1 (id int, v int, t text);

@@ -56,6 +56,8 @@ for my $i (1 .. 2)
 	my $node = PostgreSQL::Test::Cluster->new("wdshard$i");
 	$node->init;
 	$node->append_conf('postgresql.conf', "max_connections = 40\nlog_statement = none\n");
+	# Writes to several shards commit with two-phase commit (auto).
+	$node->append_conf('postgresql.conf', "max_prepared_transactions = 10\n");
 	$node->start;
 	my @names = $i == 1 ? qw(t1 t2 p1 p2) : qw(t3 p3);
 	$node->safe_psql('postgres',

@@ -1,0 +1,413 @@
+# test/t/015_two_phase_commit.pl
+#   Two-phase commit across four real shards and the coordinator's own
+#   table, with real crashes (pg_ctl stop -m immediate): the coordinator
+#   killed after the remote PREPAREs (before and after its local commit), a
+#   shard killed between its PREPARE and its COMMIT PREPARED, a deferred
+#   constraint failing at PREPARE, a server that cannot prepare, when auto
+#   and on use PREPARE (read in the shards' logs), and the local PREPARE
+#   TRANSACTION refused.  After each case every server agrees with the
+#   coordinator, no row is lost or doubled, nothing stays prepared and the
+#   records table is empty.  The moments of the crashes come from the
+#   developer setting async_fdw.debug_two_phase_pause (a 30 s sleep), as
+#   does a recovery that runs while a transaction commits (its records must
+#   survive it).
+
+use strict;
+use warnings;
+
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my @shards;
+for my $i (1 .. 4)
+{
+	my $node = PostgreSQL::Test::Cluster->new("tpshard$i");
+	$node->init;
+	$node->append_conf('postgresql.conf', qq{
+max_prepared_transactions = 10
+log_statement = 'all'
+log_line_prefix = '%a|'
+});
+	$node->start;
+	$node->safe_psql('postgres', q{
+		CREATE TABLE items (a int PRIMARY KEY, b int);
+		-- Fires at COMMIT or PREPARE: rejects a negative b.
+		CREATE FUNCTION reject_negative() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF NEW.b < 0 THEN
+				RAISE EXCEPTION 'b must not be negative (key %)', NEW.a;
+			END IF;
+			RETURN NULL;
+		END $$;
+	});
+	push @shards, $node;
+}
+# Only shard 3 checks at commit.
+$shards[2]->safe_psql('postgres', q{
+	CREATE CONSTRAINT TRIGGER items_nonneg AFTER INSERT OR UPDATE ON items
+	  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION reject_negative();
+});
+
+# A server that cannot prepare (named to come last: the recovery's debug
+# pause stops at the first server).
+my $noprep = PostgreSQL::Test::Cluster->new('tpnoprep');
+$noprep->init;
+$noprep->append_conf('postgresql.conf', "max_prepared_transactions = 0\n");
+$noprep->start;
+$noprep->safe_psql('postgres', 'CREATE TABLE items (a int PRIMARY KEY, b int)');
+
+my $coord = PostgreSQL::Test::Cluster->new('tpcoord');
+$coord->init;
+# Local PREPARE TRANSACTION must fail for async_fdw's reason, not this one.
+$coord->append_conf('postgresql.conf', "max_prepared_transactions = 10\n");
+$coord->start;
+$coord->safe_psql('postgres', q{
+	CREATE EXTENSION async_fdw;
+	CREATE TABLE ledger (a int PRIMARY KEY, note text);
+	CREATE TABLE items (a int, b int) PARTITION BY HASH (a);
+});
+for my $i (1 .. 4)
+{
+	my ($host, $port, $r) = ($shards[ $i - 1 ]->host, $shards[ $i - 1 ]->port, $i - 1);
+	$coord->safe_psql('postgres', qq{
+		CREATE SERVER shard$i FOREIGN DATA WRAPPER async_fdw
+		  OPTIONS (host '$host', port '$port', dbname 'postgres');
+		CREATE USER MAPPING FOR CURRENT_USER SERVER shard$i;
+		CREATE FOREIGN TABLE items_$i PARTITION OF items
+		  FOR VALUES WITH (MODULUS 4, REMAINDER $r)
+		  SERVER shard$i OPTIONS (table_name 'items');
+	});
+}
+{
+	my ($host, $port) = ($noprep->host, $noprep->port);
+	$coord->safe_psql('postgres', qq{
+		CREATE SERVER without2pc FOREIGN DATA WRAPPER async_fdw
+		  OPTIONS (host '$host', port '$port', dbname 'postgres');
+		CREATE USER MAPPING FOR CURRENT_USER SERVER without2pc;
+		CREATE FOREIGN TABLE np_items (a int, b int)
+		  SERVER without2pc OPTIONS (table_name 'items');
+	});
+}
+
+# What every server must hold: key => b of items, keys of ledger.
+my %items;
+my %ledger;
+
+# keys_on(SHARD, N, FROM): N keys above FROM that go to shard SHARD (1-4).
+sub keys_on
+{
+	my ($shard, $n, $from) = @_;
+	my $r = $shard - 1;
+	return split /\n/, $coord->safe_psql('postgres', qq{
+		SELECT g FROM generate_series($from + 1, $from + 1000) g
+		WHERE satisfies_hash_partition('items'::regclass, 4, $r, g)
+		ORDER BY g LIMIT $n});
+}
+
+# shard_of(KEY): the shard (1-4) that holds KEY (below 1000).
+my %shard_of = map { split /\|/ } split /\n/, $coord->safe_psql('postgres', q{
+	SELECT g, r + 1 FROM generate_series(1, 1000) g, generate_series(0, 3) r
+	WHERE satisfies_hash_partition('items'::regclass, 4, r, g)});
+sub shard_of
+{
+	my ($key) = @_;
+	return $shard_of{$key} // die "no shard for $key";
+}
+
+# check_agree(CASE): nothing is left in doubt (recovery has nothing to do
+# and deletes the records of the transactions that completed), every server
+# agrees with what was committed, nothing is prepared anywhere, the
+# records are gone.
+sub check_agree
+{
+	my ($case) = @_;
+	is(recover('false'), '', "$case: nothing in doubt");
+	for my $node (@shards, $noprep, $coord)
+	{
+		is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts'), '0',
+			"$case: nothing prepared on " . $node->name);
+	}
+	is($coord->safe_psql('postgres', 'SELECT count(*) FROM async_fdw_prepared_xacts'), '0',
+		"$case: the records table is empty");
+	my $want = join ',', map { "$_:$items{$_}" } sort { $a <=> $b } keys %items;
+	is($coord->safe_psql('postgres',
+		q{SELECT coalesce(string_agg(a || ':' || b, ',' ORDER BY a), '') FROM items}),
+		$want, "$case: the coordinator reads every committed row once");
+	my @held;
+	for my $s (1 .. 4)
+	{
+		my @rows = grep { $_ ne '' } split /\n/,
+		  $shards[ $s - 1 ]->safe_psql('postgres', q{SELECT a || ':' || b FROM items});
+		push @held, @rows;
+		my @stray = grep { shard_of((split /:/)[0]) != $s } @rows;
+		is("@stray", '', "$case: shard$s holds only its own keys");
+	}
+	is(join(',', sort { (split /:/, $a)[0] <=> (split /:/, $b)[0] } @held), $want,
+		"$case: the shards hold every committed row once, and no other");
+	is($coord->safe_psql('postgres',
+		q{SELECT coalesce(string_agg(a::text, ',' ORDER BY a), '') FROM ledger}),
+		join(',', sort { $a <=> $b } keys %ledger),
+		"$case: the local table holds its committed rows");
+}
+
+# start_xact(PAUSE, SQL...): run the statements in one psql session in the
+# background, under the debug pause PAUSE.
+sub start_xact
+{
+	my ($pause, @sql) = @_;
+	my %h = (out => '', err => '');
+	my @cmd = ('psql', '-X', '-v', 'ON_ERROR_STOP=1', '-d', $coord->connstr('postgres'),
+		'-c', "SET async_fdw.debug_two_phase_pause = $pause");
+	push @cmd, map { ('-c', $_) } @sql;
+	$h{run} = IPC::Run::start(\@cmd, '>', \$h{out}, '2>', \$h{err});
+	return \%h;
+}
+
+# every_shard_prepared(N): wait until each shard shows N prepared transactions.
+sub every_shard_prepared
+{
+	my ($n) = @_;
+	for my $node (@shards)
+	{
+		$node->poll_query_until('postgres',
+			"SELECT count(*) = $n FROM pg_prepared_xacts WHERE gid LIKE 'afdw\\_%'")
+		  or die 'timed out waiting for the prepared transaction on ' . $node->name;
+	}
+}
+
+sub recover
+{
+	my ($dry) = @_;
+	return $coord->safe_psql('postgres', qq{
+		SELECT server_name || '|' || local_state || '|' || action
+		FROM async_fdw_recover_prepared_transactions($dry) ORDER BY server_name});
+}
+
+my $four_shards = join "\n", map { "shard$_|%s|%s" } 1 .. 4;
+
+# (a) The coordinator killed after its local commit, before the COMMIT
+# PREPAREDs: recovery commits on every shard.
+{
+	my $x = start_xact('before_commit_prepared',
+		'BEGIN',
+		'INSERT INTO items SELECT g, 1 FROM generate_series(101, 140) g',
+		"INSERT INTO ledger VALUES (1, 'a')",
+		'COMMIT');
+	every_shard_prepared(1);
+	$coord->poll_query_until('postgres',
+		'SELECT count(*) = 4 FROM async_fdw_prepared_xacts')
+	  or die 'timed out waiting for the records';
+	$coord->stop('immediate');
+	$x->{run}->finish;
+	$coord->start;
+	is(recover('true'), sprintf($four_shards, ('committed', 'would commit') x 4),
+		'(a) the dry run would commit on every shard');
+	is($_->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts'), '1',
+		'(a) the dry run left ' . $_->name . "'s prepared transaction") for @shards;
+	is(recover('false'), sprintf($four_shards, ('committed', 'committed') x 4),
+		'(a) recovery committed on every shard');
+	$items{$_} = 1 for 101 .. 140;
+	$ledger{1} = 1;
+	check_agree('(a) coordinator killed before COMMIT PREPARED');
+}
+
+# (b) The coordinator killed after the PREPAREs, before its local commit:
+# recovery rolls back on every shard, and the local row is gone too.
+{
+	my $x = start_xact('after_prepare',
+		'BEGIN',
+		'INSERT INTO items SELECT g, 2 FROM generate_series(201, 240) g',
+		"INSERT INTO ledger VALUES (2, 'b')",
+		'COMMIT');
+	every_shard_prepared(1);
+	$coord->stop('immediate');
+	$x->{run}->finish;
+	$coord->start;
+	is(recover('true'), sprintf($four_shards, ('aborted', 'would roll back') x 4),
+		'(b) the dry run would roll back on every shard');
+	is(recover('false'), sprintf($four_shards, ('aborted', 'rolled back') x 4),
+		'(b) recovery rolled back on every shard');
+	check_agree('(b) coordinator killed before its local commit');
+}
+
+# (c) A shard killed between its PREPARE and its COMMIT PREPARED: the
+# COMMIT succeeds with a warning for that shard, its prepared transaction
+# survives the restart, and recovery commits it.
+{
+	my $x = start_xact('before_commit_prepared',
+		'BEGIN',
+		'INSERT INTO items SELECT g, 3 FROM generate_series(301, 340) g',
+		"INSERT INTO ledger VALUES (3, 'c')",
+		'COMMIT');
+	every_shard_prepared(1);
+	$shards[1]->stop('immediate');
+	$shards[1]->start;
+	ok($x->{run}->finish, '(c) the COMMIT succeeds');
+	like($x->{err}, qr/WARNING:  could not commit prepared transaction "afdw_\w+" on server "shard2"/,
+		'(c) with a warning naming the restarted shard');
+	unlike($x->{err}, qr/server "shard[134]"/, '(c) and no other');
+	is($shards[1]->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts'), '1',
+		'(c) the prepared transaction survived the restart of shard2');
+	is($_->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts'), '0',
+		'(c) ' . $_->name . ' committed') for @shards[ 0, 2, 3 ];
+	is(recover('false'), 'shard2|committed|committed', '(c) recovery commits it');
+	$items{$_} = 3 for 301 .. 340;
+	$ledger{3} = 1;
+	check_agree('(c) shard killed before COMMIT PREPARED');
+}
+
+# (d) A deferred constraint fails on shard 3 at PREPARE: the COMMIT fails
+# with its error, and no server keeps anything.
+{
+	my @log_at = map { -s $_->logfile } @shards;
+	my ($rc, $out, $err) = $coord->psql('postgres', q{
+		BEGIN;
+		INSERT INTO items SELECT g, -1 FROM generate_series(401, 440) g;
+		INSERT INTO ledger VALUES (4, 'd');
+		COMMIT;
+	});
+	isnt($rc, 0, '(d) the COMMIT fails');
+	like($err, qr/ERROR:  b must not be negative \(key \d+\)/, '(d) with the remote error');
+	for my $s (1, 2, 4)
+	{
+		like(slurp_file($shards[ $s - 1 ]->logfile, $log_at[ $s - 1 ]),
+			qr/PREPARE TRANSACTION 'afdw_.*ROLLBACK PREPARED 'afdw_/s,
+			"(d) shard$s prepared, then rolled back");
+	}
+	check_agree('(d) deferred constraint failing at PREPARE');
+}
+
+# (e) Four shards and the coordinator's table in one transaction: every
+# shard prepares and commits it.
+{
+	my @log_at = map { -s $_->logfile } @shards;
+	$coord->safe_psql('postgres', q{
+		BEGIN;
+		INSERT INTO items SELECT g, 5 FROM generate_series(501, 540) g;
+		UPDATE items SET b = 50 WHERE a BETWEEN 101 AND 120;
+		DELETE FROM items WHERE a BETWEEN 121 AND 130;
+		INSERT INTO ledger VALUES (5, 'e');
+		COMMIT;
+	});
+	for my $s (1 .. 4)
+	{
+		like(slurp_file($shards[ $s - 1 ]->logfile, $log_at[ $s - 1 ]),
+			qr/PREPARE TRANSACTION '(afdw_\w+)'.*COMMIT PREPARED '\1'/s,
+			"(e) shard$s prepared, then committed");
+	}
+	$items{$_} = 5 for 501 .. 540;
+	$items{$_} = 50 for 101 .. 120;
+	delete $items{$_} for 121 .. 130;
+	$ledger{5} = 1;
+	check_agree('(e) four shards and a local table');
+}
+
+# (f) A server whose max_prepared_transactions is 0: a clear error, and
+# with two-phase commit off the same transaction commits.
+{
+	my ($k) = keys_on(1, 1, 600);
+	my $xact = qq{
+		BEGIN;
+		INSERT INTO items VALUES ($k, 6);
+		INSERT INTO np_items VALUES ($k, 6);
+		COMMIT;
+	};
+	my ($rc, $out, $err) = $coord->psql('postgres', $xact);
+	isnt($rc, 0, '(f) the transaction fails on the server that cannot prepare');
+	like($err, qr/ERROR:  server "without2pc" cannot take part in a two-phase commit/,
+		'(f) the error names the server');
+	like($err, qr/DETAIL:  .*max_prepared_transactions is 0/, '(f) and the setting');
+	like($err, qr/HINT:  .*set async_fdw\.two_phase_commit to off/,
+		'(f) and hints at turning two-phase commit off');
+	is($noprep->safe_psql('postgres', 'SELECT count(*) FROM items'), '0',
+		'(f) noprep kept nothing');
+	check_agree('(f) a server that cannot prepare');
+
+	$coord->safe_psql('postgres', "SET async_fdw.two_phase_commit = off; $xact");
+	$items{$k} = 6;
+	is($noprep->safe_psql('postgres', 'SELECT a || \':\' || b FROM items'), "$k:6",
+		'(f) with two_phase_commit off, noprep has the row');
+	check_agree('(f) two_phase_commit off');
+}
+
+# (g) When auto and on prepare, as the shards' logs show.
+{
+	my @k1 = keys_on(1, 4, 700);
+	my ($k2) = keys_on(2, 1, 700);
+	my $prepares = sub {
+		my ($s, $from) = @_;
+		my $log = slurp_file($shards[ $s - 1 ]->logfile, $from);
+		return scalar(() = $log =~ /PREPARE TRANSACTION 'afdw_/g);
+	};
+	my @cases = (
+		[ 'auto', "INSERT INTO items VALUES ($k1[0], 7)", 0, 0,
+			'auto: one shard only commits without PREPARE' ],
+		[ 'auto', "INSERT INTO items VALUES ($k1[1], 7), ($k2, 7)", 1, 1,
+			'auto: two shards prepare' ],
+		[ 'auto', "INSERT INTO items VALUES ($k1[2], 7); INSERT INTO ledger VALUES (7, 'g')", 1, 0,
+			'auto: one shard and a local table prepare' ],
+		[ 'on', "INSERT INTO items VALUES ($k1[3], 7)", 1, 0,
+			'on: one shard prepares' ]);
+	for my $c (@cases)
+	{
+		my ($mode, $sql, $want1, $want2, $name) = @$c;
+		my @at = map { -s $_->logfile } @shards[ 0, 1 ];
+		$coord->safe_psql('postgres',
+			"SET async_fdw.two_phase_commit = $mode; BEGIN; $sql; COMMIT;");
+		is($prepares->(1, $at[0]) . ',' . $prepares->(2, $at[1]), "$want1,$want2", "(g) $name");
+	}
+	$items{$_} = 7 for @k1, $k2;
+	$ledger{7} = 1;
+	check_agree('(g) auto and on');
+}
+
+# (i) Recovery runs while a transaction commits: it listed shard1's
+# prepared transactions before the transaction prepared there, so it must
+# keep the transaction's record, which a failed COMMIT PREPARED on shard1
+# (killed meanwhile) leaves to the next recovery.
+{
+	my $at = -s $coord->logfile;
+	my $r = start_xact('recovery_after_listing',
+		'SELECT * FROM async_fdw_recover_prepared_transactions()');
+	$coord->wait_for_log(qr/pausing two-phase commit \(recovery_after_listing\)/, $at);
+	my @k1 = keys_on(1, 2, 900);
+	my @k2 = keys_on(2, 2, 900);
+	my $x = start_xact('before_commit_prepared',
+		'BEGIN',
+		"INSERT INTO items VALUES ($k1[0], 9), ($k1[1], 9), ($k2[0], 9), ($k2[1], 9)",
+		'COMMIT');
+	$coord->poll_query_until('postgres',
+		'SELECT count(*) = 2 FROM async_fdw_prepared_xacts')
+	  or die 'timed out waiting for the records';
+	$shards[0]->stop('immediate');
+	$shards[0]->start;
+	ok($r->{run}->finish, '(i) the concurrent recovery ends');
+	is($coord->safe_psql('postgres', q{
+		SELECT count(*) FROM async_fdw_prepared_xacts
+		WHERE server_id = (SELECT oid FROM pg_foreign_server WHERE srvname = 'shard1')}),
+		'1', '(i) it kept the record of the transaction it had not seen prepared');
+	ok($x->{run}->finish, '(i) the COMMIT succeeds');
+	like($x->{err}, qr/WARNING:  could not commit prepared transaction "afdw_\w+" on server "shard1"/,
+		'(i) with a warning for shard1');
+	is(recover('false'), 'shard1|committed|committed', '(i) the next recovery commits it');
+	$items{$_} = 9 for @k1, @k2;
+	check_agree('(i) recovery during a commit');
+}
+
+# (h) PREPARE TRANSACTION of a local transaction that used async_fdw still
+# fails clearly, and leaves nothing anywhere.
+{
+	my ($rc, $out, $err) = $coord->psql('postgres', q{
+		BEGIN;
+		INSERT INTO items SELECT g, 8 FROM generate_series(801, 840) g;
+		INSERT INTO ledger VALUES (8, 'h');
+		PREPARE TRANSACTION 'local';
+	});
+	like($err, qr/ERROR:  cannot prepare a transaction that has used async_fdw foreign tables/,
+		'(h) local PREPARE TRANSACTION fails clearly');
+	check_agree('(h) local PREPARE TRANSACTION');
+}
+
+done_testing();
