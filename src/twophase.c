@@ -378,9 +378,13 @@ afdw_twophase_end(bool committed)
 			entry->busy = false;
 			entry->changing_xact_state = false;
 			if (committed)
-				finished_gids = lappend(finished_gids,
-										MemoryContextStrdup(TopMemoryContext,
-															entry->prepared_gid));
+			{
+				/* Kept past this transaction: in TopMemoryContext. */
+				MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+				finished_gids = lappend(finished_gids, pstrdup(entry->prepared_gid));
+				MemoryContextSwitchTo(old);
+			}
 		}
 		else if (committed)
 			ereport(WARNING,
