@@ -565,7 +565,15 @@ recover_server(Oid serverid, const char *servername, RecordTable *tbl,
 		 * In progress first, then the record with a snapshot taken after:
 		 * a transaction that ended in between is seen as it ended.
 		 */
-		if (TransactionIdIsInProgress(xid))
+		/*
+		 * At or past the next identifier: assigned before a crash that lost
+		 * it (nothing made it durable, so it did not commit).  The procarray
+		 * would call it in progress until a later identifier completes.
+		 */
+		if (FullTransactionIdFollowsOrEquals(FullTransactionIdFromU64(xid64),
+											 ReadNextFullTransactionId()))
+			state = "aborted";
+		else if (TransactionIdIsInProgress(xid))
 			state = "in progress";
 		else
 		{
