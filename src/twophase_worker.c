@@ -134,13 +134,14 @@ fill_worker(BackgroundWorker *w, const char *function)
  * afdw_recovery_launcher_main
  *		The launcher: a round over the databases every
  *		async_fdw.recovery_interval, counted from the end of the last one
- *		(a slow round does not run into the next), the first at once.
+ *		(a slow round does not run into the next) and, for the first, from
+ *		the start: a round connects to every server, which a server start
+ *		(a test counting connections) should not see at once.
  */
 void
 afdw_recovery_launcher_main(Datum arg pg_attribute_unused())
 {
-	TimestampTz last_end = 0;
-	bool		ran = false;
+	TimestampTz last_end = GetCurrentTimestamp();
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
@@ -174,10 +175,9 @@ afdw_recovery_launcher_main(Datum arg pg_attribute_unused())
 			TimestampTz now = GetCurrentTimestamp();
 			TimestampTz due = TimestampTzPlusMilliseconds(last_end, recovery_interval);
 
-			if (!ran || now >= due)
+			if (now >= due)
 			{
 				recovery_round();
-				ran = true;
 				last_end = GetCurrentTimestamp();
 				continue;		/* a signal may have come meanwhile */
 			}
