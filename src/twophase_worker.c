@@ -134,9 +134,9 @@ fill_worker(BackgroundWorker *w, const char *function)
  * afdw_recovery_launcher_main
  *		The launcher: a round over the databases every
  *		async_fdw.recovery_interval, counted from the end of the last one
- *		(a slow round does not run into the next) and, for the first, from
- *		the start: a round connects to every server, which a server start
- *		(a test counting connections) should not see at once.
+ *		(a slow round does not run into the next); the first one interval
+ *		after the start, so that a server start opens no remote connection
+ *		(a round opens one to every server).
  */
 void
 afdw_recovery_launcher_main(Datum arg pg_attribute_unused())
