@@ -27,6 +27,7 @@ OBJS = \
 	src/stream.o \
 	src/truncate.o \
 	src/twophase.o \
+	src/twophase_worker.o \
 	src/upper.o \
 	src/xact.o
 

@@ -68,7 +68,8 @@ char	   *afdw_application_name = NULL;
 /*
  * _PG_init
  *		Define async_fdw's settings and reserve their prefix; when
- *		preloaded, set up the connection budget's shared memory.
+ *		preloaded, register the recovery worker and set up the connection
+ *		budget's shared memory.
  */
 void
 _PG_init(void)
@@ -84,6 +85,7 @@ _PG_init(void)
 
 	afdw_upper_init();
 	afdw_twophase_init();
+	afdw_recovery_worker_init();
 	MarkGUCPrefixReserved("async_fdw");
 	afdw_budget_preload();
 }

@@ -416,6 +416,9 @@ extern void afdw_scan_routines(FdwRoutine *routine);
 /* twophase.c */
 extern void afdw_twophase_init(void);
 
+/* twophase_worker.c */
+extern void afdw_recovery_worker_init(void);
+
 /* modify.c */
 extern void afdw_modify_routines(FdwRoutine *routine);
 

@@ -683,8 +683,13 @@ recover_server(Oid serverid, const char *servername, RecordTable *tbl,
 		 * In progress first, then the record with a snapshot taken after:
 		 * a transaction that ended in between is seen as it ended.
 		 */
-		/* Beyond the next id: its transaction never reached the disk. */
-		if (xid64 >= U64FromFullTransactionId(ReadNextFullTransactionId()))
+		/*
+		 * At or past the next identifier: assigned before a crash that lost
+		 * it (nothing made it durable, so it did not commit).  The procarray
+		 * would call it in progress until a later identifier completes.
+		 */
+		if (FullTransactionIdFollowsOrEquals(FullTransactionIdFromU64(xid64),
+											 ReadNextFullTransactionId()))
 			state = "aborted";
 		else if (TransactionIdIsInProgress(xid))
 			state = "in progress";
