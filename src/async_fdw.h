@@ -283,6 +283,7 @@ extern instr_time afdw_wait_time;
 extern void afdw_send_query(AfdwConn *conn, const char *sql, int nparams,
 							const char *const *values);
 extern PGresult *afdw_wait_result(AfdwConn *conn, const char *sql);
+extern PGresult *afdw_command_result(AfdwConn *conn, const char *sql);
 extern PGresult *afdw_run_query(AfdwConn *conn, const char *sql, int nparams,
 								const char *const *values);
 extern void afdw_run_command(AfdwConn *conn, const char *sql);

@@ -712,12 +712,9 @@ afdw_current_writer(AfdwConn *conn)
 AfdwConn *
 afdw_route_to_writer(AfdwConn *conn)
 {
-	AfdwConn   *writer;
+	AfdwConn   *writer = afdw_current_writer(conn);
 
-	if (conn->writer)
-		return conn;
-	writer = find_writer(conn->key.umid);
-	if (writer == NULL || !writer->wrote)
+	if (writer == conn || !writer->wrote)
 		return conn;
 	if (conn->nusers > 0)
 		conn->nusers--;

@@ -163,10 +163,20 @@ PGresult *
 afdw_run_query(AfdwConn *conn, const char *sql, int nparams,
 			   const char *const *values)
 {
-	PGresult   *res;
-
 	afdw_send_query(conn, sql, nparams, values);
-	res = afdw_wait_result(conn, sql);
+	return afdw_command_result(conn, sql);
+}
+
+/*
+ * afdw_command_result
+ *		Wait for the result of SQL, sent on CONN, and return it, raising a
+ *		remote error.
+ */
+PGresult *
+afdw_command_result(AfdwConn *conn, const char *sql)
+{
+	PGresult   *res = afdw_wait_result(conn, sql);
+
 	if (res == NULL ||
 		(PQresultStatus(res) != PGRES_TUPLES_OK &&
 		 PQresultStatus(res) != PGRES_COMMAND_OK))

@@ -248,15 +248,8 @@ afdw_send_write(AfdwConn *conn, const char *sql, bool copy, void *owner,
 PGresult *
 afdw_run_write(AfdwConn *conn, const char *sql)
 {
-	PGresult   *res;
-
 	afdw_send_write(conn, sql, false, NULL, NULL);
-	res = afdw_wait_result(conn, sql);
-	if (res == NULL ||
-		(PQresultStatus(res) != PGRES_TUPLES_OK &&
-		 PQresultStatus(res) != PGRES_COMMAND_OK))
-		afdw_report_remote_error(res, conn, sql);
-	return res;
+	return afdw_command_result(conn, sql);
 }
 
 /*
@@ -794,15 +787,8 @@ commit_all(void)
 		}
 		forboth(lc, deferred, lc2, sent)
 		{
-			PGresult   *res;
-
 			entry = (AfdwConn *) lfirst(lc);
-			res = afdw_wait_result(entry, (char *) lfirst(lc2));
-			if (res == NULL ||
-				(PQresultStatus(res) != PGRES_COMMAND_OK &&
-				 PQresultStatus(res) != PGRES_TUPLES_OK))
-				afdw_report_remote_error(res, entry, (char *) lfirst(lc2));
-			PQclear(res);
+			PQclear(afdw_command_result(entry, (char *) lfirst(lc2)));
 		}
 	}
 	list_free(deferred);
