@@ -25,11 +25,12 @@ REVOKE ALL ON async_fdw_prepared_xacts FROM PUBLIC;
 -- For superusers: it acts on the remote transactions of every user.
 CREATE FUNCTION async_fdw_recover_prepared_transactions (
     dry_run boolean DEFAULT false,
+    server text DEFAULT NULL,
     OUT server_name text,
     OUT gid text,
     OUT local_state text,
     OUT action text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME'
-LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
-REVOKE ALL ON FUNCTION async_fdw_recover_prepared_transactions (boolean) FROM PUBLIC;
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE;
+REVOKE ALL ON FUNCTION async_fdw_recover_prepared_transactions (boolean, text) FROM PUBLIC;

@@ -808,22 +808,36 @@ recover_server_caught(Oid serverid, const char *servername, RecordTable *tbl,
 
 /*
  * async_fdw_recover_prepared_transactions
- *		SQL-callable: recover, on every async_fdw server of this database,
- *		the remote transactions two-phase commit left prepared (see the
- *		banner); with DRY_RUN, only say what would be done.  One row per
- *		remote transaction: server, identifier, local state, action.
+ *		SQL-callable: recover, on every async_fdw server of this database or
+ *		on the one named SERVER, the remote transactions two-phase commit
+ *		left prepared (see the banner); with DRY_RUN, only say what would be
+ *		done.  One row per remote transaction: server, identifier, local
+ *		state, action.
+ *
+ * Not strict: SERVER is NULL by default, for all servers.
  */
 Datum
 async_fdw_recover_prepared_transactions(PG_FUNCTION_ARGS)
 {
-	bool		dry_run = PG_GETARG_BOOL(0);
+	bool		dry_run;
+	Oid			only = InvalidOid;
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	RecordTable tbl;
 	List	   *servers = NIL;
 	List	   *names = NIL;
 	ListCell   *lc;
 	ListCell   *lc2;
+	StringInfoData sql;
 	int			rc;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dry_run must not be null")));
+	dry_run = PG_GETARG_BOOL(0);
+	if (!PG_ARGISNULL(1))
+		only = GetForeignServerByName(text_to_cstring(PG_GETARG_TEXT_PP(1)),
+									  false)->serverid;
 
 	InitMaterializedSRF(fcinfo, 0);
 	SPI_connect();
@@ -832,14 +846,24 @@ async_fdw_recover_prepared_transactions(PG_FUNCTION_ARGS)
 		SPI_finish();
 		PG_RETURN_VOID();
 	}
-	rc = SPI_execute("SELECT s.oid, s.srvname FROM pg_catalog.pg_foreign_server s"
-					 " JOIN pg_catalog.pg_foreign_data_wrapper w ON w.oid = s.srvfdw"
-					 " JOIN pg_catalog.pg_proc p ON p.oid = w.fdwhandler"
-					 " JOIN pg_catalog.pg_extension e ON e.extnamespace = p.pronamespace"
-					 " WHERE e.extname = 'async_fdw' AND p.proname = 'async_fdw_handler'"
-					 " ORDER BY s.srvname", true, 0);
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT s.oid, s.srvname FROM pg_catalog.pg_foreign_server s"
+						   " JOIN pg_catalog.pg_foreign_data_wrapper w ON w.oid = s.srvfdw"
+						   " JOIN pg_catalog.pg_proc p ON p.oid = w.fdwhandler"
+						   " JOIN pg_catalog.pg_extension e ON e.extnamespace = p.pronamespace"
+						   " WHERE e.extname = 'async_fdw' AND p.proname = 'async_fdw_handler'");
+	if (OidIsValid(only))
+		appendStringInfo(&sql, " AND s.oid = %u", only);
+	appendStringInfoString(&sql, " ORDER BY s.srvname");
+	rc = SPI_execute(sql.data, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not list servers: %s", SPI_result_code_string(rc));
+	if (OidIsValid(only) && SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("server \"%s\" is not an async_fdw server",
+						text_to_cstring(PG_GETARG_TEXT_PP(1))),
+				 errhint("Name a server of a foreign-data wrapper whose handler is async_fdw_handler, or none for all.")));
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		bool		isnull;

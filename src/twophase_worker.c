@@ -10,10 +10,11 @@
  * and is no template, starts a short-lived dynamic worker and waits for it
  * to exit before the next: one extra process at a time.  The worker
  * connects to its database as the bootstrap superuser, and, if async_fdw
- * 1.2 or later is installed there, runs its recovery function in a
- * transaction of its own, logs what it finished and exits.  An error in a
- * worker (an unreachable server) ends that worker only: the launcher goes
- * on with the next database and the next round.  The launcher restarts
+ * 1.2 or later is installed there, runs its recovery function once per
+ * async_fdw server, each in a transaction of its own with a time limit,
+ * logs what it finished and exits.  A server that cannot be reached, or
+ * does not answer in time, is left to the next round; the other servers
+ * and databases are recovered all the same.  The launcher restarts
  * after a crash; async_fdw.recovery_interval = 0 keeps it idle until a
  * reload sets another interval.
  *
@@ -53,6 +54,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/timeout.h"
 #include "utils/timestamp.h"
 
 #include "async_fdw.h"
@@ -62,6 +64,9 @@
 
 /* How often the launcher looks whether its worker is done, at least. */
 #define AFDW_WORKER_POLL_MS		1000
+
+/* The least time a worker gives one server (see recover_server_in_worker). */
+#define AFDW_SERVER_MIN_TIMEOUT_MS	10000
 
 /* A database the launcher visits. */
 typedef struct RecoveryDb
@@ -84,6 +89,8 @@ static void recovery_round(void);
 static List *list_databases(void);
 static bool recover_database(RecoveryDb *db);
 static void fill_worker(BackgroundWorker *w, const char *function);
+static void recover_server_in_worker(const char *schema, const char *server,
+									 int64 *counts);
 
 /*
  * afdw_recovery_worker_init
@@ -299,15 +306,17 @@ recover_database(RecoveryDb *db)
 /*
  * afdw_recovery_worker_main
  *		A worker: recover the database whose OID is ARG, if async_fdw 1.2 or
- *		later is installed there, and log what was finished.
+ *		later is installed there, one server after the other, and log what
+ *		was finished.
  */
 void
 afdw_recovery_worker_main(Datum arg)
 {
 	char	   *dbname;
-	int64		committed = 0;
-	int64		rolled_back = 0;
-	int64		failed = 0;
+	char	   *schema = NULL;
+	List	   *servers = NIL;
+	ListCell   *lc;
+	int64		counts[3] = {0, 0, 0};
 	int			rc;
 
 	pqsignal(SIGTERM, die);
@@ -343,41 +352,109 @@ afdw_recovery_worker_main(Datum arg)
 			 SPI_result_code_string(rc));
 	if (SPI_processed > 0)
 	{
-		char	   *schema = SPI_getvalue(SPI_tuptable->vals[0],
-										  SPI_tuptable->tupdesc, 1);
-		char	   *sql;
-		bool		isnull;
+		schema = MemoryContextStrdup(TopMemoryContext,
+									 SPI_getvalue(SPI_tuptable->vals[0],
+												  SPI_tuptable->tupdesc, 1));
 
-		sql = psprintf("SELECT count(*) FILTER (WHERE action = 'committed'),"
-					   " count(*) FILTER (WHERE action = 'rolled back'),"
-					   " count(*) FILTER (WHERE starts_with(action, 'failed'))"
-					   " FROM %s.async_fdw_recover_prepared_transactions(false)",
-					   schema);
-		rc = SPI_execute(sql, false, 0);
-		if (rc != SPI_OK_SELECT || SPI_processed != 1)
-			elog(ERROR, "could not run async_fdw_recover_prepared_transactions: %s",
+		/* async_fdw's servers, as the budget function (1.1) lists them. */
+		rc = SPI_execute(psprintf("SELECT server_name FROM %s.async_fdw_connection_budget()"
+								  " ORDER BY 1", schema), true, 0);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "could not list the servers of async_fdw: %s",
 				 SPI_result_code_string(rc));
-		committed = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-												SPI_tuptable->tupdesc, 1, &isnull));
-		rolled_back = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-												  SPI_tuptable->tupdesc, 2, &isnull));
-		failed = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-											 SPI_tuptable->tupdesc, 3, &isnull));
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+			servers = lappend(servers, SPI_getvalue(SPI_tuptable->vals[i],
+													SPI_tuptable->tupdesc, 1));
+			MemoryContextSwitchTo(old);
+		}
 	}
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+
+	foreach(lc, servers)
+		recover_server_in_worker(schema, (char *) lfirst(lc), counts);
 	pgstat_report_activity(STATE_IDLE, NULL);
 
 	/*
 	 * Only what changed, and what could not be finished: such a remote
 	 * transaction holds its locks on the shard until a later round.
 	 */
-	if (committed > 0 || rolled_back > 0 || failed > 0)
+	if (counts[0] > 0 || counts[1] > 0 || counts[2] > 0)
 		ereport(LOG,
 				(errmsg("recovery of the prepared remote transactions of database \"%s\": " INT64_FORMAT " committed, " INT64_FORMAT " rolled back, " INT64_FORMAT " not finished",
-						dbname, committed, rolled_back, failed),
-				 failed > 0 ?
+						dbname, counts[0], counts[1], counts[2]),
+				 counts[2] > 0 ?
 				 errhint("Run async_fdw_recover_prepared_transactions() in that database to see why.") : 0));
 	proc_exit(0);
+}
+
+/*
+ * recover_server_in_worker
+ *		Recover server SERVER through the function in schema SCHEMA, in a
+ *		transaction of its own that may last Max(recovery_interval,
+ *		AFDW_SERVER_MIN_TIMEOUT_MS); add to COUNTS what was committed, rolled
+ *		back and not finished.
+ *
+ * Why a time limit: a server that accepts connections and never answers
+ * (and has no connect_timeout) would hold the worker, and with it every
+ * later server and database, for good.  The limit is a statement timeout:
+ * the function reports it as that server's failure.  Any other error
+ * (the server dropped meanwhile) is logged and counts as not finished.
+ */
+static void
+recover_server_in_worker(const char *schema, const char *server, int64 *counts)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	char	   *sql;
+
+	sql = psprintf("SELECT count(*) FILTER (WHERE action = 'committed'),"
+				   " count(*) FILTER (WHERE action = 'rolled back'),"
+				   " count(*) FILTER (WHERE starts_with(action, 'failed'))"
+				   " FROM %s.async_fdw_recover_prepared_transactions(false, %s)",
+				   schema, quote_literal_cstr(server));
+	PG_TRY();
+	{
+		int			rc;
+
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		SPI_connect();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pgstat_report_activity(STATE_RUNNING, sql);
+		enable_timeout_after(STATEMENT_TIMEOUT,
+							 Max(recovery_interval, AFDW_SERVER_MIN_TIMEOUT_MS));
+		rc = SPI_execute(sql, false, 0);
+		disable_timeout(STATEMENT_TIMEOUT, false);
+		if (rc != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "could not run async_fdw_recover_prepared_transactions: %s",
+				 SPI_result_code_string(rc));
+		for (int i = 0; i < 3; i++)
+		{
+			bool		isnull;
+
+			counts[i] += DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+													 SPI_tuptable->tupdesc, i + 1,
+													 &isnull));
+		}
+		SPI_finish();
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		HOLD_INTERRUPTS();
+		disable_timeout(STATEMENT_TIMEOUT, false);
+		EmitErrorReport();
+		AbortCurrentTransaction();
+		FlushErrorState();
+		RESUME_INTERRUPTS();
+		MemoryContextSwitchTo(cxt);
+		counts[2]++;
+	}
+	PG_END_TRY();
+	pfree(sql);
 }

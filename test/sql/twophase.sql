@@ -107,8 +107,12 @@ INSERT INTO async_fdw_prepared_xacts (gid, server_id, user_mapping_id)
 SELECT server_name, gid = :'gid1' AS first, local_state, action
   FROM async_fdw_recover_prepared_transactions(dry_run => true) ORDER BY 1;
 SELECT count(*) FROM pg_prepared_xacts;
+-- One server at a time: loopback's is committed, loopback2's left.
 SELECT server_name, gid = :'gid1' AS first, local_state, action
-  FROM async_fdw_recover_prepared_transactions() ORDER BY 1;
+  FROM async_fdw_recover_prepared_transactions(server => 'loopback') ORDER BY 1;
+SELECT gid = :'gid2' AS second FROM pg_prepared_xacts;
+SELECT server_name, gid = :'gid1' AS first, local_state, action
+  FROM async_fdw_recover_prepared_transactions(false, 'loopback2') ORDER BY 1;
 SELECT count(*) FROM pg_prepared_xacts;
 SELECT x FROM tp.a WHERE x >= 100 UNION ALL SELECT x FROM tp.b WHERE x >= 100;
 SELECT tp_records();
@@ -120,6 +124,13 @@ CREATE USER MAPPING FOR CURRENT_USER SERVER tp_down;
 SELECT server_name, gid, local_state, action LIKE 'failed: could not connect%' AS failed
   FROM async_fdw_recover_prepared_transactions();
 DROP SERVER tp_down CASCADE;
+-- A server that does not exist, one of another wrapper, a null dry_run.
+CREATE FOREIGN DATA WRAPPER tp_other_fdw;
+CREATE SERVER tp_other FOREIGN DATA WRAPPER tp_other_fdw;
+SELECT * FROM async_fdw_recover_prepared_transactions(server => 'tp_nowhere');
+SELECT * FROM async_fdw_recover_prepared_transactions(server => 'tp_other');
+SELECT * FROM async_fdw_recover_prepared_transactions(NULL);
+DROP FOREIGN DATA WRAPPER tp_other_fdw CASCADE;
 
 -- Only superusers may recover (it finishes other users' transactions), and
 -- nobody but async_fdw writes the records.

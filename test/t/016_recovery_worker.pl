@@ -5,11 +5,13 @@
 #   once it is up again, and one killed before its local commit gets them
 #   rolled back; async_fdw.recovery_interval = 0 stops the worker (by reload
 #   or at start) and another value (by reload) starts it again; a database
-#   whose recovery fails does not stop the others'.
+#   whose recovery fails does not stop the others', nor does a server that
+#   never answers stop the other servers'.
 
 use strict;
 use warnings;
 
+use IO::Socket::INET;
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -198,5 +200,35 @@ is(rows_of(3), '1,1', 'the worker, on again, committed the rows');
 like(slurp_file($coord->logfile, $log_from),
 	qr/database "postgres": 2 committed, 0 rolled back/,
 	'the worker, on again, logs what it committed');
+
+# 4. A server that accepts connections and never answers (no
+# connect_timeout): the worker gives it up after its time limit, each round,
+# and recovers the other servers of the database all the same.  Its name
+# comes first: before the limit, the worker waited on it for good.
+my $silent = IO::Socket::INET->new(
+	LocalAddr => '127.0.0.1',
+	LocalPort => 0,
+	Listen => 64,
+	ReuseAddr => 1) or die "listen: $!";
+my $silent_port = $silent->sockport;
+$coord->safe_psql('postgres', qq{
+	CREATE SERVER a_silent FOREIGN DATA WRAPPER async_fdw
+	  OPTIONS (host '127.0.0.1', port '$silent_port', dbname 'postgres');
+	CREATE USER MAPPING FOR CURRENT_USER SERVER a_silent;
+});
+$h = start_in_doubt('before_commit_prepared', 4);
+ok($coord->poll_query_until('postgres', 'SELECT count(*) = 2 FROM async_fdw_prepared_xacts'),
+	'silent server: the local transaction committed its records');
+$coord->stop('immediate');
+$h->finish;
+$log_from = -s $coord->logfile;
+$coord->start;
+wait_recovered('with a silent server');
+is(rows_of(4), '1,1', 'the worker committed the rows past the silent server');
+like(slurp_file($coord->logfile, $log_from),
+	qr/database "postgres": 2 committed, 0 rolled back, 1 not finished/,
+	'the worker logs the silent server as not finished');
+$coord->safe_psql('postgres', 'DROP SERVER a_silent CASCADE');
+close $silent;
 
 done_testing();
