@@ -276,7 +276,7 @@ extern void afdw_append_xact_settings(StringInfo sql);
 
 /* remote.c */
 extern bool afdw_wait_cleanup(AfdwConn *entry, TimestampTz deadline,
-							  bool ignore_errors);
+							  bool ignore_errors, char *failed_state);
 extern bool afdw_copy_abandon(AfdwConn *entry, TimestampTz deadline);
 extern PGresult *afdw_pop_result(AfdwConn *conn, bool *is_export);
 

@@ -346,17 +346,23 @@ afdw_wait_socket(AfdwConn *conn, const char *sql)
 /*
  * afdw_wait_cleanup
  *		Wait at most until DEADLINE for the results of the command in flight,
- *		without raising errors for them; true if it succeeded.
+ *		without raising errors for them; true if it succeeded.  When a
+ *		result failed and FAILED_STATE is not NULL, the first failed
+ *		result's SQLSTATE goes there (6 bytes; empty if none was read).
  *
  * Used while aborting, when an error must not be thrown and interrupts are
  * held off (a cancel then ends the wait with false), and for the answer to
  * a COMMIT, where interrupts are served.
  */
 bool
-afdw_wait_cleanup(AfdwConn *entry, TimestampTz deadline, bool ignore_errors)
+afdw_wait_cleanup(AfdwConn *entry, TimestampTz deadline, bool ignore_errors,
+				  char *failed_state)
 {
 	PGconn	   *conn = entry->conn;
 	bool		ok = true;
+
+	if (failed_state != NULL)
+		failed_state[0] = '\0';
 
 	/* The answer may be in already: then there is no need to wait. */
 	if (!afdw_result_ready(entry) && !PQconsumeInput(conn))
@@ -393,7 +399,13 @@ afdw_wait_cleanup(AfdwConn *entry, TimestampTz deadline, bool ignore_errors)
 		}
 		if (PQresultStatus(res) != PGRES_COMMAND_OK &&
 			PQresultStatus(res) != PGRES_TUPLES_OK && !ignore_errors)
+		{
+			const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+			if (ok && failed_state != NULL && state != NULL)
+				strlcpy(failed_state, state, 6);
 			ok = false;
+		}
 		PQclear(res);
 	}
 	return ok;

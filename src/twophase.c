@@ -352,7 +352,7 @@ afdw_twophase_end(bool committed)
 			continue;
 		entry->changing_xact_state = true;
 		if (entry->conn == NULL || PQstatus(entry->conn) != CONNECTION_OK ||
-			(entry->busy && !afdw_wait_cleanup(entry, deadline, true)))
+			(entry->busy && !afdw_wait_cleanup(entry, deadline, true, NULL)))
 			continue;
 		entry->busy = false;
 		entry->owner = NULL;
@@ -368,11 +368,19 @@ afdw_twophase_end(bool committed)
 	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
 	{
 		bool		ok;
+		char		state[6] = "";
 
 		if (entry->prepared_gid == NULL)
 			continue;
 		/* Rolled back: a PREPARE that failed left nothing to roll back. */
-		ok = entry->busy && afdw_wait_cleanup(entry, deadline, !committed);
+		ok = entry->busy && afdw_wait_cleanup(entry, deadline, !committed, state);
+
+		/*
+		 * Committed, and the server no longer has it: a recovery, which
+		 * saw the local commit, finished it first.
+		 */
+		if (!ok && committed && strcmp(state, "42704") == 0)
+			ok = true;
 		if (ok)
 		{
 			entry->busy = false;

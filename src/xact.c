@@ -889,7 +889,7 @@ afdw_finish_commit(AfdwConn *entry)
 	 * on its way, and the end of the transaction drops the connection.
 	 */
 	entry->changing_xact_state = true;
-	if (!afdw_wait_cleanup(entry, deadline, true) ||
+	if (!afdw_wait_cleanup(entry, deadline, true, NULL) ||
 		PQtransactionStatus(entry->conn) != PQTRANS_IDLE)
 		afdw_disconnect_entry(entry);
 	else
@@ -975,7 +975,7 @@ finish_in_flight(AfdwConn *entry, TimestampTz deadline)
 	/* A COPY FROM STDIN cut short is failed first, which ends it. */
 	if (entry->copy_in && !afdw_copy_abandon(entry, deadline))
 		return false;
-	(void) afdw_wait_cleanup(entry, deadline, true);
+	(void) afdw_wait_cleanup(entry, deadline, true, NULL);
 	return PQtransactionStatus(entry->conn) != PQTRANS_ACTIVE;
 }
 
@@ -1000,7 +1000,7 @@ abort_remote(AfdwConn *entry, const char *sql, TimestampTz deadline)
 	entry->busy = false;
 	entry->owner = NULL;
 	if (!PQsendQuery(entry->conn, sql) ||
-		!afdw_wait_cleanup(entry, deadline, false))
+		!afdw_wait_cleanup(entry, deadline, false, NULL))
 		return false;
 	entry->changing_xact_state = false;
 	return true;

@@ -476,14 +476,26 @@ class WriteBench:
         return out
 
     def prepared_count(self):
-        """prepared_count: the rows of async_fdw_prepared_xacts on the
-        coordinator (one per remote transaction two-phase commit prepared;
-        they stay until recovery), or None without the table."""
-        out, _, err = self.live_session("admin").try_run(
-            "SELECT count(*) FROM async_fdw_prepared_xacts")
-        if err or not out or not out[-1].strip().isdigit():
-            return None
-        return int(out[-1].strip())
+        """prepared_count: how many rows were ever inserted into
+        async_fdw_prepared_xacts on the coordinator (one per remote
+        transaction two-phase commit prepared; a backend deletes its own at
+        its next two-phase commit, so the table's size says nothing), from
+        pg_stat_user_tables.n_tup_ins; or None without the table.  A backend
+        flushes its counts as it exits, a moment after pgbench has returned:
+        read until two reads 0.3 s apart agree (at most 5 s)."""
+        sql = ("SELECT n_tup_ins FROM pg_stat_user_tables"
+               " WHERE relname = 'async_fdw_prepared_xacts'")
+        last = None
+        for _ in range(17):
+            out, _, err = self.live_session("admin").try_run(sql)
+            if err or not out or not out[-1].strip().isdigit():
+                return None
+            n = int(out[-1].strip())
+            if n == last:
+                return n
+            last = n
+            time.sleep(0.3)
+        return last
 
     def prepared_left(self):
         """prepared_left: the prepared transactions left on the shards

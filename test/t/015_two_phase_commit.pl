@@ -396,6 +396,28 @@ my $four_shards = join "\n", map { "shard$_|%s|%s" } 1 .. 4;
 	check_agree('(i) recovery during a commit');
 }
 
+# (j) Recovery finishes a transaction between its local commit and its own
+# COMMIT PREPAREDs (the backend paused there): the backend's COMMIT then
+# finds nothing to commit, which is no failure: no warning.
+{
+	my @k1 = keys_on(1, 2, 950);
+	my @k3 = keys_on(3, 2, 950);
+	my $at = -s $coord->logfile;
+	my $x = start_xact('before_commit_prepared',
+		'BEGIN',
+		"INSERT INTO items VALUES ($k1[0], 10), ($k1[1], 10), ($k3[0], 10), ($k3[1], 10)",
+		'COMMIT');
+	$coord->wait_for_log(qr/pausing two-phase commit \(before_commit_prepared\)/, $at);
+	is(recover('false'), "shard1|committed|committed\nshard3|committed|committed",
+		'(j) recovery commits the transaction whose backend has not yet');
+	# A reload wakes the backend from its pause.
+	$coord->safe_psql('postgres', 'SELECT pg_reload_conf()');
+	ok($x->{run}->finish, '(j) the COMMIT succeeds');
+	unlike($x->{err}, qr/WARNING/, '(j) without a warning');
+	$items{$_} = 10 for @k1, @k3;
+	check_agree('(j) recovery before the COMMIT PREPAREDs');
+}
+
 # (h) PREPARE TRANSACTION of a local transaction that used async_fdw still
 # fails clearly, and leaves nothing anywhere.
 {
