@@ -565,14 +565,17 @@ server_of_mapping(Oid umid)
 /*
  * run_finishing
  *		Run SQL (COMMIT or ROLLBACK PREPARED) on CONN; NULL on success, else
- *		the error's message.  A failure is caught: recovery goes on.
+ *		the error's message, its SQLSTATE in *SQLERRCODE.  A failure is
+ *		caught: recovery goes on.
  */
 static char *
-run_finishing(AfdwConn *conn, const char *sql)
+run_finishing(AfdwConn *conn, const char *sql, int *sqlerrcode)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
 	char	   *volatile failure = NULL;
+
+	*sqlerrcode = 0;
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
@@ -590,6 +593,7 @@ run_finishing(AfdwConn *conn, const char *sql)
 		FlushErrorState();
 		RollbackAndReleaseCurrentSubTransaction();
 		failure = edata->message;
+		*sqlerrcode = edata->sqlerrcode;
 	}
 	PG_END_TRY();
 	MemoryContextSwitchTo(cxt);
@@ -720,6 +724,7 @@ recover_server(Oid serverid, const char *servername, RecordTable *tbl,
 		{
 			UserMapping *user = mapping_of(umid);
 			char	   *failure;
+			int			sqlerrcode = 0;
 
 			if (user == NULL)
 				action = "left: its user mapping is gone";
@@ -732,15 +737,26 @@ recover_server(Oid serverid, const char *servername, RecordTable *tbl,
 
 				conn = afdw_connection_ready(afdw_acquire_connection(user));
 				failure = (conn->xact_depth > 0) ?
-					"its connection is in a transaction" : run_finishing(conn, cmd);
+					"its connection is in a transaction" :
+					run_finishing(conn, cmd, &sqlerrcode);
 				afdw_release_connection(conn);
+
+				/*
+				 * Gone or busy: its own session finished it after the
+				 * listing, or is finishing it now; that is no failure.
+				 */
 				if (failure == NULL)
 					action = (strcmp(state, "committed") == 0) ? "committed" : "rolled back";
+				else if (sqlerrcode == ERRCODE_UNDEFINED_OBJECT)
+					action = "finished by its session";
+				else if (sqlerrcode == ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE)
+					action = "left: its session is finishing it";
 				else
 					action = psprintf("failed: %s", failure);
 			}
 		}
-		if (strncmp(action, "committed", 9) != 0 && strncmp(action, "rolled back", 11) != 0)
+		if (strcmp(action, "committed") != 0 && strcmp(action, "rolled back") != 0 &&
+			strcmp(action, "finished by its session") != 0)
 			remaining = lappend(remaining, pstrdup(gid));
 
 		values[0] = CStringGetTextDatum(servername);

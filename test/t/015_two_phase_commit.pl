@@ -418,6 +418,41 @@ my $four_shards = join "\n", map { "shard$_|%s|%s" } 1 .. 4;
 	check_agree('(j) recovery before the COMMIT PREPAREDs');
 }
 
+# (k) The reverse: recovery lists a transaction whose backend then commits
+# it before recovery acts (each woken from its pause by its own signal):
+# recovery reports it as finished by its session, no failure, and keeps no
+# record of it.
+{
+	my @k1 = keys_on(1, 2, 970);
+	my @k2 = keys_on(2, 2, 970);
+	my $at = -s $coord->logfile;
+	my $x = start_xact('before_commit_prepared',
+		'BEGIN',
+		"INSERT INTO items VALUES ($k1[0], 11), ($k1[1], 11), ($k2[0], 11), ($k2[1], 11)",
+		'COMMIT');
+	$coord->wait_for_log(qr/pausing two-phase commit \(before_commit_prepared\)/, $at);
+	$at = -s $coord->logfile;
+	my $r = start_xact('recovery_after_listing',
+		q{SELECT server_name || '|' || local_state || '|' || action
+		  FROM async_fdw_recover_prepared_transactions() ORDER BY server_name});
+	$coord->wait_for_log(qr/pausing two-phase commit \(recovery_after_listing\)/, $at);
+	my $pid_of = sub {
+		my ($like) = @_;
+		return $coord->safe_psql('postgres',
+			"SELECT pid FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() AND query LIKE '$like'");
+	};
+	kill 'HUP', $pid_of->('COMMIT');
+	ok($x->{run}->finish, '(k) the COMMIT succeeds');
+	unlike($x->{err}, qr/WARNING/, '(k) without a warning');
+	kill 'HUP', $pid_of->('%async_fdw_recover_prepared_transactions%');
+	ok($r->{run}->finish, '(k) the recovery ends');
+	like($r->{out}, qr/^\s*shard1\|committed\|finished by its session$/m,
+		'(k) recovery reports the transaction finished by its session');
+	unlike($r->{out}, qr/failed/, '(k) and no failure');
+	$items{$_} = 11 for @k1, @k2;
+	check_agree('(k) the session commits after the recovery listed it');
+}
+
 # (h) PREPARE TRANSACTION of a local transaction that used async_fdw still
 # fails clearly, and leaves nothing anywhere.
 {
