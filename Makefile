@@ -24,6 +24,7 @@ OBJS = \
 	src/scan.o \
 	src/shippable.o \
 	src/snapshot.o \
+	src/statements.o \
 	src/stream.o \
 	src/truncate.o \
 	src/twophase.o \

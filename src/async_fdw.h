@@ -226,6 +226,8 @@ extern int	afdw_conn_users(AfdwConn *conn);
 extern List *afdw_list_connections(void);
 extern bool afdw_close_connection(Oid umid, int slot);
 extern void afdw_set_streaming(AfdwConn *conn, bool streaming);
+
+/* statements.c */
 extern unsigned int afdw_prepared_statement(AfdwConn *conn, const char *sql);
 extern bool afdw_keeps_statements(AfdwConn *conn);
 extern unsigned int afdw_next_statement_number(AfdwConn *conn);

@@ -4,13 +4,14 @@
  *		The remote connection as the connection-side files of async_fdw
  *		share it.
  *
- * Included only by connection.c (the pool, invalidation, prepared
- * statements), connect.c (opening one connection), remote.c (send, wait,
- * results, cancel, remote errors), snapshot.c (the shared snapshot of a
- * server), xact.c (the remote transactions), twophase.c (two-phase commit
- * and recovery) and budget.c (the connection budget shared by all
- * backends).  For every other file AfdwConn is opaque (async_fdw.h), and
- * only these seven call libpq on a connection.
+ * Included only by connection.c (the pool, invalidation), statements.c
+ * (the statements prepared in a remote session), connect.c (opening one
+ * connection), remote.c (send, wait, results, cancel, remote errors),
+ * snapshot.c (the shared snapshot of a server), xact.c (the remote
+ * transactions), twophase.c (two-phase commit and recovery) and budget.c
+ * (the connection budget shared by all backends).  For every other file
+ * AfdwConn is opaque (async_fdw.h), and only these call libpq on a
+ * connection (statements.c reads results only).
  * Declarations are grouped by the file that defines them.
  *
  *-------------------------------------------------------------------------
@@ -259,13 +260,16 @@ extern HTAB *afdw_conn_hash;
 extern MemoryContext afdw_conn_cxt;
 
 extern bool afdw_connection_alive(AfdwConn *entry);
-extern void afdw_note_prepare(AfdwConn *conn, PGresult *res);
-extern void afdw_append_deallocs(AfdwConn *entry, StringInfo sql);
 extern void afdw_disconnect_entry(AfdwConn *entry);
 extern void afdw_break_connection(AfdwConn *entry, const char *violation);
 extern AfdwConn *afdw_slot_zero(Oid umid);
 extern void afdw_trim_idle_pools(void);
 extern void afdw_append_idle_setting(AfdwConn *entry, StringInfo sql);
+
+/* statements.c */
+extern void afdw_note_prepare(AfdwConn *conn, PGresult *res);
+extern void afdw_append_deallocs(AfdwConn *entry, StringInfo sql);
+extern void afdw_forget_statements(AfdwConn *entry);
 
 /* connect.c */
 extern void afdw_connect_start(AfdwConn *entry, UserMapping *user,
