@@ -60,6 +60,7 @@ static bool near_idle_timeout(AfdwConn *entry);
 static AfdwConn *least_used_open(Oid umid);
 static bool reserve_fd(bool optional);
 static void inval_callback(Datum arg, int cacheid, uint32 hashvalue);
+static void report_lost_transaction(AfdwConn *entry) pg_attribute_noreturn();
 
 /*
  * afdw_connection_init
@@ -239,12 +240,7 @@ afdw_acquire_connection(UserMapping *user)
 
 	if (entry->conn != NULL && entry->connecting == NULL &&
 		(entry->changing_xact_state || PQstatus(entry->conn) != CONNECTION_OK))
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("lost connection to server \"%s\"",
-						NameStr(entry->servername)),
-				 errdetail("The remote transaction of this local transaction is lost."),
-				 errhint("Roll back the local transaction and retry.")));
+		report_lost_transaction(entry);
 
 	/* An unused slot: connect it, or share an open connection instead. */
 	if (entry->conn == NULL)
@@ -253,6 +249,23 @@ afdw_acquire_connection(UserMapping *user)
 	afdw_budget_in_use(entry);
 	entry->nusers++;
 	return entry;
+}
+
+/*
+ * report_lost_transaction
+ *		Raise the loss of ENTRY's remote transaction: its connection broke,
+ *		or a change of its transaction state was cut short, while the local
+ *		transaction still needs it.
+ */
+static void
+report_lost_transaction(AfdwConn *entry)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("lost connection to server \"%s\"",
+					NameStr(entry->servername)),
+			 errdetail("The remote transaction of this local transaction is lost."),
+			 errhint("Roll back the local transaction and retry.")));
 }
 
 /*
@@ -652,12 +665,7 @@ afdw_acquire_writer(UserMapping *user)
 	{
 		if (entry->conn == NULL || entry->changing_xact_state ||
 			PQstatus(entry->conn) != CONNECTION_OK)
-			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
-					 errmsg("lost connection to server \"%s\"",
-							NameStr(entry->servername)),
-					 errdetail("The remote transaction of this local transaction is lost."),
-					 errhint("Roll back the local transaction and retry.")));
+			report_lost_transaction(entry);
 		afdw_budget_in_use(entry);
 		entry->nusers++;
 	}
