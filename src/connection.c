@@ -646,7 +646,6 @@ AfdwConn *
 afdw_acquire_writer(UserMapping *user)
 {
 	AfdwConn   *entry = find_writer(user->umid);
-
 	AfdwConn   *exporter = NULL;
 
 	afdw_connection_init();

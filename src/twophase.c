@@ -121,6 +121,12 @@ typedef struct RecordTable
 static RecordTable cached_table = {NULL, InvalidOid, InvalidOid};
 static List *finished_gids = NIL;
 
+/*
+ * Whether this transaction sent PREPAREs: the end of every other
+ * transaction returns at once, without looking at the connections.
+ */
+static bool prepares_sent = false;
+
 PG_FUNCTION_INFO_V1(async_fdw_recover_prepared_transactions);
 
 static bool record_table(RecordTable *tbl, bool missing_ok);
@@ -267,6 +273,7 @@ afdw_twophase_prepare(void)
 						 quote_literal_cstr((char *) lfirst(lc2)));
 		/* From now on its abort is a ROLLBACK PREPARED, whatever comes. */
 		entry->prepared_gid = MemoryContextStrdup(afdw_conn_cxt, (char *) lfirst(lc2));
+		prepares_sent = true;
 		entry->changing_xact_state = true;
 		afdw_send_query(entry, sql.data, 0, NULL);
 		sqls = lappend(sqls, sql.data);
@@ -327,18 +334,11 @@ afdw_twophase_end(bool committed)
 	TimestampTz deadline;
 	const char *verb = committed ? "COMMIT PREPARED" : "ROLLBACK PREPARED";
 
-	if (afdw_conn_hash == NULL)
+	if (!prepares_sent)
 		return;
+	prepares_sent = false;
 	if (committed)
-	{
-		bool		any = false;
-
-		hash_seq_init(&scan, afdw_conn_hash);
-		while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
-			any |= (entry->prepared_gid != NULL);
-		if (any)
-			debug_sleep(AFDW_PAUSE_BEFORE_COMMIT_PREPARED);
-	}
+		debug_sleep(AFDW_PAUSE_BEFORE_COMMIT_PREPARED);
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 										   AFDW_FINISH_TIMEOUT_MS);
 
