@@ -9,6 +9,8 @@
 #   TEST_PORT      port of the throwaway server (default: 55432)
 #   SKIP_TAP=1     run pg_regress only
 #   SKIP_DEPS=1    do not apt-get anything
+#   REGRESS_FILES  run only these pg_regress files (e.g. "setup aggregate")
+#   TAP_FILES      run only these TAP files (e.g. "test/t/005_differential.pl")
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -73,9 +75,12 @@ as_user pg_ctl -D "$data" -l "$work/server.log" -w start >/dev/null
 # 4. The tests.
 status=0
 log "make installcheck"
-if [ -n "${SKIP_TAP:-}" ]; then tap="TAP_TESTS="; else tap=; fi
+args=()
+if [ -n "${SKIP_TAP:-}" ]; then args+=("TAP_TESTS="); fi
+if [ -n "${REGRESS_FILES:-}" ]; then args+=("REGRESS=$REGRESS_FILES"); fi
+if [ -n "${TAP_FILES:-}" ]; then args+=("PROVE_TESTS=$TAP_FILES"); fi
 if ! as_user PGHOST="$sock" PGPORT="$port" PGUSER=postgres \
-	make -C "$work/src" installcheck PG_CONFIG="$PG_CONFIG" $tap; then
+	make -C "$work/src" installcheck PG_CONFIG="$PG_CONFIG" "${args[@]}"; then
 	status=1
 	# A TAP file's log: its failures with the diagnostics after each
 	# (a differential test's report sits there, not at the end), then
