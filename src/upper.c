@@ -564,6 +564,7 @@ afdw_planner(Query *query, const char *query_string, int cursor_options,
 	PlannedStmt *result;
 	bool		saved = enable_partitionwise_aggregate;
 	bool		saved_join = enable_partitionwise_join;
+	bool		saved_wrapped = planner_wrapped;
 	PartialSearch ps = {false, false, false};
 
 	if ((afdw_partitionwise_aggregate && !enable_partitionwise_aggregate) ||
@@ -587,7 +588,8 @@ afdw_planner(Query *query, const char *query_string, int cursor_options,
 	}
 	PG_FINALLY();
 	{
-		planner_wrapped = false;
+		/* A planning nested in another returns to the outer one's state. */
+		planner_wrapped = saved_wrapped;
 		enable_partitionwise_aggregate = saved;
 		enable_partitionwise_join = saved_join;
 	}
