@@ -156,7 +156,7 @@ SELECT * FROM trunc_counts();
 -- The same, inside a savepoint rolled back afterwards.
 SELECT trunc_fill();
 BEGIN;
-SELECT count(*) FROM trunc_a UNION ALL SELECT count(*) FROM trunc_b;
+SELECT 'a' AS t, count(*) FROM trunc_a UNION ALL SELECT 'b', count(*) FROM trunc_b ORDER BY 1;
 SAVEPOINT s1;
 SELECT count(*) FROM trunc_pt;
 TRUNCATE trunc_b, trunc_pt;
@@ -164,7 +164,7 @@ SELECT count(*) FROM trunc_b UNION ALL SELECT count(*) FROM trunc_pt;
 ROLLBACK TO SAVEPOINT s1;
 SELECT count(*) FROM trunc_b UNION ALL SELECT count(*) FROM trunc_pt;
 TRUNCATE trunc_a;
-SELECT count(*) FROM trunc_a UNION ALL SELECT count(*) FROM trunc_b;
+SELECT 'a' AS t, count(*) FROM trunc_a UNION ALL SELECT 'b', count(*) FROM trunc_b ORDER BY 1;
 COMMIT;
 SELECT * FROM trunc_counts();
 
