@@ -27,6 +27,7 @@
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "tcop/tcopprot.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -69,17 +70,22 @@ static WaitEventSet *wake_set = NULL;
  */
 static instr_time last_notify;
 
-#if PG_VERSION_NUM < 150007
 /*
- * The wait sets of asynchronous Appends (nested in one another's
- * conditions) to which the backend's latch was added in their current wait
- * (see afdw_wake_append); a set can hold one latch.  A set leaves the list
+ * On a server whose Append does not wait on the latch (see
+ * executor_waits_on_latch), the wait sets of asynchronous Appends (nested
+ * in one another's conditions) to which the backend's latch was added in
+ * their current wait (see afdw_wake_append); a set can hold one latch.  A set leaves the list
  * when its Append's next wait begins (forget_waits).
  */
 #define AFDW_MAX_LATCH_SETS		16
 static WaitEventSet *latch_sets[AFDW_MAX_LATCH_SETS];
 static int	n_latch_sets = 0;
-#endif
+
+/*
+ * Whether the running server's asynchronous Append waits on the backend's
+ * latch: -1 until first asked.
+ */
+static int	append_waits_on_latch = -1;
 
 /*
  * afdw_scan_error_context
@@ -526,6 +532,34 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 }
 
 /*
+ * executor_waits_on_latch
+ *		Whether the running server's asynchronous Append adds the backend's
+ *		latch to its wait set itself, after its children prepared the wait:
+ *		since PostgreSQL 15.7 (and the minor releases of the same day, 14.12
+ *		and 16.3).  Asked of the server, not of the headers built against:
+ *		the ABI is stable across minor releases, so a module built against
+ *		15.6 may run on 15.7 and one built against 15.7 on 15.6, and adding
+ *		the latch twice, or not at all, would overflow the set or hang the
+ *		wait.
+ */
+static bool
+executor_waits_on_latch(void)
+{
+	if (append_waits_on_latch < 0)
+	{
+		const char *v = GetConfigOption("server_version_num", false, false);
+		int			num = v != NULL ? atoi(v) : 0;
+
+		append_waits_on_latch =
+			num >= 170000 ||
+			(num >= 160003 && num < 170000) ||
+			(num >= 150007 && num < 160000) ||
+			(num >= 140012 && num < 150000);
+	}
+	return append_waits_on_latch == 1;
+}
+
+/*
  * afdw_wake_append
  *		ST's results were read by another scan while ST's Append waits for
  *		them on the socket (a scan of a subplan that a sibling's condition
@@ -534,7 +568,8 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
  *		latch, so that its next wait finds ST's rows ready.
  *
  * Since PostgreSQL 15.7 the Append waits on the latch too, added after
- * its children prepared the wait; before, the latch is added here.
+ * its children prepared the wait; on an older server the latch is added
+ * here (executor_waits_on_latch).
  */
 void
 afdw_wake_append(AfdwScanState *st)
@@ -548,20 +583,21 @@ afdw_wake_append(AfdwScanState *st)
 	set = ((AppendState *) st->areq->requestor)->as_eventset;
 	if (set == NULL)
 		return;					/* its wait is over already */
-#if PG_VERSION_NUM < 150007
-	for (int i = 0; i < n_latch_sets; i++)
+	if (!executor_waits_on_latch())
 	{
-		if (latch_sets[i] == set)
+		for (int i = 0; i < n_latch_sets; i++)
 		{
-			SetLatch(MyLatch);
-			return;
+			if (latch_sets[i] == set)
+			{
+				SetLatch(MyLatch);
+				return;
+			}
 		}
+		if (n_latch_sets >= AFDW_MAX_LATCH_SETS)
+			n_latch_sets = 0;	/* sets of waits long over: forget them */
+		AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+		latch_sets[n_latch_sets++] = set;
 	}
-	if (n_latch_sets >= AFDW_MAX_LATCH_SETS)
-		n_latch_sets = 0;		/* sets of waits long over: forget them */
-	AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
-	latch_sets[n_latch_sets++] = set;
-#endif
 	wake_set = set;
 	SetLatch(MyLatch);
 }
@@ -997,13 +1033,11 @@ forget_waits(AfdwScanState *st, bool all)
 		return;
 	if (wake_set == ((AppendState *) st->areq->requestor)->as_eventset)
 		wake_set = NULL;
-#if PG_VERSION_NUM < 150007
 	for (int i = 0; i < n_latch_sets; i++)
 	{
 		if (latch_sets[i] == ((AppendState *) st->areq->requestor)->as_eventset)
 			latch_sets[i--] = latch_sets[--n_latch_sets];
 	}
-#endif
 	dlist_foreach(it, &afdw_active_scans)
 	{
 		AfdwScanState *other = dlist_container(AfdwScanState, active_node, it.cur);
