@@ -1,7 +1,7 @@
 --
 -- functions: async_fdw_get_connections, async_fdw_disconnect and
 -- async_fdw_disconnect_all, side by side with postgres_fdw's; the update of
--- the extension from 1.0 to 1.1
+-- the extension from 1.0 to the current version
 --
 
 -- Servers whose remote sessions carry their own application_name, so that
@@ -243,9 +243,12 @@ DROP TABLE remote.fn, remote.fn0, remote.fn1, remote.fn2, remote.fn3;
 DROP SERVER fn_a, fn_b, fn_pg CASCADE;
 DROP EXTENSION postgres_fdw;
 
--- 6. Versions: CREATE EXTENSION installs 1.1; 1.0 updates to 1.1 and then
--- has the same functions as a fresh 1.1.
-SELECT extversion FROM pg_extension WHERE extname = 'async_fdw';
+-- 6. Versions: CREATE EXTENSION installs the control file's default
+-- version; 1.0 updates to it and then has the same functions as a fresh
+-- install.
+SELECT e.extversion, e.extversion = a.default_version AS is_default
+  FROM pg_extension e JOIN pg_available_extensions a ON a.name = e.extname
+ WHERE e.extname = 'async_fdw';
 SELECT name, version, installed FROM pg_available_extension_versions
  WHERE name = 'async_fdw' ORDER BY version;
 SELECT current_database() AS fn_regdb \gset
