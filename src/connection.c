@@ -779,6 +779,7 @@ afdw_list_connections(void)
 		info->streaming = entry->streaming && entry->nusers > 0;
 		info->remote_pid = PQbackendPID(entry->conn);
 		info->opened_at = entry->opened_at;
+		info->can_prepare = entry->can_prepare;
 		result = lappend(result, info);
 	}
 	return result;
