@@ -66,6 +66,20 @@ typedef enum AfdwSampling
 	AFDW_SAMPLE_BERNOULLI		/* TABLESAMPLE BERNOULLI */
 } AfdwSampling;
 
+/*
+ * When remote transactions commit with two-phase commit: the setting
+ * async_fdw.two_phase_commit and the server option two_phase_commit
+ * (twophase.c).  The words of option.c are in this order.
+ */
+typedef enum AfdwTwoPhase
+{
+	AFDW_2PC_OFF,				/* never */
+	AFDW_2PC_AUTO,				/* where atomicity is at stake and every
+								 * written server can prepare */
+	AFDW_2PC_ON					/* whenever a remote server was written;
+								 * an error if one cannot prepare */
+} AfdwTwoPhase;
+
 typedef enum AfdwPooler
 {
 	AFDW_POOLER_AUTO,			/* none, unless the server refuses startup
@@ -157,6 +171,7 @@ extern int	afdw_fetch_size_option(List *options, int current);
 extern int	afdw_fetch_mode_option(List *options, int current);
 extern AfdwPooler afdw_pooler_option(List *options);
 extern AfdwSampling afdw_sampling_option(List *options, AfdwSampling current);
+extern int	afdw_two_phase_option(List *options);
 extern bool afdw_bool_option(List *options, const char *name, bool current);
 extern double afdw_real_option(List *options, const char *name, double current);
 extern int	afdw_int_option(List *options, const char *name, int current);
@@ -210,6 +225,8 @@ typedef struct AfdwConnInfo
 	bool		streaming;		/* one of them streams on it */
 	int			remote_pid;		/* the remote backend's process id */
 	TimestampTz opened_at;
+	int			can_prepare;	/* the server takes PREPARE TRANSACTION: 1,
+								 * 0, or -1 when not known yet */
 } AfdwConnInfo;
 
 extern void afdw_connection_init(void);

@@ -509,6 +509,11 @@ afdw_connect_start(AfdwConn *entry, UserMapping *user, bool optional)
 	entry->mapping_hash = GetSysCacheHashValue1(USERMAPPINGOID,
 												ObjectIdGetDatum(user->umid));
 	entry->keep = afdw_bool_option(server->options, "keep_connections", true);
+	entry->parallel_commit = afdw_bool_option(server->options, "parallel_commit", true);
+	entry->parallel_abort = afdw_bool_option(server->options, "parallel_abort", false);
+	entry->two_phase = afdw_two_phase_option(server->options);
+	/* A new session may reach another server, or one restarted since. */
+	entry->can_prepare = -1;
 	entry->keep_idle = afdw_int_option(server->options, "idle_connections",
 									   AFDW_DEFAULT_IDLE_CONNECTIONS);
 	entry->idle_limit = afdw_int_option(server->options, "idle_timeout",

@@ -260,8 +260,14 @@ afdw_acquire_connection(UserMapping *user)
 static void
 report_lost_transaction(AfdwConn *entry)
 {
+	/*
+	 * A transaction command cut short (a cleanup that failed) gets the code
+	 * postgres_fdw gives a connection left so, 08000; a broken connection
+	 * 08006.
+	 */
 	ereport(ERROR,
-			(errcode(ERRCODE_CONNECTION_FAILURE),
+			(errcode(entry->changing_xact_state ? ERRCODE_CONNECTION_EXCEPTION :
+					 ERRCODE_CONNECTION_FAILURE),
 			 errmsg("lost connection to server \"%s\"",
 					NameStr(entry->servername)),
 			 errdetail("The remote transaction of this local transaction is lost."),
@@ -779,6 +785,7 @@ afdw_list_connections(void)
 		info->streaming = entry->streaming && entry->nusers > 0;
 		info->remote_pid = PQbackendPID(entry->conn);
 		info->opened_at = entry->opened_at;
+		info->can_prepare = entry->can_prepare;
 		result = lappend(result, info);
 	}
 	return result;

@@ -71,6 +71,11 @@ struct AfdwConn
 										 * short: the remote state is unknown */
 	bool		invalidated;	/* server or mapping changed: reconnect */
 	bool		keep;			/* keep_connections */
+	bool		parallel_commit;	/* parallel_commit: COMMIT sent with the
+									 * others' at once, else alone, after
+									 * the previous one's answer */
+	bool		parallel_abort; /* parallel_abort: ABORT sent with the
+								 * others' at once, else alone */
 	int			keep_idle;		/* idle_connections: of the pool, how many
 								 * stay open between transactions */
 	int			idle_limit;		/* idle_timeout: ms after which the server
@@ -237,6 +242,17 @@ struct AfdwConn
 	 * sent after the local transaction.
 	 */
 	char	   *prepared_gid;
+
+	/*
+	 * Two-phase commit (twophase.c): the server option two_phase_commit
+	 * (an AfdwTwoPhase, -1 when not set), and whether the session's server
+	 * takes PREPARE TRANSACTION (its max_prepared_transactions is not 0): 1
+	 * yes, 0 no, -1 not known yet.  Learned once per session, when a
+	 * PREPARE succeeds or fails for that reason, or asked at the first
+	 * commit that auto must decide on.
+	 */
+	int			two_phase;
+	int			can_prepare;
 };
 
 /* budget.c */

@@ -17,7 +17,8 @@
  * budget.c the shared figures of the budget (afdw_budget_figures); this
  * file sees connections through async_fdw.h only, not
  * connection_internal.h, so the pool's invariants stay in connection.c.
- * async_fdw--1.0--1.1.sql declares the functions.
+ * async_fdw--1.0--1.1.sql declares the functions (and 1.2--1.3 the new
+ * column of async_fdw_get_connections).
  *
  *-------------------------------------------------------------------------
  */
@@ -39,7 +40,7 @@
 #include "async_fdw.h"
 
 /* Columns of async_fdw_get_connections and async_fdw_connection_budget. */
-#define GET_CONNECTIONS_COLS	8
+#define GET_CONNECTIONS_COLS	9
 #define BUDGET_COLS				5
 
 /* Connections a disconnect left open because they are in use, per server. */
@@ -70,7 +71,9 @@ PG_FUNCTION_INFO_V1(async_fdw_connection_budget);
  * goes at the transaction's end.  mode tells how the scans holding the
  * connection now read: 'stream', 'cursor' (commands whose answers are
  * read one at a time: DECLARE and FETCH, or EXECUTE of a prepared
- * statement), NULL when no scan holds it.
+ * statement), NULL when no scan holds it.  can_prepare (1.3) tells
+ * whether the server takes PREPARE TRANSACTION, NULL until the session
+ * knows (twophase.c).
  */
 Datum
 async_fdw_get_connections(PG_FUNCTION_ARGS)
@@ -109,6 +112,11 @@ async_fdw_get_connections(PG_FUNCTION_ARGS)
 			nulls[5] = true;
 		values[6] = Int32GetDatum(info->remote_pid);
 		values[7] = TimestampTzGetDatum(info->opened_at);
+		/* Only in 1.3 and later; a 1.2 declaration ignores it. */
+		if (info->can_prepare >= 0)
+			values[8] = BoolGetDatum(info->can_prepare > 0);
+		else
+			nulls[8] = true;
 
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}

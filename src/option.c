@@ -44,7 +44,8 @@ typedef enum AfdwOptionKind
 	AFDW_OPT_POOLER,			/* auto, none, session or transaction */
 	AFDW_OPT_CONNECTIONS,		/* 1 to AFDW_MAX_MAX_CONNECTIONS */
 	AFDW_OPT_BUDGET,			/* 0 (none) to INT_MAX */
-	AFDW_OPT_SAMPLING			/* off, auto, random, system or bernoulli */
+	AFDW_OPT_SAMPLING,			/* off, auto, random, system or bernoulli */
+	AFDW_OPT_TWO_PHASE			/* off, auto or on */
 } AfdwOptionKind;
 
 /* One valid option: its name, where it may appear, how its value looks. */
@@ -76,6 +77,9 @@ static const AfdwOption own_options[] = {
 	{"updatable", ForeignServerRelationId, AFDW_OPT_BOOL, false},
 	{"truncatable", ForeignServerRelationId, AFDW_OPT_BOOL, false},
 	{"batch_size", ForeignServerRelationId, AFDW_OPT_POSITIVE_INT, false},
+	{"parallel_commit", ForeignServerRelationId, AFDW_OPT_BOOL, false},
+	{"parallel_abort", ForeignServerRelationId, AFDW_OPT_BOOL, false},
+	{"two_phase_commit", ForeignServerRelationId, AFDW_OPT_TWO_PHASE, false},
 	/* user mappings */
 	{"password_required", UserMappingRelationId, AFDW_OPT_BOOL, false},
 	{"sslcert", UserMappingRelationId, AFDW_OPT_STRING, true},
@@ -273,12 +277,14 @@ parse_int_from(const char *value, int min, int *result)
 }
 
 /*
- * The words the fetch_mode, pooler and analyze_sampling options take, any
- * case, in the order of AfdwFetchMode, AfdwPooler and AfdwSampling.
+ * The words the fetch_mode, pooler, analyze_sampling and two_phase_commit
+ * options take, any case, in the order of AfdwFetchMode, AfdwPooler,
+ * AfdwSampling and AfdwTwoPhase.
  */
 static const char *const fetch_mode_words[] = {"auto", "stream", "cursor", NULL};
 static const char *const pooler_words[] = {"auto", "none", "session", "transaction", NULL};
 static const char *const sampling_words[] = {"off", "auto", "random", "system", "bernoulli", NULL};
+static const char *const two_phase_words[] = {"off", "auto", "on", NULL};
 
 StaticAssertDecl(lengthof(fetch_mode_words) == AFDW_FETCH_CURSOR + 2,
 				 "fetch_mode_words does not match AfdwFetchMode");
@@ -286,6 +292,8 @@ StaticAssertDecl(lengthof(pooler_words) == AFDW_POOLER_TRANSACTION + 2,
 				 "pooler_words does not match AfdwPooler");
 StaticAssertDecl(lengthof(sampling_words) == AFDW_SAMPLE_BERNOULLI + 2,
 				 "sampling_words does not match AfdwSampling");
+StaticAssertDecl(lengthof(two_phase_words) == AFDW_2PC_ON + 2,
+				 "two_phase_words does not match AfdwTwoPhase");
 
 /*
  * words_of
@@ -302,6 +310,8 @@ words_of(AfdwOptionKind kind)
 			return pooler_words;
 		case AFDW_OPT_SAMPLING:
 			return sampling_words;
+		case AFDW_OPT_TWO_PHASE:
+			return two_phase_words;
 		default:
 			elog(ERROR, "option kind %d takes no words", (int) kind);
 	}
@@ -400,6 +410,7 @@ check_option_value(const AfdwOption *opt, const char *value)
 		case AFDW_OPT_FETCH_MODE:
 		case AFDW_OPT_POOLER:
 		case AFDW_OPT_SAMPLING:
+		case AFDW_OPT_TWO_PHASE:
 
 			/*
 			 * A word outside a fixed set is what a bad Boolean is, so it gets
@@ -641,6 +652,17 @@ afdw_sampling_option(List *options, AfdwSampling current)
 {
 	return (AfdwSampling) word_option(options, "analyze_sampling",
 									  sampling_words, current);
+}
+
+/*
+ * afdw_two_phase_option
+ *		The two_phase_commit in OPTIONS (a server's) as an AfdwTwoPhase, or
+ *		-1 when absent: the session's setting then decides.
+ */
+int
+afdw_two_phase_option(List *options)
+{
+	return word_option(options, "two_phase_commit", two_phase_words, -1);
 }
 
 /*

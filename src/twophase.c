@@ -4,10 +4,14 @@
  *		Atomic commit across servers: two-phase commit of the remote
  *		transactions that wrote, and the recovery of those left in doubt.
  *
- * Under async_fdw.two_phase_commit (off, auto or on; auto by default), a
- * local transaction that wrote through more than one connection, or
- * through one and to local tables too (auto), or through any (on),
- * prepares its remote transactions at pre-commit: each written one gets a
+ * Under async_fdw.two_phase_commit (off, auto or on; auto by default; a
+ * server's option two_phase_commit replaces it for that server, see
+ * wants_two_phase), a local transaction that wrote through more than one
+ * connection, or through one and to local tables too (auto), or through
+ * any (on), prepares its remote transactions at pre-commit, if every
+ * server written can (its max_prepared_transactions is not 0; under auto
+ * one that cannot makes the whole transaction commit as postgres_fdw does,
+ * under on it is an error): each written one gets a
  * global identifier naming this coordinator (its system identifier), the
  * database, the local transaction and the user mapping
  * (afdw_<system>_<database>_<xid>_<user mapping>), recorded in the table
@@ -59,14 +63,7 @@
 /* How long the end of the prepared transactions may wait for servers. */
 #define AFDW_FINISH_TIMEOUT_MS	30000
 
-/* async_fdw.two_phase_commit. */
-typedef enum AfdwTwoPhase
-{
-	AFDW_2PC_OFF,
-	AFDW_2PC_AUTO,
-	AFDW_2PC_ON
-} AfdwTwoPhase;
-
+/* async_fdw.two_phase_commit (AfdwTwoPhase, async_fdw.h). */
 static const struct config_enum_entry two_phase_options[] = {
 	{"off", AFDW_2PC_OFF, false},
 	{"auto", AFDW_2PC_AUTO, false},
@@ -127,11 +124,20 @@ static List *finished_gids = NIL;
  */
 static bool prepares_sent = false;
 
+/*
+ * The servers auto committed without two-phase commit because they cannot
+ * prepare, already logged once by this backend (in TopMemoryContext).
+ */
+static List *logged_servers = NIL;
+
 PG_FUNCTION_INFO_V1(async_fdw_recover_prepared_transactions);
 
 static bool record_table(RecordTable *tbl, bool missing_ok);
 static void forget_table(Datum arg, Oid relid);
 static void record_prepared(List *gids, List *entries);
+static bool wants_two_phase(List *writers);
+static void learn_can_prepare(List *writers);
+static void refuse_two_phase(AfdwConn *entry, const char *detail) pg_attribute_noreturn();
 static void report_prepare_error(PGresult *res, AfdwConn *entry,
 								 const char *sql) pg_attribute_noreturn();
 static void recover_server_caught(Oid serverid, const char *servername,
@@ -147,7 +153,7 @@ afdw_twophase_init(void)
 {
 	DefineCustomEnumVariable("async_fdw.two_phase_commit",
 							 "When remote transactions are committed with two-phase commit.",
-							 "auto: when a transaction wrote to more than one remote server, or to one and to local tables; on: whenever it wrote to a remote server; off: never.",
+							 "auto: when a transaction wrote to more than one remote server, or to one and to local tables, and every server written can prepare (else as postgres_fdw commits); on: whenever it wrote to a remote server, an error if one cannot prepare; off: never. The server option two_phase_commit overrides it for a server.",
 							 &two_phase_commit,
 							 AFDW_2PC_AUTO,
 							 two_phase_options,
@@ -215,7 +221,7 @@ afdw_twophase_prepare(void)
 	char	   *prefix;
 	FullTransactionId fxid;
 
-	if (two_phase_commit == AFDW_2PC_OFF || afdw_conn_hash == NULL)
+	if (afdw_conn_hash == NULL)
 		return;
 	hash_seq_init(&scan, afdw_conn_hash);
 	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
@@ -223,11 +229,11 @@ afdw_twophase_prepare(void)
 		if (entry->conn != NULL && entry->xact_depth > 0 && entry->wrote)
 			writers = lappend(writers, entry);
 	}
-	if (writers == NIL)
+	if (writers == NIL || !wants_two_phase(writers))
+	{
+		list_free(writers);
 		return;
-	if (two_phase_commit == AFDW_2PC_AUTO && list_length(writers) < 2 &&
-		!TransactionIdIsValid(GetTopTransactionIdIfAny()))
-		return;
+	}
 
 	/* The records first: they commit or vanish with the local transaction. */
 	fxid = GetTopFullTransactionId();
@@ -287,6 +293,7 @@ afdw_twophase_prepare(void)
 		if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
 			report_prepare_error(res, entry, (char *) lfirst(lc2));
 		PQclear(res);
+		entry->can_prepare = 1;
 		/* The remote session is outside any transaction now. */
 		entry->changing_xact_state = false;
 		afdw_reset_xact_state(entry, 1);
@@ -309,14 +316,171 @@ report_prepare_error(PGresult *res, AfdwConn *entry, const char *sql)
 		strstr(msg, "prepared transactions are disabled") != NULL)
 	{
 		PQclear(res);
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("server \"%s\" cannot take part in a two-phase commit",
-						NameStr(entry->servername)),
-				 errdetail("Its max_prepared_transactions is 0, and the transaction wrote to more than one server, or to a server and to local tables."),
-				 errhint("Set max_prepared_transactions on the remote server, or set async_fdw.two_phase_commit to off to commit without it.")));
+		entry->can_prepare = 0;
+		refuse_two_phase(entry, NULL);
 	}
 	afdw_report_remote_error(res, entry, sql);
+}
+
+/*
+ * refuse_two_phase
+ *		Raise that ENTRY's server, which cannot prepare, was to take part in
+ *		a two-phase commit that on requires; DETAIL, if not NULL, says why
+ *		instead of the default.
+ */
+static void
+refuse_two_phase(AfdwConn *entry, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("server \"%s\" cannot take part in a two-phase commit",
+					NameStr(entry->servername)),
+			 detail ? errdetail_internal("%s", detail) :
+			 errdetail("Its max_prepared_transactions is 0, and two_phase_commit is on for this transaction."),
+			 errhint("Set max_prepared_transactions on the remote server, or set async_fdw.two_phase_commit (or the server option two_phase_commit) to auto or off to commit without it.")));
+}
+
+/*
+ * mode_of
+ *		The two-phase commit mode of ENTRY's server: its option
+ *		two_phase_commit if set, else the session's setting.
+ */
+static int
+mode_of(AfdwConn *entry)
+{
+	return entry->two_phase >= 0 ? entry->two_phase : two_phase_commit;
+}
+
+/*
+ * wants_two_phase
+ *		Whether the remote transactions of WRITERS, the connections that
+ *		wrote, are to be prepared: the rule README's "Two-phase commit"
+ *		states.  Each server's mode is mode_of's.  One server on: all of
+ *		them, and every one must be able to prepare (else an error), and
+ *		none may be off.  Else one server off: none.  Else (all auto): all
+ *		of them if more than one server wrote, or one and local tables, and
+ *		every one can prepare; if one cannot, none (the commit is then
+ *		postgres_fdw's: each remote transaction, then the local one), and
+ *		the first time for a server, a LOG line says so.
+ */
+static bool
+wants_two_phase(List *writers)
+{
+	ListCell   *lc;
+	AfdwConn   *on = NULL;
+	AfdwConn   *off = NULL;
+	AfdwConn   *unable = NULL;
+
+	foreach(lc, writers)
+	{
+		AfdwConn   *entry = (AfdwConn *) lfirst(lc);
+		int			mode = mode_of(entry);
+
+		if (mode == AFDW_2PC_ON && on == NULL)
+			on = entry;
+		else if (mode == AFDW_2PC_OFF && off == NULL)
+			off = entry;
+	}
+	if (on != NULL)
+	{
+		if (off != NULL)
+			refuse_two_phase(off,
+							 psprintf(_("Its two_phase_commit is off, and that of server \"%s\", also written by this transaction, is on."),
+									  NameStr(on->servername)));
+		/* Known to be unable; unknown ones fail at PREPARE, as clearly. */
+		foreach(lc, writers)
+		{
+			AfdwConn   *entry = (AfdwConn *) lfirst(lc);
+
+			if (entry->can_prepare == 0)
+				refuse_two_phase(entry, NULL);
+		}
+		return true;
+	}
+	if (off != NULL)
+		return false;
+
+	/* All auto: is atomicity at stake? */
+	if (list_length(writers) < 2 &&
+		!TransactionIdIsValid(GetTopTransactionIdIfAny()))
+		return false;
+	learn_can_prepare(writers);
+	foreach(lc, writers)
+	{
+		AfdwConn   *entry = (AfdwConn *) lfirst(lc);
+		MemoryContext old;
+
+		if (entry->can_prepare != 0)
+			continue;
+		if (unable == NULL)
+			unable = entry;
+		if (list_member_oid(logged_servers, entry->serverid))
+			continue;
+		old = MemoryContextSwitchTo(TopMemoryContext);
+		logged_servers = lappend_oid(logged_servers, entry->serverid);
+		MemoryContextSwitchTo(old);
+		ereport(LOG,
+				(errmsg("server \"%s\" cannot take part in a two-phase commit: transactions that write to it commit without one",
+						NameStr(entry->servername)),
+				 errdetail("Its max_prepared_transactions is 0. Under two_phase_commit auto, such a transaction commits each remote transaction and then the local one, as postgres_fdw does."),
+				 errhint("Set max_prepared_transactions on the remote server for atomic commits, or set two_phase_commit to on to refuse commits without it.")));
+	}
+	return unable == NULL;
+}
+
+/*
+ * learn_can_prepare
+ *		Find out whether the servers of WRITERS whose sessions do not know
+ *		yet can prepare, asking all of them at once: one round trip, once
+ *		per session.  A server that does not answer stays unknown (treated
+ *		as able: its PREPARE then says).
+ *
+ * The question goes ahead of a held write (which stays for the PREPARE or
+ * the COMMIT) and after the end of a failed scan's savepoint (which the
+ * question then ends, so that it runs in a usable transaction).
+ */
+static void
+learn_can_prepare(List *writers)
+{
+	ListCell   *lc;
+	List	   *asked = NIL;
+
+	foreach(lc, writers)
+	{
+		AfdwConn   *entry = (AfdwConn *) lfirst(lc);
+		char	   *held;
+		StringInfoData sql;
+
+		if (entry->can_prepare >= 0)
+			continue;
+		afdw_make_idle(entry);
+		initStringInfo(&sql);
+		if (entry->savepoint_op != NULL &&
+			strncmp(entry->savepoint_op, "RELEASE", 7) != 0)
+		{
+			appendStringInfo(&sql, "%s; ", entry->savepoint_op);
+			pfree(entry->savepoint_op);
+			entry->savepoint_op = NULL;
+		}
+		appendStringInfoString(&sql, "SELECT pg_catalog.current_setting('max_prepared_transactions')");
+		held = entry->deferred;
+		entry->deferred = NULL;
+		afdw_send_query(entry, sql.data, 0, NULL);
+		entry->deferred = held;
+		asked = lappend(asked, entry);
+		pfree(sql.data);
+	}
+	foreach(lc, asked)
+	{
+		AfdwConn   *entry = (AfdwConn *) lfirst(lc);
+		PGresult   *res = afdw_wait_result(entry, "SELECT pg_catalog.current_setting('max_prepared_transactions')");
+
+		if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK &&
+			PQntuples(res) == 1 && PQnfields(res) == 1)
+			entry->can_prepare = (atoi(PQgetvalue(res, 0, 0)) > 0) ? 1 : 0;
+		PQclear(res);
+	}
+	list_free(asked);
 }
 
 /*

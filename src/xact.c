@@ -58,6 +58,9 @@ typedef struct RemoteCursor
 static bool xact_got_connection = false;
 
 static bool abort_remote(AfdwConn *entry, const char *sql, TimestampTz deadline);
+static bool abort_send(AfdwConn *entry, const char *sql, TimestampTz deadline);
+static bool abort_wait(AfdwConn *entry, TimestampTz deadline);
+static void wait_commit(AfdwConn *entry, HASH_SEQ_STATUS *scan);
 static void append_closes(AfdwConn *entry, StringInfo sql);
 static void set_savepoint_op(AfdwConn *conn, const char *sql, int level);
 
@@ -742,7 +745,9 @@ afdw_reset_xact_state(AfdwConn *entry, int level)
 /*
  * commit_all
  *		Send COMMIT on every connection in a remote transaction, then wait
- *		for all the answers, so that commits of many servers overlap.
+ *		for all the answers, so that commits of many servers overlap; a
+ *		server whose parallel_commit is false is committed alone, the next
+ *		COMMIT sent after its answer.
  */
 static void
 commit_all(void)
@@ -827,6 +832,16 @@ commit_all(void)
 		pfree(sql.data);
 
 		/*
+		 * parallel_commit false: this server's COMMIT is over before the
+		 * next one is sent, as postgres_fdw commits by default.
+		 */
+		if (!entry->parallel_commit)
+		{
+			wait_commit(entry, &scan);
+			continue;
+		}
+
+		/*
 		 * A REPEATABLE READ transaction that only read has nothing to lose
 		 * at COMMIT: its answer is read before the
 		 * connection's next use, off the critical path.  SERIALIZABLE ones
@@ -847,26 +862,36 @@ commit_all(void)
 	hash_seq_init(&scan, afdw_conn_hash);
 	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
 	{
-		PGresult   *res;
-
 		if (entry->conn == NULL || entry->xact_depth == 0 || entry->commit_pending)
 			continue;
-		res = afdw_wait_result(entry, "COMMIT TRANSACTION");
-		if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
-		{
-			/* A deferred write's error names the write. */
-			char	   *sql = entry->deferred_sent ?
-				pstrdup(entry->deferred_sent) : "COMMIT TRANSACTION";
-
-			hash_seq_term(&scan);
-			afdw_drop_deferred(entry);
-			afdw_report_remote_error(res, entry, sql);
-		}
-		PQclear(res);
-		afdw_drop_deferred(entry);
-		entry->changing_xact_state = false;
-		entry->xact_depth = 0;
+		wait_commit(entry, &scan);
 	}
+}
+
+/*
+ * wait_commit
+ *		Read the answer to ENTRY's COMMIT, raising its failure (SCAN, the
+ *		caller's scan of the connections, is ended first).
+ */
+static void
+wait_commit(AfdwConn *entry, HASH_SEQ_STATUS *scan)
+{
+	PGresult   *res = afdw_wait_result(entry, "COMMIT TRANSACTION");
+
+	if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
+	{
+		/* A deferred write's error names the write. */
+		char	   *sql = entry->deferred_sent ?
+			pstrdup(entry->deferred_sent) : "COMMIT TRANSACTION";
+
+		hash_seq_term(scan);
+		afdw_drop_deferred(entry);
+		afdw_report_remote_error(res, entry, sql);
+	}
+	PQclear(res);
+	afdw_drop_deferred(entry);
+	entry->changing_xact_state = false;
+	entry->xact_depth = 0;
 }
 
 /*
@@ -900,8 +925,10 @@ afdw_finish_commit(AfdwConn *entry)
  * abort_all
  *		Roll back every remote transaction, never raising an error: cancel
  *		what runs everywhere at once, then clean up one connection after the
- *		other, all within one deadline.  A connection that cannot be cleaned
- *		up is marked to be dropped.
+ *		other, all within one deadline; the ABORTs of servers whose
+ *		parallel_abort is true are sent together, and their answers read
+ *		after the others'.  A connection that cannot be cleaned up is
+ *		marked to be dropped.
  */
 static void
 abort_all(void)
@@ -909,6 +936,8 @@ abort_all(void)
 	HASH_SEQ_STATUS scan;
 	AfdwConn   *entry;
 	TimestampTz deadline;
+	List	   *sent = NIL;
+	ListCell   *lc;
 
 	/*
 	 * After an error in the cleanup of an error, try nothing that could
@@ -949,10 +978,25 @@ abort_all(void)
 		appendStringInfoString(&sql, "ABORT TRANSACTION");
 		afdw_append_deallocs(entry, &sql);
 		afdw_append_idle_setting(entry, &sql);
-		if (!abort_remote(entry, sql.data, deadline))
+		if (entry->parallel_abort)
+		{
+			/* Sent now, its answer read with the others' below. */
+			if (abort_send(entry, sql.data, deadline))
+				sent = lappend(sent, entry);
+			else
+				entry->changing_xact_state = true;
+		}
+		else if (!abort_remote(entry, sql.data, deadline))
 			entry->changing_xact_state = true;
 		pfree(sql.data);
 	}
+	foreach(lc, sent)
+	{
+		entry = (AfdwConn *) lfirst(lc);
+		if (!abort_wait(entry, deadline))
+			entry->changing_xact_state = true;
+	}
+	list_free(sent);
 }
 
 /*
@@ -988,6 +1032,17 @@ finish_in_flight(AfdwConn *entry, TimestampTz deadline)
 static bool
 abort_remote(AfdwConn *entry, const char *sql, TimestampTz deadline)
 {
+	return abort_send(entry, sql, deadline) && abort_wait(entry, deadline);
+}
+
+/*
+ * abort_send
+ *		abort_remote's first half: end what was in flight on ENTRY and send
+ *		SQL; false if the connection must be dropped.
+ */
+static bool
+abort_send(AfdwConn *entry, const char *sql, TimestampTz deadline)
+{
 	/* A transaction command that was cut short left an unknown state. */
 	if (entry->changing_xact_state || PQstatus(entry->conn) != CONNECTION_OK)
 		return false;
@@ -999,8 +1054,18 @@ abort_remote(AfdwConn *entry, const char *sql, TimestampTz deadline)
 		return false;
 	entry->busy = false;
 	entry->owner = NULL;
-	if (!PQsendQuery(entry->conn, sql) ||
-		!afdw_wait_cleanup(entry, deadline, false, NULL))
+	return PQsendQuery(entry->conn, sql) != 0;
+}
+
+/*
+ * abort_wait
+ *		abort_remote's second half: read the answer to what abort_send sent
+ *		on ENTRY; false if the connection must be dropped.
+ */
+static bool
+abort_wait(AfdwConn *entry, TimestampTz deadline)
+{
+	if (!afdw_wait_cleanup(entry, deadline, false, NULL))
 		return false;
 	entry->changing_xact_state = false;
 	return true;

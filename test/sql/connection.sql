@@ -84,6 +84,20 @@ SELECT count(*) FROM session_info;
 \set VERBOSITY default
 ROLLBACK;
 SELECT count(*) FROM session_info;
+-- The session lost inside a savepoint: the savepoint's rollback cannot
+-- clean up, and the next use fails with 08000 (connection_exception), the
+-- code postgres_fdw gives a connection whose abort cleanup failed.
+DELETE FROM first_pid;
+BEGIN;
+SAVEPOINT s;
+INSERT INTO first_pid SELECT pid FROM session_info;
+SELECT pg_terminate_backend(pid, 10000) FROM first_pid;
+ROLLBACK TO SAVEPOINT s;
+\set VERBOSITY sqlstate
+SELECT count(*) FROM session_info;
+\set VERBOSITY default
+ROLLBACK;
+SELECT count(*) FROM session_info;
 
 -- keep_connections off: closed at the end of each transaction.
 ALTER SERVER loopback2 OPTIONS (ADD keep_connections 'off',

@@ -108,6 +108,23 @@ CREATE SERVER afdw_opt_bad FOREIGN DATA WRAPPER async_fdw OPTIONS (async_capable
 CREATE SERVER afdw_opt_bad FOREIGN DATA WRAPPER async_fdw OPTIONS (keep_connections 'x');
 \set VERBOSITY default
 
+-- postgres_fdw's transaction options parallel_commit and parallel_abort
+-- (Boolean, servers only), and async_fdw's two_phase_commit (off, auto or
+-- on, any case): accepted, and bad values rejected as the others are.
+CREATE SERVER afdw_opt_tx FOREIGN DATA WRAPPER async_fdw
+  OPTIONS (parallel_commit 'true', parallel_abort 'off', two_phase_commit 'AUTO');
+ALTER SERVER afdw_opt_tx OPTIONS (SET two_phase_commit 'on', SET parallel_commit 'no');
+SELECT afdw_opt_sorted(srvoptions) FROM pg_foreign_server
+  WHERE srvname = 'afdw_opt_tx';
+SELECT cmd, afdw_opt_try(cmd) FROM (VALUES
+  ('ALTER SERVER afdw_opt_tx OPTIONS (SET parallel_commit ''maybe'')'),
+  ('ALTER SERVER afdw_opt_tx OPTIONS (SET parallel_abort '''')'),
+  ('ALTER SERVER afdw_opt_tx OPTIONS (SET two_phase_commit ''always'')'),
+  ('CREATE FOREIGN TABLE afdw_opt_bad (a int) SERVER afdw_opt_tx OPTIONS (parallel_commit ''true'')'),
+  ('CREATE USER MAPPING FOR PUBLIC SERVER afdw_opt_tx OPTIONS (two_phase_commit ''on'')')
+) v(cmd) ORDER BY cmd;
+DROP SERVER afdw_opt_tx;
+
 -- Bad costs: negative, not a number, infinite.
 CREATE SERVER afdw_opt_bad FOREIGN DATA WRAPPER async_fdw OPTIONS (fdw_startup_cost '-1');
 \set VERBOSITY terse

@@ -143,6 +143,69 @@ INSERT INTO async_fdw_prepared_xacts (gid, server_id, user_mapping_id) VALUES ('
 RESET ROLE;
 DROP ROLE regress_tp_user;
 
+-- The server option two_phase_commit overrides the setting for its
+-- server; a bad value is refused.
+\set VERBOSITY sqlstate
+ALTER SERVER loopback OPTIONS (ADD two_phase_commit 'maybe');
+\set VERBOSITY default
+SET async_fdw.two_phase_commit = off;
+ALTER SERVER loopback OPTIONS (ADD two_phase_commit 'on');
+BEGIN; SELECT now() AS t \gset
+INSERT INTO tpa VALUES (200); COMMIT;
+SELECT tp_prepared(:'t');
+-- The session knows now that loopback can prepare.
+SELECT bool_or(can_prepare) FROM async_fdw_get_connections()
+ WHERE server_name = 'loopback';
+-- One server on and another off cannot both be obeyed: an error, and
+-- nothing is written.
+ALTER SERVER loopback2 OPTIONS (ADD two_phase_commit 'off');
+\set VERBOSITY sqlstate
+BEGIN; INSERT INTO tpa VALUES (201); INSERT INTO tpb VALUES (201); COMMIT;
+\set VERBOSITY default
+SELECT (SELECT count(*) FROM tp.a WHERE x = 201) + (SELECT count(*) FROM tp.b WHERE x = 201) AS written;
+-- Off for the server, although on for the session: no PREPARE.
+SET async_fdw.two_phase_commit = on;
+ALTER SERVER loopback OPTIONS (SET two_phase_commit 'off');
+BEGIN; SELECT now() AS t \gset
+INSERT INTO tpa VALUES (202); COMMIT;
+SELECT tp_prepared(:'t');
+-- auto for both servers, although off for the session: both prepare.
+SET async_fdw.two_phase_commit = off;
+ALTER SERVER loopback OPTIONS (SET two_phase_commit 'auto');
+ALTER SERVER loopback2 OPTIONS (SET two_phase_commit 'auto');
+BEGIN; SELECT now() AS t \gset
+INSERT INTO tpa VALUES (203); INSERT INTO tpb VALUES (203); COMMIT;
+SELECT tp_prepared(:'t');
+ALTER SERVER loopback OPTIONS (DROP two_phase_commit);
+ALTER SERVER loopback2 OPTIONS (DROP two_phase_commit);
+
+-- parallel_commit: true (async_fdw's default) sends the COMMITs of all
+-- servers at once; false commits one server after another, as postgres_fdw
+-- does by default.  A deferred trigger that sleeps at each COMMIT records
+-- when it started: together, or half a second apart.
+CREATE TABLE tp.commit_log (tbl text, at timestamptz);
+CREATE FUNCTION tp.slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO tp.commit_log VALUES (TG_TABLE_NAME, clock_timestamp());
+  PERFORM pg_sleep(0.5);
+  RETURN NULL;
+END
+$$;
+CREATE CONSTRAINT TRIGGER a_slow AFTER INSERT ON tp.a
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION tp.slow_commit();
+CREATE CONSTRAINT TRIGGER b_slow AFTER INSERT ON tp.b
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION tp.slow_commit();
+BEGIN; INSERT INTO tpa VALUES (210); INSERT INTO tpb VALUES (210); COMMIT;
+SELECT count(*), max(at) - min(at) < interval '0.4 s' AS together FROM tp.commit_log;
+TRUNCATE tp.commit_log;
+ALTER SERVER loopback OPTIONS (ADD parallel_commit 'false');
+ALTER SERVER loopback2 OPTIONS (ADD parallel_commit 'false');
+BEGIN; INSERT INTO tpa VALUES (211); INSERT INTO tpb VALUES (211); COMMIT;
+SELECT count(*), max(at) - min(at) >= interval '0.5 s' AS one_after_the_other FROM tp.commit_log;
+ALTER SERVER loopback OPTIONS (DROP parallel_commit);
+ALTER SERVER loopback2 OPTIONS (DROP parallel_commit);
+RESET async_fdw.two_phase_commit;
+
 DROP FUNCTION tp_records();
 DROP FUNCTION tp_prepared(timestamptz);
 DROP FOREIGN TABLE tpa, tpb;

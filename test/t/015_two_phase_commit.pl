@@ -3,7 +3,8 @@
 #   table, with real crashes (pg_ctl stop -m immediate): the coordinator
 #   killed after the remote PREPAREs (before and after its local commit), a
 #   shard killed between its PREPARE and its COMMIT PREPARED, a deferred
-#   constraint failing at PREPARE, a server that cannot prepare, when auto
+#   constraint failing at PREPARE, a server that cannot prepare (an error
+#   under on, postgres_fdw's commit under auto), when auto
 #   and on use PREPARE (read in the shards' logs), and the local PREPARE
 #   TRANSACTION refused.  After each case every server agrees with the
 #   coordinator, no row is lost or doubled, nothing stays prepared and the
@@ -304,31 +305,54 @@ my $four_shards = join "\n", map { "shard$_|%s|%s" } 1 .. 4;
 	check_agree('(e) four shards and a local table');
 }
 
-# (f) A server whose max_prepared_transactions is 0: a clear error, and
-# with two-phase commit off the same transaction commits.
+# (f) A server whose max_prepared_transactions is 0.  Under on (the
+# setting, or the server option over a session's auto) a transaction that
+# writes to it and to a shard fails clearly and leaves nothing anywhere;
+# under auto (the default) it commits as postgres_fdw commits, and a LOG
+# line says so once per backend, not once per transaction; under off it
+# commits too.
 {
-	my ($k) = keys_on(1, 1, 600);
-	my $xact = qq{
-		BEGIN;
-		INSERT INTO items VALUES ($k, 6);
-		INSERT INTO np_items VALUES ($k, 6);
-		COMMIT;
+	my ($k1, $k2, $k3) = keys_on(1, 3, 600);
+	my $xact = sub {
+		my ($k) = @_;
+		return qq{BEGIN; INSERT INTO items VALUES ($k, 6); INSERT INTO np_items VALUES ($k, 6); COMMIT;};
 	};
-	my ($rc, $out, $err) = $coord->psql('postgres', $xact);
-	isnt($rc, 0, '(f) the transaction fails on the server that cannot prepare');
+	my ($rc, $out, $err) = $coord->psql('postgres',
+		'SET async_fdw.two_phase_commit = on; ' . $xact->($k1));
+	isnt($rc, 0, '(f) on: the transaction fails on the server that cannot prepare');
 	like($err, qr/ERROR:  server "without2pc" cannot take part in a two-phase commit/,
-		'(f) the error names the server');
-	like($err, qr/DETAIL:  .*max_prepared_transactions is 0/, '(f) and the setting');
-	like($err, qr/HINT:  .*set async_fdw\.two_phase_commit to off/,
-		'(f) and hints at turning two-phase commit off');
+		'(f) on: the error names the server');
+	like($err, qr/DETAIL:  .*max_prepared_transactions is 0/, '(f) on: and the setting');
+	like($err, qr/HINT:  .*two_phase_commit/, '(f) on: and hints at two_phase_commit');
 	is($noprep->safe_psql('postgres', 'SELECT count(*) FROM items'), '0',
-		'(f) noprep kept nothing');
-	check_agree('(f) a server that cannot prepare');
+		'(f) on: noprep kept nothing');
+	check_agree('(f) on, a server that cannot prepare');
 
-	$coord->safe_psql('postgres', "SET async_fdw.two_phase_commit = off; $xact");
-	$items{$k} = 6;
-	is($noprep->safe_psql('postgres', 'SELECT a || \':\' || b FROM items'), "$k:6",
-		'(f) with two_phase_commit off, noprep has the row');
+	$coord->safe_psql('postgres',
+		q{ALTER SERVER without2pc OPTIONS (ADD two_phase_commit 'on')});
+	($rc, $out, $err) = $coord->psql('postgres', $xact->($k1));
+	like($err, qr/ERROR:  server "without2pc" cannot take part in a two-phase commit/,
+		'(f) the server option on overrides the session auto');
+	$coord->safe_psql('postgres',
+		q{ALTER SERVER without2pc OPTIONS (DROP two_phase_commit)});
+	is($noprep->safe_psql('postgres', 'SELECT count(*) FROM items'), '0',
+		'(f) server option on: noprep kept nothing');
+	check_agree('(f) server option on');
+
+	my $logpos = -s $coord->logfile;
+	$coord->safe_psql('postgres', $xact->($k1) . $xact->($k2));
+	$items{$_} = 6 for $k1, $k2;
+	is($noprep->safe_psql('postgres', q{SELECT string_agg(a || ':' || b, ',' ORDER BY a) FROM items}),
+		"$k1:6,$k2:6", '(f) auto: both transactions committed on noprep');
+	my $logged = () = slurp_file($coord->logfile, $logpos) =~
+	  /LOG:  server "without2pc" cannot take part in a two-phase commit: transactions that write to it commit without one/g;
+	is($logged, 1, '(f) auto: the fallback is logged once per backend');
+	check_agree('(f) auto, a server that cannot prepare');
+
+	$coord->safe_psql('postgres', 'SET async_fdw.two_phase_commit = off; ' . $xact->($k3));
+	$items{$k3} = 6;
+	is($noprep->safe_psql('postgres', 'SELECT count(*) FROM items'), '3',
+		'(f) off: noprep has the row');
 	check_agree('(f) two_phase_commit off');
 }
 
