@@ -441,6 +441,7 @@ extern void afdw_recovery_worker_init(void);
 
 /* modify.c */
 extern void afdw_modify_routines(FdwRoutine *routine);
+extern void afdw_flush_kept_rows(Oid serverid);
 
 /* direct.c */
 extern void afdw_direct_routines(FdwRoutine *routine);

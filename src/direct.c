@@ -377,6 +377,8 @@ afdwBeginDirectModify(ForeignScanState *node, int eflags)
 
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
+	/* Rows an INSERT of this statement still keeps are changed too. */
+	afdw_flush_kept_rows(plan->fs_server);
 
 	st = palloc0(sizeof(AfdwDirectState));
 	node->fdw_state = st;

@@ -17,7 +17,9 @@
  * are kept until batch_size of them are there and then streamed with
  * COPY FROM STDIN on the writer, without waiting for any answer until the
  * end of the statement; a smaller one is sent as one multi-row INSERT at
- * the end.  So COPY into a partitioned table, or INSERT ... SELECT, loads
+ * the end.  A query of the same statement that starts reading the server
+ * meanwhile (a trigger of another table, a function) has the rows kept
+ * sent first (afdw_flush_kept_rows), so that it finds them.  So COPY into a partitioned table, or INSERT ... SELECT, loads
  * every shard at the same time, each at the speed its server takes the
  * data.  Foreign tables on the same server share the writer: one of them
  * streams at a time, the others keep their rows until they have enough
@@ -124,6 +126,9 @@ typedef struct AfdwModifyState
 	char	   *copy_sql;
 	StringInfoData out;
 	dlist_node	bulk_node;		/* in bulk_loads while copying */
+	Oid			serverid;		/* of the table: see afdw_flush_kept_rows */
+	bool		held;			/* in held_loads (a bulk load not ended) */
+	dlist_node	held_node;
 	MemoryContextCallback cleanup;
 } AfdwModifyState;
 
@@ -132,6 +137,12 @@ typedef struct AfdwModifyState
  * end of every stream before it waits for the first answer.
  */
 static dlist_head bulk_loads = DLIST_STATIC_INIT(bulk_loads);
+
+/*
+ * Every bulk load under way, streaming or not, so that a query that starts
+ * reading their server meanwhile finds their rows there first.
+ */
+static dlist_head held_loads = DLIST_STATIC_INIT(held_loads);
 
 static bool modify_returns_rows(ResultRelInfo *rinfo, CmdType operation,
 								bool returning_list);
@@ -150,7 +161,7 @@ static TupleTableSlot *store_returned(AfdwModifyState *st, PGresult *res,
 static void bulk_add(AfdwModifyState *st, TupleTableSlot *slot);
 static void bulk_start_copy(AfdwModifyState *st);
 static void bulk_drain(void *owner);
-static void bulk_finish(AfdwModifyState *st);
+static void bulk_finish(AfdwModifyState *st, bool end_of_statement);
 static void bulk_send_end(AfdwModifyState *st);
 static void bulk_stop_copy(AfdwModifyState *st);
 static void bulk_end_all_streams(EState *estate);
@@ -459,6 +470,9 @@ begin_modify(EState *estate, ResultRelInfo *rinfo, CmdType operation,
 		initStringInfo(&sql);
 		afdw_deparse_copy_from(&sql, rel, st->target_attrs);
 		st->copy_sql = sql.data;
+		st->serverid = GetForeignTable(RelationGetRelid(rel))->serverid;
+		dlist_push_tail(&held_loads, &st->held_node);
+		st->held = true;
 	}
 
 	st->conn = afdw_acquire_writer(writer_user(estate, rinfo));
@@ -978,16 +992,21 @@ bulk_end_all_streams(EState *estate)
 
 /*
  * bulk_finish
- *		The statement's rows are all there: end ST's stream and wait for its
- *		answer, or send the rows kept, as one INSERT when the table never
- *		streamed (one round trip), else as one last stream.
+ *		Send what ST holds: end its stream and wait for its answer, or send
+ *		the rows kept, as one INSERT when the table never streamed (one
+ *		round trip), else as one last stream.  At the END_OF_STATEMENT the
+ *		other streams of the statement are ended at the same time, and a
+ *		statement that is its own transaction may send its INSERT with the
+ *		COMMIT; otherwise (afdw_flush_kept_rows) the rows are in the remote
+ *		table on return, and the next rows are kept again.
  */
 static void
-bulk_finish(AfdwModifyState *st)
+bulk_finish(AfdwModifyState *st, bool end_of_statement)
 {
 	if (st->copying)
 	{
-		bulk_end_all_streams(st->estate);
+		if (end_of_statement)
+			bulk_end_all_streams(st->estate);
 		bulk_stop_copy(st);
 	}
 	if (st->npending == 0)
@@ -1021,7 +1040,7 @@ bulk_finish(AfdwModifyState *st)
 		resetStringInfo(&st->pending);
 		st->conn = afdw_current_writer(st->conn);
 		/* A statement that is its own transaction: sent with the COMMIT. */
-		if (!afdw_defer_write(st->conn, sql.data))
+		if (!end_of_statement || !afdw_defer_write(st->conn, sql.data))
 			PQclear(afdw_run_write(st->conn, sql.data));
 		pfree(sql.data);
 	}
@@ -1087,7 +1106,12 @@ end_modify(AfdwModifyState *st)
 	errcb.previous = error_context_stack;
 	error_context_stack = &errcb;
 	if (st->bulk)
-		bulk_finish(st);
+		bulk_finish(st, true);
+	if (st->held)
+	{
+		dlist_delete(&st->held_node);
+		st->held = false;
+	}
 	error_context_stack = errcb.previous;
 
 	afdw_release_connection(st->conn);
@@ -1123,11 +1147,46 @@ modify_cleanup(void *arg)
 		dlist_delete(&st->bulk_node);
 		st->copying = false;
 	}
+	if (st->held)
+	{
+		dlist_delete(&st->held_node);
+		st->held = false;
+	}
 	if (st->conn != NULL)
 	{
 		afdw_forget_owner(st->conn, st);
 		afdw_release_connection(st->conn);
 		st->conn = NULL;
+	}
+}
+
+/*
+ * afdw_flush_kept_rows
+ *		A query is about to read SERVERID's tables while a statement keeps
+ *		rows for them (a trigger of another table, a function, a sibling
+ *		partition's trigger reading the table, in the middle of an INSERT
+ *		into it): send those rows first, so that the query finds them, as
+ *		it would had every row been sent at once (postgres_fdw's batches
+ *		are sent before such a trigger fires).
+ */
+void
+afdw_flush_kept_rows(Oid serverid)
+{
+	dlist_iter	it;
+
+	dlist_foreach(it, &held_loads)
+	{
+		AfdwModifyState *st = dlist_container(AfdwModifyState, held_node, it.cur);
+		ErrorContextCallback errcb;
+
+		if (st->serverid != serverid || (!st->copying && st->npending == 0))
+			continue;
+		errcb.callback = modify_error_context;
+		errcb.arg = st;
+		errcb.previous = error_context_stack;
+		error_context_stack = &errcb;
+		bulk_finish(st, false);
+		error_context_stack = errcb.previous;
 	}
 }
 

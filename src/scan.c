@@ -394,6 +394,8 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
+	/* Rows an INSERT of this statement still keeps are read too. */
+	afdw_flush_kept_rows(plan->fs_server);
 
 	st = palloc0(sizeof(AfdwScanState));
 	node->fdw_state = st;

@@ -1,0 +1,71 @@
+--
+-- bulk_visibility: rows that an INSERT keeps for a bulk load are in the
+-- remote table before any query of the same statement reads that server
+-- (a trigger of another table, a sibling partition's trigger, a function)
+--
+CREATE TABLE remote.bv (a text, b int);
+CREATE FOREIGN TABLE bv_ft (a text, b int)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'bv', batch_size '3');
+CREATE TABLE bv_local (a text, b int);
+CREATE FUNCTION bv_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE NOTICE '% % of %: % rows in bv_ft', TG_WHEN, TG_OP, NEW.a,
+    (SELECT count(*) FROM bv_ft);
+  RETURN NEW;
+END
+$$;
+CREATE TRIGGER bv_local_count BEFORE INSERT OR UPDATE ON bv_local
+  FOR EACH ROW EXECUTE FUNCTION bv_count();
+
+-- The foreign table's rows, kept (batch_size 3), are counted by the local
+-- table's trigger before each of its rows.
+WITH t AS (INSERT INTO bv_local VALUES ('r1', 1), ('r2', 2), ('r3', 3), ('r4', 4), ('r5', 5) RETURNING *)
+INSERT INTO bv_ft SELECT * FROM t;
+SELECT count(*) FROM remote.bv;
+WITH t AS (UPDATE bv_local SET b = b + 10 RETURNING *)
+INSERT INTO bv_ft SELECT * FROM t;
+SELECT count(*), sum(b) FROM remote.bv;
+DELETE FROM bv_ft;
+DELETE FROM bv_local;
+
+-- A partition's trigger counts its foreign sibling's rows.
+CREATE TABLE bv_parent (a text, b int) PARTITION BY LIST (a);
+CREATE FOREIGN TABLE bv_part_f PARTITION OF bv_parent FOR VALUES IN ('f')
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'bv', batch_size '10');
+CREATE TABLE bv_part_l PARTITION OF bv_parent FOR VALUES IN ('l');
+CREATE FUNCTION bv_count_part() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE NOTICE 'before row %: % rows in bv_part_f', NEW.b,
+    (SELECT count(*) FROM bv_part_f);
+  RETURN NEW;
+END
+$$;
+CREATE TRIGGER bv_part_count BEFORE INSERT ON bv_part_l
+  FOR EACH ROW EXECUTE FUNCTION bv_count_part();
+INSERT INTO bv_parent VALUES ('f', 1), ('l', 2), ('f', 3), ('f', 4), ('l', 5);
+SELECT tableoid::regclass, * FROM bv_parent ORDER BY b;
+
+-- A function of the source rows reads the table being loaded, in a
+-- statement that is its own transaction; an UPDATE sent whole does too.
+CREATE FUNCTION bv_seen() RETURNS bigint LANGUAGE sql AS
+  $$ SELECT count(*) FROM bv_ft $$;
+INSERT INTO bv_ft SELECT 'g' || g, bv_seen() FROM generate_series(1, 4) g;
+SELECT a, b FROM remote.bv WHERE a LIKE 'g%' ORDER BY a;
+CREATE FUNCTION bv_bump() RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+  UPDATE bv_ft SET b = b + 100 WHERE a LIKE 'g%';
+  GET DIAGNOSTICS n = ROW_COUNT;
+  RETURN n;
+END
+$$;
+INSERT INTO bv_ft SELECT 'h' || g, bv_bump() FROM generate_series(1, 3) g;
+SELECT a, b FROM remote.bv WHERE a LIKE 'g%' OR a LIKE 'h%' ORDER BY a;
+
+DROP FUNCTION bv_seen(), bv_bump();
+DROP TABLE bv_parent;
+DROP FUNCTION bv_count_part();
+DROP TABLE bv_local;
+DROP FUNCTION bv_count();
+DROP FOREIGN TABLE bv_ft;
+DROP TABLE remote.bv;
