@@ -256,7 +256,11 @@ grouping_ok(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped,
  * than the rows: less than the same scan sending every row to a local
  * aggregate.  The remote aggregation is not counted: it runs on the
  * remote server, while the other partitions' run on theirs, which is why
- * even a tie goes to this path.
+ * even a tie goes to this path.  The remote scan is run cost, as it is for
+ * the scan of the rows: counted as startup cost, it lost the tie to a
+ * local aggregate of the same total and a lower startup (a GroupAggregate
+ * over a scan whose grouping column a condition fixes, k = $1 or k = 3, or
+ * over a partition of one row).
  */
 void
 afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
@@ -308,8 +312,8 @@ afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 		remote = ifp->remote_total;
 	else
 		remote = seq_page_cost * input->pages + cpu_tuple_cost * input->tuples;
-	startup = ifp->fdw_startup_cost + remote;
-	total = startup + (ifp->fdw_tuple_cost + cpu_tuple_cost) * ngroups +
+	startup = ifp->fdw_startup_cost;
+	total = startup + remote + (ifp->fdw_tuple_cost + cpu_tuple_cost) * ngroups +
 		output->reltarget->cost.per_tuple * ngroups;
 
 	add_path(output, (Path *)

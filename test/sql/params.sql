@@ -50,6 +50,13 @@ EXPLAIN (VERBOSE, COSTS OFF)
    GROUP BY 1, 2 HAVING sum(c1) > (SELECT 470) ORDER BY 2 LIMIT 3;
 SELECT (SELECT 2) AS k, c2, sum(c1 * (SELECT 2)) FROM pa1
  GROUP BY 1, 2 HAVING sum(c1) > (SELECT 470) ORDER BY 2 LIMIT 3;
+-- A grouping column fixed by a parameter (or a constant): the local plan,
+-- a GroupAggregate whose input is sorted already, costs as much.
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT c2, count(*), sum(c1) FROM pa1 WHERE c2 = (SELECT 3) GROUP BY c2;
+SELECT c2, count(*), sum(c1) FROM pa1 WHERE c2 = (SELECT 3) GROUP BY c2;
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT c2 + 1, count(*) FROM pa1 WHERE c2 = 3 GROUP BY c2 + 1;
 -- The same on a remote join.
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT (SELECT 'k'::text), b.c2, count(*), sum(a.c1 + (SELECT 1))
