@@ -27,6 +27,7 @@
 #include "optimizer/paths.h"
 #include "optimizer/planmain.h"
 #include "optimizer/restrictinfo.h"
+#include "optimizer/tlist.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -584,6 +585,30 @@ afdw_make_scan_private(const char *sql, List *retrieved_attrs, int fetch_size,
 							  makeInteger(fetch_size), makeBoolean(stream),
 							  makeString(pstrdup(outer_order))),
 				   makeString(pstrdup(relations)));
+}
+
+/*
+ * afdw_check_params_apart
+ *		Raise an internal error if an expression of PARAMS (a scan's
+ *		fdw_exprs, the values sent as $1, $2, ...) is an item of its scan
+ *		target list SCAN_TLIST.
+ *
+ * set_plan_references would turn such a parameter into a reference to the
+ * scan's own output, which is read only after the parameters are sent:
+ * the scan would read a tuple that is not there.  The planners of remote
+ * joins and aggregates keep parameters out of their select lists (see
+ * upper.c's grouping_ok); this keeps a slip from becoming a crash.
+ */
+void
+afdw_check_params_apart(List *params, List *scan_tlist)
+{
+	ListCell   *lc;
+
+	foreach(lc, params)
+	{
+		if (tlist_member((Expr *) lfirst(lc), scan_tlist) != NULL)
+			elog(ERROR, "parameter of a remote query is also in its select list");
+	}
 }
 
 /*

@@ -135,13 +135,16 @@ typedef struct AfdwRelInfo
 	 * A grouping relation whose aggregates the remote server computes
 	 * (upper.c): the foreign table's relation it reads (NULL for a base
 	 * relation), the remote select list (TargetEntries), the positions in
-	 * it of the GROUP BY items, the remote HAVING conditions, and whether
-	 * the aggregates are partial (transition states for a local Finalize
+	 * it of the GROUP BY items, the GROUP BY items sent as parameter
+	 * values (Params, which the select list may not hold: see
+	 * grouping_ok), the remote HAVING conditions, and whether the
+	 * aggregates are partial (transition states for a local Finalize
 	 * Aggregate).
 	 */
 	RelOptInfo *input_rel;
 	List	   *grouped_tlist;
 	List	   *group_positions;
+	List	   *group_values;
 	List	   *having;
 	bool		partial;
 
@@ -187,6 +190,7 @@ extern List *afdw_extensions_option(List *options);
  */
 extern PGDLLIMPORT char *afdw_application_name;
 extern AfdwRelInfo *afdw_derived_relinfo(AfdwRelInfo *from);
+extern void afdw_check_params_apart(List *params, List *scan_tlist);
 extern List *afdw_make_scan_private(const char *sql, List *retrieved_attrs,
 									int fetch_size, bool stream,
 									const char *outer_order,
@@ -407,7 +411,8 @@ extern void afdw_deparse_grouped_select(StringInfo buf, PlannerInfo *root,
 										RelOptInfo *baserel,
 										Relation rel, List *tlist,
 										List *remote_conds, List *group_positions,
-										List *having, bool partial,
+										List *group_values, List *having,
+										bool partial,
 										List **params);
 extern void afdw_deparse_join_select(StringInfo buf, PlannerInfo *root,
 									 RelOptInfo *joinrel, List *tlist,

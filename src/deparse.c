@@ -344,14 +344,15 @@ afdw_deparse_select(StringInfo buf, RelOptInfo *baserel,
  *		aggregates computed whole or, when PARTIAL, as transition states)
  *		over the rows that pass REMOTE_CONDS (RestrictInfos, for a table) or
  *		the join's conditions, grouped by the TLIST items at the 1-based
- *		positions GROUP_POSITIONS, and the groups kept by HAVING
- *		(expressions).  *PARAMS gets the expressions sent as $1, $2, ...
+ *		positions GROUP_POSITIONS and by the values of GROUP_VALUES
+ *		(Params), and the groups kept by HAVING (expressions).  *PARAMS
+ *		gets the expressions sent as $1, $2, ...
  */
 void
 afdw_deparse_grouped_select(StringInfo buf, PlannerInfo *root, RelOptInfo *baserel,
 							Relation rel, List *tlist, List *remote_conds,
-							List *group_positions, List *having, bool partial,
-							List **params)
+							List *group_positions, List *group_values,
+							List *having, bool partial, List **params)
 {
 	DeparseContext cxt;
 	ListCell   *lc;
@@ -376,6 +377,13 @@ afdw_deparse_grouped_select(StringInfo buf, PlannerInfo *root, RelOptInfo *baser
 	{
 		appendStringInfo(buf, "%s%d", first ? " GROUP BY " : ", ", lfirst_int(lc));
 		first = false;
+	}
+	/* "$n::type" (a value bound inline too): an expression, not a position. */
+	foreach(lc, group_values)
+	{
+		appendStringInfoString(buf, first ? " GROUP BY " : ", ");
+		first = false;
+		afdw_deparse_expr((Expr *) lfirst(lc), &cxt);
 	}
 
 	first = true;

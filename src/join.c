@@ -321,6 +321,7 @@ afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan
 
 	initStringInfo(&sql);
 	afdw_deparse_join_select(&sql, root, rel, scan_tlist, &params);
+	afdw_check_params_apart(params, scan_tlist);
 
 	return make_foreignscan(tlist, NIL, 0, params,
 							afdw_make_scan_private(sql.data, retrieved_attrs,

@@ -134,6 +134,17 @@ add_item(List **tlist, Expr *expr)
  * Grouping items are sent whole.  Every other item is sent whole when it
  * can be, or else computed locally from its aggregates and grouping
  * columns, sent apart.  HAVING is sent whole or the aggregate stays local.
+ *
+ * A Param (an InitPlan's output, an outer query's column, a PL/pgSQL
+ * variable, a generic plan's $n) is never an item of the select list: the
+ * remote query gets its value as a parameter, from the plan's fdw_exprs,
+ * and the planner's last pass (set_plan_references) rewrites each of
+ * those that equals an item of the scan target list into a reference to
+ * that item, that is, to the scan's own output, which does not exist yet
+ * when the value is needed.  So the item is computed locally (it is the
+ * value sent), and a Param grouped by stays in the remote GROUP BY as the
+ * value itself: grouping by a constant, which still makes no group of no
+ * rows.
  */
 static bool
 grouping_ok(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped,
@@ -163,6 +174,11 @@ grouping_ok(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped,
 			expression_returns_set((Node *) expr) ||
 			!afdw_is_builtin(sgc->eqop))
 			return false;
+		if (IsA(expr, Param))
+		{
+			gfp->group_values = lappend(gfp->group_values, expr);
+			continue;
+		}
 		tle = makeTargetEntry(expr, list_length(tlist) + 1, NULL, false);
 		tle->ressortgroupref = sgref;
 		tlist = lappend(tlist, tle);
@@ -181,7 +197,8 @@ grouping_ok(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped,
 			continue;
 		if (expression_returns_set((Node *) expr))
 			return false;
-		if (afdw_is_shippable_grouped(root, input, expr, partial) &&
+		if (!IsA(expr, Param) &&
+			afdw_is_shippable_grouped(root, input, expr, partial) &&
 			only_grouped_columns(expr, tlist))
 		{
 			add_item(&tlist, expr);
@@ -239,7 +256,11 @@ grouping_ok(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped,
  * than the rows: less than the same scan sending every row to a local
  * aggregate.  The remote aggregation is not counted: it runs on the
  * remote server, while the other partitions' run on theirs, which is why
- * even a tie goes to this path.
+ * even a tie goes to this path.  The remote scan is run cost, as it is for
+ * the scan of the rows: counted as startup cost, it lost the tie to a
+ * local aggregate of the same total and a lower startup (a GroupAggregate
+ * over a scan whose grouping column a condition fixes, k = $1 or k = 3, or
+ * over a partition of one row).
  */
 void
 afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
@@ -279,6 +300,7 @@ afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 		group_exprs = lappend(group_exprs,
 							  list_nth_node(TargetEntry, gfp->grouped_tlist,
 											lfirst_int(lc) - 1)->expr);
+	group_exprs = list_concat(group_exprs, gfp->group_values);
 	ngroups = group_exprs == NIL ? 1 :
 		Min(estimate_num_groups(root, group_exprs, input->rows, NULL, NULL),
 			input->rows);
@@ -290,8 +312,8 @@ afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 		remote = ifp->remote_total;
 	else
 		remote = seq_page_cost * input->pages + cpu_tuple_cost * input->tuples;
-	startup = ifp->fdw_startup_cost + remote;
-	total = startup + (ifp->fdw_tuple_cost + cpu_tuple_cost) * ngroups +
+	startup = ifp->fdw_startup_cost;
+	total = startup + remote + (ifp->fdw_tuple_cost + cpu_tuple_cost) * ngroups +
 		output->reltarget->cost.per_tuple * ngroups;
 
 	add_path(output, (Path *)
@@ -337,11 +359,13 @@ afdw_grouping_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist,
 	}
 	afdw_deparse_grouped_select(&sql, root, gfp->input_rel, frel,
 								gfp->grouped_tlist, ifp->remote_conds,
-								gfp->group_positions, gfp->having,
+								gfp->group_positions, gfp->group_values,
+								gfp->having,
 								gfp->partial, &params);
 	if (frel != NULL)
 		table_close(frel, NoLock);
 
+	afdw_check_params_apart(params, gfp->grouped_tlist);
 	for (int i = 1; i <= list_length(gfp->grouped_tlist); i++)
 		retrieved_attrs = lappend_int(retrieved_attrs, i);
 

@@ -812,6 +812,98 @@ sub gen_distinct
 	return st("SELECT DISTINCT $cols FROM {$t} a" . where_clause('a', $t, $u), 0);
 }
 
+# Parameters in remote aggregates and joins: P, an int-valued expression
+# that the remote query gets as a parameter (an InitPlan's output, an outer
+# level's column, a PL/pgSQL variable, a generic plan's $n), put in the
+# select list alone and inside aggregates, in the WHERE, GROUP BY, HAVING,
+# and the LIMIT and OFFSET.  Returns (sql, ordered).  A Param alone in a
+# remote select list was once replaced by the planner with a reference to
+# the scan's own output (a crash).
+sub param_query
+{
+	my ($u, $P) = @_;
+	my $t1 = pick_table();
+	my $from = "{$t1} a";
+	my $join = chance(0.3);
+	if ($join)
+	{
+		my $t2 = pick_table();
+		$from .= " JOIN {$t2} b ON b.id = a.id";
+	}
+	my @w;
+	push @w, pick("a.k <> $P", "a.k = $P", "a.id > $P * 100", "a.k IS DISTINCT FROM $P") if chance(0.4);
+	push @w, gen_pred('a', $t1, $u) if chance(0.3);
+	push @w, "b.k IS DISTINCT FROM $P" if $join && chance(0.3);
+	my $where = @w ? " WHERE " . join(' AND ', @w) : '';
+	if (chance(0.2))
+	{
+		# A join or scan, not aggregated.
+		my $sql = "SELECT a.id, $P" . ($join ? ', b.s' : '') . ", a.k + $P FROM $from$where ORDER BY a.id";
+		$sql .= " LIMIT " . pick($P, "$P + 2", 5) if chance(0.6);
+		$sql .= " OFFSET " . pick($P, 1) if chance(0.3);
+		return ($sql, 1);
+	}
+	my @group;
+	push @group, $P if chance(0.4);
+	push @group, pick('a.k', 'a.flag', 'a.c', "a.k + $P") if chance(0.6);
+	push @group, 'b.k' if $join && chance(0.2);
+	my @sel = @group;
+	push @sel, $P if chance(0.3);
+	push @sel, pick("sum(a.id + $P)", "count(*) FILTER (WHERE a.k = $P)", "max(a.k * $P)",
+		"$P + count(*)", "avg(a.id) + $P", "array_agg(a.id ORDER BY a.id) FILTER (WHERE a.id < $P * 10 + 20)")
+	  for 1 .. rint(1, 2);
+	push @sel, expand(pick(@AGG), 'a', $t1, $u) if chance(0.5);
+	my $sql = "SELECT " . join(', ', @sel) . " FROM $from$where";
+	$sql .= " GROUP BY " . join(', ', @group) if @group;
+	$sql .= " HAVING " . pick("count(*) > $P", "sum(a.k) > $P * 100", "$P IS NOT NULL", "max(a.id) > $P")
+	  if chance(0.3);
+	return ($sql, 0) unless @group && chance(0.4);
+	# The groups are distinct on the GROUP BY items: a complete order.
+	$sql .= " ORDER BY " . join(', ', @group);
+	$sql .= " LIMIT " . pick($P, 3, "$P + 1") if chance(0.6);
+	$sql .= " OFFSET " . pick($P, 1) if chance(0.3);
+	return ($sql, 1);
+}
+
+sub gen_params
+{
+	my ($u) = @_;
+	my $kind = pick('initplan', 'outer', 'plpgsql', 'generic');
+	if ($kind eq 'initplan')
+	{
+		my $P = pick('(SELECT 3)', '(SELECT max(k) FROM lk)', '(SELECT min(k) FROM {fb} WHERE id > 4)',
+			'(SELECT count(*)::int FROM lk WHERE k > 4)');
+		my ($sql, $ordered) = param_query($u, $P);
+		# A boolean InitPlan grouped by, as in postgres_fdw's suite.
+		$sql =~ s/^SELECT /SELECT exists(SELECT 1 FROM lk WHERE k = 8), / if chance(0.2);
+		$sql =~ s/ GROUP BY / GROUP BY exists(SELECT 1 FROM lk WHERE k = 8), / if chance(0.2);
+		return st($sql, $ordered);
+	}
+	if ($kind eq 'outer')
+	{
+		# A new value per row of lk: a correlated subquery, rescanned.
+		my ($sql) = param_query($u, 'o.k');
+		return st("SELECT o.name, ARRAY(SELECT x::text FROM ($sql) x ORDER BY 1) FROM lk o", 0);
+	}
+	if ($kind eq 'plpgsql')
+	{
+		# Past the fifth execution, the plan may be generic.
+		my ($sql) = param_query($u, 'v');
+		my @v = map { pick('NULL', rint(0, 9)) } 1 .. rint(6, 9);
+		my $do = "DO \$\$ DECLARE v int; res text := ''; BEGIN FOREACH v IN ARRAY '{"
+		  . join(',', @v) . "}'::int[] LOOP res := res || '/' || coalesce((SELECT string_agg(x::text, ';'"
+		  . " ORDER BY x::text) FROM ($sql) x), '-'); END LOOP;"
+		  . " PERFORM set_config('afdw.res', md5(res) || ' ' || left(res, 300), false); END \$\$";
+		return (st($do), st("SELECT current_setting('afdw.res')"));
+	}
+	my ($sql, $ordered) = param_query($u, '$1');
+	my @s = (st("SET plan_cache_mode = " . pickw([ 3, 'force_generic_plan' ], [ 1, 'auto' ])),
+		st("PREPARE q2(int) AS $sql"));
+	push @s, st("EXECUTE q2(" . pick('NULL', rint(0, 9)) . ")", $ordered) for 1 .. rint(1, 7);
+	push @s, st("DEALLOCATE q2");
+	return @s;
+}
+
 # A query of any of the shapes that return rows.
 sub gen_query
 {
@@ -1058,6 +1150,7 @@ sub gen_unit
 		[ 5, 'cursor' ],
 		[ 5, 'xact' ],
 		[ 2, 'plpgsql' ],
+		[ 4, 'params' ],
 		[ 1, 'ctid' ]);
 	$u->{kind} = $kind;
 	# A fresh session now and then: the first use of each server.
@@ -1069,6 +1162,7 @@ sub gen_unit
 	@s = gen_xact($u) if $kind eq 'xact';
 	@s = gen_plpgsql($u) if $kind eq 'plpgsql';
 	@s = (gen_ctid($u)) if $kind eq 'ctid';
+	@s = gen_params($u) if $kind eq 'params';
 	$u->{stmts} = \@s;
 	return $u;
 }
