@@ -392,6 +392,8 @@ extern void afdw_deparse_grouped_select(StringInfo buf, PlannerInfo *root,
 										List *remote_conds, List *group_positions,
 										List *having, bool partial,
 										List **params);
+extern void afdw_deparse_join_column(StringInfo buf, PlannerInfo *root,
+									 RelOptInfo *joinrel, Var *var);
 extern void afdw_deparse_join_select(StringInfo buf, PlannerInfo *root,
 									 RelOptInfo *joinrel, List *tlist,
 									 List **params);
@@ -441,6 +443,15 @@ extern void afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 									JoinType jointype, JoinPathExtraData *extra);
 extern ForeignScan *afdw_join_plan(PlannerInfo *root, RelOptInfo *rel,
 								   List *tlist, Plan *outer_plan);
+
+/* ordered.c */
+extern void afdw_add_sorted_join_paths(PlannerInfo *root, RelOptInfo *joinrel,
+									   Cost startup, Cost total);
+extern void afdw_add_sorted_grouping_path(PlannerInfo *root, RelOptInfo *grouped,
+										  double ngroups, Cost remote,
+										  Cost startup, Cost total);
+extern ForeignScan *afdw_finish_remote_plan(PlannerInfo *root, RelOptInfo *rel,
+											Path *path, ForeignScan *scan);
 
 /* upper.c */
 extern void afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,

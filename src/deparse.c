@@ -588,6 +588,24 @@ afdw_deparse_join_select(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel,
 }
 
 /*
+ * afdw_deparse_join_column
+ *		Append to BUF column VAR of a table of JOINREL, a remote join
+ *		(join.c), as its remote SELECT names it (r<n>.column).
+ */
+void
+afdw_deparse_join_column(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel,
+						 Var *var)
+{
+	DeparseContext cxt;
+	List	   *params = NIL;
+
+	init_context(&cxt, buf, root, joinrel, NULL, &params);
+	afdw_deparse_expr((Expr *) var, &cxt);
+	end_context(&cxt);
+	Assert(params == NIL);
+}
+
+/*
  * afdw_deparse_locking_clause
  *		Append to BUF the locking clause the remote SELECT of BASEREL needs
  *		when the query locks the relation's rows (SELECT ... FOR UPDATE or

@@ -282,6 +282,7 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	add_path(joinrel, (Path *)
 			 create_foreign_join_path(root, joinrel, NULL, joinrel->rows,
 									  startup, total, NIL, NULL, NULL, NIL));
+	afdw_add_sorted_join_paths(root, joinrel, startup, total);
 }
 
 /*
