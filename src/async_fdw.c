@@ -33,12 +33,6 @@
 
 #include "async_fdw.h"
 
-/*
- * The cost of a remote sort, as a multiple of the remote read's cost
- * (postgres_fdw's figure when it does not ask the remote server).
- */
-#define AFDW_SORT_MULTIPLIER	1.2
-
 PG_MODULE_MAGIC;
 
 /*
@@ -401,20 +395,21 @@ afdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 	 * The query's order, sorted by the remote server when it sorts exactly
 	 * as the local one (afdw_sort_key): a partition's scan under a
 	 * MergeAppend, or a table's under an ORDER BY, then needs no local
-	 * sort.  The remote read and sort, the read's cost times
-	 * postgres_fdw's multiplier without remote estimates, end before the
-	 * first row comes; the rows then come as unsorted ones do (a LIMIT
-	 * above reads only the first ones).
+	 * sort.  The remote read and sort end before the first row comes;
+	 * the rows then come as unsorted ones do, so that a LIMIT above reads
+	 * only the first ones (afdw_remote_sort_cost).
 	 */
 	if (root->query_pathkeys != NIL && sortable(baserel, root->query_pathkeys))
 	{
-		Cost		read = remote_read_cost(baserel, fp);
+		Cost		sort = afdw_remote_sort_cost(root, root->query_pathkeys,
+												 baserel->rows,
+												 baserel->reltarget->width,
+												 root->limit_tuples);
 
 		add_path(baserel, (Path *)
 				 create_foreignscan_path(root, baserel, NULL, baserel->rows,
-										 startup + read * AFDW_SORT_MULTIPLIER,
-										 total + read * (AFDW_SORT_MULTIPLIER - 1.0),
-										 root->query_pathkeys,
+										 startup + remote_read_cost(baserel, fp) + sort,
+										 total + sort, root->query_pathkeys,
 										 baserel->lateral_relids, NULL, NIL));
 	}
 

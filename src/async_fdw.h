@@ -447,9 +447,11 @@ extern ForeignScan *afdw_join_plan(PlannerInfo *root, RelOptInfo *rel,
 /* ordered.c */
 extern void afdw_add_sorted_join_paths(PlannerInfo *root, RelOptInfo *joinrel,
 									   Cost startup, Cost total);
+extern Cost afdw_remote_sort_cost(PlannerInfo *root, List *pathkeys,
+								  double rows, int width, double bound);
 extern void afdw_add_sorted_grouping_path(PlannerInfo *root, RelOptInfo *grouped,
-										  double ngroups, Cost remote,
-										  Cost startup, Cost total);
+										  double ngroups, Cost startup,
+										  Cost total);
 extern ForeignScan *afdw_finish_remote_plan(PlannerInfo *root, RelOptInfo *rel,
 											Path *path, ForeignScan *scan);
 

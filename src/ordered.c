@@ -41,11 +41,7 @@
 
 #include "async_fdw.h"
 
-/*
- * The cost of a remote sort: the remote work times this (postgres_fdw's
- * figure when it does not ask the remote server).
- */
-#define AFDW_REMOTE_SORT_MULTIPLIER	1.2
+static bool query_limit(PlannerInfo *root, int64 *limit);
 
 /*
  * sort_type_ok
@@ -152,19 +148,39 @@ grouped_sort_position(List *grouped_tlist, PathKey *pk)
 }
 
 /*
+ * afdw_remote_sort_cost
+ *		What sorting ROWS rows of WIDTH bytes by PATHKEYS costs the remote
+ *		server: what a local sort would, bounded by the first BOUND rows
+ *		(-1: none) when the query's LIMIT goes with it.
+ *
+ * The remote sort ends before the first row is sent; a local one would
+ * wait for the last row to arrive.  Paths sorted remotely add this to the
+ * startup of the unsorted one's, after its whole remote read.
+ */
+Cost
+afdw_remote_sort_cost(PlannerInfo *root, List *pathkeys, double rows, int width,
+					  double bound)
+{
+	Path		sort_path;
+
+	cost_sort(&sort_path, root, pathkeys, 0.0, rows, width, 0.0, work_mem,
+			  bound);
+	return sort_path.total_cost;
+}
+
+/*
  * afdw_add_sorted_join_paths
  *		Add to JOINREL, a remote join whose unsorted path costs STARTUP and
  *		TOTAL, the path sorted in the query's order when the remote server
  *		can sort it so.
  *
- * The remote sort ends before the first row comes: the remote work, times
- * the multiplier, is all startup; the rows then come as unsorted ones do.
+ * The remote join and sort end before the first row comes; the rows then
+ * come as unsorted ones do (afdw_remote_sort_cost).
  */
 void
 afdw_add_sorted_join_paths(PlannerInfo *root, RelOptInfo *joinrel,
 						   Cost startup, Cost total)
 {
-	AfdwRelInfo *jfp = (AfdwRelInfo *) joinrel->fdw_private;
 	Cost		extra;
 	ListCell   *lc;
 
@@ -175,7 +191,8 @@ afdw_add_sorted_join_paths(PlannerInfo *root, RelOptInfo *joinrel,
 		if (join_sort_var(joinrel, (PathKey *) lfirst(lc)) == NULL)
 			return;
 	}
-	extra = jfp->remote_total * (AFDW_REMOTE_SORT_MULTIPLIER - 1.0);
+	extra = afdw_remote_sort_cost(root, root->query_pathkeys, joinrel->rows,
+								  joinrel->reltarget->width, root->limit_tuples);
 	add_path(joinrel, (Path *)
 			 create_foreign_join_path(root, joinrel, NULL, joinrel->rows,
 									  startup + extra, total + extra,
@@ -189,21 +206,17 @@ afdw_add_sorted_join_paths(PlannerInfo *root, RelOptInfo *joinrel,
  *		BY when the remote server can sort the groups so and nothing but
  *		the ORDER BY comes after the grouping.
  *
- * The remote sort ends before the first group is sent.  In an order the
- * GROUP BY gives (the remote server may group by sorting), it costs a
- * quarter of a scan's remote sort, the REMOTE work times a quarter of the
- * multiplier's excess (postgres_fdw's figure); in another, what a local
- * sort of the groups would.
+ * The remote sort of the groups ends before the first is sent
+ * (afdw_remote_sort_cost).
  */
 void
 afdw_add_sorted_grouping_path(PlannerInfo *root, RelOptInfo *grouped,
-							  double ngroups, Cost remote, Cost startup,
-							  Cost total)
+							  double ngroups, Cost startup, Cost total)
 {
 	AfdwRelInfo *gfp = (AfdwRelInfo *) grouped->fdw_private;
 	Query	   *parse = root->parse;
-	Path		sort_path;
 	Cost		extra;
+	int64		limit;
 	ListCell   *lc;
 
 	if (root->sort_pathkeys == NIL || gfp->partial ||
@@ -215,14 +228,10 @@ afdw_add_sorted_grouping_path(PlannerInfo *root, RelOptInfo *grouped,
 		if (grouped_sort_position(gfp->grouped_tlist, (PathKey *) lfirst(lc)) == 0)
 			return;
 	}
-	if (pathkeys_contained_in(root->sort_pathkeys, root->group_pathkeys))
-		extra = remote * (AFDW_REMOTE_SORT_MULTIPLIER - 1.0) * 0.25;
-	else
-	{
-		cost_sort(&sort_path, root, root->sort_pathkeys, 0.0, ngroups,
-				  grouped->reltarget->width, 0.0, work_mem, -1.0);
-		extra = sort_path.total_cost;
-	}
+	if (!query_limit(root, &limit))
+		limit = -1;
+	extra = afdw_remote_sort_cost(root, root->sort_pathkeys, ngroups,
+								  grouped->reltarget->width, (double) limit);
 	add_path(grouped, (Path *)
 			 create_foreign_upper_path(root, grouped, grouped->reltarget,
 									   ngroups, startup + extra, total + extra,

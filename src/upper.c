@@ -297,8 +297,7 @@ afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	add_path(output, (Path *)
 			 create_foreign_upper_path(root, output, output->reltarget, ngroups,
 									   startup, total, NIL, NULL, NIL));
-	afdw_add_sorted_grouping_path(root, output, ngroups, remote, startup,
-								  total);
+	afdw_add_sorted_grouping_path(root, output, ngroups, startup, total);
 }
 
 /*
