@@ -412,6 +412,9 @@ afdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 										 total + sort, root->query_pathkeys,
 										 baserel->lateral_relids, NULL, NIL));
 	}
+	/* Orders a merge join could use (with remote estimates only). */
+	afdw_add_merge_paths(root, baserel, startup + remote_read_cost(baserel, fp),
+						 total);
 
 	/* Join clauses that are not equivalences. */
 	foreach(lc, baserel->joininfo)

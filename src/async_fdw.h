@@ -447,6 +447,8 @@ extern ForeignScan *afdw_join_plan(PlannerInfo *root, RelOptInfo *rel,
 /* ordered.c */
 extern void afdw_add_sorted_join_paths(PlannerInfo *root, RelOptInfo *joinrel,
 									   Cost startup, Cost total);
+extern void afdw_add_merge_paths(PlannerInfo *root, RelOptInfo *rel,
+								 Cost read, Cost total);
 extern Cost afdw_remote_sort_cost(PlannerInfo *root, List *pathkeys,
 								  double rows, int width, double bound);
 extern void afdw_add_sorted_grouping_path(PlannerInfo *root, RelOptInfo *grouped,

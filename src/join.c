@@ -283,6 +283,7 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 			 create_foreign_join_path(root, joinrel, NULL, joinrel->rows,
 									  startup, total, NIL, NULL, NULL, NIL));
 	afdw_add_sorted_join_paths(root, joinrel, startup, total);
+	afdw_add_merge_paths(root, joinrel, startup, total);
 }
 
 /*

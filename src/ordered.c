@@ -10,7 +10,11 @@
  * the rule afdw_sort_key applies to a foreign table's scan.  A remote
  * aggregate (upper.c) is offered sorted by the query's ORDER BY when each
  * key is an item of its remote select list of such a type.  The ORDER BY
- * is then written in the remote SELECT, and the local Sort goes.
+ * is then written in the remote SELECT, and the local Sort goes.  With
+ * use_remote_estimate, as postgres_fdw, a foreign table or a remote join
+ * is also offered sorted by each join column a merge join could use.  A
+ * remote sort costs what a local sort of the same rows would, but it ends
+ * before the first row is sent (afdw_remote_sort_cost).
  *
  * The LIMIT (plus the OFFSET) of the query follows when nothing between
  * the remote query and the local Limit can drop rows or change their
@@ -22,9 +26,11 @@
  * row locks or parameters in the remote query, as for a foreign table's
  * scan (async_fdw.c).
  *
- * Neighbours: join.c and upper.c add the unsorted paths and call here for
- * the sorted ones; async_fdw.c hands their plans here to finish the
- * remote SQL; deparse.c writes a join's sort expressions.
+ * Neighbours: join.c, upper.c and async_fdw.c add the unsorted paths and
+ * call here for the sorted ones (a foreign table's sort keys are
+ * shippable.c's afdw_sort_key); async_fdw.c hands the plans of joins and
+ * aggregates here to finish the remote SQL; deparse.c writes a join's
+ * sort expressions.
  *
  *-------------------------------------------------------------------------
  */
@@ -103,10 +109,14 @@ join_sort_var(RelOptInfo *joinrel, PathKey *pk)
 		EquivalenceMember *em = (EquivalenceMember *) lfirst(lc);
 		Var		   *var = (Var *) em->em_expr;
 
+		/* A varchar column comes relabeled to text (afdw_sort_key). */
+		if (IsA(var, RelabelType) &&
+			((RelabelType *) var)->resulttype == em->em_datatype)
+			var = (Var *) ((RelabelType *) var)->arg;
 		if (!IsA(var, Var) || var->varlevelsup != 0 || var->varattno <= 0 ||
 			!bms_is_member(var->varno, visible) ||
 			!bms_equal(em->em_relids, bms_make_singleton(var->varno)) ||
-			var->vartype != em->em_datatype ||
+			!afdw_is_builtin(em->em_datatype) ||
 			!sort_type_ok(pk, var->vartype, var->varcollid))
 			continue;
 		return var;
@@ -197,6 +207,98 @@ afdw_add_sorted_join_paths(PlannerInfo *root, RelOptInfo *joinrel,
 			 create_foreign_join_path(root, joinrel, NULL, joinrel->rows,
 									  startup + extra, total + extra,
 									  root->query_pathkeys, NULL, NULL, NIL));
+}
+
+/*
+ * merge_classes
+ *		The equivalence classes by whose order a merge join could read REL:
+ *		those of its equivalence joins and of its mergeable join clauses.
+ */
+static List *
+merge_classes(PlannerInfo *root, RelOptInfo *rel)
+{
+	List	   *ecs = NIL;
+	ListCell   *lc;
+
+	if (rel->has_eclass_joins)
+	{
+		foreach(lc, root->eq_classes)
+		{
+			EquivalenceClass *ec = (EquivalenceClass *) lfirst(lc);
+
+			if (ec->ec_merged == NULL && eclass_useful_for_merging(root, ec, rel))
+				ecs = list_append_unique_ptr(ecs, ec);
+		}
+	}
+	foreach(lc, rel->joininfo)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+
+		if (ri->mergeopfamilies == NIL)
+			continue;
+		update_mergeclause_eclasses(root, ri);
+		if (bms_is_subset(ri->right_relids, rel->relids))
+			ecs = list_append_unique_ptr(ecs, ri->right_ec);
+		else if (bms_is_subset(ri->left_relids, rel->relids))
+			ecs = list_append_unique_ptr(ecs, ri->left_ec);
+	}
+	return ecs;
+}
+
+/*
+ * afdw_add_merge_paths
+ *		Add to REL, a foreign table or a remote join whose unsorted path
+ *		has read its rows remotely at cost READ and costs TOTAL, a path
+ *		sorted in the ascending order of each equivalence class a merge
+ *		join of REL could use, when the remote server sorts it exactly as
+ *		the local one.
+ *
+ * Only with use_remote_estimate, as postgres_fdw: a merge join that the
+ * remote sort makes look cheap is a guess that can cost a lot when the
+ * guessed sizes are wrong.
+ */
+void
+afdw_add_merge_paths(PlannerInfo *root, RelOptInfo *rel, Cost read, Cost total)
+{
+	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
+	bool		join = (fp->outer_rel != NULL);
+	ListCell   *lc;
+
+	if (join ? !((AfdwRelInfo *) fp->outer_rel->fdw_private)->use_remote_estimate &&
+		!((AfdwRelInfo *) fp->inner_rel->fdw_private)->use_remote_estimate :
+		!fp->use_remote_estimate)
+		return;
+	foreach(lc, merge_classes(root, rel))
+	{
+		EquivalenceClass *ec = (EquivalenceClass *) lfirst(lc);
+		PathKey    *pk;
+		List	   *pathkeys;
+		bool		descending;
+		bool		nulls_first;
+		Cost		sort;
+
+		if (ec->ec_opfamilies == NIL)
+			continue;
+		pk = make_canonical_pathkey(root, ec, linitial_oid(ec->ec_opfamilies),
+									BTLessStrategyNumber, false);
+		if (join ? join_sort_var(rel, pk) == NULL :
+			afdw_sort_key(rel, pk, &descending, &nulls_first) == 0)
+			continue;
+		pathkeys = list_make1(pk);
+		sort = afdw_remote_sort_cost(root, pathkeys, rel->rows,
+									 rel->reltarget->width, -1.0);
+		if (join)
+			add_path(rel, (Path *)
+					 create_foreign_join_path(root, rel, NULL, rel->rows,
+											  read + sort, total + sort,
+											  pathkeys, NULL, NULL, NIL));
+		else
+			add_path(rel, (Path *)
+					 create_foreignscan_path(root, rel, NULL, rel->rows,
+											 read + sort, total + sort,
+											 pathkeys, rel->lateral_relids,
+											 NULL, NIL));
+	}
 }
 
 /*

@@ -108,6 +108,52 @@ EXPLAIN (VERBOSE, COSTS OFF)
 SELECT od_same($$SELECT DISTINCT count(*) FROM od1 GROUP BY a ORDER BY 1 LIMIT 3$$,
                $$SELECT DISTINCT count(*) FROM od1_local GROUP BY a ORDER BY 1 LIMIT 3$$);
 
+-- 4. A varchar column sorts remotely (it comes relabeled to text), alone
+-- and in a join.
+ALTER TABLE remote.od2 ADD COLUMN v varchar(8);
+UPDATE remote.od2 SET v = CASE WHEN id % 5 = 0 THEN NULL ELSE 'v' || (id * 7) % 31 END;
+CREATE TABLE od2v_local AS SELECT * FROM remote.od2;
+ALTER FOREIGN TABLE od2 ADD COLUMN v varchar(8);
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT id, v FROM od2 ORDER BY v DESC NULLS LAST, id LIMIT 5 OFFSET 2;
+SELECT od_same($$SELECT id, v FROM od2 ORDER BY v DESC NULLS LAST, id LIMIT 5 OFFSET 2$$,
+               $$SELECT id, v FROM od2v_local ORDER BY v DESC NULLS LAST, id LIMIT 5 OFFSET 2$$);
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT od1.id, v FROM od1 JOIN od2 ON od1.id = od2.id ORDER BY v, od1.id LIMIT 5;
+SELECT od_same($$SELECT od1.id, v FROM od1 JOIN od2 ON od1.id = od2.id ORDER BY v, od1.id$$,
+               $$SELECT od1.id, v FROM od1_local od1 JOIN od2v_local od2 ON od1.id = od2.id ORDER BY v, od1.id$$);
+
+-- 5. With use_remote_estimate, the orders a merge join could use: a
+-- foreign table or a remote join sorted by the join column, merged with
+-- a local table read through its index.
+CREATE TABLE od_pk (id int PRIMARY KEY, w int);
+INSERT INTO od_pk SELECT g, g % 3 FROM generate_series(1, 1000) g;
+ANALYZE od_pk;
+ALTER FOREIGN TABLE od1 OPTIONS (ADD use_remote_estimate 'true');
+ALTER FOREIGN TABLE od2 OPTIONS (ADD use_remote_estimate 'true');
+SET enable_hashjoin = off;
+SET enable_nestloop = off;
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT od1.id, w FROM od1 JOIN od_pk ON od1.id = od_pk.id;
+SELECT rows_same($$SELECT od1.id, w FROM od1 JOIN od_pk ON od1.id = od_pk.id$$,
+                 $$SELECT od1.id, w FROM od1_local od1 JOIN od_pk ON od1.id = od_pk.id$$);
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT od1.id, b, w FROM od1 JOIN od2 ON od1.id = od2.id JOIN od_pk ON od2.id = od_pk.id;
+SELECT rows_same($$SELECT od1.id, b, w FROM od1 JOIN od2 ON od1.id = od2.id JOIN od_pk ON od2.id = od_pk.id$$,
+                 $$SELECT od1.id, b, w FROM od1_local od1 JOIN od2_local od2 ON od1.id = od2.id JOIN od_pk ON od2.id = od_pk.id$$);
+RESET enable_hashjoin;
+RESET enable_nestloop;
+-- Without remote estimates, no such path: the sort is local.
+ALTER FOREIGN TABLE od1 OPTIONS (DROP use_remote_estimate);
+ALTER FOREIGN TABLE od2 OPTIONS (DROP use_remote_estimate);
+SET enable_hashjoin = off;
+SET enable_nestloop = off;
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT od1.id, w FROM od1 JOIN od_pk ON od1.id = od_pk.id;
+RESET enable_hashjoin;
+RESET enable_nestloop;
+
+DROP TABLE od_pk, od2v_local;
 DROP FUNCTION od_same(text, text);
 DROP FOREIGN TABLE od1, od2;
 DROP TABLE od1_local, od2_local, remote.od1, remote.od2;
