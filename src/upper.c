@@ -84,31 +84,35 @@ static Oid	known_handler = InvalidOid;
 static List *other_handlers = NIL;
 
 /*
+ * ungrouped_walker
+ *		expression_tree_walker callback: true on a column outside the
+ *		aggregates that is not within a grouping item of TLIST.
+ */
+static bool
+ungrouped_walker(Node *node, List *tlist)
+{
+	TargetEntry *tle;
+
+	if (node == NULL || IsA(node, Aggref))
+		return false;
+	tle = tlist_member((Expr *) node, tlist);
+	if (tle != NULL && tle->ressortgroupref != 0)
+		return false;
+	if (IsA(node, Var))
+		return true;
+	return expression_tree_walker(node, ungrouped_walker, tlist);
+}
+
+/*
  * only_grouped_columns
- *		True if every column of EXPR outside its aggregates is a grouping
- *		item of TLIST, so that the remote server accepts it in a grouped
- *		SELECT.
+ *		True if every column of EXPR outside its aggregates is within a
+ *		grouping item of TLIST (c2 / 2 under GROUP BY c2 / 2), so that the
+ *		remote server accepts it in a grouped SELECT.
  */
 static bool
 only_grouped_columns(Expr *expr, List *tlist)
 {
-	List	   *vars = pull_var_clause((Node *) expr, PVC_INCLUDE_AGGREGATES |
-									   PVC_RECURSE_PLACEHOLDERS |
-									   PVC_RECURSE_WINDOWFUNCS);
-	ListCell   *lc;
-
-	foreach(lc, vars)
-	{
-		Node	   *node = lfirst(lc);
-		TargetEntry *tle;
-
-		if (IsA(node, Aggref))
-			continue;
-		tle = tlist_member((Expr *) node, tlist);
-		if (tle == NULL || tle->ressortgroupref == 0)
-			return false;
-	}
-	return true;
+	return !ungrouped_walker((Node *) expr, tlist);
 }
 
 /*
@@ -121,6 +125,45 @@ add_item(List **tlist, Expr *expr)
 	if (tlist_member(expr, *tlist) == NULL)
 		*tlist = lappend(*tlist, makeTargetEntry(expr, list_length(*tlist) + 1,
 												 NULL, false));
+}
+
+/* What local_parts_walker looks at. */
+typedef struct LocalParts
+{
+	PlannerInfo *root;
+	RelOptInfo *input;
+	bool		partial;
+	List	  **tlist;			/* the remote select list, added to */
+} LocalParts;
+
+/*
+ * local_parts_walker
+ *		expression_tree_walker callback for an item computed locally: add
+ *		its aggregates to the remote select list; true on one that cannot
+ *		be sent, or on a column outside them and outside the grouping items
+ *		(which the remote select list has).
+ */
+static bool
+local_parts_walker(Node *node, LocalParts *lp)
+{
+	TargetEntry *tle;
+
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref))
+	{
+		if (!afdw_is_shippable_grouped(lp->root, lp->input, (Expr *) node,
+									   lp->partial))
+			return true;
+		add_item(lp->tlist, (Expr *) node);
+		return false;
+	}
+	tle = tlist_member((Expr *) node, *lp->tlist);
+	if (tle != NULL && tle->ressortgroupref != 0)
+		return false;
+	if (IsA(node, Var))
+		return true;
+	return expression_tree_walker(node, local_parts_walker, lp);
 }
 
 /*
@@ -174,8 +217,7 @@ grouping_ok(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped,
 	{
 		Expr	   *expr = (Expr *) lfirst(lc);
 		Index		sgref = get_pathtarget_sortgroupref(target, i++);
-		List	   *parts;
-		ListCell   *lc2;
+		LocalParts	lp;
 
 		if (sgref != 0 && get_sortgroupref_clause_noerr(sgref, parse->groupClause) != NULL)
 			continue;
@@ -188,23 +230,16 @@ grouping_ok(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped,
 			continue;
 		}
 
-		/* Computed locally: its aggregates are sent, its columns are. */
-		parts = pull_var_clause((Node *) expr, PVC_INCLUDE_AGGREGATES |
-								PVC_RECURSE_PLACEHOLDERS |
-								PVC_RECURSE_WINDOWFUNCS);
-		foreach(lc2, parts)
-		{
-			Expr	   *part = (Expr *) lfirst(lc2);
-
-			if (IsA(part, Aggref))
-			{
-				if (!afdw_is_shippable_grouped(root, input, part, partial))
-					return false;
-				add_item(&tlist, part);
-			}
-			else if (!only_grouped_columns(part, tlist))
-				return false;
-		}
+		/*
+		 * Computed locally: its aggregates are sent, its grouping items
+		 * are.
+		 */
+		lp.root = root;
+		lp.input = input;
+		lp.partial = partial;
+		lp.tlist = &tlist;
+		if (local_parts_walker((Node *) expr, &lp))
+			return false;
 	}
 
 	if (!partial)

@@ -100,6 +100,15 @@ SELECT od_same($$SELECT b, count(*) FROM od1 JOIN od2 ON od1.id = od2.id GROUP B
                $$SELECT b, count(*) FROM od1_local od1 JOIN od2_local od2 ON od1.id = od2.id GROUP BY b ORDER BY count(*) DESC, b NULLS FIRST$$);
 SELECT od_same($$SELECT a % 5, max(t), min(id) FROM od1 WHERE id > 30 GROUP BY a % 5 HAVING count(*) > 3 ORDER BY max(t), 1 LIMIT 3 OFFSET 1$$,
                $$SELECT a % 5, max(t), min(id) FROM od1_local WHERE id > 30 GROUP BY a % 5 HAVING count(*) > 3 ORDER BY max(t), 1 LIMIT 3 OFFSET 1$$);
+-- Grouped by an expression, which other items and the ORDER BY use.
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT id / 100, sum(a) * (id / 100) FROM od1 GROUP BY id / 100 ORDER BY id / 100;
+SELECT od_same($$SELECT id / 100, sum(a) * (id / 100) FROM od1 GROUP BY id / 100 ORDER BY id / 100$$,
+               $$SELECT id / 100, sum(a) * (id / 100) FROM od1_local GROUP BY id / 100 ORDER BY id / 100$$);
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT (id / 100) * (random() <= 1)::int, count(*) FROM od1 GROUP BY id / 100 HAVING min(id / 100) >= 0;
+SELECT rows_same($$SELECT (id / 100) * (random() <= 1)::int, count(*) FROM od1 GROUP BY id / 100 HAVING min(id / 100) >= 0$$,
+                 $$SELECT (id / 100) * (random() <= 1)::int, count(*) FROM od1_local GROUP BY id / 100 HAVING min(id / 100) >= 0$$);
 -- Sorted locally: by an item computed locally, or followed by a DISTINCT.
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT a, sum(id) * (random() <= 1)::int AS s FROM od1 GROUP BY a ORDER BY s, a LIMIT 3;
