@@ -121,14 +121,16 @@ typedef struct AfdwRelInfo
 	 * A grouping relation whose aggregates the remote server computes
 	 * (upper.c): the foreign table's relation it reads (NULL for a base
 	 * relation), the remote select list (TargetEntries), the positions in
-	 * it of the GROUP BY items, the remote HAVING conditions, and whether
-	 * the aggregates are partial (transition states for a local Finalize
-	 * Aggregate).
+	 * it of the GROUP BY items, the remote HAVING conditions and those
+	 * checked locally (not shippable, on sent aggregates and grouping
+	 * items), and whether the aggregates are partial (transition states
+	 * for a local Finalize Aggregate).
 	 */
 	RelOptInfo *input_rel;
 	List	   *grouped_tlist;
 	List	   *group_positions;
 	List	   *having;
+	List	   *local_having;
 	bool		partial;
 
 	/*

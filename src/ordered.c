@@ -391,7 +391,8 @@ limit_for(PlannerInfo *root, RelOptInfo *rel, Path *path, bool grouped,
 		return false;
 	if (grouped)
 	{
-		if (fp->partial || parse->distinctClause != NIL ||
+		if (fp->partial || fp->local_having != NIL ||
+			parse->distinctClause != NIL ||
 			parse->hasWindowFuncs || parse->hasTargetSRFs ||
 			!pathkeys_contained_in(root->sort_pathkeys, path->pathkeys))
 			return false;

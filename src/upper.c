@@ -176,7 +176,8 @@ local_parts_walker(Node *node, LocalParts *lp)
  *
  * Grouping items are sent whole.  Every other item is sent whole when it
  * can be, or else computed locally from its aggregates and grouping
- * columns, sent apart.  HAVING is sent whole or the aggregate stays local.
+ * columns, sent apart.  So is each condition of HAVING: a volatile one is
+ * checked locally on the groups, next to the remote ones.
  */
 static bool
 grouping_ok(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped,
@@ -248,10 +249,23 @@ grouping_ok(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped,
 		{
 			Expr	   *qual = (Expr *) lfirst(lc);
 
-			if (!afdw_is_shippable_grouped(root, input, qual, false) ||
-				!only_grouped_columns(qual, tlist))
+			LocalParts	lp;
+
+			if (afdw_is_shippable_grouped(root, input, qual, false) &&
+				only_grouped_columns(qual, tlist))
+			{
+				gfp->having = lappend(gfp->having, qual);
+				continue;
+			}
+
+			/* Checked locally on the groups: its aggregates are sent. */
+			lp.root = root;
+			lp.input = input;
+			lp.partial = false;
+			lp.tlist = &tlist;
+			if (local_parts_walker((Node *) qual, &lp))
 				return false;
-			gfp->having = lappend(gfp->having, qual);
+			gfp->local_having = lappend(gfp->local_having, qual);
 		}
 	}
 
@@ -317,9 +331,12 @@ afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	ngroups = group_exprs == NIL ? 1 :
 		Min(estimate_num_groups(root, group_exprs, input->rows, NULL, NULL),
 			input->rows);
-	if (gfp->having != NIL)
-		ngroups = clamp_row_est(ngroups * clauselist_selectivity(root, gfp->having,
-																 0, JOIN_INNER, NULL));
+	if (gfp->having != NIL || gfp->local_having != NIL)
+		ngroups = clamp_row_est(ngroups *
+								clauselist_selectivity(root,
+													   list_concat_copy(gfp->having,
+																		gfp->local_having),
+													   0, JOIN_INNER, NULL));
 
 	if (ifp->remote_estimated)
 		remote = ifp->remote_total;
@@ -381,7 +398,7 @@ afdw_grouping_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist,
 	for (int i = 1; i <= list_length(gfp->grouped_tlist); i++)
 		retrieved_attrs = lappend_int(retrieved_attrs, i);
 
-	return make_foreignscan(tlist, NIL, 0, params,
+	return make_foreignscan(tlist, gfp->local_having, 0, params,
 							afdw_make_scan_private(sql.data, retrieved_attrs,
 												   ifp->fetch_size, stream, "",
 												   psprintf("%s on %s",

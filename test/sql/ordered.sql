@@ -109,6 +109,13 @@ EXPLAIN (VERBOSE, COSTS OFF)
   SELECT (id / 100) * (random() <= 1)::int, count(*) FROM od1 GROUP BY id / 100 HAVING min(id / 100) >= 0;
 SELECT rows_same($$SELECT (id / 100) * (random() <= 1)::int, count(*) FROM od1 GROUP BY id / 100 HAVING min(id / 100) >= 0$$,
                  $$SELECT (id / 100) * (random() <= 1)::int, count(*) FROM od1_local GROUP BY id / 100 HAVING min(id / 100) >= 0$$);
+-- A volatile HAVING condition is checked locally on the groups, the
+-- others remotely; no remote LIMIT then.
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT a, count(*) FROM od1 GROUP BY a
+  HAVING (avg(id) / avg(id)) * random() <= 1 AND avg(id) < 200 ORDER BY a LIMIT 4;
+SELECT od_same($$SELECT a, count(*) FROM od1 GROUP BY a HAVING (avg(id) / avg(id)) * random() <= 1 AND avg(id) < 200 ORDER BY a LIMIT 4$$,
+               $$SELECT a, count(*) FROM od1_local GROUP BY a HAVING (avg(id) / avg(id)) * random() <= 1 AND avg(id) < 200 ORDER BY a LIMIT 4$$);
 -- Sorted locally: by an item computed locally, or followed by a DISTINCT.
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT a, sum(id) * (random() <= 1)::int AS s FROM od1 GROUP BY a ORDER BY s, a LIMIT 3;
