@@ -384,10 +384,17 @@ limit_for(PlannerInfo *root, RelOptInfo *rel, Path *path, bool grouped,
 	Query	   *parse = root->parse;
 	RelOptInfo *read = grouped ? fp->input_rel : rel;
 
+	/*
+	 * A join of partitions (partitionwise join) reads every table when its
+	 * parents' join does: each child under the Append or Merge Append then
+	 * returns at most the rows the Limit could take from it.
+	 */
 	if (root->rowMarks != NIL || root->hasPseudoConstantQuals ||
 		path->param_info != NULL ||
-		(read->reloptkind != RELOPT_BASEREL && read->reloptkind != RELOPT_JOINREL) ||
-		!bms_equal(read->relids, root->all_baserels))
+		!(read->reloptkind == RELOPT_BASEREL || read->reloptkind == RELOPT_JOINREL ||
+		  (!grouped && read->reloptkind == RELOPT_OTHER_JOINREL)) ||
+		!bms_equal(read->reloptkind == RELOPT_OTHER_JOINREL ?
+				   read->top_parent_relids : read->relids, root->all_baserels))
 		return false;
 	if (grouped)
 	{

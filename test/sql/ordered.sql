@@ -169,6 +169,31 @@ EXPLAIN (VERBOSE, COSTS OFF)
 RESET enable_hashjoin;
 RESET enable_nestloop;
 
+-- 6. Joins of partitions (partitionwise join): each pair joined remotely in
+-- the query's order, with the query's LIMIT, under a Merge Append.
+CREATE TABLE remote.odp1a AS SELECT id, a, t FROM remote.od1 WHERE id <= 300;
+CREATE TABLE remote.odp1b AS SELECT id, a, t FROM remote.od1 WHERE id > 300;
+CREATE TABLE remote.odp2a AS SELECT id, b FROM remote.od2 WHERE id <= 300;
+CREATE TABLE remote.odp2b AS SELECT id, b FROM remote.od2 WHERE id > 300;
+CREATE TABLE odp1 (id int, a int, t text) PARTITION BY RANGE (id);
+CREATE FOREIGN TABLE odp1_a PARTITION OF odp1 FOR VALUES FROM (MINVALUE) TO (301)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'odp1a');
+CREATE FOREIGN TABLE odp1_b PARTITION OF odp1 FOR VALUES FROM (301) TO (MAXVALUE)
+  SERVER loopback2 OPTIONS (schema_name 'remote', table_name 'odp1b');
+CREATE TABLE odp2 (id int, b int) PARTITION BY RANGE (id);
+CREATE FOREIGN TABLE odp2_a PARTITION OF odp2 FOR VALUES FROM (MINVALUE) TO (301)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'odp2a');
+CREATE FOREIGN TABLE odp2_b PARTITION OF odp2 FOR VALUES FROM (301) TO (MAXVALUE)
+  SERVER loopback2 OPTIONS (schema_name 'remote', table_name 'odp2b');
+ANALYZE odp1, odp2;
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT odp1.id, b FROM odp1 JOIN odp2 ON odp1.id = odp2.id ORDER BY odp1.id DESC LIMIT 6;
+SELECT od_same($$SELECT odp1.id, b FROM odp1 JOIN odp2 ON odp1.id = odp2.id ORDER BY odp1.id DESC LIMIT 6$$,
+               $$SELECT od1.id, b FROM od1_local od1 JOIN od2_local od2 ON od1.id = od2.id ORDER BY od1.id DESC LIMIT 6$$);
+SELECT od_same($$SELECT odp1.id, b FROM odp1 JOIN odp2 ON odp1.id = odp2.id ORDER BY odp1.id LIMIT 8 OFFSET 60$$,
+               $$SELECT od1.id, b FROM od1_local od1 JOIN od2_local od2 ON od1.id = od2.id ORDER BY od1.id LIMIT 8 OFFSET 60$$);
+DROP TABLE odp1, odp2, remote.odp1a, remote.odp1b, remote.odp2a, remote.odp2b;
+
 DROP TABLE od_pk, od2v_local;
 DROP FUNCTION od_same(text, text);
 DROP FOREIGN TABLE od1, od2;
