@@ -86,7 +86,8 @@ static List *other_handlers = NIL;
 /*
  * ungrouped_walker
  *		expression_tree_walker callback: true on a column outside the
- *		aggregates that is not within a grouping item of TLIST.
+ *		aggregates that is not within a grouping item of TLIST, or on
+ *		GROUPING().
  */
 static bool
 ungrouped_walker(Node *node, List *tlist)
@@ -95,6 +96,8 @@ ungrouped_walker(Node *node, List *tlist)
 
 	if (node == NULL || IsA(node, Aggref))
 		return false;
+	if (IsA(node, GroupingFunc))
+		return true;
 	tle = tlist_member((Expr *) node, tlist);
 	if (tle != NULL && tle->ressortgroupref != 0)
 		return false;
@@ -140,8 +143,8 @@ typedef struct LocalParts
  * local_parts_walker
  *		expression_tree_walker callback for an item computed locally: add
  *		its aggregates to the remote select list; true on one that cannot
- *		be sent, or on a column outside them and outside the grouping items
- *		(which the remote select list has).
+ *		be sent, on GROUPING(), or on a column outside them and outside the
+ *		grouping items (which the remote select list has).
  */
 static bool
 local_parts_walker(Node *node, LocalParts *lp)
@@ -158,6 +161,9 @@ local_parts_walker(Node *node, LocalParts *lp)
 		add_item(lp->tlist, (Expr *) node);
 		return false;
 	}
+	/* GROUPING() is computed by an Agg node only. */
+	if (IsA(node, GroupingFunc))
+		return true;
 	tle = tlist_member((Expr *) node, *lp->tlist);
 	if (tle != NULL && tle->ressortgroupref != 0)
 		return false;

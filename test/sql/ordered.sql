@@ -109,6 +109,10 @@ EXPLAIN (VERBOSE, COSTS OFF)
   SELECT (id / 100) * (random() <= 1)::int, count(*) FROM od1 GROUP BY id / 100 HAVING min(id / 100) >= 0;
 SELECT rows_same($$SELECT (id / 100) * (random() <= 1)::int, count(*) FROM od1 GROUP BY id / 100 HAVING min(id / 100) >= 0$$,
                  $$SELECT (id / 100) * (random() <= 1)::int, count(*) FROM od1_local GROUP BY id / 100 HAVING min(id / 100) >= 0$$);
+-- GROUPING() keeps the aggregate local.
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT a, sum(id), grouping(a) FROM od1 WHERE a < 3 GROUP BY a ORDER BY 1;
+SELECT a, sum(id), grouping(a) FROM od1 WHERE a < 3 GROUP BY a ORDER BY 1;
 -- A volatile HAVING condition is checked locally on the groups, the
 -- others remotely; no remote LIMIT then.
 EXPLAIN (VERBOSE, COSTS OFF)
