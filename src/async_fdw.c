@@ -34,12 +34,6 @@
 
 #include "async_fdw.h"
 
-/*
- * The cost of a path sorted remotely, as a multiple of the unsorted one's
- * total (postgres_fdw's figure when it does not ask the remote server).
- */
-#define AFDW_SORT_MULTIPLIER	1.2
-
 PG_MODULE_MAGIC;
 
 /*
@@ -295,6 +289,19 @@ estimate_costs(RelOptInfo *baserel, AfdwRelInfo *fp, double rows, Cost *startup,
 }
 
 /*
+ * remote_read_cost
+ *		What the remote server's read of BASEREL's rows costs, before any
+ *		is sent: its own estimate, or a scan of the whole table.
+ */
+static Cost
+remote_read_cost(RelOptInfo *baserel, AfdwRelInfo *fp)
+{
+	if (fp->remote_estimated)
+		return fp->remote_total - fp->remote_startup;
+	return seq_page_cost * baserel->pages + cpu_tuple_cost * baserel->tuples;
+}
+
+/*
  * add_param_path
  *		Add a path of BASEREL parameterized by REQUIRED_OUTER, unless one is
  *		there already.
@@ -389,16 +396,26 @@ afdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 	 * The query's order, sorted by the remote server when it sorts exactly
 	 * as the local one (afdw_sort_key): a partition's scan under a
 	 * MergeAppend, or a table's under an ORDER BY, then needs no local
-	 * sort.  The remote sort is costed like postgres_fdw's without remote
-	 * estimates, and it must end before the first row comes.
+	 * sort.  The remote read and sort end before the first row comes;
+	 * the rows then come as unsorted ones do, so that a LIMIT above reads
+	 * only the first ones (afdw_remote_sort_cost).
 	 */
 	if (root->query_pathkeys != NIL && sortable(baserel, root->query_pathkeys))
+	{
+		Cost		sort = afdw_remote_sort_cost(root, root->query_pathkeys,
+												 baserel->rows,
+												 baserel->reltarget->width,
+												 root->limit_tuples);
+
 		add_path(baserel, (Path *)
 				 create_foreignscan_path(root, baserel, NULL, baserel->rows,
-										 total * AFDW_SORT_MULTIPLIER,
-										 total * AFDW_SORT_MULTIPLIER,
-										 root->query_pathkeys,
+										 startup + remote_read_cost(baserel, fp) + sort,
+										 total + sort, root->query_pathkeys,
 										 baserel->lateral_relids, NULL, NIL));
+	}
+	/* Orders a merge join could use (with remote estimates only). */
+	afdw_add_merge_paths(root, baserel, startup + remote_read_cost(baserel, fp),
+						 total);
 
 	/* Join clauses that are not equivalences. */
 	foreach(lc, baserel->joininfo)
@@ -508,9 +525,13 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 
 	/* The remote aggregate of a grouping relation (upper.c), a join. */
 	if (fp->input_rel != NULL)
-		return afdw_grouping_plan(root, baserel, tlist, outer_plan);
+		return afdw_finish_remote_plan(root, baserel, &best_path->path,
+									   afdw_grouping_plan(root, baserel, tlist,
+														  outer_plan));
 	if (fp->outer_rel != NULL)
-		return afdw_join_plan(root, baserel, tlist, outer_plan);
+		return afdw_finish_remote_plan(root, baserel, &best_path->path,
+									   afdw_join_plan(root, baserel, tlist,
+													  outer_plan));
 
 	/*
 	 * Streaming pays off for scans read to the end.  A parameterized scan

@@ -137,15 +137,17 @@ typedef struct AfdwRelInfo
 	 * relation), the remote select list (TargetEntries), the positions in
 	 * it of the GROUP BY items, the GROUP BY items sent as parameter
 	 * values (Params, which the select list may not hold: see
-	 * grouping_ok), the remote HAVING conditions, and whether the
-	 * aggregates are partial (transition states for a local Finalize
-	 * Aggregate).
+	 * grouping_ok), the remote HAVING conditions and those checked
+	 * locally (not shippable, on sent aggregates and grouping items), and
+	 * whether the aggregates are partial (transition states for a local
+	 * Finalize Aggregate).
 	 */
 	RelOptInfo *input_rel;
 	List	   *grouped_tlist;
 	List	   *group_positions;
 	List	   *group_values;
 	List	   *having;
+	List	   *local_having;
 	bool		partial;
 
 	/*
@@ -414,6 +416,8 @@ extern void afdw_deparse_grouped_select(StringInfo buf, PlannerInfo *root,
 										List *group_values, List *having,
 										bool partial,
 										List **params);
+extern void afdw_deparse_join_column(StringInfo buf, PlannerInfo *root,
+									 RelOptInfo *joinrel, Var *var);
 extern void afdw_deparse_join_select(StringInfo buf, PlannerInfo *root,
 									 RelOptInfo *joinrel, List *tlist,
 									 List **params);
@@ -464,6 +468,19 @@ extern void afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 									JoinType jointype, JoinPathExtraData *extra);
 extern ForeignScan *afdw_join_plan(PlannerInfo *root, RelOptInfo *rel,
 								   List *tlist, Plan *outer_plan);
+
+/* ordered.c */
+extern void afdw_add_sorted_join_paths(PlannerInfo *root, RelOptInfo *joinrel,
+									   Cost startup, Cost total);
+extern void afdw_add_merge_paths(PlannerInfo *root, RelOptInfo *rel,
+								 Cost read, Cost total);
+extern Cost afdw_remote_sort_cost(PlannerInfo *root, List *pathkeys,
+								  double rows, int width, double bound);
+extern void afdw_add_sorted_grouping_path(PlannerInfo *root, RelOptInfo *grouped,
+										  double ngroups, Cost startup,
+										  Cost total);
+extern ForeignScan *afdw_finish_remote_plan(PlannerInfo *root, RelOptInfo *rel,
+											Path *path, ForeignScan *scan);
 
 /* upper.c */
 extern void afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,

@@ -52,6 +52,7 @@ static void end_context(DeparseContext *cxt);
 static void append_conditions(List *conds, DeparseContext *cxt);
 static void append_select_list(List *tlist, DeparseContext *cxt);
 static void deparse_join_from_where(RelOptInfo *joinrel, DeparseContext *cxt);
+static void deparse_from(RelOptInfo *rel, DeparseContext *cxt);
 
 
 /*
@@ -489,6 +490,30 @@ append_conditions(List *conds, DeparseContext *cxt)
 }
 
 /*
+ * deparse_join_side
+ *		Append the FROM item of REL, a side of a join of type JOINTYPE.  A
+ *		full join's side that is a base relation with conditions is read
+ *		through a subquery that applies them before the join, under the
+ *		same name r<n>, its columns keeping the remote names that the rest
+ *		of the query uses (join.c places other sides' conditions).
+ */
+static void
+deparse_join_side(RelOptInfo *rel, JoinType jointype, DeparseContext *cxt)
+{
+	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
+
+	if (jointype != JOIN_FULL || fp->outer_rel != NULL || fp->remote_conds == NIL)
+	{
+		deparse_from(rel, cxt);
+		return;
+	}
+	appendStringInfoString(cxt->buf, "(SELECT * FROM ");
+	deparse_from(rel, cxt);
+	append_conditions(extract_actual_clauses(fp->remote_conds, false), cxt);
+	appendStringInfo(cxt->buf, ") r%d", rel->relid);
+}
+
+/*
  * deparse_from
  *		Append the FROM item of REL, a base relation of the join deparsed
  *		in CXT (r<n>), or a join of them with its ON clause.
@@ -512,9 +537,8 @@ deparse_from(RelOptInfo *rel, DeparseContext *cxt)
 		appendStringInfo(buf, " r%d", rel->relid);
 		return;
 	}
-
 	appendStringInfoChar(buf, '(');
-	deparse_from(fp->outer_rel, cxt);
+	deparse_join_side(fp->outer_rel, fp->jointype, cxt);
 	switch (fp->jointype)
 	{
 		case JOIN_INNER:
@@ -532,7 +556,7 @@ deparse_from(RelOptInfo *rel, DeparseContext *cxt)
 		default:
 			elog(ERROR, "unexpected join type %d", (int) fp->jointype);
 	}
-	deparse_from(fp->inner_rel, cxt);
+	deparse_join_side(fp->inner_rel, fp->jointype, cxt);
 	appendStringInfoString(buf, " ON ");
 	foreach(lc1, fp->join_on)
 	{
@@ -593,6 +617,24 @@ afdw_deparse_join_select(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel,
 	appendStringInfoString(buf, " FROM ");
 	deparse_join_from_where(joinrel, &cxt);
 	end_context(&cxt);
+}
+
+/*
+ * afdw_deparse_join_column
+ *		Append to BUF column VAR of a table of JOINREL, a remote join
+ *		(join.c), as its remote SELECT names it (r<n>.column).
+ */
+void
+afdw_deparse_join_column(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel,
+						 Var *var)
+{
+	DeparseContext cxt;
+	List	   *params = NIL;
+
+	init_context(&cxt, buf, root, joinrel, NULL, &params);
+	afdw_deparse_expr((Expr *) var, &cxt);
+	end_context(&cxt);
+	Assert(params == NIL);
 }
 
 /*

@@ -11,8 +11,8 @@
  * names each table r<n>, n its range table index, and places each side's
  * own conditions where they keep their meaning: the WHERE clause around
  * the join for an inner join's sides and an outer join's preserved side,
- * the ON clause for the nullable side; a full join takes no side with
- * conditions.  It returns the columns the query reads; the expressions of
+ * the ON clause for the nullable side; a full join reads a table with
+ * conditions as a subquery, and takes no join with conditions as a side.  It returns the columns the query reads; the expressions of
  * the query's target are computed locally.  Joins of
  * partitions (partitionwise join, turned on by upper.c's planner hook for
  * queries joining partitioned tables of async_fdw) run as such scans under
@@ -254,7 +254,13 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 			on = list_concat(on, outer_conds);
 			break;
 		default:
-			if (outer_conds != NIL || inner_conds != NIL)
+
+			/*
+			 * A full join filters a side before joining it: a table with
+			 * conditions becomes a subquery (deparse.c), a join cannot.
+			 */
+			if ((outer_conds != NIL && ofp->outer_rel != NULL) ||
+				(inner_conds != NIL && ifp->outer_rel != NULL))
 			{
 				joinrel->fdw_private = NULL;
 				return;
@@ -282,6 +288,8 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	add_path(joinrel, (Path *)
 			 create_foreign_join_path(root, joinrel, NULL, joinrel->rows,
 									  startup, total, NIL, NULL, NULL, NIL));
+	afdw_add_sorted_join_paths(root, joinrel, startup, total);
+	afdw_add_merge_paths(root, joinrel, startup, total);
 }
 
 /*

@@ -552,6 +552,13 @@ afdw_sort_key(RelOptInfo *baserel, PathKey *pk, bool *descending,
 		Var		   *var = (Var *) em->em_expr;
 		TypeCacheEntry *tce;
 
+		/*
+		 * A column whose type sorts with another's operators (varchar with
+		 * text's) comes relabeled to that type.
+		 */
+		if (IsA(var, RelabelType) &&
+			((RelabelType *) var)->resulttype == em->em_datatype)
+			var = (Var *) ((RelabelType *) var)->arg;
 		if (!IsA(var, Var) || var->varno != (int) baserel->relid ||
 			var->varlevelsup != 0 || var->varattno <= 0 ||
 			!bms_equal(em->em_relids, baserel->relids))
@@ -559,7 +566,7 @@ afdw_sort_key(RelOptInfo *baserel, PathKey *pk, bool *descending,
 		if (!bms_is_member(var->varattno - FirstLowInvalidHeapAttributeNumber,
 						   fp->attrs_used) ||
 			!afdw_is_builtin(var->vartype) || !collation_ok(var->varcollid) ||
-			var->vartype != em->em_datatype)
+			!afdw_is_builtin(em->em_datatype))
 			return 0;
 		tce = lookup_type_cache(var->vartype, TYPECACHE_BTREE_OPFAMILY);
 		if (!OidIsValid(tce->btree_opf) || tce->btree_opf != pk->pk_opfamily ||

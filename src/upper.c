@@ -84,31 +84,38 @@ static Oid	known_handler = InvalidOid;
 static List *other_handlers = NIL;
 
 /*
+ * ungrouped_walker
+ *		expression_tree_walker callback: true on a column outside the
+ *		aggregates that is not within a grouping item of TLIST, or on
+ *		GROUPING().
+ */
+static bool
+ungrouped_walker(Node *node, List *tlist)
+{
+	TargetEntry *tle;
+
+	if (node == NULL || IsA(node, Aggref))
+		return false;
+	if (IsA(node, GroupingFunc))
+		return true;
+	tle = tlist_member((Expr *) node, tlist);
+	if (tle != NULL && tle->ressortgroupref != 0)
+		return false;
+	if (IsA(node, Var))
+		return true;
+	return expression_tree_walker(node, ungrouped_walker, tlist);
+}
+
+/*
  * only_grouped_columns
- *		True if every column of EXPR outside its aggregates is a grouping
- *		item of TLIST, so that the remote server accepts it in a grouped
- *		SELECT.
+ *		True if every column of EXPR outside its aggregates is within a
+ *		grouping item of TLIST (c2 / 2 under GROUP BY c2 / 2), so that the
+ *		remote server accepts it in a grouped SELECT.
  */
 static bool
 only_grouped_columns(Expr *expr, List *tlist)
 {
-	List	   *vars = pull_var_clause((Node *) expr, PVC_INCLUDE_AGGREGATES |
-									   PVC_RECURSE_PLACEHOLDERS |
-									   PVC_RECURSE_WINDOWFUNCS);
-	ListCell   *lc;
-
-	foreach(lc, vars)
-	{
-		Node	   *node = lfirst(lc);
-		TargetEntry *tle;
-
-		if (IsA(node, Aggref))
-			continue;
-		tle = tlist_member((Expr *) node, tlist);
-		if (tle == NULL || tle->ressortgroupref == 0)
-			return false;
-	}
-	return true;
+	return !ungrouped_walker((Node *) expr, tlist);
 }
 
 /*
@@ -123,6 +130,48 @@ add_item(List **tlist, Expr *expr)
 												 NULL, false));
 }
 
+/* What local_parts_walker looks at. */
+typedef struct LocalParts
+{
+	PlannerInfo *root;
+	RelOptInfo *input;
+	bool		partial;
+	List	  **tlist;			/* the remote select list, added to */
+} LocalParts;
+
+/*
+ * local_parts_walker
+ *		expression_tree_walker callback for an item computed locally: add
+ *		its aggregates to the remote select list; true on one that cannot
+ *		be sent, on GROUPING(), or on a column outside them and outside the
+ *		grouping items (which the remote select list has).
+ */
+static bool
+local_parts_walker(Node *node, LocalParts *lp)
+{
+	TargetEntry *tle;
+
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref))
+	{
+		if (!afdw_is_shippable_grouped(lp->root, lp->input, (Expr *) node,
+									   lp->partial))
+			return true;
+		add_item(lp->tlist, (Expr *) node);
+		return false;
+	}
+	/* GROUPING() is computed by an Agg node only. */
+	if (IsA(node, GroupingFunc))
+		return true;
+	tle = tlist_member((Expr *) node, *lp->tlist);
+	if (tle != NULL && tle->ressortgroupref != 0)
+		return false;
+	if (IsA(node, Var))
+		return true;
+	return expression_tree_walker(node, local_parts_walker, lp);
+}
+
 /*
  * grouping_ok
  *		Whether the remote server can compute the grouping relation
@@ -133,7 +182,8 @@ add_item(List **tlist, Expr *expr)
  *
  * Grouping items are sent whole.  Every other item is sent whole when it
  * can be, or else computed locally from its aggregates and grouping
- * columns, sent apart.  HAVING is sent whole or the aggregate stays local.
+ * columns, sent apart.  So is each condition of HAVING: a volatile one is
+ * checked locally on the groups, next to the remote ones.
  *
  * A Param (an InitPlan's output, an outer query's column, a PL/pgSQL
  * variable, a generic plan's $n) is never an item of the select list: the
@@ -190,8 +240,7 @@ grouping_ok(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped,
 	{
 		Expr	   *expr = (Expr *) lfirst(lc);
 		Index		sgref = get_pathtarget_sortgroupref(target, i++);
-		List	   *parts;
-		ListCell   *lc2;
+		LocalParts	lp;
 
 		if (sgref != 0 && get_sortgroupref_clause_noerr(sgref, parse->groupClause) != NULL)
 			continue;
@@ -205,23 +254,16 @@ grouping_ok(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped,
 			continue;
 		}
 
-		/* Computed locally: its aggregates are sent, its columns are. */
-		parts = pull_var_clause((Node *) expr, PVC_INCLUDE_AGGREGATES |
-								PVC_RECURSE_PLACEHOLDERS |
-								PVC_RECURSE_WINDOWFUNCS);
-		foreach(lc2, parts)
-		{
-			Expr	   *part = (Expr *) lfirst(lc2);
-
-			if (IsA(part, Aggref))
-			{
-				if (!afdw_is_shippable_grouped(root, input, part, partial))
-					return false;
-				add_item(&tlist, part);
-			}
-			else if (!only_grouped_columns(part, tlist))
-				return false;
-		}
+		/*
+		 * Computed locally: its aggregates are sent, its grouping items
+		 * are.
+		 */
+		lp.root = root;
+		lp.input = input;
+		lp.partial = partial;
+		lp.tlist = &tlist;
+		if (local_parts_walker((Node *) expr, &lp))
+			return false;
 	}
 
 	if (!partial)
@@ -230,10 +272,23 @@ grouping_ok(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped,
 		{
 			Expr	   *qual = (Expr *) lfirst(lc);
 
-			if (!afdw_is_shippable_grouped(root, input, qual, false) ||
-				!only_grouped_columns(qual, tlist))
+			LocalParts	lp;
+
+			if (afdw_is_shippable_grouped(root, input, qual, false) &&
+				only_grouped_columns(qual, tlist))
+			{
+				gfp->having = lappend(gfp->having, qual);
+				continue;
+			}
+
+			/* Checked locally on the groups: its aggregates are sent. */
+			lp.root = root;
+			lp.input = input;
+			lp.partial = false;
+			lp.tlist = &tlist;
+			if (local_parts_walker((Node *) qual, &lp))
 				return false;
-			gfp->having = lappend(gfp->having, qual);
+			gfp->local_having = lappend(gfp->local_having, qual);
 		}
 	}
 
@@ -304,9 +359,12 @@ afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	ngroups = group_exprs == NIL ? 1 :
 		Min(estimate_num_groups(root, group_exprs, input->rows, NULL, NULL),
 			input->rows);
-	if (gfp->having != NIL)
-		ngroups = clamp_row_est(ngroups * clauselist_selectivity(root, gfp->having,
-																 0, JOIN_INNER, NULL));
+	if (gfp->having != NIL || gfp->local_having != NIL)
+		ngroups = clamp_row_est(ngroups *
+								clauselist_selectivity(root,
+													   list_concat_copy(gfp->having,
+																		gfp->local_having),
+													   0, JOIN_INNER, NULL));
 
 	if (ifp->remote_estimated)
 		remote = ifp->remote_total;
@@ -319,6 +377,7 @@ afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	add_path(output, (Path *)
 			 create_foreign_upper_path(root, output, output->reltarget, ngroups,
 									   startup, total, NIL, NULL, NIL));
+	afdw_add_sorted_grouping_path(root, output, ngroups, startup, total);
 }
 
 /*
@@ -369,7 +428,7 @@ afdw_grouping_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist,
 	for (int i = 1; i <= list_length(gfp->grouped_tlist); i++)
 		retrieved_attrs = lappend_int(retrieved_attrs, i);
 
-	return make_foreignscan(tlist, NIL, 0, params,
+	return make_foreignscan(tlist, gfp->local_having, 0, params,
 							afdw_make_scan_private(sql.data, retrieved_attrs,
 												   ifp->fetch_size, stream, "",
 												   psprintf("%s on %s",

@@ -41,11 +41,27 @@ EXPLAIN (VERBOSE, COSTS OFF)
   SELECT jt1.id, row(jt2.id, jt2.u), t || u FROM jt1 JOIN jt2 ON jt1.id = jt2.id WHERE a = 1;
 SELECT rows_same($$SELECT jt1.id, row(jt2.id, jt2.u), t || u FROM jt1 JOIN jt2 ON jt1.id = jt2.id WHERE a = 1$$,
                $$SELECT jt1.id, row(jt2.id, jt2.u), t || u FROM remote.jt1 JOIN remote.jt2 ON jt1.id = jt2.id WHERE a = 1$$);
--- A full join whose sides have conditions is done locally.
-EXPLAIN (COSTS OFF)
+-- A full join reads a table with conditions through a subquery that
+-- applies them first; one of its sides, two, under an aggregate.
+EXPLAIN (VERBOSE, COSTS OFF)
   SELECT jt1.id, jt2.id FROM jt1 FULL JOIN (SELECT * FROM jt2 WHERE b = 1) jt2 ON jt1.id = jt2.id;
 SELECT rows_same($$SELECT jt1.id, jt2.id FROM jt1 FULL JOIN (SELECT * FROM jt2 WHERE b = 1) jt2 ON jt1.id = jt2.id$$,
                $$SELECT jt1.id, jt2.id FROM remote.jt1 FULL JOIN (SELECT * FROM remote.jt2 WHERE b = 1) jt2 ON jt1.id = jt2.id$$);
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT x.id, x.t, y.u FROM (SELECT * FROM jt1 WHERE a < 3 AND id > 140) x
+    FULL JOIN (SELECT * FROM jt2 WHERE b = 1) y ON x.id = y.id ORDER BY x.id, y.id;
+SELECT rows_same($$SELECT x.id, x.t, y.u FROM (SELECT * FROM jt1 WHERE a < 3 AND id > 140) x FULL JOIN (SELECT * FROM jt2 WHERE b = 1) y ON x.id = y.id$$,
+               $$SELECT x.id, x.t, y.u FROM (SELECT * FROM remote.jt1 WHERE a < 3 AND id > 140) x FULL JOIN (SELECT * FROM remote.jt2 WHERE b = 1) y ON x.id = y.id$$);
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT count(*), sum(x.id), avg(y.id) FROM (SELECT * FROM jt1 WHERE a < 3) x
+    FULL JOIN (SELECT * FROM jt2 WHERE b = 1) y ON x.id = y.id;
+SELECT rows_same($$SELECT count(*), sum(x.id), avg(y.id) FROM (SELECT * FROM jt1 WHERE a < 3) x FULL JOIN (SELECT * FROM jt2 WHERE b = 1) y ON x.id = y.id$$,
+               $$SELECT count(*), sum(x.id), avg(y.id) FROM (SELECT * FROM remote.jt1 WHERE a < 3) x FULL JOIN (SELECT * FROM remote.jt2 WHERE b = 1) y ON x.id = y.id$$);
+-- A join with conditions is no side of a full join: done locally.
+EXPLAIN (COSTS OFF)
+  SELECT x.id, z.id FROM (jt1 x JOIN jt2 y ON x.id = y.id AND x.a < 3) FULL JOIN jt1 z ON x.id = z.id;
+SELECT rows_same($$SELECT x.id, z.id FROM (jt1 x JOIN jt2 y ON x.id = y.id AND x.a < 3) FULL JOIN jt1 z ON x.id = z.id$$,
+               $$SELECT x.id, z.id FROM (remote.jt1 x JOIN remote.jt2 y ON x.id = y.id AND x.a < 3) FULL JOIN remote.jt1 z ON x.id = z.id$$);
 -- Three tables.
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT x.id, y.u, z.t FROM jt1 x JOIN jt2 y ON x.id = y.id LEFT JOIN jt1 z ON z.id = y.id + 1

@@ -62,9 +62,9 @@ ALTER FOREIGN TABLE ob OPTIONS (ADD fetch_mode 'stream');
 SELECT ob_same('SELECT id, a, n FROM ob ORDER BY n DESC NULLS LAST, id LIMIT 17',
                'SELECT id, a, n FROM ob_local ORDER BY n DESC NULLS LAST, id LIMIT 17');
 ALTER FOREIGN TABLE ob OPTIONS (DROP fetch_mode);
--- Not sent: WITH TIES, a condition checked locally, a join, row locks, a
--- query with parameters, a LIMIT that is a parameter, an order sorted
--- locally.
+-- The LIMIT not sent (the ORDER BY still is where it can be): WITH TIES, a
+-- condition checked locally, a join, row locks, a query with parameters, a
+-- LIMIT that is a parameter, an order sorted locally.
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id, a FROM ob ORDER BY a DESC FETCH FIRST 5 ROWS WITH TIES;
 SELECT count(*) FROM (SELECT id, a FROM ob ORDER BY a DESC NULLS LAST FETCH FIRST 5 ROWS WITH TIES) s;
 SELECT count(*) FROM (SELECT id, a FROM ob_local ORDER BY a DESC NULLS LAST FETCH FIRST 5 ROWS WITH TIES) s;

@@ -1,0 +1,468 @@
+/*-------------------------------------------------------------------------
+ *
+ * ordered.c
+ *		ORDER BY and LIMIT of remote joins and remote aggregates.
+ *
+ * A remote join (join.c) is offered sorted in the query's order when the
+ * remote server sorts each key exactly as the local one would: a plain
+ * column of one of its tables, of a built-in type, ordered by that type's
+ * default built-in operator class, in the default collation (or none),
+ * the rule afdw_sort_key applies to a foreign table's scan.  A remote
+ * aggregate (upper.c) is offered sorted by the query's ORDER BY when each
+ * key is an item of its remote select list of such a type.  The ORDER BY
+ * is then written in the remote SELECT, and the local Sort goes.  With
+ * use_remote_estimate, as postgres_fdw, a foreign table or a remote join
+ * is also offered sorted by each join column a merge join could use.  A
+ * remote sort costs what a local sort of the same rows would, but it ends
+ * before the first row is sent (afdw_remote_sort_cost).
+ *
+ * The LIMIT (plus the OFFSET) of the query follows when nothing between
+ * the remote query and the local Limit can drop rows or change their
+ * order: the join reads every table of the query, or the aggregate is the
+ * query's whole work (no DISTINCT, window function or set-returning
+ * function after it), and the rows come in the query's order if it has
+ * one.  The local Limit stays; the remote one only spares rows that would
+ * be thrown away.  Not with WITH TIES, a LIMIT that is not a constant,
+ * row locks or parameters in the remote query, as for a foreign table's
+ * scan (async_fdw.c).
+ *
+ * Neighbours: join.c, upper.c and async_fdw.c add the unsorted paths and
+ * call here for the sorted ones (a foreign table's sort keys are
+ * shippable.c's afdw_sort_key); async_fdw.c hands the plans of joins and
+ * aggregates here to finish the remote SQL; deparse.c writes a join's
+ * sort expressions.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/stratnum.h"
+#include "catalog/pg_collation.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "utils/typcache.h"
+
+#include "async_fdw.h"
+
+static bool query_limit(PlannerInfo *root, int64 *limit);
+
+/*
+ * sort_type_ok
+ *		True if the remote server orders values of TYPE in collation COLL
+ *		as the local one does for path key PK: a built-in type ordered by
+ *		its default built-in operator family, no collation or the default.
+ */
+static bool
+sort_type_ok(PathKey *pk, Oid type, Oid coll)
+{
+	TypeCacheEntry *tce;
+
+	if (!afdw_is_builtin(type) ||
+		(OidIsValid(coll) && coll != DEFAULT_COLLATION_OID))
+		return false;
+	tce = lookup_type_cache(type, TYPECACHE_BTREE_OPFAMILY);
+	return OidIsValid(tce->btree_opf) && tce->btree_opf == pk->pk_opfamily &&
+		afdw_is_builtin(tce->btree_opf);
+}
+
+/*
+ * key_ok
+ *		True if the equivalence class of PK may be sorted remotely at all:
+ *		no volatile member, a plain ascending or descending order, a
+ *		collation the remote server has.
+ */
+static bool
+key_ok(PathKey *pk)
+{
+	EquivalenceClass *ec = pk->pk_eclass;
+
+	return !ec->ec_has_volatile &&
+		(!OidIsValid(ec->ec_collation) ||
+		 ec->ec_collation == DEFAULT_COLLATION_OID) &&
+		(pk->pk_strategy == BTLessStrategyNumber ||
+		 pk->pk_strategy == BTGreaterStrategyNumber);
+}
+
+/*
+ * join_sort_var
+ *		The column of the remote join JOINREL by which the remote server
+ *		orders its rows exactly as the local server would for path key
+ *		PK; NULL if there is none.  A semi- or anti-join reads only its
+ *		outer side's columns.
+ */
+static Var *
+join_sort_var(RelOptInfo *joinrel, PathKey *pk)
+{
+	AfdwRelInfo *jfp = (AfdwRelInfo *) joinrel->fdw_private;
+	Relids		visible = joinrel->relids;
+	ListCell   *lc;
+
+	if (jfp->jointype == JOIN_SEMI || jfp->jointype == JOIN_ANTI)
+		visible = jfp->outer_rel->relids;
+	if (!key_ok(pk))
+		return NULL;
+	foreach(lc, pk->pk_eclass->ec_members)
+	{
+		EquivalenceMember *em = (EquivalenceMember *) lfirst(lc);
+		Var		   *var = (Var *) em->em_expr;
+
+		/* A varchar column comes relabeled to text (afdw_sort_key). */
+		if (IsA(var, RelabelType) &&
+			((RelabelType *) var)->resulttype == em->em_datatype)
+			var = (Var *) ((RelabelType *) var)->arg;
+		if (!IsA(var, Var) || var->varlevelsup != 0 || var->varattno <= 0 ||
+			!bms_is_member(var->varno, visible) ||
+			!bms_equal(em->em_relids, bms_make_singleton(var->varno)) ||
+			!afdw_is_builtin(em->em_datatype) ||
+			!sort_type_ok(pk, var->vartype, var->varcollid))
+			continue;
+		return var;
+	}
+	return NULL;
+}
+
+/*
+ * grouped_sort_position
+ *		The position in the remote select list GROUPED_TLIST (TargetEntries)
+ *		of the item by which the remote server orders the groups exactly as
+ *		the local server would for path key PK; 0 if there is none.
+ */
+static int
+grouped_sort_position(List *grouped_tlist, PathKey *pk)
+{
+	ListCell   *lc;
+
+	if (!key_ok(pk))
+		return 0;
+	foreach(lc, pk->pk_eclass->ec_members)
+	{
+		EquivalenceMember *em = (EquivalenceMember *) lfirst(lc);
+		Expr	   *expr = em->em_expr;
+		ListCell   *lc2;
+
+		if (em->em_is_child || exprType((Node *) expr) != em->em_datatype ||
+			!sort_type_ok(pk, exprType((Node *) expr), exprCollation((Node *) expr)))
+			continue;
+		foreach(lc2, grouped_tlist)
+		{
+			TargetEntry *tle = lfirst_node(TargetEntry, lc2);
+
+			if (equal(tle->expr, expr))
+				return tle->resno;
+		}
+	}
+	return 0;
+}
+
+/*
+ * afdw_remote_sort_cost
+ *		What sorting ROWS rows of WIDTH bytes by PATHKEYS costs the remote
+ *		server: what a local sort would, bounded by the first BOUND rows
+ *		(-1: none) when the query's LIMIT goes with it.
+ *
+ * The remote sort ends before the first row is sent; a local one would
+ * wait for the last row to arrive.  Paths sorted remotely add this to the
+ * startup of the unsorted one's, after its whole remote read.
+ */
+Cost
+afdw_remote_sort_cost(PlannerInfo *root, List *pathkeys, double rows, int width,
+					  double bound)
+{
+	Path		sort_path;
+
+	cost_sort(&sort_path, root, pathkeys, 0.0, rows, width, 0.0, work_mem,
+			  bound);
+	return sort_path.total_cost;
+}
+
+/*
+ * afdw_add_sorted_join_paths
+ *		Add to JOINREL, a remote join whose unsorted path costs STARTUP and
+ *		TOTAL, the path sorted in the query's order when the remote server
+ *		can sort it so.
+ *
+ * The remote join and sort end before the first row comes; the rows then
+ * come as unsorted ones do (afdw_remote_sort_cost).
+ */
+void
+afdw_add_sorted_join_paths(PlannerInfo *root, RelOptInfo *joinrel,
+						   Cost startup, Cost total)
+{
+	Cost		extra;
+	ListCell   *lc;
+
+	if (root->query_pathkeys == NIL)
+		return;
+	foreach(lc, root->query_pathkeys)
+	{
+		if (join_sort_var(joinrel, (PathKey *) lfirst(lc)) == NULL)
+			return;
+	}
+	extra = afdw_remote_sort_cost(root, root->query_pathkeys, joinrel->rows,
+								  joinrel->reltarget->width, root->limit_tuples);
+	add_path(joinrel, (Path *)
+			 create_foreign_join_path(root, joinrel, NULL, joinrel->rows,
+									  startup + extra, total + extra,
+									  root->query_pathkeys, NULL, NULL, NIL));
+}
+
+/*
+ * merge_classes
+ *		The equivalence classes by whose order a merge join could read REL:
+ *		those of its equivalence joins and of its mergeable join clauses.
+ */
+static List *
+merge_classes(PlannerInfo *root, RelOptInfo *rel)
+{
+	List	   *ecs = NIL;
+	ListCell   *lc;
+
+	if (rel->has_eclass_joins)
+	{
+		foreach(lc, root->eq_classes)
+		{
+			EquivalenceClass *ec = (EquivalenceClass *) lfirst(lc);
+
+			if (ec->ec_merged == NULL && eclass_useful_for_merging(root, ec, rel))
+				ecs = list_append_unique_ptr(ecs, ec);
+		}
+	}
+	foreach(lc, rel->joininfo)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+
+		if (ri->mergeopfamilies == NIL)
+			continue;
+		update_mergeclause_eclasses(root, ri);
+		if (bms_is_subset(ri->right_relids, rel->relids))
+			ecs = list_append_unique_ptr(ecs, ri->right_ec);
+		else if (bms_is_subset(ri->left_relids, rel->relids))
+			ecs = list_append_unique_ptr(ecs, ri->left_ec);
+	}
+	return ecs;
+}
+
+/*
+ * afdw_add_merge_paths
+ *		Add to REL, a foreign table or a remote join whose unsorted path
+ *		has read its rows remotely at cost READ and costs TOTAL, a path
+ *		sorted in the ascending order of each equivalence class a merge
+ *		join of REL could use, when the remote server sorts it exactly as
+ *		the local one.
+ *
+ * Only with use_remote_estimate, as postgres_fdw: a merge join that the
+ * remote sort makes look cheap is a guess that can cost a lot when the
+ * guessed sizes are wrong.
+ */
+void
+afdw_add_merge_paths(PlannerInfo *root, RelOptInfo *rel, Cost read, Cost total)
+{
+	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
+	bool		join = (fp->outer_rel != NULL);
+	ListCell   *lc;
+
+	if (join ? !((AfdwRelInfo *) fp->outer_rel->fdw_private)->use_remote_estimate &&
+		!((AfdwRelInfo *) fp->inner_rel->fdw_private)->use_remote_estimate :
+		!fp->use_remote_estimate)
+		return;
+	foreach(lc, merge_classes(root, rel))
+	{
+		EquivalenceClass *ec = (EquivalenceClass *) lfirst(lc);
+		PathKey    *pk;
+		List	   *pathkeys;
+		bool		descending;
+		bool		nulls_first;
+		Cost		sort;
+
+		if (ec->ec_opfamilies == NIL)
+			continue;
+		pk = make_canonical_pathkey(root, ec, linitial_oid(ec->ec_opfamilies),
+									BTLessStrategyNumber, false);
+		if (join ? join_sort_var(rel, pk) == NULL :
+			afdw_sort_key(rel, pk, &descending, &nulls_first) == 0)
+			continue;
+		pathkeys = list_make1(pk);
+		sort = afdw_remote_sort_cost(root, pathkeys, rel->rows,
+									 rel->reltarget->width, -1.0);
+		if (join)
+			add_path(rel, (Path *)
+					 create_foreign_join_path(root, rel, NULL, rel->rows,
+											  read + sort, total + sort,
+											  pathkeys, NULL, NULL, NIL));
+		else
+			add_path(rel, (Path *)
+					 create_foreignscan_path(root, rel, NULL, rel->rows,
+											 read + sort, total + sort,
+											 pathkeys, rel->lateral_relids,
+											 NULL, NIL));
+	}
+}
+
+/*
+ * afdw_add_sorted_grouping_path
+ *		Add to GROUPED, a remote aggregate of NGROUPS rows whose unsorted
+ *		path costs STARTUP and TOTAL, the path sorted by the query's ORDER
+ *		BY when the remote server can sort the groups so and nothing but
+ *		the ORDER BY comes after the grouping.
+ *
+ * The remote sort of the groups ends before the first is sent
+ * (afdw_remote_sort_cost).
+ */
+void
+afdw_add_sorted_grouping_path(PlannerInfo *root, RelOptInfo *grouped,
+							  double ngroups, Cost startup, Cost total)
+{
+	AfdwRelInfo *gfp = (AfdwRelInfo *) grouped->fdw_private;
+	Query	   *parse = root->parse;
+	Cost		extra;
+	int64		limit;
+	ListCell   *lc;
+
+	if (root->sort_pathkeys == NIL || gfp->partial ||
+		parse->distinctClause != NIL || parse->hasWindowFuncs ||
+		parse->hasTargetSRFs)
+		return;
+	foreach(lc, root->sort_pathkeys)
+	{
+		if (grouped_sort_position(gfp->grouped_tlist, (PathKey *) lfirst(lc)) == 0)
+			return;
+	}
+	if (!query_limit(root, &limit))
+		limit = -1;
+	extra = afdw_remote_sort_cost(root, root->sort_pathkeys, ngroups,
+								  grouped->reltarget->width, (double) limit);
+	add_path(grouped, (Path *)
+			 create_foreign_upper_path(root, grouped, grouped->reltarget,
+									   ngroups, startup + extra, total + extra,
+									   root->sort_pathkeys, NULL, NIL));
+}
+
+/*
+ * query_limit
+ *		The query's LIMIT plus OFFSET in *LIMIT, when both are constants
+ *		(a missing OFFSET is 0) and the LIMIT is not WITH TIES.
+ */
+static bool
+query_limit(PlannerInfo *root, int64 *limit)
+{
+	Query	   *parse = root->parse;
+	Const	   *count = (Const *) parse->limitCount;
+	Const	   *offset = (Const *) parse->limitOffset;
+	int64		n;
+
+	if (count == NULL || !IsA(count, Const) || count->constisnull ||
+		parse->limitOption == LIMIT_OPTION_WITH_TIES)
+		return false;
+	n = DatumGetInt64(count->constvalue);
+	if (offset != NULL)
+	{
+		if (!IsA(offset, Const))
+			return false;
+		if (!offset->constisnull)
+			n += DatumGetInt64(offset->constvalue);
+	}
+	if (n < 1 || n > PG_INT32_MAX)
+		return false;
+	*limit = n;
+	return true;
+}
+
+/*
+ * limit_for
+ *		True if the remote query of REL (a remote join or aggregate) on
+ *		PATH may return only the first *LIMIT rows (see the file's
+ *		comment).
+ */
+static bool
+limit_for(PlannerInfo *root, RelOptInfo *rel, Path *path, bool grouped,
+		  int64 *limit)
+{
+	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
+	Query	   *parse = root->parse;
+	RelOptInfo *read = grouped ? fp->input_rel : rel;
+
+	/*
+	 * A join of partitions (partitionwise join) reads every table when its
+	 * parents' join does: each child under the Append or Merge Append then
+	 * returns at most the rows the Limit could take from it.
+	 */
+	if (root->rowMarks != NIL || root->hasPseudoConstantQuals ||
+		path->param_info != NULL ||
+		!(read->reloptkind == RELOPT_BASEREL || read->reloptkind == RELOPT_JOINREL ||
+		  (!grouped && read->reloptkind == RELOPT_OTHER_JOINREL)) ||
+		!bms_equal(read->reloptkind == RELOPT_OTHER_JOINREL ?
+				   read->top_parent_relids : read->relids, root->all_baserels))
+		return false;
+	if (grouped)
+	{
+		if (fp->partial || fp->local_having != NIL ||
+			parse->distinctClause != NIL ||
+			parse->hasWindowFuncs || parse->hasTargetSRFs ||
+			!pathkeys_contained_in(root->sort_pathkeys, path->pathkeys))
+			return false;
+		return query_limit(root, limit);
+	}
+	if (root->limit_tuples < 1 || root->limit_tuples > (double) PG_INT32_MAX ||
+		parse->limitOption == LIMIT_OPTION_WITH_TIES ||
+		!pathkeys_contained_in(root->query_pathkeys, path->pathkeys))
+		return false;
+	*limit = (int64) root->limit_tuples;
+	return true;
+}
+
+/*
+ * afdw_finish_remote_plan
+ *		Append to the remote SQL of SCAN, the plan of REL (a remote join or
+ *		aggregate) on PATH, the ORDER BY of the path's keys and the LIMIT
+ *		the query allows; return SCAN.
+ */
+ForeignScan *
+afdw_finish_remote_plan(PlannerInfo *root, RelOptInfo *rel, Path *path,
+						ForeignScan *scan)
+{
+	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
+	bool		grouped = (fp->input_rel != NULL);
+	String	   *sql = (String *) linitial(scan->fdw_private);
+	StringInfoData buf;
+	ListCell   *lc;
+	bool		first = true;
+	int64		limit;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, strVal(sql));
+	foreach(lc, path->pathkeys)
+	{
+		PathKey    *pk = (PathKey *) lfirst(lc);
+		bool		descending = (pk->pk_strategy == BTGreaterStrategyNumber);
+
+		appendStringInfoString(&buf, first ? " ORDER BY " : ", ");
+		first = false;
+		if (grouped)
+		{
+			int			pos = grouped_sort_position(fp->grouped_tlist, pk);
+
+			if (pos == 0)
+				elog(ERROR, "a sort key of a remote aggregate cannot be sent");
+			appendStringInfo(&buf, "%d", pos);
+		}
+		else
+		{
+			Var		   *var = join_sort_var(rel, pk);
+
+			if (var == NULL)
+				elog(ERROR, "a sort key of a remote join cannot be sent");
+			afdw_deparse_join_column(&buf, root, rel, var);
+		}
+		appendStringInfoString(&buf, descending ?
+							   (pk->pk_nulls_first ? " DESC" : " DESC NULLS LAST") :
+							   (pk->pk_nulls_first ? " ASC NULLS FIRST" : " ASC"));
+	}
+	if (scan->fdw_exprs == NIL && limit_for(root, rel, path, grouped, &limit))
+		appendStringInfo(&buf, " LIMIT " INT64_FORMAT, limit);
+	if (buf.len != (int) strlen(strVal(sql)))
+		linitial(scan->fdw_private) = makeString(buf.data);
+	return scan;
+}
