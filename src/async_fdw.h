@@ -427,6 +427,8 @@ extern void afdw_modify_routines(FdwRoutine *routine);
 
 /* direct.c */
 extern void afdw_direct_routines(FdwRoutine *routine);
+extern bool afdw_direct_join_mode(PlannerInfo *root);
+extern bool afdw_direct_join_ok(PlannerInfo *root, RelOptInfo *joinrel);
 
 /* import.c */
 extern List *afdwImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serveroid);

@@ -37,6 +37,7 @@
 #include "optimizer/appendinfo.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
+#include "optimizer/plancat.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -93,6 +94,9 @@ typedef struct AfdwDirectState
 } AfdwDirectState;
 
 static Plan *target_scan(Plan *plan, Index rti);
+static bool plan_join_modify(PlannerInfo *root, ModifyTable *plan,
+							 Index resultRelation, int subplan_index,
+							 ForeignScan *fscan);
 static bool has_exec_param(Node *node, void *context);
 static void deparse_direct(StringInfo buf, CmdType operation, RelOptInfo *baserel,
 						   Relation rel, List *targets, List *colnos,
@@ -125,7 +129,12 @@ target_scan(Plan *plan, Index rti)
 	switch (nodeTag(plan))
 	{
 		case T_ForeignScan:
-			return ((ForeignScan *) plan)->scan.scanrelid == rti ? plan : NULL;
+			/* The table's scan, or a remote join of it (join.c). */
+			if (((ForeignScan *) plan)->scan.scanrelid == rti ||
+				(((ForeignScan *) plan)->scan.scanrelid == 0 &&
+				 bms_is_member(rti, ((ForeignScan *) plan)->fs_relids)))
+				return plan;
+			return NULL;
 		case T_Append:
 			foreach(lc, ((Append *) plan)->appendplans)
 			{
@@ -196,8 +205,11 @@ afdwPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 	if (operation != CMD_UPDATE && operation != CMD_DELETE)
 		return false;
 	fscan = (ForeignScan *) target_scan(outerPlan(plan), resultRelation);
-	if (fscan == NULL || fscan->scan.plan.qual != NIL ||
-		bms_num_members(fscan->fs_relids) != 1)
+	if (fscan == NULL || fscan->scan.plan.qual != NIL)
+		return false;
+	if (fscan->scan.scanrelid == 0)
+		return plan_join_modify(root, plan, resultRelation, subplan_index, fscan);
+	if (bms_num_members(fscan->fs_relids) != 1)
 		return false;
 	baserel = find_base_rel(root, resultRelation);
 	if (baserel->fdw_private == NULL)
@@ -279,6 +291,167 @@ afdwPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 	 * Not under an asynchronous Append, whose calls are the scans': the
 	 * statement is in flight from the executor's start anyway.
 	 */
+	fscan->scan.plan.async_capable = false;
+	return true;
+}
+
+/*
+ * afdw_direct_join_mode
+ *		Whether ROOT is an UPDATE or DELETE of a single foreign table
+ *		(RESULT) that the core planner would let become a direct
+ *		modification: then join.c may join the table remotely with others,
+ *		as the source of a remote UPDATE ... FROM or DELETE ... USING
+ *		(afdw_direct_join_ok), and the query's row marks are those of the
+ *		other tables, copies of their rows, which that statement does not
+ *		need.
+ */
+bool
+afdw_direct_join_mode(PlannerInfo *root)
+{
+	Query	   *parse = root->parse;
+	Index		result = parse->resultRelation;
+	ListCell   *lc;
+
+	if ((parse->commandType != CMD_UPDATE && parse->commandType != CMD_DELETE) ||
+		result == 0 || !bms_equal(root->all_result_relids, bms_make_singleton(result)) ||
+		planner_rt_fetch(result, root)->relkind != RELKIND_FOREIGN_TABLE)
+		return false;
+	/* What make_modifytable asks before it offers a direct modification. */
+	if (parse->withCheckOptions != NIL ||
+		has_row_triggers(root, result, parse->commandType) ||
+		has_stored_generated_columns(root, result))
+		return false;
+	foreach(lc, root->rowMarks)
+	{
+		if (lfirst_node(PlanRowMark, lc)->markType != ROW_MARK_COPY)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * join_modify_parts
+ *		Whether the UPDATE or DELETE ROOT (afdw_direct_join_mode) can be
+ *		sent as one remote statement reading JOINREL, a remote join of all
+ *		its tables: the join has a shape the statement can take, the new
+ *		values are shippable, and RETURNING reads only the target's columns
+ *		and tableoid (the other tables' rows are not returned).  Gives the
+ *		new values (*TARGETS, *COLNOS) and RETURNING's columns (*RET_ATTRS).
+ */
+static bool
+join_modify_parts(PlannerInfo *root, RelOptInfo *joinrel, List **targets,
+				  List **colnos, Bitmapset **ret_attrs)
+{
+	Index		result = root->parse->resultRelation;
+	List	   *returning = root->parse->returningList;
+	int			attno = -1;
+	ListCell   *lc;
+	ListCell   *lc2;
+
+	*targets = NIL;
+	*colnos = NIL;
+	*ret_attrs = NULL;
+	if (!bms_equal(joinrel->relids, root->all_baserels) ||
+		!afdw_join_modify_ok(joinrel, result))
+		return false;
+	if (root->parse->commandType == CMD_UPDATE)
+	{
+		get_translated_update_targetlist(root, result, targets, colnos);
+		forboth(lc, *targets, lc2, *colnos)
+		{
+			if (lfirst_int(lc2) <= 0 ||
+				!afdw_is_shippable(root, joinrel, lfirst_node(TargetEntry, lc)->expr))
+				return false;
+		}
+	}
+	if (returning != NIL)
+	{
+		if (!bms_is_subset(pull_varnos(root, (Node *) returning),
+						   bms_make_singleton(result)))
+			return false;
+		pull_varattnos((Node *) returning, result, ret_attrs);
+		while ((attno = bms_next_member(*ret_attrs, attno)) >= 0)
+		{
+			int			col = attno + FirstLowInvalidHeapAttributeNumber;
+
+			if (col < 0 && col != TableOidAttributeNumber)
+				return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * afdw_direct_join_ok
+ *		Whether join.c offers JOINREL, a remote join, to the UPDATE or
+ *		DELETE ROOT (afdw_direct_join_mode): only a join that will be the
+ *		remote statement (join_modify_parts), never a scan, which would
+ *		need the target's rows locked and rechecked.
+ */
+bool
+afdw_direct_join_ok(PlannerInfo *root, RelOptInfo *joinrel)
+{
+	List	   *targets;
+	List	   *colnos;
+	Bitmapset  *ret_attrs;
+
+	return join_modify_parts(root, joinrel, &targets, &colnos, &ret_attrs);
+}
+
+/*
+ * plan_join_modify
+ *		afdwPlanDirectModify for FSCAN, a remote join of the target with
+ *		the query's other tables: the remote UPDATE ... FROM or DELETE ...
+ *		USING.  join.c offered the join only for this (afdw_direct_join_ok).
+ */
+static bool
+plan_join_modify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
+				 int subplan_index, ForeignScan *fscan)
+{
+	RelOptInfo *joinrel = find_join_rel(root, fscan->fs_relids);
+	List	   *targets;
+	List	   *colnos;
+	Bitmapset  *ret_attrs;
+	List	   *retrieved_attrs = NIL;
+	List	   *params = NIL;
+	bool		returning = plan->returningLists != NIL &&
+		list_nth(plan->returningLists, subplan_index) != NIL;
+	StringInfoData sql;
+	ListCell   *lc;
+
+	if (joinrel == NULL || (int) resultRelation != root->parse->resultRelation ||
+		!join_modify_parts(root, joinrel, &targets, &colnos, &ret_attrs))
+		elog(ERROR, "remote join of foreign table %u cannot be sent as its UPDATE or DELETE",
+			 planner_rt_fetch(resultRelation, root)->relid);
+
+	initStringInfo(&sql);
+	afdw_deparse_join_modify(&sql, root, joinrel, resultRelation, plan->operation,
+							 targets, colnos, returning, ret_attrs,
+							 &retrieved_attrs, &params);
+
+	fscan->operation = plan->operation;
+	fscan->resultRelation = resultRelation;
+	fscan->fdw_exprs = params;
+	fscan->fdw_private = list_make5(makeString(sql.data),
+									makeBoolean(returning),
+									retrieved_attrs,
+									makeBoolean(plan->canSetTag),
+									makeBoolean(!has_exec_param((Node *) params, NULL)));
+
+	/*
+	 * RETURNING reads the changed row of the target only (IterateDirectModify
+	 * hands it over); the join's columns are not read back: the scan's
+	 * output becomes nulls of its types.
+	 */
+	foreach(lc, fscan->scan.plan.targetlist)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+		tle->expr = (Expr *) makeNullConst(exprType((Node *) tle->expr),
+										   exprTypmod((Node *) tle->expr),
+										   exprCollation((Node *) tle->expr));
+	}
+	fscan->scan.plan.lefttree = NULL;
 	fscan->scan.plan.async_capable = false;
 	return true;
 }
@@ -382,7 +555,9 @@ afdwBeginDirectModify(ForeignScanState *node, int eflags)
 	node->fdw_state = st;
 	st->node = node;
 	st->operation = plan->operation;
-	st->rel = node->ss.ss_currentRelation;
+	/* A remote join (scanrelid 0) has no relation of its own. */
+	st->rel = node->ss.ss_currentRelation != NULL ?
+		node->ss.ss_currentRelation : node->resultRelInfo->ri_RelationDesc;
 	st->sql = strVal(list_nth(plan->fdw_private, AFDW_DIRECT_SQL));
 	st->returning = boolVal(list_nth(plan->fdw_private, AFDW_DIRECT_RETURNING));
 	st->retrieved_attrs = (List *) list_nth(plan->fdw_private, AFDW_DIRECT_RETRIEVED);
