@@ -1016,14 +1016,14 @@ afdw_join_modify_ok(RelOptInfo *joinrel, Index target)
  *		tables, each named r<n> by its range table index.  With RETURNING,
  *		TARGET's columns RET_ATTRS (offset by
  *		FirstLowInvalidHeapAttributeNumber; whole row: all), listed by
- *		number in *RETRIEVED_ATTRS.  *PARAMS gets the expressions sent as
- *		$1, $2, ...
+ *		number in *RETRIEVED_ATTRS, then the other tables' columns
+ *		JOIN_VARS (Vars).  *PARAMS gets the expressions sent as $1, $2, ...
  */
 void
 afdw_deparse_join_modify(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel,
 						 Index target, CmdType operation, List *targets,
 						 List *colnos, bool returning, Bitmapset *ret_attrs,
-						 List **retrieved_attrs, List **params)
+						 List *join_vars, List **retrieved_attrs, List **params)
 {
 	AfdwRelInfo *jfp = (AfdwRelInfo *) joinrel->fdw_private;
 	DeparseContext cxt;
@@ -1076,6 +1076,13 @@ afdw_deparse_join_modify(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel,
 							 quote_identifier(afdw_remote_column_name(rel, i)));
 			first = false;
 			*retrieved_attrs = lappend_int(*retrieved_attrs, i);
+		}
+		/* Then the other tables' columns that RETURNING reads. */
+		foreach(lc, join_vars)
+		{
+			appendStringInfoString(buf, first ? " RETURNING " : ", ");
+			first = false;
+			afdw_deparse_expr((Expr *) lfirst(lc), &cxt);
 		}
 		/* RETURNING of no column (a constant, tableoid): a row per change. */
 		if (first)

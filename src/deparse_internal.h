@@ -39,7 +39,7 @@ extern void afdw_deparse_join_modify(StringInfo buf, PlannerInfo *root,
 									 RelOptInfo *joinrel, Index target,
 									 CmdType operation, List *targets,
 									 List *colnos, bool returning,
-									 Bitmapset *ret_attrs,
+									 Bitmapset *ret_attrs, List *join_vars,
 									 List **retrieved_attrs, List **params);
 
 /* expr.c */

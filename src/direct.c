@@ -59,8 +59,11 @@ enum AfdwDirectPrivate
 								 * the RETURNING columns */
 	AFDW_DIRECT_COUNT,			/* Boolean: its rows count for the
 								 * statement's tag (es_processed) */
-	AFDW_DIRECT_EAGER			/* Boolean: sent at executor start (its
+	AFDW_DIRECT_EAGER,			/* Boolean: sent at executor start (its
 								 * parameters are known then) */
+	AFDW_DIRECT_JOIN_COLS		/* Integer, over a remote join only: how many
+								 * of the RETURNING columns, after the
+								 * target's, are the join's scan tuple */
 };
 
 /* Executor state of a direct modification. */
@@ -88,6 +91,11 @@ typedef struct AfdwDirectState
 	int			next_row;		/* next RETURNING row to hand over */
 
 	AttInMetadata *attinmeta;	/* RETURNING rows to tuples */
+	bool		join;			/* over a remote join: the scan tuple holds
+								 * the other tables' columns */
+	int			join_cols;
+	AttInMetadata *join_attinmeta;
+	char	  **join_values;
 	char	  **values;			/* one row's text values, by column */
 	MemoryContext row_cxt;		/* a RETURNING tuple; reset per row */
 	MemoryContextCallback cleanup;
@@ -335,7 +343,7 @@ afdw_direct_join_mode(PlannerInfo *root)
  *		sent as one remote statement reading JOINREL, a remote join of all
  *		its tables: the join has a shape the statement can take, the new
  *		values are shippable, and RETURNING reads only the target's columns
- *		and tableoid (the other tables' rows are not returned).  Gives the
+ *		and tableoid, and the other tables' plain columns.  Gives the
  *		new values (*TARGETS, *COLNOS) and RETURNING's columns (*RET_ATTRS).
  */
 static bool
@@ -366,9 +374,15 @@ join_modify_parts(PlannerInfo *root, RelOptInfo *joinrel, List **targets,
 	}
 	if (returning != NIL)
 	{
-		if (!bms_is_subset(pull_varnos(root, (Node *) returning),
-						   bms_make_singleton(result)))
-			return false;
+		/* The other tables' plain columns only: no whole row, no ctid. */
+		foreach(lc, pull_var_clause((Node *) returning, PVC_INCLUDE_PLACEHOLDERS))
+		{
+			Var		   *var = (Var *) lfirst(lc);
+
+			if (!IsA(var, Var) ||
+				((Index) var->varno != result && var->varattno <= 0))
+				return false;
+		}
 		pull_varattnos((Node *) returning, result, ret_attrs);
 		while ((attno = bms_next_member(*ret_attrs, attno)) >= 0)
 		{
@@ -416,6 +430,8 @@ plan_join_modify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 	List	   *params = NIL;
 	bool		returning = plan->returningLists != NIL &&
 		list_nth(plan->returningLists, subplan_index) != NIL;
+	List	   *join_vars = NIL;
+	List	   *scan_tlist = NIL;
 	StringInfoData sql;
 	ListCell   *lc;
 
@@ -424,29 +440,55 @@ plan_join_modify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 		elog(ERROR, "remote join of foreign table %u cannot be sent as its UPDATE or DELETE",
 			 planner_rt_fetch(resultRelation, root)->relid);
 
+	/* The other tables' columns RETURNING reads: the join's scan tuple. */
+	if (returning)
+	{
+		foreach(lc, pull_var_clause((Node *) list_nth(plan->returningLists, subplan_index),
+									PVC_INCLUDE_PLACEHOLDERS))
+		{
+			Var		   *var = lfirst_node(Var, lc);
+
+			if ((Index) var->varno != resultRelation &&
+				!list_member(join_vars, var))
+			{
+				join_vars = lappend(join_vars, var);
+				scan_tlist = lappend(scan_tlist,
+									 makeTargetEntry((Expr *) var,
+													 list_length(join_vars),
+													 NULL, false));
+			}
+		}
+	}
+
 	initStringInfo(&sql);
 	afdw_deparse_join_modify(&sql, root, joinrel, resultRelation, plan->operation,
-							 targets, colnos, returning, ret_attrs,
+							 targets, colnos, returning, ret_attrs, join_vars,
 							 &retrieved_attrs, &params);
 
 	fscan->operation = plan->operation;
 	fscan->resultRelation = resultRelation;
 	fscan->fdw_exprs = params;
-	fscan->fdw_private = list_make5(makeString(sql.data),
-									makeBoolean(returning),
-									retrieved_attrs,
-									makeBoolean(plan->canSetTag),
-									makeBoolean(!has_exec_param((Node *) params, NULL)));
+	fscan->fdw_private = lappend(list_make5(makeString(sql.data),
+											makeBoolean(returning),
+											retrieved_attrs,
+											makeBoolean(plan->canSetTag),
+											makeBoolean(!has_exec_param((Node *) params, NULL))),
+								 makeInteger(list_length(join_vars)));
 
 	/*
-	 * RETURNING reads the changed row of the target only (IterateDirectModify
-	 * hands it over); the join's columns are not read back: the scan's
-	 * output becomes nulls of its types.
+	 * RETURNING reads the target's changed row (IterateDirectModify hands it
+	 * over) and, from the scan's output, the other tables' columns, which
+	 * the remote statement returns after the target's as the scan tuple.
+	 * Nothing else of the join is read back: the rest of the scan's output
+	 * becomes nulls of its types.
 	 */
+	fscan->fdw_scan_tlist = scan_tlist;
 	foreach(lc, fscan->scan.plan.targetlist)
 	{
 		TargetEntry *tle = lfirst_node(TargetEntry, lc);
 
+		if (IsA(tle->expr, Var) && list_member(join_vars, tle->expr))
+			continue;
 		tle->expr = (Expr *) makeNullConst(exprType((Node *) tle->expr),
 										   exprTypmod((Node *) tle->expr),
 										   exprCollation((Node *) tle->expr));
@@ -576,6 +618,16 @@ afdwBeginDirectModify(ForeignScanState *node, int eflags)
 			getTypeOutputInfo(exprType((Node *) lfirst(lc)), &typoutput, &isvarlena);
 			fmgr_info(typoutput, &st->param_flinfo[i++]);
 		}
+	}
+	st->join = plan->scan.scanrelid == 0;
+	if (st->returning && st->join)
+	{
+		TupleDesc	scan_desc = node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
+
+		st->join_cols = intVal(list_nth(plan->fdw_private, AFDW_DIRECT_JOIN_COLS));
+		Assert(st->join_cols == scan_desc->natts);
+		st->join_attinmeta = TupleDescGetAttInMetadata(scan_desc);
+		st->join_values = palloc0(sizeof(char *) * Max(st->join_cols, 1));
 	}
 	if (st->returning)
 	{
@@ -740,12 +792,28 @@ afdwIterateDirectModify(ForeignScanState *node)
 			st->values[lfirst_int(lc) - 1] = PQgetvalue(st->res, st->next_row, i);
 		i++;
 	}
-	st->next_row++;
 	oldcxt = MemoryContextSwitchTo(st->row_cxt);
 	tuple = BuildTupleFromCStrings(st->attinmeta, st->values);
 	MemoryContextSwitchTo(oldcxt);
 	ExecForceStoreHeapTuple(tuple, slot, false);
 	rinfo->ri_projectReturning->pi_exprContext->ecxt_scantuple = slot;
+
+	/*
+	 * Over a remote join, the other tables' columns follow: the scan tuple,
+	 * from which the scan's output (and so RETURNING) reads them.
+	 */
+	if (st->join)
+	{
+		for (int j = 0; j < st->join_cols; j++)
+			st->join_values[j] = PQgetisnull(st->res, st->next_row, i + j) ? NULL :
+				PQgetvalue(st->res, st->next_row, i + j);
+		oldcxt = MemoryContextSwitchTo(st->row_cxt);
+		tuple = BuildTupleFromCStrings(st->join_attinmeta, st->join_values);
+		MemoryContextSwitchTo(oldcxt);
+		slot = node->ss.ss_ScanTupleSlot;
+		ExecForceStoreHeapTuple(tuple, slot, false);
+	}
+	st->next_row++;
 	error_context_stack = errcb.previous;
 	return slot;
 }

@@ -43,6 +43,19 @@ UPDATE jt SET c = 'w' FROM js WHERE jt.id = js.id AND js.k = 5 RETURNING jt;
 UPDATE jt_local jt SET c = 'w' FROM js_local js WHERE jt.id = js.id AND js.k = 5;
 SELECT rows_same('SELECT * FROM remote.jt', 'SELECT * FROM jt_local');
 
+-- RETURNING the other tables' columns too: the remote statement returns
+-- them after the target's (ju's are null where the outer join found none).
+EXPLAIN (VERBOSE, COSTS OFF)
+UPDATE jt SET c = 'o' FROM js LEFT JOIN ju ON js.k = ju.k
+  WHERE jt.id = js.id AND jt.id BETWEEN 6 AND 12 RETURNING js.v, jt.id, ju.w, jt.c || js.k AS x;
+UPDATE jt SET c = 'o' FROM js LEFT JOIN ju ON js.k = ju.k
+  WHERE jt.id = js.id AND jt.id BETWEEN 6 AND 12 RETURNING js.v, jt.id, ju.w, jt.c || js.k AS x;
+UPDATE jt_local jt SET c = 'o' FROM js_local js LEFT JOIN ju_local ju ON js.k = ju.k
+  WHERE jt.id = js.id AND jt.id BETWEEN 6 AND 12;
+DELETE FROM jt USING js WHERE jt.id = js.id AND js.id IN (16, 17) RETURNING js.k, js.v;
+DELETE FROM jt_local jt USING js_local js WHERE jt.id = js.id AND js.id IN (16, 17);
+SELECT rows_same('SELECT * FROM remote.jt', 'SELECT * FROM jt_local');
+
 -- Three tables, one an outer join among the others.
 EXPLAIN (VERBOSE, COSTS OFF)
 UPDATE jt SET c = js.v || ju.w FROM js LEFT JOIN ju ON js.k = ju.k
@@ -87,7 +100,7 @@ UPDATE jt_local jt SET b = t2.b + 1 FROM jt_local t2 WHERE jt.id = t2.id + 1 AND
 SELECT rows_same('SELECT * FROM remote.jt', 'SELECT * FROM jt_local');
 
 -- Not sent as one statement: a condition computed locally, a new value
--- computed locally, RETURNING of the other table, a table of another
+-- computed locally, RETURNING of the other table's whole row, a table of another
 -- server, a local table.  The rows change one by one, with the same
 -- result.
 CREATE FUNCTION local_pos(int) RETURNS boolean LANGUAGE plpgsql AS
@@ -100,7 +113,7 @@ EXPLAIN (VERBOSE, COSTS OFF)
 UPDATE jt SET b = CASE WHEN random() >= 0 THEN js.k ELSE 0 END FROM js WHERE jt.id = js.id AND js.k = 1;
 UPDATE jt SET b = CASE WHEN random() >= 0 THEN js.k ELSE 0 END FROM js WHERE jt.id = js.id AND js.k = 1;
 UPDATE jt_local jt SET b = js.k FROM js_local js WHERE jt.id = js.id AND js.k = 1;
-UPDATE jt SET c = 'x' FROM js WHERE jt.id = js.id AND js.k = 2 RETURNING jt.id, js.v;
+UPDATE jt SET c = 'x' FROM js WHERE jt.id = js.id AND js.k = 2 RETURNING jt.id, js;
 UPDATE jt_local jt SET c = 'x' FROM js_local js WHERE jt.id = js.id AND js.k = 2;
 EXPLAIN (VERBOSE, COSTS OFF)
 UPDATE jt SET c = 'y' FROM js2 WHERE jt.id = js2.id AND js2.k = 6;
