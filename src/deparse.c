@@ -990,6 +990,41 @@ from_without_target(RelOptInfo *rel, Index target, List **conds,
 }
 
 /*
+ * append_whole_row
+ *		Append to BUF the whole row of the table r<VARNO> of the join
+ *		deparsed in CXT, as a ROW() of its columns in the local table's
+ *		order, read by the row type's input function; null where an outer
+ *		join found no row.
+ */
+static void
+append_whole_row(StringInfo buf, int varno, DeparseContext *cxt)
+{
+	Relation	rel = NULL;
+	TupleDesc	tupdesc;
+	ListCell   *lc1;
+	ListCell   *lc2;
+	bool		first = true;
+
+	forboth(lc1, cxt->joined_relids, lc2, cxt->joined)
+	{
+		if (lfirst_int(lc1) == varno)
+			rel = (Relation) lfirst(lc2);
+	}
+	Assert(rel != NULL);
+	tupdesc = RelationGetDescr(rel);
+	appendStringInfo(buf, "CASE WHEN (r%d.*)::text IS NOT NULL THEN ROW(", varno);
+	for (int i = 1; i <= tupdesc->natts; i++)
+	{
+		if (TupleDescAttr(tupdesc, i - 1)->attisdropped)
+			continue;
+		appendStringInfo(buf, "%sr%d.%s", first ? "" : ", ", varno,
+						 quote_identifier(afdw_remote_column_name(rel, i)));
+		first = false;
+	}
+	appendStringInfoString(buf, ") END");
+}
+
+/*
  * afdw_join_modify_ok
  *		Whether JOINREL, a remote join holding TARGET, can be the source of
  *		a remote UPDATE ... FROM or DELETE ... USING of TARGET (see
@@ -1080,9 +1115,14 @@ afdw_deparse_join_modify(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel,
 		/* Then the other tables' columns that RETURNING reads. */
 		foreach(lc, join_vars)
 		{
+			Var		   *var = lfirst_node(Var, lc);
+
 			appendStringInfoString(buf, first ? " RETURNING " : ", ");
 			first = false;
-			afdw_deparse_expr((Expr *) lfirst(lc), &cxt);
+			if (var->varattno == 0)
+				append_whole_row(buf, var->varno, &cxt);
+			else
+				afdw_deparse_expr((Expr *) var, &cxt);
 		}
 		/* RETURNING of no column (a constant, tableoid): a row per change. */
 		if (first)

@@ -343,7 +343,7 @@ afdw_direct_join_mode(PlannerInfo *root)
  *		sent as one remote statement reading JOINREL, a remote join of all
  *		its tables: the join has a shape the statement can take, the new
  *		values are shippable, and RETURNING reads only the target's columns
- *		and tableoid, and the other tables' plain columns.  Gives the
+ *		and tableoid, and the other tables' columns and whole rows.  Gives the
  *		new values (*TARGETS, *COLNOS) and RETURNING's columns (*RET_ATTRS).
  */
 static bool
@@ -374,13 +374,13 @@ join_modify_parts(PlannerInfo *root, RelOptInfo *joinrel, List **targets,
 	}
 	if (returning != NIL)
 	{
-		/* The other tables' plain columns only: no whole row, no ctid. */
+		/* The other tables' columns and whole rows, not their ctid. */
 		foreach(lc, pull_var_clause((Node *) returning, PVC_INCLUDE_PLACEHOLDERS))
 		{
 			Var		   *var = (Var *) lfirst(lc);
 
 			if (!IsA(var, Var) ||
-				((Index) var->varno != result && var->varattno <= 0))
+				((Index) var->varno != result && var->varattno < 0))
 				return false;
 		}
 		pull_varattnos((Node *) returning, result, ret_attrs);
@@ -478,7 +478,8 @@ plan_join_modify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 	/*
 	 * RETURNING reads the target's changed row (IterateDirectModify hands it
 	 * over) and, from the scan's output, the other tables' columns, which
-	 * the remote statement returns after the target's as the scan tuple.
+	 * the remote statement returns after the target's as the scan tuple
+	 * (a whole row as a ROW() of its columns).
 	 * Nothing else of the join is read back: the rest of the scan's output
 	 * becomes nulls of its types.
 	 */

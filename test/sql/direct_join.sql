@@ -54,6 +54,13 @@ UPDATE jt_local jt SET c = 'o' FROM js_local js LEFT JOIN ju_local ju ON js.k = 
   WHERE jt.id = js.id AND jt.id BETWEEN 6 AND 12;
 DELETE FROM jt USING js WHERE jt.id = js.id AND js.id IN (16, 17) RETURNING js.k, js.v;
 DELETE FROM jt_local jt USING js_local js WHERE jt.id = js.id AND js.id IN (16, 17);
+-- Whole rows, null where the outer join found none.
+EXPLAIN (VERBOSE, COSTS OFF)
+UPDATE jt SET c = 'p' FROM js LEFT JOIN ju ON js.k = ju.k
+  WHERE jt.id = js.id AND jt.id IN (8, 18) RETURNING jt, js, ju, ju IS NULL AS no_ju;
+UPDATE jt SET c = 'p' FROM js LEFT JOIN ju ON js.k = ju.k
+  WHERE jt.id = js.id AND jt.id IN (8, 18) RETURNING jt, js, ju, ju IS NULL AS no_ju;
+UPDATE jt_local jt SET c = 'p' FROM js_local js WHERE jt.id = js.id AND jt.id IN (8, 18);
 SELECT rows_same('SELECT * FROM remote.jt', 'SELECT * FROM jt_local');
 
 -- Three tables, one an outer join among the others.
@@ -100,7 +107,7 @@ UPDATE jt_local jt SET b = t2.b + 1 FROM jt_local t2 WHERE jt.id = t2.id + 1 AND
 SELECT rows_same('SELECT * FROM remote.jt', 'SELECT * FROM jt_local');
 
 -- Not sent as one statement: a condition computed locally, a new value
--- computed locally, RETURNING of the other table's whole row, a table of another
+-- computed locally, RETURNING of the other table's ctid, a table of another
 -- server, a local table.  The rows change one by one, with the same
 -- result.
 CREATE FUNCTION local_pos(int) RETURNS boolean LANGUAGE plpgsql AS
@@ -113,7 +120,7 @@ EXPLAIN (VERBOSE, COSTS OFF)
 UPDATE jt SET b = CASE WHEN random() >= 0 THEN js.k ELSE 0 END FROM js WHERE jt.id = js.id AND js.k = 1;
 UPDATE jt SET b = CASE WHEN random() >= 0 THEN js.k ELSE 0 END FROM js WHERE jt.id = js.id AND js.k = 1;
 UPDATE jt_local jt SET b = js.k FROM js_local js WHERE jt.id = js.id AND js.k = 1;
-UPDATE jt SET c = 'x' FROM js WHERE jt.id = js.id AND js.k = 2 RETURNING jt.id, js;
+UPDATE jt SET c = 'x' FROM js WHERE jt.id = js.id AND js.k = 2 RETURNING jt.id, js.ctid IS NOT NULL;
 UPDATE jt_local jt SET c = 'x' FROM js_local js WHERE jt.id = js.id AND js.k = 2;
 EXPLAIN (VERBOSE, COSTS OFF)
 UPDATE jt SET c = 'y' FROM js2 WHERE jt.id = js2.id AND js2.k = 6;
