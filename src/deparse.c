@@ -1124,9 +1124,7 @@ afdw_deparse_join_modify(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel,
 			else
 				afdw_deparse_expr((Expr *) var, &cxt);
 		}
-		/* RETURNING of no column (a constant, tableoid): a row per change. */
-		if (first)
-			appendStringInfoString(buf, " RETURNING NULL");
+		/* None (a constant, tableoid): the row count gives the rows. */
 	}
 	end_context(&cxt);
 }

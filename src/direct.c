@@ -8,11 +8,15 @@
  * for an UPDATE, its new values; RETURNING is computed locally from the
  * columns the remote statement returns), the planner's ForeignScan of the
  * target becomes the remote UPDATE or DELETE (PlanDirectModify), instead of
- * a scan whose rows are changed one by one (modify.c).  Each statement is
- * sent at executor start (BeginDirectModify), without waiting, on the
- * writer of its user mapping, so that over a partitioned table every shard
- * works at the same time; the first IterateDirectModify reads its result,
- * counts its rows and hands RETURNING rows over one at a time.  Partitions
+ * a scan whose rows are changed one by one (modify.c).  An UPDATE ... FROM
+ * or DELETE ... USING whose tables are all foreign tables of one server
+ * becomes one remote statement too, from the remote join of its tables
+ * (join.c offers it for this only): UPDATE t r1 ... FROM (the others).
+ * Each statement is sent at executor start (BeginDirectModify), without
+ * waiting, on the writer of its user mapping, so that over a partitioned
+ * table every shard works at the same time; the first IterateDirectModify
+ * reads its result, counts its rows and hands RETURNING rows over one at a
+ * time.  Partitions
  * on one server share its writer: a later statement's send reads the
  * earlier one's result first (drain_direct).
  *
@@ -89,13 +93,14 @@ typedef struct AfdwDirectState
 	bool		checked;		/* its result is read and counted */
 	PGresult   *res;			/* its result, once read */
 	int			next_row;		/* next RETURNING row to hand over */
+	uint64		nrows;			/* rows changed (as many RETURNING rows) */
 
 	AttInMetadata *attinmeta;	/* RETURNING rows to tuples */
 	bool		join;			/* over a remote join: the scan tuple holds
 								 * the other tables' columns */
-	int			join_cols;
-	AttInMetadata *join_attinmeta;
-	char	  **join_values;
+	int			join_cols;		/* its columns, after the target's */
+	AttInMetadata *join_attinmeta;	/* ... to the scan tuple */
+	char	  **join_values;	/* ... one row's text values */
 	char	  **values;			/* one row's text values, by column */
 	MemoryContext row_cxt;		/* a RETURNING tuple; reset per row */
 	MemoryContextCallback cleanup;
@@ -186,8 +191,9 @@ has_exec_param(Node *node, void *context)
  * The core planner asks only when no row trigger, stored generated column
  * or WITH CHECK OPTION needs each row locally.  Left to the row-by-row
  * path: conditions evaluated locally, new values that are not shippable,
- * a join with another table (the scan is then not the subplan, or not
- * directly under its Append), and RETURNING of a system column other
+ * a join with another table that is not one remote join of all the
+ * query's tables (plan_join_modify; the scan is then not the subplan, or
+ * not directly under its Append), and RETURNING of a system column other
  * than tableoid (the remote row's would not be the local one's).
  */
 static bool
@@ -342,9 +348,10 @@ afdw_direct_join_mode(PlannerInfo *root)
  *		Whether the UPDATE or DELETE ROOT (afdw_direct_join_mode) can be
  *		sent as one remote statement reading JOINREL, a remote join of all
  *		its tables: the join has a shape the statement can take, the new
- *		values are shippable, and RETURNING reads only the target's columns
- *		and tableoid, and the other tables' columns and whole rows.  Gives the
- *		new values (*TARGETS, *COLNOS) and RETURNING's columns (*RET_ATTRS).
+ *		values are shippable, and RETURNING reads no system column but the
+ *		target's tableoid (the remote statement returns the columns and
+ *		whole rows it reads).  Gives the new values (*TARGETS, *COLNOS) and
+ *		the target's columns RETURNING reads (*RET_ATTRS).
  */
 static bool
 join_modify_parts(PlannerInfo *root, RelOptInfo *joinrel, List **targets,
@@ -551,9 +558,10 @@ deparse_direct(StringInfo buf, CmdType operation, RelOptInfo *baserel,
 		appendStringInfoString(buf, quote_identifier(afdw_remote_column_name(rel, i)));
 		*retrieved_attrs = lappend_int(*retrieved_attrs, i);
 	}
-	/* RETURNING of no column (a constant, tableoid): a row per change. */
-	if (first)
-		appendStringInfoString(buf, " RETURNING NULL");
+	/*
+	 * RETURNING of no column (a constant, tableoid) needs no RETURNING
+	 * clause: the remote row count gives its rows (check_result).
+	 */
 }
 
 /*
@@ -731,10 +739,11 @@ check_result(AfdwDirectState *st)
 		afdw_report_remote_error(res, st->conn, st->sent_sql);
 	}
 	st->checked = true;
+	/* No RETURNING clause when RETURNING reads no column: the count. */
+	st->nrows = PQresultStatus(res) == PGRES_TUPLES_OK ? (uint64) PQntuples(res) :
+		(uint64) strtoul(PQcmdTuples(res), NULL, 10);
 	if (st->count)
-		st->node->ss.ps.state->es_processed +=
-			st->returning ? (uint64) PQntuples(res) :
-			(uint64) strtoul(PQcmdTuples(res), NULL, 10);
+		st->node->ss.ps.state->es_processed += st->nrows;
 }
 
 /*
@@ -776,7 +785,7 @@ afdwIterateDirectModify(ForeignScanState *node)
 		check_result(st);
 	}
 
-	if (!st->returning || st->next_row >= PQntuples(st->res))
+	if (!st->returning || (uint64) st->next_row >= st->nrows)
 	{
 		error_context_stack = errcb.previous;
 		return ExecClearTuple(node->ss.ss_ScanTupleSlot);

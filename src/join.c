@@ -18,6 +18,10 @@
  * queries joining partitioned tables of async_fdw) run as such scans under
  * the asynchronous Append, every shard joining at the same time.
  *
+ * The join of all the tables of an UPDATE ... FROM or DELETE ... USING of
+ * one foreign table is offered only to become the remote statement itself
+ * (direct.c), when all of it can be sent.
+ *
  * Not pushed: joins under row locks (FOR UPDATE would need the rows of
  * each table rechecked locally), joins whose target holds anything but
  * plain columns when their paths are made, joins with lateral references,

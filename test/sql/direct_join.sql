@@ -54,6 +54,17 @@ UPDATE jt_local jt SET c = 'o' FROM js_local js LEFT JOIN ju_local ju ON js.k = 
   WHERE jt.id = js.id AND jt.id BETWEEN 6 AND 12;
 DELETE FROM jt USING js WHERE jt.id = js.id AND js.id IN (16, 17) RETURNING js.k, js.v;
 DELETE FROM jt_local jt USING js_local js WHERE jt.id = js.id AND js.id IN (16, 17);
+-- RETURNING of no column: no RETURNING clause, a row per changed row.
+EXPLAIN (VERBOSE, COSTS OFF)
+UPDATE jt SET c = 'n' FROM js WHERE jt.id = js.id AND js.id IN (19, 20, 21)
+  RETURNING 1 AS one, jt.tableoid::regclass;
+UPDATE jt SET c = 'n' FROM js WHERE jt.id = js.id AND js.id IN (19, 20, 21)
+  RETURNING 1 AS one, jt.tableoid::regclass;
+UPDATE jt_local jt SET c = 'n' FROM js_local js WHERE jt.id = js.id AND js.id IN (19, 20, 21);
+EXPLAIN (VERBOSE, COSTS OFF)
+UPDATE jt SET c = 'n2' WHERE id IN (22, 23) RETURNING 2 AS two;
+UPDATE jt SET c = 'n2' WHERE id IN (22, 23) RETURNING 2 AS two;
+UPDATE jt_local SET c = 'n2' WHERE id IN (22, 23);
 -- Whole rows, null where the outer join found none.
 EXPLAIN (VERBOSE, COSTS OFF)
 UPDATE jt SET c = 'p' FROM js LEFT JOIN ju ON js.k = ju.k
