@@ -20,8 +20,10 @@ for my $i (1 .. 4)
 	$node->init;
 	$node->append_conf('postgresql.conf',
 		"log_statement = 'all'\nlog_line_prefix = '%a|'\nlog_min_error_statement = 'panic'\n");
-	# Writes to several shards commit with two-phase commit (auto).
-	$node->append_conf('postgresql.conf', "max_prepared_transactions = 10\n");
+	# Writes to several shards commit with two-phase commit (auto); each of
+	# the 16 pgbench sessions of part 4 may hold a prepared transaction on
+	# every shard at once, so at least 16 (README: "Two-phase commit").
+	$node->append_conf('postgresql.conf', "max_prepared_transactions = 20\n");
 	$node->start;
 	$node->safe_psql('postgres', q{
 		CREATE TABLE events (a int PRIMARY KEY, b int, c text);
