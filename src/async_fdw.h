@@ -454,6 +454,8 @@ extern void afdw_flush_kept_rows(Oid serverid);
 
 /* direct.c */
 extern void afdw_direct_routines(FdwRoutine *routine);
+extern bool afdw_direct_join_mode(PlannerInfo *root);
+extern bool afdw_direct_join_ok(PlannerInfo *root, RelOptInfo *joinrel);
 
 /* import.c */
 extern List *afdwImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serveroid);

@@ -957,3 +957,224 @@ afdw_deparse_conditions(List *conds, DeparseContext *cxt)
 {
 	append_conditions(conds, cxt);
 }
+
+/*
+ * from_without_target
+ *		Append to CXT's buffer (none: only check) the FROM item of REL, a
+ *		remote join holding the range table entry TARGET, without TARGET:
+ *		the FROM (or USING) list of a remote UPDATE (or DELETE) of TARGET.
+ *		The ON conditions of the inner joins on the way to TARGET go to
+ *		*CONDS, for the WHERE clause, where they may name TARGET.  False if
+ *		the join cannot be written so: TARGET on the nullable side of an
+ *		outer join (its rows without a match would not be changed), an
+ *		outer join whose ON clause names TARGET, a semi- or anti-join.
+ */
+static bool
+from_without_target(RelOptInfo *rel, Index target, List **conds,
+					DeparseContext *cxt)
+{
+	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
+	bool		in_outer = bms_is_member(target, fp->outer_rel->relids);
+	RelOptInfo *with = in_outer ? fp->outer_rel : fp->inner_rel;
+	RelOptInfo *other = in_outer ? fp->inner_rel : fp->outer_rel;
+	bool		alone = bms_membership(with->relids) == BMS_SINGLETON;
+	ListCell   *lc;
+	bool		first = true;
+
+	switch (fp->jointype)
+	{
+		case JOIN_INNER:
+			/* Its ON clause is a condition like any other. */
+			*conds = list_concat(*conds, fp->join_on);
+			if (alone)
+			{
+				if (cxt != NULL)
+					deparse_from(other, cxt);
+				return true;
+			}
+			if (cxt != NULL)
+				appendStringInfoChar(cxt->buf, '(');
+			if (!from_without_target(with, target, conds, cxt))
+				return false;
+			if (cxt != NULL)
+			{
+				appendStringInfoString(cxt->buf, " INNER JOIN ");
+				deparse_from(other, cxt);
+				appendStringInfoString(cxt->buf, " ON (TRUE))");
+			}
+			return true;
+		case JOIN_LEFT:
+		case JOIN_RIGHT:
+			if (alone || in_outer != (fp->jointype == JOIN_LEFT) ||
+				bms_is_member(target, pull_varnos(NULL, (Node *) fp->join_on)))
+				return false;
+			break;
+		default:
+			return false;
+	}
+
+	/* An outer join whose preserved side holds TARGET. */
+	if (cxt != NULL)
+		appendStringInfoChar(cxt->buf, '(');
+	if (!from_without_target(with, target, conds, cxt))
+		return false;
+	if (cxt == NULL)
+		return true;
+	appendStringInfoString(cxt->buf, fp->jointype == JOIN_LEFT ?
+						   " LEFT JOIN " : " RIGHT JOIN ");
+	deparse_from(other, cxt);
+	appendStringInfoString(cxt->buf, " ON ");
+	foreach(lc, fp->join_on)
+	{
+		if (!first)
+			appendStringInfoString(cxt->buf, " AND ");
+		first = false;
+		appendStringInfoChar(cxt->buf, '(');
+		afdw_deparse_expr((Expr *) lfirst(lc), cxt);
+		appendStringInfoChar(cxt->buf, ')');
+	}
+	if (first)
+		appendStringInfoString(cxt->buf, "(TRUE)");
+	appendStringInfoChar(cxt->buf, ')');
+	return true;
+}
+
+/*
+ * append_whole_row
+ *		Append to BUF the whole row of the table r<VARNO> of the join
+ *		deparsed in CXT, as a ROW() of its columns in the local table's
+ *		order, read by the row type's input function; null where an outer
+ *		join found no row.
+ */
+static void
+append_whole_row(StringInfo buf, int varno, DeparseContext *cxt)
+{
+	Relation	rel = NULL;
+	TupleDesc	tupdesc;
+	ListCell   *lc1;
+	ListCell   *lc2;
+	bool		first = true;
+
+	forboth(lc1, cxt->joined_relids, lc2, cxt->joined)
+	{
+		if (lfirst_int(lc1) == varno)
+			rel = (Relation) lfirst(lc2);
+	}
+	Assert(rel != NULL);
+	tupdesc = RelationGetDescr(rel);
+	appendStringInfo(buf, "CASE WHEN (r%d.*)::text IS NOT NULL THEN ROW(", varno);
+	for (int i = 1; i <= tupdesc->natts; i++)
+	{
+		if (TupleDescAttr(tupdesc, i - 1)->attisdropped)
+			continue;
+		appendStringInfo(buf, "%sr%d.%s", first ? "" : ", ", varno,
+						 quote_identifier(afdw_remote_column_name(rel, i)));
+		first = false;
+	}
+	appendStringInfoString(buf, ") END");
+}
+
+/*
+ * afdw_join_modify_ok
+ *		Whether JOINREL, a remote join holding TARGET, can be the source of
+ *		a remote UPDATE ... FROM or DELETE ... USING of TARGET (see
+ *		from_without_target).
+ */
+bool
+afdw_join_modify_ok(RelOptInfo *joinrel, Index target)
+{
+	AfdwRelInfo *jfp = (AfdwRelInfo *) joinrel->fdw_private;
+	List	   *conds = NIL;
+
+	if (jfp == NULL || jfp->outer_rel == NULL ||
+		!bms_is_member(target, joinrel->relids))
+		return false;
+	return from_without_target(joinrel, target, &conds, NULL);
+}
+
+/*
+ * afdw_deparse_join_modify
+ *		Append to BUF the remote UPDATE (setting the columns COLNOS to the
+ *		expressions of the TargetEntries TARGETS) or DELETE of TARGET, a
+ *		table of JOINREL, a join of foreign tables on one server, for each
+ *		row of the join: UPDATE ... FROM or DELETE ... USING the other
+ *		tables, each named r<n> by its range table index.  With RETURNING,
+ *		TARGET's columns RET_ATTRS (offset by
+ *		FirstLowInvalidHeapAttributeNumber; whole row: all), listed by
+ *		number in *RETRIEVED_ATTRS, then the other tables' columns
+ *		JOIN_VARS (Vars).  *PARAMS gets the expressions sent as $1, $2, ...
+ */
+void
+afdw_deparse_join_modify(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel,
+						 Index target, CmdType operation, List *targets,
+						 List *colnos, bool returning, Bitmapset *ret_attrs,
+						 List *join_vars, List **retrieved_attrs, List **params)
+{
+	AfdwRelInfo *jfp = (AfdwRelInfo *) joinrel->fdw_private;
+	DeparseContext cxt;
+	Relation	rel = NULL;
+	TupleDesc	tupdesc;
+	List	   *conds = list_copy(jfp->where_conds);
+	bool		all = bms_is_member(0 - FirstLowInvalidHeapAttributeNumber,
+									ret_attrs);
+	bool		first = true;
+	ListCell   *lc;
+	ListCell   *lc2;
+
+	init_context(&cxt, buf, root, joinrel, NULL, params);
+	forboth(lc, cxt.joined_relids, lc2, cxt.joined)
+	{
+		if (lfirst_int(lc) == (int) target)
+			rel = (Relation) lfirst(lc2);
+	}
+	Assert(rel != NULL);
+	tupdesc = RelationGetDescr(rel);
+
+	appendStringInfoString(buf, operation == CMD_UPDATE ? "UPDATE " : "DELETE FROM ");
+	afdw_deparse_relation(buf, rel);
+	appendStringInfo(buf, " r%u", target);
+	forboth(lc, targets, lc2, colnos)
+	{
+		appendStringInfoString(buf, first ? " SET " : ", ");
+		first = false;
+		appendStringInfo(buf, "%s = ",
+						 quote_identifier(afdw_remote_column_name(rel, lfirst_int(lc2))));
+		afdw_deparse_expr(lfirst_node(TargetEntry, lc)->expr, &cxt);
+	}
+	appendStringInfoString(buf, operation == CMD_UPDATE ? " FROM " : " USING ");
+	if (!from_without_target(joinrel, target, &conds, &cxt))
+		elog(ERROR, "remote join cannot be the source of a remote %s",
+			 operation == CMD_UPDATE ? "UPDATE" : "DELETE");
+	append_conditions(conds, &cxt);
+
+	*retrieved_attrs = NIL;
+	if (returning)
+	{
+		first = true;
+		for (int i = 1; i <= tupdesc->natts; i++)
+		{
+			if (TupleDescAttr(tupdesc, i - 1)->attisdropped ||
+				(!all && !bms_is_member(i - FirstLowInvalidHeapAttributeNumber,
+										ret_attrs)))
+				continue;
+			appendStringInfo(buf, "%sr%u.%s", first ? " RETURNING " : ", ", target,
+							 quote_identifier(afdw_remote_column_name(rel, i)));
+			first = false;
+			*retrieved_attrs = lappend_int(*retrieved_attrs, i);
+		}
+		/* Then the other tables' columns that RETURNING reads. */
+		foreach(lc, join_vars)
+		{
+			Var		   *var = lfirst_node(Var, lc);
+
+			appendStringInfoString(buf, first ? " RETURNING " : ", ");
+			first = false;
+			if (var->varattno == 0)
+				append_whole_row(buf, var->varno, &cxt);
+			else
+				afdw_deparse_expr((Expr *) var, &cxt);
+		}
+		/* None (a constant, tableoid): the row count gives the rows. */
+	}
+	end_context(&cxt);
+}

@@ -34,6 +34,13 @@ extern void afdw_init_deparse(DeparseContext *cxt, StringInfo buf,
 							  RelOptInfo *baserel, Relation rel, List **params);
 extern void afdw_end_deparse(DeparseContext *cxt);
 extern void afdw_deparse_conditions(List *conds, DeparseContext *cxt);
+extern bool afdw_join_modify_ok(RelOptInfo *joinrel, Index target);
+extern void afdw_deparse_join_modify(StringInfo buf, PlannerInfo *root,
+									 RelOptInfo *joinrel, Index target,
+									 CmdType operation, List *targets,
+									 List *colnos, bool returning,
+									 Bitmapset *ret_attrs, List *join_vars,
+									 List **retrieved_attrs, List **params);
 
 /* expr.c */
 extern const char *afdw_remote_column_name(Relation rel, AttrNumber attnum);

@@ -8,11 +8,15 @@
  * for an UPDATE, its new values; RETURNING is computed locally from the
  * columns the remote statement returns), the planner's ForeignScan of the
  * target becomes the remote UPDATE or DELETE (PlanDirectModify), instead of
- * a scan whose rows are changed one by one (modify.c).  Each statement is
- * sent at executor start (BeginDirectModify), without waiting, on the
- * writer of its user mapping, so that over a partitioned table every shard
- * works at the same time; the first IterateDirectModify reads its result,
- * counts its rows and hands RETURNING rows over one at a time.  Partitions
+ * a scan whose rows are changed one by one (modify.c).  An UPDATE ... FROM
+ * or DELETE ... USING whose tables are all foreign tables of one server
+ * becomes one remote statement too, from the remote join of its tables
+ * (join.c offers it for this only): UPDATE t r1 ... FROM (the others).
+ * Each statement is sent at executor start (BeginDirectModify), without
+ * waiting, on the writer of its user mapping, so that over a partitioned
+ * table every shard works at the same time; the first IterateDirectModify
+ * reads its result, counts its rows and hands RETURNING rows over one at a
+ * time.  Partitions
  * on one server share its writer: a later statement's send reads the
  * earlier one's result first (drain_direct).
  *
@@ -37,6 +41,7 @@
 #include "optimizer/appendinfo.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
+#include "optimizer/plancat.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -58,8 +63,11 @@ enum AfdwDirectPrivate
 								 * the RETURNING columns */
 	AFDW_DIRECT_COUNT,			/* Boolean: its rows count for the
 								 * statement's tag (es_processed) */
-	AFDW_DIRECT_EAGER			/* Boolean: sent at executor start (its
+	AFDW_DIRECT_EAGER,			/* Boolean: sent at executor start (its
 								 * parameters are known then) */
+	AFDW_DIRECT_JOIN_COLS		/* Integer, over a remote join only: how many
+								 * of the RETURNING columns, after the
+								 * target's, are the join's scan tuple */
 };
 
 /* Executor state of a direct modification. */
@@ -85,14 +93,23 @@ typedef struct AfdwDirectState
 	bool		checked;		/* its result is read and counted */
 	PGresult   *res;			/* its result, once read */
 	int			next_row;		/* next RETURNING row to hand over */
+	uint64		nrows;			/* rows changed (as many RETURNING rows) */
 
 	AttInMetadata *attinmeta;	/* RETURNING rows to tuples */
+	bool		join;			/* over a remote join: the scan tuple holds
+								 * the other tables' columns */
+	int			join_cols;		/* its columns, after the target's */
+	AttInMetadata *join_attinmeta;	/* ... to the scan tuple */
+	char	  **join_values;	/* ... one row's text values */
 	char	  **values;			/* one row's text values, by column */
 	MemoryContext row_cxt;		/* a RETURNING tuple; reset per row */
 	MemoryContextCallback cleanup;
 } AfdwDirectState;
 
 static Plan *target_scan(Plan *plan, Index rti);
+static bool plan_join_modify(PlannerInfo *root, ModifyTable *plan,
+							 Index resultRelation, int subplan_index,
+							 ForeignScan *fscan);
 static bool has_exec_param(Node *node, void *context);
 static void deparse_direct(StringInfo buf, CmdType operation, RelOptInfo *baserel,
 						   Relation rel, List *targets, List *colnos,
@@ -125,7 +142,12 @@ target_scan(Plan *plan, Index rti)
 	switch (nodeTag(plan))
 	{
 		case T_ForeignScan:
-			return ((ForeignScan *) plan)->scan.scanrelid == rti ? plan : NULL;
+			/* The table's scan, or a remote join of it (join.c). */
+			if (((ForeignScan *) plan)->scan.scanrelid == rti ||
+				(((ForeignScan *) plan)->scan.scanrelid == 0 &&
+				 bms_is_member(rti, ((ForeignScan *) plan)->fs_relids)))
+				return plan;
+			return NULL;
 		case T_Append:
 			foreach(lc, ((Append *) plan)->appendplans)
 			{
@@ -169,8 +191,9 @@ has_exec_param(Node *node, void *context)
  * The core planner asks only when no row trigger, stored generated column
  * or WITH CHECK OPTION needs each row locally.  Left to the row-by-row
  * path: conditions evaluated locally, new values that are not shippable,
- * a join with another table (the scan is then not the subplan, or not
- * directly under its Append), and RETURNING of a system column other
+ * a join with another table that is not one remote join of all the
+ * query's tables (plan_join_modify; the scan is then not the subplan, or
+ * not directly under its Append), and RETURNING of a system column other
  * than tableoid (the remote row's would not be the local one's).
  */
 static bool
@@ -196,8 +219,11 @@ afdwPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 	if (operation != CMD_UPDATE && operation != CMD_DELETE)
 		return false;
 	fscan = (ForeignScan *) target_scan(outerPlan(plan), resultRelation);
-	if (fscan == NULL || fscan->scan.plan.qual != NIL ||
-		bms_num_members(fscan->fs_relids) != 1)
+	if (fscan == NULL || fscan->scan.plan.qual != NIL)
+		return false;
+	if (fscan->scan.scanrelid == 0)
+		return plan_join_modify(root, plan, resultRelation, subplan_index, fscan);
+	if (bms_num_members(fscan->fs_relids) != 1)
 		return false;
 	baserel = find_base_rel(root, resultRelation);
 	if (baserel->fdw_private == NULL)
@@ -284,6 +310,203 @@ afdwPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 }
 
 /*
+ * afdw_direct_join_mode
+ *		Whether ROOT is an UPDATE or DELETE of a single foreign table
+ *		(RESULT) that the core planner would let become a direct
+ *		modification: then join.c may join the table remotely with others,
+ *		as the source of a remote UPDATE ... FROM or DELETE ... USING
+ *		(afdw_direct_join_ok), and the query's row marks are those of the
+ *		other tables, copies of their rows, which that statement does not
+ *		need.
+ */
+bool
+afdw_direct_join_mode(PlannerInfo *root)
+{
+	Query	   *parse = root->parse;
+	Index		result = parse->resultRelation;
+	ListCell   *lc;
+
+	if ((parse->commandType != CMD_UPDATE && parse->commandType != CMD_DELETE) ||
+		result == 0 || !bms_equal(root->all_result_relids, bms_make_singleton(result)) ||
+		planner_rt_fetch(result, root)->relkind != RELKIND_FOREIGN_TABLE)
+		return false;
+	/* What make_modifytable asks before it offers a direct modification. */
+	if (parse->withCheckOptions != NIL ||
+		has_row_triggers(root, result, parse->commandType) ||
+		has_stored_generated_columns(root, result))
+		return false;
+	foreach(lc, root->rowMarks)
+	{
+		if (lfirst_node(PlanRowMark, lc)->markType != ROW_MARK_COPY)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * join_modify_parts
+ *		Whether the UPDATE or DELETE ROOT (afdw_direct_join_mode) can be
+ *		sent as one remote statement reading JOINREL, a remote join of all
+ *		its tables: the join has a shape the statement can take, the new
+ *		values are shippable, and RETURNING reads no system column but the
+ *		target's tableoid (the remote statement returns the columns and
+ *		whole rows it reads).  Gives the new values (*TARGETS, *COLNOS) and
+ *		the target's columns RETURNING reads (*RET_ATTRS).
+ */
+static bool
+join_modify_parts(PlannerInfo *root, RelOptInfo *joinrel, List **targets,
+				  List **colnos, Bitmapset **ret_attrs)
+{
+	Index		result = root->parse->resultRelation;
+	List	   *returning = root->parse->returningList;
+	int			attno = -1;
+	ListCell   *lc;
+	ListCell   *lc2;
+
+	*targets = NIL;
+	*colnos = NIL;
+	*ret_attrs = NULL;
+	if (!bms_equal(joinrel->relids, root->all_baserels) ||
+		!afdw_join_modify_ok(joinrel, result))
+		return false;
+	if (root->parse->commandType == CMD_UPDATE)
+	{
+		get_translated_update_targetlist(root, result, targets, colnos);
+		forboth(lc, *targets, lc2, *colnos)
+		{
+			if (lfirst_int(lc2) <= 0 ||
+				!afdw_is_shippable(root, joinrel, lfirst_node(TargetEntry, lc)->expr))
+				return false;
+		}
+	}
+	if (returning != NIL)
+	{
+		/* The other tables' columns and whole rows, not their ctid. */
+		foreach(lc, pull_var_clause((Node *) returning, PVC_INCLUDE_PLACEHOLDERS))
+		{
+			Var		   *var = (Var *) lfirst(lc);
+
+			if (!IsA(var, Var) ||
+				((Index) var->varno != result && var->varattno < 0))
+				return false;
+		}
+		pull_varattnos((Node *) returning, result, ret_attrs);
+		while ((attno = bms_next_member(*ret_attrs, attno)) >= 0)
+		{
+			int			col = attno + FirstLowInvalidHeapAttributeNumber;
+
+			if (col < 0 && col != TableOidAttributeNumber)
+				return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * afdw_direct_join_ok
+ *		Whether join.c offers JOINREL, a remote join, to the UPDATE or
+ *		DELETE ROOT (afdw_direct_join_mode): only a join that will be the
+ *		remote statement (join_modify_parts), never a scan, which would
+ *		need the target's rows locked and rechecked.
+ */
+bool
+afdw_direct_join_ok(PlannerInfo *root, RelOptInfo *joinrel)
+{
+	List	   *targets;
+	List	   *colnos;
+	Bitmapset  *ret_attrs;
+
+	return join_modify_parts(root, joinrel, &targets, &colnos, &ret_attrs);
+}
+
+/*
+ * plan_join_modify
+ *		afdwPlanDirectModify for FSCAN, a remote join of the target with
+ *		the query's other tables: the remote UPDATE ... FROM or DELETE ...
+ *		USING.  join.c offered the join only for this (afdw_direct_join_ok).
+ */
+static bool
+plan_join_modify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
+				 int subplan_index, ForeignScan *fscan)
+{
+	RelOptInfo *joinrel = find_join_rel(root, fscan->fs_relids);
+	List	   *targets;
+	List	   *colnos;
+	Bitmapset  *ret_attrs;
+	List	   *retrieved_attrs = NIL;
+	List	   *params = NIL;
+	bool		returning = plan->returningLists != NIL &&
+		list_nth(plan->returningLists, subplan_index) != NIL;
+	List	   *join_vars = NIL;
+	List	   *scan_tlist = NIL;
+	StringInfoData sql;
+	ListCell   *lc;
+
+	if (joinrel == NULL || (int) resultRelation != root->parse->resultRelation ||
+		!join_modify_parts(root, joinrel, &targets, &colnos, &ret_attrs))
+		elog(ERROR, "remote join of foreign table %u cannot be sent as its UPDATE or DELETE",
+			 planner_rt_fetch(resultRelation, root)->relid);
+
+	/* The other tables' columns RETURNING reads: the join's scan tuple. */
+	if (returning)
+	{
+		foreach(lc, pull_var_clause((Node *) list_nth(plan->returningLists, subplan_index),
+									PVC_INCLUDE_PLACEHOLDERS))
+		{
+			Var		   *var = lfirst_node(Var, lc);
+
+			if ((Index) var->varno != resultRelation &&
+				!list_member(join_vars, var))
+			{
+				join_vars = lappend(join_vars, var);
+				scan_tlist = lappend(scan_tlist,
+									 makeTargetEntry((Expr *) var,
+													 list_length(join_vars),
+													 NULL, false));
+			}
+		}
+	}
+
+	initStringInfo(&sql);
+	afdw_deparse_join_modify(&sql, root, joinrel, resultRelation, plan->operation,
+							 targets, colnos, returning, ret_attrs, join_vars,
+							 &retrieved_attrs, &params);
+
+	fscan->operation = plan->operation;
+	fscan->resultRelation = resultRelation;
+	fscan->fdw_exprs = params;
+	fscan->fdw_private = lappend(list_make5(makeString(sql.data),
+											makeBoolean(returning),
+											retrieved_attrs,
+											makeBoolean(plan->canSetTag),
+											makeBoolean(!has_exec_param((Node *) params, NULL))),
+								 makeInteger(list_length(join_vars)));
+
+	/*
+	 * RETURNING reads the target's changed row (IterateDirectModify hands it
+	 * over) and, from the scan's output, the other tables' columns, which
+	 * the remote statement returns after the target's as the scan tuple
+	 * (a whole row as a ROW() of its columns).
+	 * Nothing else of the join is read back: the rest of the scan's output
+	 * becomes nulls of its types.
+	 */
+	fscan->fdw_scan_tlist = scan_tlist;
+	foreach(lc, fscan->scan.plan.targetlist)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+		if (IsA(tle->expr, Var) && list_member(join_vars, tle->expr))
+			continue;
+		tle->expr = (Expr *) makeNullConst(exprType((Node *) tle->expr),
+										   exprTypmod((Node *) tle->expr),
+										   exprCollation((Node *) tle->expr));
+	}
+	fscan->scan.plan.lefttree = NULL;
+	fscan->scan.plan.async_capable = false;
+	return true;
+}
+
+/*
  * deparse_direct
  *		Append to BUF the remote UPDATE (setting the columns COLNOS to the
  *		expressions of the TargetEntries TARGETS) or DELETE of BASEREL (REL)
@@ -335,9 +558,10 @@ deparse_direct(StringInfo buf, CmdType operation, RelOptInfo *baserel,
 		appendStringInfoString(buf, quote_identifier(afdw_remote_column_name(rel, i)));
 		*retrieved_attrs = lappend_int(*retrieved_attrs, i);
 	}
-	/* RETURNING of no column (a constant, tableoid): a row per change. */
-	if (first)
-		appendStringInfoString(buf, " RETURNING NULL");
+	/*
+	 * RETURNING of no column (a constant, tableoid) needs no RETURNING
+	 * clause: the remote row count gives its rows (check_result).
+	 */
 }
 
 /*
@@ -384,7 +608,9 @@ afdwBeginDirectModify(ForeignScanState *node, int eflags)
 	node->fdw_state = st;
 	st->node = node;
 	st->operation = plan->operation;
-	st->rel = node->ss.ss_currentRelation;
+	/* A remote join (scanrelid 0) has no relation of its own. */
+	st->rel = node->ss.ss_currentRelation != NULL ?
+		node->ss.ss_currentRelation : node->resultRelInfo->ri_RelationDesc;
 	st->sql = strVal(list_nth(plan->fdw_private, AFDW_DIRECT_SQL));
 	st->returning = boolVal(list_nth(plan->fdw_private, AFDW_DIRECT_RETURNING));
 	st->retrieved_attrs = (List *) list_nth(plan->fdw_private, AFDW_DIRECT_RETRIEVED);
@@ -403,6 +629,16 @@ afdwBeginDirectModify(ForeignScanState *node, int eflags)
 			getTypeOutputInfo(exprType((Node *) lfirst(lc)), &typoutput, &isvarlena);
 			fmgr_info(typoutput, &st->param_flinfo[i++]);
 		}
+	}
+	st->join = plan->scan.scanrelid == 0;
+	if (st->returning && st->join)
+	{
+		TupleDesc	scan_desc = node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
+
+		st->join_cols = intVal(list_nth(plan->fdw_private, AFDW_DIRECT_JOIN_COLS));
+		Assert(st->join_cols == scan_desc->natts);
+		st->join_attinmeta = TupleDescGetAttInMetadata(scan_desc);
+		st->join_values = palloc0(sizeof(char *) * Max(st->join_cols, 1));
 	}
 	if (st->returning)
 	{
@@ -505,10 +741,11 @@ check_result(AfdwDirectState *st)
 		afdw_report_remote_error(res, st->conn, st->sent_sql);
 	}
 	st->checked = true;
+	/* No RETURNING clause when RETURNING reads no column: the count. */
+	st->nrows = PQresultStatus(res) == PGRES_TUPLES_OK ? (uint64) PQntuples(res) :
+		(uint64) strtoul(PQcmdTuples(res), NULL, 10);
 	if (st->count)
-		st->node->ss.ps.state->es_processed +=
-			st->returning ? (uint64) PQntuples(res) :
-			(uint64) strtoul(PQcmdTuples(res), NULL, 10);
+		st->node->ss.ps.state->es_processed += st->nrows;
 }
 
 /*
@@ -550,7 +787,7 @@ afdwIterateDirectModify(ForeignScanState *node)
 		check_result(st);
 	}
 
-	if (!st->returning || st->next_row >= PQntuples(st->res))
+	if (!st->returning || (uint64) st->next_row >= st->nrows)
 	{
 		error_context_stack = errcb.previous;
 		return ExecClearTuple(node->ss.ss_ScanTupleSlot);
@@ -567,12 +804,28 @@ afdwIterateDirectModify(ForeignScanState *node)
 			st->values[lfirst_int(lc) - 1] = PQgetvalue(st->res, st->next_row, i);
 		i++;
 	}
-	st->next_row++;
 	oldcxt = MemoryContextSwitchTo(st->row_cxt);
 	tuple = BuildTupleFromCStrings(st->attinmeta, st->values);
 	MemoryContextSwitchTo(oldcxt);
 	ExecForceStoreHeapTuple(tuple, slot, false);
 	rinfo->ri_projectReturning->pi_exprContext->ecxt_scantuple = slot;
+
+	/*
+	 * Over a remote join, the other tables' columns follow: the scan tuple,
+	 * from which the scan's output (and so RETURNING) reads them.
+	 */
+	if (st->join)
+	{
+		for (int j = 0; j < st->join_cols; j++)
+			st->join_values[j] = PQgetisnull(st->res, st->next_row, i + j) ? NULL :
+				PQgetvalue(st->res, st->next_row, i + j);
+		oldcxt = MemoryContextSwitchTo(st->row_cxt);
+		tuple = BuildTupleFromCStrings(st->join_attinmeta, st->join_values);
+		MemoryContextSwitchTo(oldcxt);
+		slot = node->ss.ss_ScanTupleSlot;
+		ExecForceStoreHeapTuple(tuple, slot, false);
+	}
+	st->next_row++;
 	error_context_stack = errcb.previous;
 	return slot;
 }

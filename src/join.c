@@ -18,6 +18,10 @@
  * queries joining partitioned tables of async_fdw) run as such scans under
  * the asynchronous Append, every shard joining at the same time.
  *
+ * The join of all the tables of an UPDATE ... FROM or DELETE ... USING of
+ * one foreign table is offered only to become the remote statement itself
+ * (direct.c), when all of it can be sent.
+ *
  * Not pushed: joins under row locks (FOR UPDATE would need the rows of
  * each table rechecked locally), joins whose target holds anything but
  * plain columns when their paths are made, joins with lateral references,
@@ -163,6 +167,7 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	Cost		startup;
 	Cost		total;
 	const char *kind;
+	bool		modify;
 
 	/* One path per join relation, whichever pair of sides comes first. */
 	if (joinrel->fdw_private != NULL)
@@ -199,13 +204,20 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	 * connection that changes it (scan.c): never inside a remote join.
 	 * (Such a query has row marks for its other tables anyway.)
 	 */
-	if (bms_overlap(joinrel->relids, root->all_result_relids))
+	/*
+	 * Unless the join of all the tables of an UPDATE or DELETE is the
+	 * remote UPDATE ... FROM or DELETE ... USING (direct.c): then smaller
+	 * joins are described for it to build on, but not offered (their
+	 * targets hold the tables' whole rows, for the row marks).
+	 */
+	modify = afdw_direct_join_mode(root);
+	if (!modify && bms_overlap(joinrel->relids, root->all_result_relids))
 		return;
-	if (root->rowMarks != NIL || root->hasPseudoConstantQuals ||
+	if ((root->rowMarks != NIL && !modify) || root->hasPseudoConstantQuals ||
 		!join_side_ok(outerrel) || !join_side_ok(innerrel) ||
 		ofp->server->serverid != ifp->server->serverid ||
 		ofp->user->umid != ifp->user->umid ||
-		!bms_is_empty(joinrel->lateral_relids) || !target_ok(joinrel))
+		!bms_is_empty(joinrel->lateral_relids) || (!modify && !target_ok(joinrel)))
 		return;
 
 	/* Set now: the shippability checks read the join's options. */
@@ -272,6 +284,8 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	jfp->where_conds = where;
 	jfp->relations = psprintf("%s %s %s", side_name(root, outerrel), kind,
 							  side_name(root, innerrel));
+	if (modify && !afdw_direct_join_ok(root, joinrel))
+		return;
 
 	/* Both sides read, the join's comparisons, the joined rows sent. */
 	remote = remote_cost(outerrel) + remote_cost(innerrel) +
@@ -327,9 +341,16 @@ afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan
 	else
 		stream = (jfp->fetch_mode == AFDW_FETCH_STREAM);
 
+	/*
+	 * A join holding the target of an UPDATE or DELETE becomes the remote
+	 * statement (afdwPlanDirectModify), never a SELECT.
+	 */
 	initStringInfo(&sql);
-	afdw_deparse_join_select(&sql, root, rel, scan_tlist, &params);
-	afdw_check_params_apart(params, scan_tlist);
+	if (!bms_overlap(rel->relids, root->all_result_relids))
+	{
+		afdw_deparse_join_select(&sql, root, rel, scan_tlist, &params);
+		afdw_check_params_apart(params, scan_tlist);
+	}
 
 	return make_foreignscan(tlist, NIL, 0, params,
 							afdw_make_scan_private(sql.data, retrieved_attrs,

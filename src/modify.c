@@ -231,8 +231,9 @@ afdwAddForeignUpdateTargets(PlannerInfo *root, Index rtindex,
 
 /*
  * insert_columns
- *		The columns an INSERT into REL sends: all of them but the generated
- *		ones, which the remote server computes (or fills with its default).
+ *		The columns an INSERT into REL sends, and an UPDATE of a table with
+ *		a BEFORE ROW UPDATE trigger: all of them but the generated ones,
+ *		which the remote server computes (or fills with its default).
  */
 static List *
 insert_columns(Relation rel)
@@ -313,7 +314,15 @@ afdwPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 				 errhint("Use ON CONFLICT DO NOTHING, or run the statement on the remote server.")));
 	do_nothing = (plan->onConflictAction == ONCONFLICT_NOTHING);
 
-	if (operation == CMD_INSERT)
+	/*
+	 * An UPDATE sends the columns it sets, unless a BEFORE ROW UPDATE
+	 * trigger runs locally: that may change any column of the new row, and
+	 * a column it changes but the statement does not set would keep its old
+	 * value remotely.  Then the whole row goes, as for an INSERT.
+	 */
+	if (operation == CMD_INSERT ||
+		(operation == CMD_UPDATE && rel->trigdesc != NULL &&
+		 rel->trigdesc->trig_update_before_row))
 		target_attrs = insert_columns(rel);
 	else if (operation == CMD_UPDATE)
 	{

@@ -146,6 +146,15 @@ UPDATE wt SET b = 22 WHERE a = 5000;
 SELECT a, b, c, g FROM wr.t WHERE a = 5000;
 DROP TRIGGER wt_before ON wt;
 DROP TRIGGER wt_after ON wt;
+-- A BEFORE ROW UPDATE trigger may change columns the statement does not
+-- set: every column is sent (c here, which only the trigger changes).
+CREATE TRIGGER wt_before_upd BEFORE UPDATE ON wt FOR EACH ROW EXECUTE FUNCTION wr.before_row();
+EXPLAIN (VERBOSE, COSTS OFF) UPDATE wt SET b = 23 WHERE a = 5000;
+UPDATE wt SET b = 23 WHERE a = 5000;
+SELECT a, b, c, g FROM wr.t WHERE a = 5000;
+UPDATE wt SET b = 24 WHERE a = 5000 RETURNING a, b, c, g;
+SELECT a, b, c, g FROM wr.t WHERE a = 5000;
+DROP TRIGGER wt_before_upd ON wt;
 DELETE FROM wr.t WHERE a = 5000;
 
 -- A partitioned table of foreign partitions: two on one server, one on

@@ -419,6 +419,31 @@ sub gen_delete
 	return { sql => "DELETE FROM {t} WHERE $where" . returning(0.3) };
 }
 
+# An UPDATE ... FROM or DELETE ... USING of partition 1 joined with another
+# by key, so that each of its rows meets one row at most: partition 2 is
+# on the same server (async_fdw sends one remote statement joining them),
+# partition 3 on the other shard (the rows change one by one).
+sub gen_join
+{
+	my ($fail) = @_;
+	my ($lo, $hi) = window();
+	my $src = pick(2, 2, 3);
+	my $where = 'x.a = s.a + ' . pick(0, 1, -1, 7) . " AND x.a BETWEEN $lo AND $hi";
+	$where .= ' AND ' . pick('s.b < 500', 's.c IS NOT NULL', 's.b % 2 = 0', 'x.b > s.b', 'nship(s.a)')
+	  if chance(0.6);
+	my $ret = chance(0.3)
+	  ? ' RETURNING ' . pick('x.*', 'x.a, x.b', 'x.a, s.c', 'x.tableoid IS NOT NULL, x.c', '1')
+	  : '';
+	if (($fail // '') eq 'check' || chance(0.6))
+	{
+		my $set = ($fail // '') eq 'check' ? 'b = -1'
+		  : pick('b = (x.b + s.b) % 1000', 'c = s.c', 'b = nval(s.b), c = x.c || ' . lit(rtext()),
+			'c = upper(s.c)');
+		return { sql => "UPDATE {t}1 x SET $set FROM {t}$src s WHERE $where$ret" };
+	}
+	return { sql => "DELETE FROM {t}1 x USING {t}$src s WHERE $where$ret" };
+}
+
 # An UPDATE of the partition key, of rows whose partition the condition
 # prunes to: rows of the local partition move to any partition (a row
 # moved into a foreign partition that the same UPDATE changes is refused by
@@ -536,7 +561,7 @@ sub gen_write
 	my ($pfail, $block) = @_;
 	my $kind = pickw([ 20, 'insert_values' ], [ 15, 'insert_select' ], [ 12, 'copy' ],
 		[ 5, 'insert_self' ], [ 15, 'update' ], [ 10, 'delete' ], [ 7, 'move' ], [ 4, 'cte' ],
-		[ 4, 'prepared' ], [ $block ? 4 : 0, 'cursor' ]);
+		[ 4, 'prepared' ], [ $block ? 4 : 0, 'cursor' ], [ 6, 'join' ]);
 	my $fail;
 	if (chance($pfail))
 	{
@@ -550,7 +575,8 @@ sub gen_write
 			move          => [qw(dup)],
 			cte           => [undef],
 			prepared      => [qw(check)],
-			cursor        => [undef] }->{$kind};
+			cursor        => [undef],
+			join          => [qw(check)] }->{$kind};
 		$fail = pick(@$fail);
 	}
 	no strict 'refs';
