@@ -380,6 +380,7 @@ typedef enum AfdwPartialForm
 extern bool afdw_is_builtin(Oid oid);
 extern bool afdw_type_names_by_oid(Oid type);
 extern bool afdw_is_shippable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr);
+extern Expr *afdw_case_when_value(CaseWhen *cw);
 extern AttrNumber afdw_sort_key(RelOptInfo *baserel, PathKey *pk,
 								bool *descending, bool *nulls_first);
 extern void afdw_classify_conditions(PlannerInfo *root, RelOptInfo *baserel,

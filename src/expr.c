@@ -691,6 +691,67 @@ afdw_deparse_expr(Expr *node, DeparseContext *cxt)
 				break;
 			}
 
+		case T_CaseExpr:
+			{
+				CaseExpr   *ce = (CaseExpr *) node;
+				ListCell   *lc;
+
+				appendStringInfoString(buf, "(CASE");
+				if (ce->arg != NULL)
+				{
+					appendStringInfoChar(buf, ' ');
+					afdw_deparse_expr(ce->arg, cxt);
+				}
+				foreach(lc, ce->args)
+				{
+					CaseWhen   *cw = lfirst_node(CaseWhen, lc);
+
+					appendStringInfoString(buf, " WHEN ");
+					/* A simple CASE writes only the value compared. */
+					afdw_deparse_expr(ce->arg != NULL ?
+									  afdw_case_when_value(cw) : cw->expr, cxt);
+					appendStringInfoString(buf, " THEN ");
+					afdw_deparse_expr(cw->result, cxt);
+				}
+				if (ce->defresult != NULL)
+				{
+					appendStringInfoString(buf, " ELSE ");
+					afdw_deparse_expr(ce->defresult, cxt);
+				}
+				appendStringInfoString(buf, " END)");
+				break;
+			}
+
+		case T_SubscriptingRef:
+			{
+				SubscriptingRef *sr = (SubscriptingRef *) node;
+				ListCell   *lu;
+				ListCell   *ll = NULL;
+
+				/* (container)[i] or, for a slice, (container)[l:u]. */
+				appendStringInfoString(buf, "((");
+				afdw_deparse_expr(sr->refexpr, cxt);
+				appendStringInfoChar(buf, ')');
+				if (sr->reflowerindexpr != NIL)
+					ll = list_head(sr->reflowerindexpr);
+				foreach(lu, sr->refupperindexpr)
+				{
+					appendStringInfoChar(buf, '[');
+					if (ll != NULL)
+					{
+						if (lfirst(ll) != NULL)
+							afdw_deparse_expr(lfirst(ll), cxt);
+						appendStringInfoChar(buf, ':');
+						ll = lnext(sr->reflowerindexpr, ll);
+					}
+					if (lfirst(lu) != NULL)
+						afdw_deparse_expr(lfirst(lu), cxt);
+					appendStringInfoChar(buf, ']');
+				}
+				appendStringInfoChar(buf, ')');
+				break;
+			}
+
 		case T_Aggref:
 			deparse_aggref((Aggref *) node, cxt);
 			break;

@@ -55,6 +55,7 @@ static bool function_shippable(Oid funcid, ShipContext *cxt);
 static bool operator_shippable(Oid opno, Oid funcid, ShipContext *cxt);
 static bool ship_walker(Node *node, ShipContext *cxt);
 static bool aggref_shippable(Aggref *agg, ShipContext *cxt);
+static bool case_shippable(CaseExpr *ce, ShipContext *cxt);
 
 /*
  * afdw_is_builtin
@@ -301,6 +302,29 @@ ship_walker(Node *node, ShipContext *cxt)
 				break;
 			}
 
+		case T_CaseExpr:
+			if (!case_shippable((CaseExpr *) node, cxt))
+				return false;
+			break;
+
+		case T_SubscriptingRef:
+			{
+				SubscriptingRef *sr = (SubscriptingRef *) node;
+
+				/*
+				 * Only a fetch: an assignment appears in UPDATE's SET, not in
+				 * a condition.  Built-in subscripting (of arrays, jsonb) is
+				 * the same remotely; the container's type is checked as
+				 * the type of its expression.
+				 */
+				if (sr->refassgnexpr != NULL || !collation_ok(sr->refcollid) ||
+					!ship_walker((Node *) sr->refexpr, cxt) ||
+					!ship_walker((Node *) sr->refupperindexpr, cxt) ||
+					!ship_walker((Node *) sr->reflowerindexpr, cxt))
+					return false;
+				break;
+			}
+
 		case T_Aggref:
 			if (!aggref_shippable((Aggref *) node, cxt))
 				return false;
@@ -324,6 +348,77 @@ ship_walker(Node *node, ShipContext *cxt)
 	}
 
 	return type_shippable(exprType(node), cxt);
+}
+
+/*
+ * afdw_case_when_value
+ *		The value compared in WHEN clause CW of a simple CASE (CASE x WHEN
+ *		value ...), or NULL when the clause is not of the form the parser
+ *		makes, CaseTestExpr = value (the CaseTestExpr perhaps under an
+ *		implicit relabelling): the planner may have rewritten it (inlined
+ *		an equality function), and such a clause cannot be written back
+ *		as WHEN value.
+ */
+Expr *
+afdw_case_when_value(CaseWhen *cw)
+{
+	OpExpr	   *op = (OpExpr *) cw->expr;
+	Node	   *left;
+
+	if (!IsA(op, OpExpr) || list_length(op->args) != 2)
+		return NULL;
+	left = linitial(op->args);
+	if (IsA(left, RelabelType) &&
+		((RelabelType *) left)->relabelformat == COERCE_IMPLICIT_CAST)
+		left = (Node *) ((RelabelType *) left)->arg;
+	if (!IsA(left, CaseTestExpr))
+		return NULL;
+	return lsecond(op->args);
+}
+
+/*
+ * case_shippable
+ *		True if CASE expression CE can be evaluated remotely: its value (for
+ *		a simple CASE), every WHEN clause and result, and its ELSE, over a
+ *		result in no collation but the default.  A simple CASE's WHEN
+ *		clauses must still be as the parser made them (afdw_case_when_value);
+ *		their equality operator is checked with the clause, the remote
+ *		parser choosing the same one for the same types.
+ */
+static bool
+case_shippable(CaseExpr *ce, ShipContext *cxt)
+{
+	ListCell   *lc;
+
+	if (!collation_ok(ce->casecollid) ||
+		!ship_walker((Node *) ce->arg, cxt) ||
+		!ship_walker((Node *) ce->defresult, cxt))
+		return false;
+	foreach(lc, ce->args)
+	{
+		CaseWhen   *cw = lfirst_node(CaseWhen, lc);
+
+		if (ce->arg != NULL)
+		{
+			/* Its operator, and the value compared, written alone. */
+			OpExpr	   *op = (OpExpr *) cw->expr;
+			Expr	   *value = afdw_case_when_value(cw);
+
+			if (value == NULL)
+				return false;
+			set_opfuncid(op);
+			if (!operator_shippable(op->opno, op->opfuncid, cxt) ||
+				!collation_ok(op->inputcollid) ||
+				!collation_ok(exprCollation(linitial(op->args))) ||
+				!ship_walker((Node *) value, cxt))
+				return false;
+		}
+		else if (!ship_walker((Node *) cw->expr, cxt))
+			return false;
+		if (!ship_walker((Node *) cw->result, cxt))
+			return false;
+	}
+	return true;
 }
 
 /*
