@@ -21,6 +21,7 @@
 #include "access/sysattr.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_operator.h"
+#include "catalog/pg_ts_config.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "nodes/nodeFuncs.h"
@@ -141,6 +142,24 @@ deparse_const(Const *c, DeparseContext *cxt, bool bare)
 	bool		isvarlena;
 	char	   *val;
 	bool		cast = true;
+
+	if (c->consttype == REGCONFIGOID && !c->constisnull)
+	{
+		/* By its qualified name: the local search path does not apply. */
+		HeapTuple	tup = SearchSysCache1(TSCONFIGOID, c->constvalue);
+		Form_pg_ts_config form;
+
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for text search configuration %u",
+				 DatumGetObjectId(c->constvalue));
+		form = (Form_pg_ts_config) GETSTRUCT(tup);
+		afdw_append_literal(buf,
+							quote_qualified_identifier(get_namespace_name(form->cfgnamespace),
+													   NameStr(form->cfgname)));
+		appendStringInfoString(buf, "::regconfig");
+		ReleaseSysCache(tup);
+		return;
+	}
 
 	if (c->constisnull)
 	{

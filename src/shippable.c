@@ -7,7 +7,8 @@
  * server computes exactly what the local one would: built-in immutable
  * operators and functions over the table's columns, constants and
  * parameters, all of built-in types, with no collation other than the
- * default involved.  Objects of the extensions named in the server's
+ * default involved but those of the foreign tables' columns (see
+ * collation_derived).  Objects of the extensions named in the server's
  * extensions option count as built in.
  *
  * Neighbours: the planner (async_fdw.c) splits a scan's conditions here
@@ -26,6 +27,7 @@
 #include "catalog/pg_collation.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
+#include "catalog/pg_ts_config.h"
 #include "catalog/pg_type.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
@@ -49,6 +51,7 @@ typedef struct ShipContext
 } ShipContext;
 
 static bool collation_ok(Oid coll);
+static bool collation_derived(Oid coll, Node *inputs);
 static bool object_shippable(Oid oid, Oid classid, List *extensions);
 static bool type_shippable(Oid type, ShipContext *cxt);
 static bool function_shippable(Oid funcid, ShipContext *cxt);
@@ -78,6 +81,40 @@ static bool
 collation_ok(Oid coll)
 {
 	return !OidIsValid(coll) || coll == DEFAULT_COLLATION_OID;
+}
+
+/*
+ * collation_derived
+ *		True if COLL, a collation an expression uses or gives its result, is
+ *		no collation, the default one, or the collation of one of INPUTS
+ *		(an expression or a list of them), the expression's own inputs.
+ *
+ * The walker accepts a collation other than the default only where it
+ * comes from a column of the scanned tables declared with it, which the
+ * remote column is assumed to have too (as postgres_fdw assumes): such a
+ * collation passes from input to result through accepted nodes, so an
+ * input's collation is either the default or one from a column.  A
+ * COLLATE clause naming another collation (a RelabelType whose input has
+ * another collation), a constant's or a parameter's is not sent: the
+ * remote server may have no collation of that name, or another one.
+ */
+static bool
+collation_derived(Oid coll, Node *inputs)
+{
+	ListCell   *lc;
+
+	if (collation_ok(coll))
+		return true;
+	if (inputs == NULL)
+		return false;
+	if (!IsA(inputs, List))
+		return exprCollation(inputs) == coll;
+	foreach(lc, (List *) inputs)
+	{
+		if (lfirst(lc) != NULL && exprCollation(lfirst(lc)) == coll)
+			return true;
+	}
+	return false;
 }
 
 /*
@@ -196,7 +233,11 @@ ship_walker(Node *node, ShipContext *cxt)
 			{
 				Var		   *var = (Var *) node;
 
-				if (var->varlevelsup != 0 || !collation_ok(var->varcollid))
+				if (var->varlevelsup != 0)
+					return false;
+				/* A parameter's collation is the default or none. */
+				if (!bms_is_member(var->varno, cxt->baserel->relids) &&
+					!collation_ok(var->varcollid))
 					return false;
 
 				/*
@@ -212,9 +253,23 @@ ship_walker(Node *node, ShipContext *cxt)
 			}
 
 		case T_Const:
-			if (!collation_ok(((Const *) node)->constcollid))
-				return false;
-			break;
+			{
+				Const	   *c = (Const *) node;
+
+				if (!collation_ok(c->constcollid))
+					return false;
+
+				/*
+				 * A text search configuration (to_tsvector('english', ...))
+				 * is sent by its qualified name when the remote server has
+				 * the same one: a built-in one or one of a listed extension.
+				 */
+				if (c->consttype == REGCONFIGOID && !c->constisnull)
+					return object_shippable(DatumGetObjectId(c->constvalue),
+											TSConfigRelationId,
+											cxt->extensions);
+				break;
+			}
 
 		case T_Param:
 			{
@@ -233,7 +288,8 @@ ship_walker(Node *node, ShipContext *cxt)
 
 				set_opfuncid(op);
 				if (!operator_shippable(op->opno, op->opfuncid, cxt) ||
-					!collation_ok(op->inputcollid) || !collation_ok(op->opcollid) ||
+					!collation_derived(op->inputcollid, (Node *) op->args) ||
+					!collation_derived(op->opcollid, (Node *) op->args) ||
 					!ship_walker((Node *) op->args, cxt))
 					return false;
 				break;
@@ -245,7 +301,7 @@ ship_walker(Node *node, ShipContext *cxt)
 
 				set_sa_opfuncid(op);
 				if (!operator_shippable(op->opno, op->opfuncid, cxt) ||
-					!collation_ok(op->inputcollid) ||
+					!collation_derived(op->inputcollid, (Node *) op->args) ||
 					!ship_walker((Node *) op->args, cxt))
 					return false;
 				break;
@@ -256,7 +312,8 @@ ship_walker(Node *node, ShipContext *cxt)
 				FuncExpr   *f = (FuncExpr *) node;
 
 				if (!function_shippable(f->funcid, cxt) ||
-					!collation_ok(f->inputcollid) || !collation_ok(f->funccollid) ||
+					!collation_derived(f->inputcollid, (Node *) f->args) ||
+					!collation_derived(f->funccollid, (Node *) f->args) ||
 					!ship_walker((Node *) f->args, cxt))
 					return false;
 				break;
@@ -286,7 +343,7 @@ ship_walker(Node *node, ShipContext *cxt)
 			{
 				RelabelType *r = (RelabelType *) node;
 
-				if (!collation_ok(r->resultcollid) ||
+				if (!collation_derived(r->resultcollid, (Node *) r->arg) ||
 					!ship_walker((Node *) r->arg, cxt))
 					return false;
 				break;
@@ -296,7 +353,7 @@ ship_walker(Node *node, ShipContext *cxt)
 			{
 				ArrayExpr  *a = (ArrayExpr *) node;
 
-				if (!collation_ok(a->array_collid) ||
+				if (!collation_derived(a->array_collid, (Node *) a->elements) ||
 					!ship_walker((Node *) a->elements, cxt))
 					return false;
 				break;
@@ -317,7 +374,8 @@ ship_walker(Node *node, ShipContext *cxt)
 				 * the same remotely; the container's type is checked as
 				 * the type of its expression.
 				 */
-				if (sr->refassgnexpr != NULL || !collation_ok(sr->refcollid) ||
+				if (sr->refassgnexpr != NULL ||
+					!collation_derived(sr->refcollid, (Node *) sr->refexpr) ||
 					!ship_walker((Node *) sr->refexpr, cxt) ||
 					!ship_walker((Node *) sr->refupperindexpr, cxt) ||
 					!ship_walker((Node *) sr->reflowerindexpr, cxt))
@@ -389,9 +447,9 @@ static bool
 case_shippable(CaseExpr *ce, ShipContext *cxt)
 {
 	ListCell   *lc;
+	List	   *results = NIL;
 
-	if (!collation_ok(ce->casecollid) ||
-		!ship_walker((Node *) ce->arg, cxt) ||
+	if (!ship_walker((Node *) ce->arg, cxt) ||
 		!ship_walker((Node *) ce->defresult, cxt))
 		return false;
 	foreach(lc, ce->args)
@@ -408,8 +466,10 @@ case_shippable(CaseExpr *ce, ShipContext *cxt)
 				return false;
 			set_opfuncid(op);
 			if (!operator_shippable(op->opno, op->opfuncid, cxt) ||
-				!collation_ok(op->inputcollid) ||
-				!collation_ok(exprCollation(linitial(op->args))) ||
+				!collation_derived(op->inputcollid,
+								   (Node *) list_make2(ce->arg, value)) ||
+				!collation_derived(exprCollation(linitial(op->args)),
+								   (Node *) ce->arg) ||
 				!ship_walker((Node *) value, cxt))
 				return false;
 		}
@@ -417,8 +477,10 @@ case_shippable(CaseExpr *ce, ShipContext *cxt)
 			return false;
 		if (!ship_walker((Node *) cw->result, cxt))
 			return false;
+		results = lappend(results, cw->result);
 	}
-	return true;
+	return collation_derived(ce->casecollid,
+							 (Node *) lappend(results, ce->defresult));
 }
 
 /*

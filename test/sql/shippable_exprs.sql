@@ -61,6 +61,61 @@ SELECT * FROM check_exprs('CASE WHEN random() < 2 THEN id END = 4');
 SELECT * FROM check_exprs('arr[(random() * 0)::int + 1] = 5');
 -- Kept local: a CASE whose result has a collation but the default.
 SELECT * FROM check_exprs('(CASE WHEN k = 1 THEN t COLLATE "C" ELSE ''v2'' END) < ''v2''');
+-- Text search configurations: a built-in one (simple) is sent by its
+-- qualified name; one made later, by initdb's scripts (english, which a user
+-- may have altered) or locally (which the remote server may not have) is
+-- not.
+CREATE TEXT SEARCH CONFIGURATION public.se_search (COPY = pg_catalog.english);
+SELECT * FROM check_exprs('length(to_tsvector(''english''::regconfig, t)) > 0 AND id < 5');
+SELECT * FROM check_exprs('to_tsvector(''simple'', t) @@ to_tsquery(''simple'', ''v1'')');
+SELECT * FROM check_exprs('length(to_tsvector(''se_search''::regconfig, t)) > 0 AND id < 5');
+DROP TEXT SEARCH CONFIGURATION public.se_search;
+
+-- Collations.  A foreign column declared with a collation is assumed to
+-- have it remotely too: conditions using it (and the default one) are sent,
+-- another collation named by COLLATE, or given to a constant, is not.
+CREATE TABLE remote.sc (id int, c text COLLATE "C", d text);
+INSERT INTO remote.sc
+  SELECT g, (ARRAY['foo', 'Foo', 'bar', 'B', 'a'])[g % 5 + 1], (ARRAY['x', 'X', 'foo'])[g % 3 + 1]
+    FROM generate_series(1, 30) g;
+CREATE FOREIGN TABLE ft_sc (id int, c text COLLATE "C", d text)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'sc');
+CREATE FUNCTION check_coll(cond text) RETURNS TABLE (plan text) LANGUAGE plpgsql AS $$
+DECLARE
+  l text;
+  diff bigint;
+  cnt bigint;
+BEGIN
+  FOR l IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM ft_sc WHERE ' || cond LOOP
+    IF l ~ 'Remote SQL|Filter' THEN
+      plan := btrim(l);
+      RETURN NEXT;
+    END IF;
+  END LOOP;
+  EXECUTE format('SELECT count(*) FROM ((SELECT * FROM ft_sc WHERE %s EXCEPT ALL SELECT * FROM remote.sc WHERE %s)
+                  UNION ALL (SELECT * FROM remote.sc WHERE %s EXCEPT ALL SELECT * FROM ft_sc WHERE %s)) s',
+                 cond, cond, cond, cond) INTO diff;
+  EXECUTE format('SELECT count(*) FROM ft_sc WHERE %s', cond) INTO cnt;
+  plan := format('rows: %s, differences: %s', cnt, diff);
+  RETURN NEXT;
+END
+$$;
+SELECT * FROM check_coll('c = ''foo''');
+SELECT * FROM check_coll('c COLLATE "C" = ''foo''');
+SELECT * FROM check_coll('c < ''a''');
+SELECT * FROM check_coll('upper(c) = ''FOO'' AND c <> ''foo''');
+SELECT * FROM check_coll('c = ANY (ARRAY[''foo'', ''B''])');
+SELECT * FROM check_coll('CASE WHEN id > 10 THEN c ELSE ''zzz'' END < ''b''');
+SELECT * FROM check_coll('c > d');
+SELECT * FROM check_coll('d = ''foo''');
+-- Kept local.
+SELECT * FROM check_coll('c COLLATE "POSIX" = ''foo''');
+SELECT * FROM check_coll('c = ''foo'' COLLATE "C"');
+SELECT * FROM check_coll('d COLLATE "C" < ''a''');
+SELECT * FROM check_coll('d = ''foo'' COLLATE "C"');
+DROP FUNCTION check_coll(text);
+DROP FOREIGN TABLE ft_sc;
+DROP TABLE remote.sc;
 DROP FUNCTION check_exprs(text);
 DROP FOREIGN TABLE ft_se;
 DROP TABLE remote.se;
