@@ -19,6 +19,7 @@
 
 #include "access/htup_details.h"
 #include "access/sysattr.h"
+#include "catalog/pg_aggregate.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_ts_config.h"
@@ -430,7 +431,9 @@ append_function_name(StringInfo buf, Oid funcid)
 /*
  * deparse_agg_call
  *		Append a call of aggregate NAME (or of AGG's own aggregate when NULL)
- *		with AGG's arguments, DISTINCT, ORDER BY and FILTER.
+ *		with AGG's arguments, DISTINCT, ORDER BY and FILTER; an ordered-set
+ *		or hypothetical-set aggregate as name(direct arguments) WITHIN
+ *		GROUP (ORDER BY its arguments).
  */
 static void
 deparse_agg_call(Aggref *agg, const char *name, DeparseContext *cxt)
@@ -438,13 +441,25 @@ deparse_agg_call(Aggref *agg, const char *name, DeparseContext *cxt)
 	StringInfo	buf = cxt->buf;
 	ListCell   *lc;
 	bool		first = true;
+	bool		ordered_set = AGGKIND_IS_ORDERED_SET(agg->aggkind);
 
 	if (name != NULL)
 		appendStringInfoString(buf, name);
 	else
 		append_function_name(buf, agg->aggfnoid);
 	appendStringInfoChar(buf, '(');
-	if (agg->aggdistinct != NIL)
+	if (ordered_set)
+	{
+		foreach(lc, agg->aggdirectargs)
+		{
+			if (!first)
+				appendStringInfoString(buf, ", ");
+			first = false;
+			afdw_deparse_expr((Expr *) lfirst(lc), cxt);
+		}
+		appendStringInfoString(buf, ") WITHIN GROUP (");
+	}
+	else if (agg->aggdistinct != NIL)
 		appendStringInfoString(buf, "DISTINCT ");
 	if (agg->aggstar)
 		appendStringInfoChar(buf, '*');
@@ -452,8 +467,11 @@ deparse_agg_call(Aggref *agg, const char *name, DeparseContext *cxt)
 	{
 		TargetEntry *tle = lfirst_node(TargetEntry, lc);
 
-		/* ORDER BY items that are not arguments. */
-		if (tle->resjunk)
+		/*
+		 * ORDER BY items that are not arguments; those of an ordered-set
+		 * aggregate come in its WITHIN GROUP.
+		 */
+		if (tle->resjunk || ordered_set)
 			continue;
 		if (!first)
 			appendStringInfoString(buf, ", ");
@@ -473,7 +491,8 @@ deparse_agg_call(Aggref *agg, const char *name, DeparseContext *cxt)
 												TYPECACHE_GT_OPR);
 		char		kind;
 
-		appendStringInfoString(buf, first ? " ORDER BY " : ", ");
+		appendStringInfoString(buf, !first ? ", " :
+							   ordered_set ? "ORDER BY " : " ORDER BY ");
 		first = false;
 		afdw_deparse_expr(tle->expr, cxt);
 		if (sgc->sortop == tce->gt_opr)

@@ -9,7 +9,8 @@
  * default built-in operator class, in the default collation (or none),
  * the rule afdw_sort_key applies to a foreign table's scan.  A remote
  * aggregate (upper.c) is offered sorted by the query's ORDER BY when each
- * key is an item of its remote select list of such a type.  The ORDER BY
+ * key is an item of its remote select list of such a type (an aggregate's
+ * array of such a built-in type too, ordered by array_ops).  The ORDER BY
  * is then written in the remote SELECT, and the local Sort goes.  With
  * use_remote_estimate, as postgres_fdw, a foreign table or a remote join
  * is also offered sorted by each join column a merge join could use.  A
@@ -38,11 +39,13 @@
 
 #include "access/stratnum.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/cost.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
+#include "utils/lsyscache.h"
 #include "utils/typcache.h"
 
 #include "async_fdw.h"
@@ -125,6 +128,26 @@ join_sort_var(RelOptInfo *joinrel, PathKey *pk)
 }
 
 /*
+ * member_type_ok
+ *		True if an expression of type TYPE is sorted as its equivalence
+ *		member of type MEMBER_TYPE says: the same type, or an array of a
+ *		built-in base type under array_ops, whose members are of anyarray.
+ */
+static bool
+member_type_ok(Oid type, Oid member_type)
+{
+	Oid			elem;
+
+	if (type == member_type)
+		return true;
+	if (member_type != ANYARRAYOID)
+		return false;
+	elem = get_element_type(type);
+	return OidIsValid(elem) && afdw_is_builtin(elem) &&
+		get_typtype(elem) == TYPTYPE_BASE;
+}
+
+/*
  * grouped_sort_position
  *		The position in the remote select list GROUPED_TLIST (TargetEntries)
  *		of the item by which the remote server orders the groups exactly as
@@ -143,7 +166,8 @@ grouped_sort_position(List *grouped_tlist, PathKey *pk)
 		Expr	   *expr = em->em_expr;
 		ListCell   *lc2;
 
-		if (em->em_is_child || exprType((Node *) expr) != em->em_datatype ||
+		if (em->em_is_child ||
+			!member_type_ok(exprType((Node *) expr), em->em_datatype) ||
 			!sort_type_ok(pk, exprType((Node *) expr), exprCollation((Node *) expr)))
 			continue;
 		foreach(lc2, grouped_tlist)

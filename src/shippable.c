@@ -486,11 +486,17 @@ case_shippable(CaseExpr *ce, ShipContext *cxt)
 /*
  * aggref_shippable
  *		True if the remote server computes aggregate AGG as the local one
- *		would: a plain aggregate (not an ordered-set one) built in or of a
- *		listed extension, over shippable arguments and FILTER, whose
- *		DISTINCT and ORDER BY sort with shippable operators; computed whole
- *		unless CXT asks for partial aggregates, which must have a partial
- *		form (afdw_partial_form).
+ *		would: an aggregate built in or of a listed extension, over
+ *		shippable arguments (direct ones too) and FILTER, whose DISTINCT
+ *		and ORDER BY sort with shippable operators; computed whole unless
+ *		CXT asks for partial aggregates, which must be plain ones with a
+ *		partial form (afdw_partial_form).
+ *
+ * An ordered-set or hypothetical-set aggregate (WITHIN GROUP) sorts, and
+ * compares its direct arguments, by the operator of each ORDER BY item;
+ * it is sent only when that is the ascending or descending operator of
+ * the default operator class of the item's built-in type, which the
+ * remote server then takes from ASC or DESC.
  */
 static bool
 aggref_shippable(Aggref *agg, ShipContext *cxt)
@@ -499,7 +505,8 @@ aggref_shippable(Aggref *agg, ShipContext *cxt)
 	bool		ok;
 
 	if (!cxt->aggs_ok || agg->agglevelsup != 0 ||
-		agg->aggkind != AGGKIND_NORMAL ||
+		(agg->aggkind != AGGKIND_NORMAL &&
+		 (cxt->partial || agg->aggvariadic)) ||
 		agg->aggsplit != (cxt->partial ? AGGSPLIT_INITIAL_SERIAL : AGGSPLIT_SIMPLE) ||
 		(cxt->partial && afdw_partial_form(agg) == AFDW_PARTIAL_NONE) ||
 		!object_shippable(agg->aggfnoid, ProcedureRelationId, cxt->extensions) ||
@@ -508,7 +515,8 @@ aggref_shippable(Aggref *agg, ShipContext *cxt)
 
 	/* An aggregate's arguments hold no aggregate of the same level. */
 	cxt->aggs_ok = false;
-	ok = ship_walker((Node *) agg->aggfilter, cxt);
+	ok = ship_walker((Node *) agg->aggfilter, cxt) &&
+		ship_walker((Node *) agg->aggdirectargs, cxt);
 	foreach(lc, agg->args)
 	{
 		TargetEntry *tle = lfirst_node(TargetEntry, lc);
@@ -529,6 +537,18 @@ aggref_shippable(Aggref *agg, ShipContext *cxt)
 		if (!operator_shippable(sgc->sortop, get_opcode(sgc->sortop), cxt) ||
 			!operator_shippable(sgc->eqop, get_opcode(sgc->eqop), cxt))
 			return false;
+		if (agg->aggkind != AGGKIND_NORMAL)
+		{
+			TargetEntry *tle = get_sortgroupclause_tle(sgc, agg->args);
+			Oid			type = exprType((Node *) tle->expr);
+			TypeCacheEntry *tce;
+
+			if (!afdw_is_builtin(type))
+				return false;
+			tce = lookup_type_cache(type, TYPECACHE_LT_OPR | TYPECACHE_GT_OPR);
+			if (sgc->sortop != tce->lt_opr && sgc->sortop != tce->gt_opr)
+				return false;
+		}
 	}
 	return true;
 }
