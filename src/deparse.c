@@ -949,6 +949,30 @@ afdw_end_deparse(DeparseContext *cxt)
 }
 
 /*
+ * afdw_deparse_set_list
+ *		Append " SET col = expr, ..." of a remote UPDATE to CXT's buffer:
+ *		TARGETS' expressions (TargetEntries) assigned to REL's columns
+ *		COLNOS (nothing for a DELETE, whose lists are empty).
+ */
+void
+afdw_deparse_set_list(List *targets, List *colnos, Relation rel,
+					  DeparseContext *cxt)
+{
+	ListCell   *lc;
+	ListCell   *lc2;
+	bool		first = true;
+
+	forboth(lc, targets, lc2, colnos)
+	{
+		appendStringInfoString(cxt->buf, first ? " SET " : ", ");
+		first = false;
+		appendStringInfo(cxt->buf, "%s = ",
+						 quote_identifier(afdw_remote_column_name(rel, lfirst_int(lc2))));
+		afdw_deparse_expr(lfirst_node(TargetEntry, lc)->expr, cxt);
+	}
+}
+
+/*
  * afdw_deparse_conditions
  *		Append the expressions CONDS as a WHERE clause, if any.
  */
@@ -1133,14 +1157,7 @@ afdw_deparse_join_modify(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel,
 	appendStringInfoString(buf, operation == CMD_UPDATE ? "UPDATE " : "DELETE FROM ");
 	afdw_deparse_relation(buf, rel);
 	appendStringInfo(buf, " r%u", target);
-	forboth(lc, targets, lc2, colnos)
-	{
-		appendStringInfoString(buf, first ? " SET " : ", ");
-		first = false;
-		appendStringInfo(buf, "%s = ",
-						 quote_identifier(afdw_remote_column_name(rel, lfirst_int(lc2))));
-		afdw_deparse_expr(lfirst_node(TargetEntry, lc)->expr, &cxt);
-	}
+	afdw_deparse_set_list(targets, colnos, rel, &cxt);
 	appendStringInfoString(buf, operation == CMD_UPDATE ? " FROM " : " USING ");
 	if (!from_without_target(joinrel, target, &conds, &cxt))
 		elog(ERROR, "remote join cannot be the source of a remote %s",

@@ -34,6 +34,8 @@ extern void afdw_init_deparse(DeparseContext *cxt, StringInfo buf,
 							  RelOptInfo *baserel, Relation rel, List **params);
 extern void afdw_end_deparse(DeparseContext *cxt);
 extern void afdw_deparse_conditions(List *conds, DeparseContext *cxt);
+extern void afdw_deparse_set_list(List *targets, List *colnos, Relation rel,
+								  DeparseContext *cxt);
 extern bool afdw_join_modify_ok(RelOptInfo *joinrel, Index target);
 extern void afdw_deparse_join_modify(StringInfo buf, PlannerInfo *root,
 									 RelOptInfo *joinrel, Index target,

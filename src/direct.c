@@ -526,27 +526,17 @@ deparse_direct(StringInfo buf, CmdType operation, RelOptInfo *baserel,
 	bool		all = bms_is_member(0 - FirstLowInvalidHeapAttributeNumber,
 									ret_attrs);
 	bool		first = true;
-	ListCell   *lc;
-	ListCell   *lc2;
 
 	afdw_init_deparse(&cxt, buf, baserel, rel, params);
 	appendStringInfoString(buf, operation == CMD_UPDATE ? "UPDATE " : "DELETE FROM ");
 	afdw_deparse_relation(buf, rel);
-	forboth(lc, targets, lc2, colnos)
-	{
-		appendStringInfoString(buf, first ? " SET " : ", ");
-		first = false;
-		appendStringInfo(buf, "%s = ",
-						 quote_identifier(afdw_remote_column_name(rel, lfirst_int(lc2))));
-		afdw_deparse_expr(lfirst_node(TargetEntry, lc)->expr, &cxt);
-	}
+	afdw_deparse_set_list(targets, colnos, rel, &cxt);
 	afdw_deparse_conditions(conds, &cxt);
 	afdw_end_deparse(&cxt);
 
 	*retrieved_attrs = NIL;
 	if (!returning)
 		return;
-	first = true;
 	for (int i = 1; i <= tupdesc->natts; i++)
 	{
 		if (TupleDescAttr(tupdesc, i - 1)->attisdropped ||
