@@ -17,33 +17,21 @@ CREATE TABLE ob_local AS SELECT * FROM remote.ob;
 CREATE FOREIGN TABLE ob (id int, a int, t text, c text COLLATE "C", n numeric, f float8)
   SERVER loopback OPTIONS (schema_name 'remote', table_name 'ob');
 
--- The order as the foreign scan returns it, against the local one.
-CREATE FUNCTION ob_same(q text, lq text) RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE
-  r1 text[];
-  r2 text[];
-BEGIN
-  EXECUTE format('SELECT array_agg(s::text) FROM (%s) s', q) INTO r1;
-  EXECUTE format('SELECT array_agg(s::text) FROM (%s) s', lq) INTO r2;
-  RETURN r1 IS NOT DISTINCT FROM r2;
-END
-$$;
-
 -- Pushed: ascending and descending, NULLS FIRST and LAST, several keys.
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id, a FROM ob ORDER BY a, id;
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id, a, t FROM ob ORDER BY a DESC NULLS LAST, t NULLS FIRST, id DESC;
-SELECT ob_same('SELECT id, a FROM ob ORDER BY a, id', 'SELECT id, a FROM ob_local ORDER BY a, id');
-SELECT ob_same('SELECT id, a, t FROM ob ORDER BY a DESC NULLS LAST, t NULLS FIRST, id DESC',
+SELECT rows_in_order('SELECT id, a FROM ob ORDER BY a, id', 'SELECT id, a FROM ob_local ORDER BY a, id');
+SELECT rows_in_order('SELECT id, a, t FROM ob ORDER BY a DESC NULLS LAST, t NULLS FIRST, id DESC',
                'SELECT id, a, t FROM ob_local ORDER BY a DESC NULLS LAST, t NULLS FIRST, id DESC');
-SELECT ob_same('SELECT id, n, f FROM ob ORDER BY f DESC, n, id', 'SELECT id, n, f FROM ob_local ORDER BY f DESC, n, id');
-SELECT ob_same('SELECT id, t FROM ob WHERE a > 50 ORDER BY t DESC, id', 'SELECT id, t FROM ob_local WHERE a > 50 ORDER BY t DESC, id');
+SELECT rows_in_order('SELECT id, n, f FROM ob ORDER BY f DESC, n, id', 'SELECT id, n, f FROM ob_local ORDER BY f DESC, n, id');
+SELECT rows_in_order('SELECT id, t FROM ob WHERE a > 50 ORDER BY t DESC, id', 'SELECT id, t FROM ob_local WHERE a > 50 ORDER BY t DESC, id');
 
 -- The same in each fetch mode, the stream binary or text.
 ALTER FOREIGN TABLE ob OPTIONS (ADD fetch_mode 'stream');
-SELECT ob_same('SELECT id, a, n FROM ob ORDER BY a DESC, n, id', 'SELECT id, a, n FROM ob_local ORDER BY a DESC, n, id');
-SELECT ob_same('SELECT id, t FROM ob ORDER BY t, id DESC', 'SELECT id, t FROM ob_local ORDER BY t, id DESC');
+SELECT rows_in_order('SELECT id, a, n FROM ob ORDER BY a DESC, n, id', 'SELECT id, a, n FROM ob_local ORDER BY a DESC, n, id');
+SELECT rows_in_order('SELECT id, t FROM ob ORDER BY t, id DESC', 'SELECT id, t FROM ob_local ORDER BY t, id DESC');
 ALTER FOREIGN TABLE ob OPTIONS (SET fetch_mode 'cursor', ADD fetch_size '7');
-SELECT ob_same('SELECT id, a, n FROM ob ORDER BY a DESC, n, id', 'SELECT id, a, n FROM ob_local ORDER BY a DESC, n, id');
+SELECT rows_in_order('SELECT id, a, n FROM ob ORDER BY a DESC, n, id', 'SELECT id, a, n FROM ob_local ORDER BY a DESC, n, id');
 ALTER FOREIGN TABLE ob OPTIONS (DROP fetch_mode, DROP fetch_size);
 
 -- Under a LIMIT the remote server sorts, the LIMIT stays local.
@@ -59,7 +47,7 @@ SELECT id, a FROM ob_local ORDER BY a DESC, id LIMIT 5 OFFSET 3;
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM ob WHERE a > 90 LIMIT 3;
 SELECT count(*) FROM (SELECT id FROM ob WHERE a > 90 LIMIT 3) s;
 ALTER FOREIGN TABLE ob OPTIONS (ADD fetch_mode 'stream');
-SELECT ob_same('SELECT id, a, n FROM ob ORDER BY n DESC NULLS LAST, id LIMIT 17',
+SELECT rows_in_order('SELECT id, a, n FROM ob ORDER BY n DESC NULLS LAST, id LIMIT 17',
                'SELECT id, a, n FROM ob_local ORDER BY n DESC NULLS LAST, id LIMIT 17');
 ALTER FOREIGN TABLE ob OPTIONS (DROP fetch_mode);
 -- The LIMIT not sent (the ORDER BY still is where it can be): WITH TIES, a
@@ -91,10 +79,10 @@ EXPLAIN (VERBOSE, COSTS OFF) SELECT id, a FROM ob ORDER BY a + 1, id LIMIT 5;
 -- Sorted locally: a column with a collation other than the default, an
 -- expression, an operator other than the type's default ones.
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id, c FROM ob ORDER BY c, id;
-SELECT ob_same('SELECT id, c FROM ob ORDER BY c, id', 'SELECT id, c FROM ob_local ORDER BY c COLLATE "C", id');
+SELECT rows_in_order('SELECT id, c FROM ob ORDER BY c, id', 'SELECT id, c FROM ob_local ORDER BY c COLLATE "C", id');
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id, a FROM ob ORDER BY a + 1, id;
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id, t FROM ob ORDER BY t USING ~<~, id;
-SELECT ob_same('SELECT id, t FROM ob ORDER BY t USING ~<~, id', 'SELECT id, t FROM ob_local ORDER BY t USING ~<~, id');
+SELECT rows_in_order('SELECT id, t FROM ob ORDER BY t USING ~<~, id', 'SELECT id, t FROM ob_local ORDER BY t USING ~<~, id');
 
 -- A partitioned table of foreign partitions: each partition sorts, a
 -- Merge Append merges, and the partitions' queries start together.
@@ -109,8 +97,8 @@ CREATE FOREIGN TABLE obp2 PARTITION OF obp FOR VALUES FROM (201) TO (401)
 CREATE FOREIGN TABLE obp3 PARTITION OF obp FOR VALUES FROM (401) TO (601)
   SERVER loopback2 OPTIONS (schema_name 'remote', table_name 'ob3');
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id, a FROM obp ORDER BY a, id;
-SELECT ob_same('SELECT id, a FROM obp ORDER BY a, id', 'SELECT id, a FROM ob_local ORDER BY a, id');
-SELECT ob_same('SELECT id, a, t FROM obp ORDER BY t DESC NULLS LAST, a, id',
+SELECT rows_in_order('SELECT id, a FROM obp ORDER BY a, id', 'SELECT id, a FROM ob_local ORDER BY a, id');
+SELECT rows_in_order('SELECT id, a, t FROM obp ORDER BY t DESC NULLS LAST, a, id',
                'SELECT id, a, t FROM ob_local ORDER BY t DESC NULLS LAST, a, id');
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id, a FROM obp ORDER BY a DESC, id LIMIT 4;
 SELECT id, a FROM obp ORDER BY a DESC, id LIMIT 4;
@@ -121,4 +109,3 @@ DROP FOREIGN TABLE ob;
 DROP TABLE ob_local;
 DROP VIEW remote.ob1, remote.ob2, remote.ob3;
 DROP TABLE remote.ob;
-DROP FUNCTION ob_same(text, text);

@@ -22,46 +22,30 @@ CREATE FOREIGN TABLE od2 (id int, b int, u text)
   SERVER loopback OPTIONS (schema_name 'remote', table_name 'od2');
 ANALYZE od1, od2;
 
--- The rows of Q in the order they come, against those of LQ.
-CREATE FUNCTION od_same(q text, lq text) RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE
-  r1 text[];
-  r2 text[];
-BEGIN
-  EXECUTE format('SELECT array_agg(s::text) FROM (%s) s', q) INTO r1;
-  EXECUTE format('SELECT array_agg(s::text) FROM (%s) s', lq) INTO r2;
-  IF r1 IS DISTINCT FROM r2 THEN
-    RAISE NOTICE 'async_fdw: %', r1;
-    RAISE NOTICE 'local:     %', r2;
-  END IF;
-  RETURN r1 IS NOT DISTINCT FROM r2 AND r1 IS NOT NULL;
-END
-$$;
-
 -- 1. A join in the query's order, with its LIMIT and OFFSET: inner, left
 -- (the nullable side's NULLs first or last), full.
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT od1.id, b, t FROM od1 JOIN od2 ON od1.id = od2.id ORDER BY t, od1.id LIMIT 10 OFFSET 5;
-SELECT od_same($$SELECT od1.id, b, t FROM od1 JOIN od2 ON od1.id = od2.id ORDER BY t, od1.id LIMIT 10 OFFSET 5$$,
+SELECT rows_in_order($$SELECT od1.id, b, t FROM od1 JOIN od2 ON od1.id = od2.id ORDER BY t, od1.id LIMIT 10 OFFSET 5$$,
                $$SELECT od1.id, b, t FROM od1_local od1 JOIN od2_local od2 ON od1.id = od2.id ORDER BY t, od1.id LIMIT 10 OFFSET 5$$);
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT od1.id, b FROM od1 LEFT JOIN od2 ON od1.id = od2.id ORDER BY b DESC, od1.id LIMIT 12;
-SELECT od_same($$SELECT od1.id, b FROM od1 LEFT JOIN od2 ON od1.id = od2.id ORDER BY b DESC, od1.id LIMIT 12$$,
+SELECT rows_in_order($$SELECT od1.id, b FROM od1 LEFT JOIN od2 ON od1.id = od2.id ORDER BY b DESC, od1.id LIMIT 12$$,
                $$SELECT od1.id, b FROM od1_local od1 LEFT JOIN od2_local od2 ON od1.id = od2.id ORDER BY b DESC, od1.id LIMIT 12$$);
-SELECT od_same($$SELECT od1.id, b FROM od1 LEFT JOIN od2 ON od1.id = od2.id ORDER BY b NULLS FIRST, od1.id DESC LIMIT 30$$,
+SELECT rows_in_order($$SELECT od1.id, b FROM od1 LEFT JOIN od2 ON od1.id = od2.id ORDER BY b NULLS FIRST, od1.id DESC LIMIT 30$$,
                $$SELECT od1.id, b FROM od1_local od1 LEFT JOIN od2_local od2 ON od1.id = od2.id ORDER BY b NULLS FIRST, od1.id DESC LIMIT 30$$);
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT od1.id, od2.id FROM od1 FULL JOIN od2 ON od1.id = od2.id ORDER BY od1.id, od2.id OFFSET 390 LIMIT 20;
-SELECT od_same($$SELECT od1.id, od2.id FROM od1 FULL JOIN od2 ON od1.id = od2.id ORDER BY od1.id, od2.id OFFSET 390 LIMIT 20$$,
+SELECT rows_in_order($$SELECT od1.id, od2.id FROM od1 FULL JOIN od2 ON od1.id = od2.id ORDER BY od1.id, od2.id OFFSET 390 LIMIT 20$$,
                $$SELECT od1.id, od2.id FROM od1_local od1 FULL JOIN od2_local od2 ON od1.id = od2.id ORDER BY od1.id, od2.id OFFSET 390 LIMIT 20$$);
 -- Whole, without a LIMIT, and in each fetch mode.
-SELECT od_same($$SELECT od1.id, a, b FROM od1 JOIN od2 ON od1.id = od2.id ORDER BY a DESC NULLS LAST, b, od1.id$$,
+SELECT rows_in_order($$SELECT od1.id, a, b FROM od1 JOIN od2 ON od1.id = od2.id ORDER BY a DESC NULLS LAST, b, od1.id$$,
                $$SELECT od1.id, a, b FROM od1_local od1 JOIN od2_local od2 ON od1.id = od2.id ORDER BY a DESC NULLS LAST, b, od1.id$$);
 ALTER FOREIGN TABLE od1 OPTIONS (ADD fetch_mode 'stream');
-SELECT od_same($$SELECT od1.id, a, b FROM od1 JOIN od2 ON od1.id = od2.id ORDER BY a DESC NULLS LAST, b, od1.id$$,
+SELECT rows_in_order($$SELECT od1.id, a, b FROM od1 JOIN od2 ON od1.id = od2.id ORDER BY a DESC NULLS LAST, b, od1.id$$,
                $$SELECT od1.id, a, b FROM od1_local od1 JOIN od2_local od2 ON od1.id = od2.id ORDER BY a DESC NULLS LAST, b, od1.id$$);
 ALTER FOREIGN TABLE od1 OPTIONS (SET fetch_mode 'cursor', ADD fetch_size '7');
-SELECT od_same($$SELECT od1.id, a, b FROM od1 JOIN od2 ON od1.id = od2.id ORDER BY a DESC NULLS LAST, b, od1.id LIMIT 40$$,
+SELECT rows_in_order($$SELECT od1.id, a, b FROM od1 JOIN od2 ON od1.id = od2.id ORDER BY a DESC NULLS LAST, b, od1.id LIMIT 40$$,
                $$SELECT od1.id, a, b FROM od1_local od1 JOIN od2_local od2 ON od1.id = od2.id ORDER BY a DESC NULLS LAST, b, od1.id LIMIT 40$$);
 ALTER FOREIGN TABLE od1 OPTIONS (DROP fetch_mode, DROP fetch_size);
 -- A LIMIT without an order goes too.
@@ -74,36 +58,36 @@ SELECT count(*) FROM (SELECT od1.id FROM od1 JOIN od2 ON od1.id = od2.id LIMIT 4
 -- a join under a local join, or with WITH TIES.
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT od1.id, c FROM od1 JOIN od2 ON od1.id = od2.id ORDER BY c, od1.id LIMIT 5;
-SELECT od_same($$SELECT od1.id, c FROM od1 JOIN od2 ON od1.id = od2.id ORDER BY c, od1.id LIMIT 5$$,
+SELECT rows_in_order($$SELECT od1.id, c FROM od1 JOIN od2 ON od1.id = od2.id ORDER BY c, od1.id LIMIT 5$$,
                $$SELECT od1.id, c FROM od1_local od1 JOIN od2_local od2 ON od1.id = od2.id ORDER BY c COLLATE "C", od1.id LIMIT 5$$);
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT od1.id FROM od1 JOIN od2 ON od1.id = od2.id ORDER BY a + b, od1.id LIMIT 5;
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT od1.id, l.b FROM od1 JOIN od2 ON od1.id = od2.id JOIN od2_local l ON l.id = od1.id
   ORDER BY od1.id LIMIT 5;
-SELECT od_same($$SELECT od1.id, l.b FROM od1 JOIN od2 ON od1.id = od2.id JOIN od2_local l ON l.id = od1.id ORDER BY od1.id LIMIT 5$$,
+SELECT rows_in_order($$SELECT od1.id, l.b FROM od1 JOIN od2 ON od1.id = od2.id JOIN od2_local l ON l.id = od1.id ORDER BY od1.id LIMIT 5$$,
                $$SELECT od1.id, l.b FROM od1_local od1 JOIN od2_local od2 ON od1.id = od2.id JOIN od2_local l ON l.id = od1.id ORDER BY od1.id LIMIT 5$$);
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT od1.id, b FROM od1 JOIN od2 ON od1.id = od2.id ORDER BY b FETCH FIRST 3 ROWS WITH TIES;
-SELECT od_same($$SELECT count(*) FROM (SELECT od1.id, b FROM od1 JOIN od2 ON od1.id = od2.id ORDER BY b FETCH FIRST 3 ROWS WITH TIES) s$$,
+SELECT rows_in_order($$SELECT count(*) FROM (SELECT od1.id, b FROM od1 JOIN od2 ON od1.id = od2.id ORDER BY b FETCH FIRST 3 ROWS WITH TIES) s$$,
                $$SELECT count(*) FROM (SELECT od1.id, b FROM od1_local od1 JOIN od2_local od2 ON od1.id = od2.id ORDER BY b FETCH FIRST 3 ROWS WITH TIES) s$$);
 
 -- 3. A remote aggregate in the query's order, with its LIMIT: by a
 -- grouping column, by an aggregate.
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT a, count(*), sum(id) FROM od1 GROUP BY a ORDER BY a DESC LIMIT 5;
-SELECT od_same($$SELECT a, count(*), sum(id) FROM od1 GROUP BY a ORDER BY a DESC LIMIT 5$$,
+SELECT rows_in_order($$SELECT a, count(*), sum(id) FROM od1 GROUP BY a ORDER BY a DESC LIMIT 5$$,
                $$SELECT a, count(*), sum(id) FROM od1_local GROUP BY a ORDER BY a DESC LIMIT 5$$);
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT b, count(*) FROM od1 JOIN od2 ON od1.id = od2.id GROUP BY b ORDER BY count(*) DESC, b NULLS FIRST;
-SELECT od_same($$SELECT b, count(*) FROM od1 JOIN od2 ON od1.id = od2.id GROUP BY b ORDER BY count(*) DESC, b NULLS FIRST$$,
+SELECT rows_in_order($$SELECT b, count(*) FROM od1 JOIN od2 ON od1.id = od2.id GROUP BY b ORDER BY count(*) DESC, b NULLS FIRST$$,
                $$SELECT b, count(*) FROM od1_local od1 JOIN od2_local od2 ON od1.id = od2.id GROUP BY b ORDER BY count(*) DESC, b NULLS FIRST$$);
-SELECT od_same($$SELECT a % 5, max(t), min(id) FROM od1 WHERE id > 30 GROUP BY a % 5 HAVING count(*) > 3 ORDER BY max(t), 1 LIMIT 3 OFFSET 1$$,
+SELECT rows_in_order($$SELECT a % 5, max(t), min(id) FROM od1 WHERE id > 30 GROUP BY a % 5 HAVING count(*) > 3 ORDER BY max(t), 1 LIMIT 3 OFFSET 1$$,
                $$SELECT a % 5, max(t), min(id) FROM od1_local WHERE id > 30 GROUP BY a % 5 HAVING count(*) > 3 ORDER BY max(t), 1 LIMIT 3 OFFSET 1$$);
 -- Grouped by an expression, which other items and the ORDER BY use.
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT id / 100, sum(a) * (id / 100) FROM od1 GROUP BY id / 100 ORDER BY id / 100;
-SELECT od_same($$SELECT id / 100, sum(a) * (id / 100) FROM od1 GROUP BY id / 100 ORDER BY id / 100$$,
+SELECT rows_in_order($$SELECT id / 100, sum(a) * (id / 100) FROM od1 GROUP BY id / 100 ORDER BY id / 100$$,
                $$SELECT id / 100, sum(a) * (id / 100) FROM od1_local GROUP BY id / 100 ORDER BY id / 100$$);
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT (id / 100) * (random() <= 1)::int, count(*) FROM od1 GROUP BY id / 100 HAVING min(id / 100) >= 0;
@@ -118,14 +102,14 @@ SELECT a, sum(id), grouping(a) FROM od1 WHERE a < 3 GROUP BY a ORDER BY 1;
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT a, count(*) FROM od1 GROUP BY a
   HAVING (avg(id) / avg(id)) * random() <= 1 AND avg(id) < 200 ORDER BY a LIMIT 4;
-SELECT od_same($$SELECT a, count(*) FROM od1 GROUP BY a HAVING (avg(id) / avg(id)) * random() <= 1 AND avg(id) < 200 ORDER BY a LIMIT 4$$,
+SELECT rows_in_order($$SELECT a, count(*) FROM od1 GROUP BY a HAVING (avg(id) / avg(id)) * random() <= 1 AND avg(id) < 200 ORDER BY a LIMIT 4$$,
                $$SELECT a, count(*) FROM od1_local GROUP BY a HAVING (avg(id) / avg(id)) * random() <= 1 AND avg(id) < 200 ORDER BY a LIMIT 4$$);
 -- Sorted locally: by an item computed locally, or followed by a DISTINCT.
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT a, sum(id) * (random() <= 1)::int AS s FROM od1 GROUP BY a ORDER BY s, a LIMIT 3;
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT DISTINCT count(*) FROM od1 GROUP BY a ORDER BY 1 LIMIT 3;
-SELECT od_same($$SELECT DISTINCT count(*) FROM od1 GROUP BY a ORDER BY 1 LIMIT 3$$,
+SELECT rows_in_order($$SELECT DISTINCT count(*) FROM od1 GROUP BY a ORDER BY 1 LIMIT 3$$,
                $$SELECT DISTINCT count(*) FROM od1_local GROUP BY a ORDER BY 1 LIMIT 3$$);
 
 -- 4. A varchar column sorts remotely (it comes relabeled to text), alone
@@ -136,11 +120,11 @@ CREATE TABLE od2v_local AS SELECT * FROM remote.od2;
 ALTER FOREIGN TABLE od2 ADD COLUMN v varchar(8);
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT id, v FROM od2 ORDER BY v DESC NULLS LAST, id LIMIT 5 OFFSET 2;
-SELECT od_same($$SELECT id, v FROM od2 ORDER BY v DESC NULLS LAST, id LIMIT 5 OFFSET 2$$,
+SELECT rows_in_order($$SELECT id, v FROM od2 ORDER BY v DESC NULLS LAST, id LIMIT 5 OFFSET 2$$,
                $$SELECT id, v FROM od2v_local ORDER BY v DESC NULLS LAST, id LIMIT 5 OFFSET 2$$);
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT od1.id, v FROM od1 JOIN od2 ON od1.id = od2.id ORDER BY v, od1.id LIMIT 5;
-SELECT od_same($$SELECT od1.id, v FROM od1 JOIN od2 ON od1.id = od2.id ORDER BY v, od1.id$$,
+SELECT rows_in_order($$SELECT od1.id, v FROM od1 JOIN od2 ON od1.id = od2.id ORDER BY v, od1.id$$,
                $$SELECT od1.id, v FROM od1_local od1 JOIN od2v_local od2 ON od1.id = od2.id ORDER BY v, od1.id$$);
 
 -- 5. With use_remote_estimate, the orders a merge join could use: a
@@ -192,13 +176,12 @@ CREATE FOREIGN TABLE odp2_b PARTITION OF odp2 FOR VALUES FROM (301) TO (MAXVALUE
 ANALYZE odp1, odp2;
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT odp1.id, b FROM odp1 JOIN odp2 ON odp1.id = odp2.id ORDER BY odp1.id DESC LIMIT 6;
-SELECT od_same($$SELECT odp1.id, b FROM odp1 JOIN odp2 ON odp1.id = odp2.id ORDER BY odp1.id DESC LIMIT 6$$,
+SELECT rows_in_order($$SELECT odp1.id, b FROM odp1 JOIN odp2 ON odp1.id = odp2.id ORDER BY odp1.id DESC LIMIT 6$$,
                $$SELECT od1.id, b FROM od1_local od1 JOIN od2_local od2 ON od1.id = od2.id ORDER BY od1.id DESC LIMIT 6$$);
-SELECT od_same($$SELECT odp1.id, b FROM odp1 JOIN odp2 ON odp1.id = odp2.id ORDER BY odp1.id LIMIT 8 OFFSET 60$$,
+SELECT rows_in_order($$SELECT odp1.id, b FROM odp1 JOIN odp2 ON odp1.id = odp2.id ORDER BY odp1.id LIMIT 8 OFFSET 60$$,
                $$SELECT od1.id, b FROM od1_local od1 JOIN od2_local od2 ON od1.id = od2.id ORDER BY od1.id LIMIT 8 OFFSET 60$$);
 DROP TABLE odp1, odp2, remote.odp1a, remote.odp1b, remote.odp2a, remote.odp2b;
 
 DROP TABLE od_pk, od2v_local;
-DROP FUNCTION od_same(text, text);
 DROP FOREIGN TABLE od1, od2;
 DROP TABLE od1_local, od2_local, remote.od1, remote.od2;

@@ -70,3 +70,19 @@ BEGIN
   RETURN r1 IS NOT DISTINCT FROM r2;
 END
 $$;
+-- The same in the order the rows come (for queries with ORDER BY); an
+-- empty result never passes.
+CREATE FUNCTION rows_in_order(q text, lq text) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+  r1 text[];
+  r2 text[];
+BEGIN
+  EXECUTE format('SELECT array_agg(s::text) FROM (%s) s', q) INTO r1;
+  EXECUTE format('SELECT array_agg(s::text) FROM (%s) s', lq) INTO r2;
+  IF r1 IS DISTINCT FROM r2 THEN
+    RAISE NOTICE 'async_fdw: %', r1;
+    RAISE NOTICE 'local:     %', r2;
+  END IF;
+  RETURN r1 IS NOT DISTINCT FROM r2 AND r1 IS NOT NULL;
+END
+$$;
