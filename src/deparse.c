@@ -53,6 +53,21 @@ static void append_conditions(List *conds, DeparseContext *cxt);
 static void append_select_list(List *tlist, DeparseContext *cxt);
 static void deparse_join_from_where(RelOptInfo *joinrel, DeparseContext *cxt);
 static void deparse_from(RelOptInfo *rel, DeparseContext *cxt);
+static void collect_subqueries(RelOptInfo *rel, int parent, DeparseContext *cxt);
+
+/*
+ * A side of a full join that is itself a join with WHERE conditions, read
+ * as the subquery s<number>(c1, c2, ...): its select list is the columns
+ * of its tables that the query reads above it (COLUMNS, Vars), which are
+ * named there c<k>.  PARENT is the subquery it is written in (0: none).
+ */
+typedef struct AfdwSubquery
+{
+	RelOptInfo *rel;
+	int			number;
+	int			parent;
+	List	   *columns;
+} AfdwSubquery;
 
 
 /*
@@ -416,6 +431,8 @@ init_context(DeparseContext *cxt, StringInfo buf, PlannerInfo *root,
 	cxt->rel = rel;
 	cxt->joined = NIL;
 	cxt->joined_relids = NIL;
+	cxt->subqueries = NIL;
+	cxt->scope = 0;
 	cxt->partial = false;
 	cxt->params = params;
 	cxt->guc_level = -1;
@@ -427,6 +444,9 @@ init_context(DeparseContext *cxt, StringInfo buf, PlannerInfo *root,
 							  table_open(planner_rt_fetch(relid, root)->relid, NoLock));
 		cxt->joined_relids = lappend_int(cxt->joined_relids, relid);
 	}
+	if (baserel->fdw_private != NULL &&
+		((AfdwRelInfo *) baserel->fdw_private)->outer_rel != NULL)
+		collect_subqueries(baserel, 0, cxt);
 }
 
 /*
@@ -490,18 +510,156 @@ append_conditions(List *conds, DeparseContext *cxt)
 }
 
 /*
+ * side_is_subquery
+ *		Whether REL, a side of a join of type JOINTYPE, is read as a
+ *		subquery with a column list (AfdwSubquery): a full join filters
+ *		its sides before joining them, and a join's WHERE conditions have
+ *		no other place then.
+ */
+static bool
+side_is_subquery(RelOptInfo *rel, JoinType jointype)
+{
+	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
+
+	return jointype == JOIN_FULL && fp->outer_rel != NULL && fp->where_conds != NIL;
+}
+
+/*
+ * collect_subqueries
+ *		Add to CXT's subqueries, numbered in the order met, the sides of
+ *		REL (a join, or a base relation: none) and of the joins below it
+ *		that are read as subqueries; PARENT is the subquery REL is in.
+ */
+static void
+collect_subqueries(RelOptInfo *rel, int parent, DeparseContext *cxt)
+{
+	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
+	RelOptInfo *sides[2];
+
+	if (fp->outer_rel == NULL)
+		return;
+	sides[0] = fp->outer_rel;
+	sides[1] = fp->inner_rel;
+	for (int i = 0; i < 2; i++)
+	{
+		int			within = parent;
+
+		if (side_is_subquery(sides[i], fp->jointype))
+		{
+			AfdwSubquery *sq = palloc(sizeof(AfdwSubquery));
+
+			sq->rel = sides[i];
+			sq->number = list_length(cxt->subqueries) + 1;
+			sq->parent = parent;
+			sq->columns = pull_var_clause((Node *) sides[i]->reltarget->exprs,
+										  PVC_RECURSE_PLACEHOLDERS);
+			cxt->subqueries = lappend(cxt->subqueries, sq);
+			within = sq->number;
+		}
+		collect_subqueries(sides[i], within, cxt);
+	}
+}
+
+/*
+ * afdw_deparse_subquery_column
+ *		Append VAR as the column of the subquery it is read through where
+ *		CXT is writing (s<n>.c<k>), and return true; false if its table is
+ *		named directly there.
+ */
+bool
+afdw_deparse_subquery_column(Var *var, DeparseContext *cxt)
+{
+	ListCell   *lc;
+
+	if (var->varlevelsup != 0)
+		return false;
+	foreach(lc, cxt->subqueries)
+	{
+		AfdwSubquery *sq = (AfdwSubquery *) lfirst(lc);
+		ListCell   *col;
+
+		if (sq->parent != cxt->scope || !bms_is_member(var->varno, sq->rel->relids))
+			continue;
+		foreach(col, sq->columns)
+		{
+			Var		   *c = lfirst_node(Var, col);
+
+			if (c->varno == var->varno && c->varattno == var->varattno)
+			{
+				appendStringInfo(cxt->buf, "s%d.c%d", sq->number,
+								 foreach_current_index(col) + 1);
+				return true;
+			}
+		}
+		elog(ERROR, "column %d of range table entry %d is not in remote subquery s%d",
+			 var->varattno, var->varno, sq->number);
+	}
+	return false;
+}
+
+/*
+ * deparse_subquery
+ *		Append SQ, a side of a full join, as a subquery: SELECT its columns
+ *		FROM its join WHERE its conditions, aliased s<n>(c1, c2, ...).
+ */
+static void
+deparse_subquery(AfdwSubquery *sq, DeparseContext *cxt)
+{
+	StringInfo	buf = cxt->buf;
+	int			outside = cxt->scope;
+	ListCell   *lc;
+
+	appendStringInfoString(buf, "(SELECT ");
+	cxt->scope = sq->number;
+	foreach(lc, sq->columns)
+	{
+		if (foreach_current_index(lc) > 0)
+			appendStringInfoString(buf, ", ");
+		afdw_deparse_expr((Expr *) lfirst(lc), cxt);
+	}
+	if (sq->columns == NIL)
+		appendStringInfoString(buf, "NULL");
+	appendStringInfoString(buf, " FROM ");
+	deparse_join_from_where(sq->rel, cxt);
+	cxt->scope = outside;
+	appendStringInfo(buf, ") s%d", sq->number);
+	foreach(lc, sq->columns)
+		appendStringInfo(buf, "%sc%d", foreach_current_index(lc) == 0 ? "(" : ", ",
+						 foreach_current_index(lc) + 1);
+	if (sq->columns != NIL)
+		appendStringInfoChar(buf, ')');
+}
+
+/*
  * deparse_join_side
  *		Append the FROM item of REL, a side of a join of type JOINTYPE.  A
  *		full join's side that is a base relation with conditions is read
  *		through a subquery that applies them before the join, under the
  *		same name r<n>, its columns keeping the remote names that the rest
- *		of the query uses (join.c places other sides' conditions).
+ *		of the query uses (join.c places other sides' conditions); a join
+ *		with conditions is read as a subquery with a column list
+ *		(AfdwSubquery).
  */
 static void
 deparse_join_side(RelOptInfo *rel, JoinType jointype, DeparseContext *cxt)
 {
 	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
+	ListCell   *lc;
 
+	if (side_is_subquery(rel, jointype))
+	{
+		foreach(lc, cxt->subqueries)
+		{
+			AfdwSubquery *sq = (AfdwSubquery *) lfirst(lc);
+
+			if (sq->rel == rel && sq->parent == cxt->scope)
+			{
+				deparse_subquery(sq, cxt);
+				return;
+			}
+		}
+		elog(ERROR, "side of a remote full join has no subquery");
+	}
 	if (jointype != JOIN_FULL || fp->outer_rel != NULL || fp->remote_conds == NIL)
 	{
 		deparse_from(rel, cxt);

@@ -23,6 +23,9 @@ typedef struct DeparseContext
 	Relation	rel;			/* a base relation's */
 	List	   *joined;			/* a join's base relations (Relations)... */
 	List	   *joined_relids;	/* ... and their range table indexes */
+	List	   *subqueries;		/* a join's sides read as subqueries
+								 * (deparse.c's AfdwSubquery)... */
+	int			scope;			/* ... and the one being written (0: none) */
 	bool		partial;		/* aggregates give their transition states */
 	List	  **params;			/* expressions sent as $1, $2, ... */
 	int			guc_level;		/* transmission modes' GUC level, or -1
@@ -36,6 +39,7 @@ extern void afdw_end_deparse(DeparseContext *cxt);
 extern void afdw_deparse_conditions(List *conds, DeparseContext *cxt);
 extern void afdw_deparse_set_list(List *targets, List *colnos, Relation rel,
 								  DeparseContext *cxt);
+extern bool afdw_deparse_subquery_column(Var *var, DeparseContext *cxt);
 extern bool afdw_join_modify_ok(RelOptInfo *joinrel, Index target);
 extern void afdw_deparse_join_modify(StringInfo buf, PlannerInfo *root,
 									 RelOptInfo *joinrel, Index target,

@@ -587,6 +587,9 @@ afdw_deparse_expr(Expr *node, DeparseContext *cxt)
 
 				Relation	rel = var_relation(var, cxt);
 
+				/* A column of a subquery's table, above it: s<n>.c<k>. */
+				if (rel != NULL && afdw_deparse_subquery_column(var, cxt))
+					break;
 				if (rel == NULL)
 				{
 					deparse_param(node, cxt);

@@ -7,13 +7,17 @@
  * read through the same user mapping, join on that server: inner, left,
  * right and full joins, as postgres_fdw does, and semi- and anti-joins
  * (EXISTS and NOT EXISTS, the inner side in a subquery), when every
- * condition of the join and of its sides can be sent.  The remote query
- * names each table r<n>, n its range table index, and places each side's
- * own conditions where they keep their meaning: the WHERE clause around
- * the join for an inner join's sides and an outer join's preserved side,
- * the ON clause for the nullable side; a full join reads a table with
- * conditions as a subquery, and takes no join with conditions as a side.  It returns the columns the query reads; the expressions of
- * the query's target are computed locally.  Joins of
+ * condition of its sides can be sent, and every condition of the join
+ * but those that filter its result (any of an inner join's, those pushed
+ * down to an outer join), which may be checked locally on the joined
+ * rows: such a join is then no side of another.  The remote query names
+ * each table r<n>, n its range table index, and places each side's own
+ * conditions where they keep their meaning: the WHERE clause around the
+ * join for an inner join's sides and an outer join's preserved side, the
+ * ON clause for the nullable side; a full join reads a side with
+ * conditions as a subquery (deparse.c).  It returns the columns the query
+ * reads; the expressions of the query's target, placeholders computed at
+ * the join included, are computed locally.  Joins of
  * partitions (partitionwise join, turned on by upper.c's planner hook for
  * queries joining partitioned tables of async_fdw) run as such scans under
  * the asynchronous Append, every shard joining at the same time.
@@ -24,7 +28,8 @@
  *
  * Not pushed: joins under row locks (FOR UPDATE would need the rows of
  * each table rechecked locally), joins whose target holds anything but
- * plain columns when their paths are made, joins with lateral references,
+ * plain columns and placeholders when their paths are made, joins inside
+ * which a placeholder is computed, joins with lateral references,
  * joins having a semi- or anti-join as a side (a condition of its outer
  * side, not a FROM item), joins of a query with a condition on no table
  * (checked above the scans, which a remote join replaces).
@@ -109,8 +114,34 @@ join_side_ok(RelOptInfo *side)
 }
 
 /*
+ * placeholders_ok
+ *		Whether no expression of the query that an outer join may null
+ *		(a placeholder) is computed inside JOINREL, below its top: the
+ *		remote select list holds columns only.  One computed at JOINREL
+ *		itself is computed locally from its columns, as the target is.
+ */
+static bool
+placeholders_ok(PlannerInfo *root, RelOptInfo *joinrel)
+{
+	Relids		relids = IS_OTHER_REL(joinrel) ? joinrel->top_parent_relids :
+		joinrel->relids;
+	ListCell   *lc;
+
+	foreach(lc, root->placeholder_list)
+	{
+		PlaceHolderInfo *phinfo = (PlaceHolderInfo *) lfirst(lc);
+
+		if (bms_is_subset(phinfo->ph_eval_at, relids) &&
+			!bms_equal(phinfo->ph_eval_at, relids))
+			return false;
+	}
+	return true;
+}
+
+/*
  * target_ok
- *		Whether the join's target holds only plain columns of its tables.
+ *		Whether the join's target holds only plain columns of its tables,
+ *		and placeholders computed at the join (see placeholders_ok).
  */
 static bool
 target_ok(RelOptInfo *joinrel)
@@ -121,6 +152,8 @@ target_ok(RelOptInfo *joinrel)
 	{
 		Var		   *var = (Var *) lfirst(lc);
 
+		if (IsA(var, PlaceHolderVar))
+			continue;
 		if (!IsA(var, Var) || var->varattno <= 0 || var->varlevelsup != 0 ||
 			!bms_is_member(var->varno, joinrel->relids))
 			return false;
@@ -129,17 +162,41 @@ target_ok(RelOptInfo *joinrel)
 }
 
 /*
- * remote_cost
- *		What reading REL costs the remote server: its scan, or its join.
+ * condition_may_stay_local
+ *		Whether RI, a condition of JOINREL (a join of type JOINTYPE) that
+ *		cannot be sent, may be checked locally on the joined rows: a filter
+ *		of the join's result (any condition of an inner join, a condition
+ *		pushed down to an outer join), not an outer join's ON condition,
+ *		which decides which rows are null-extended.  Never for the remote
+ *		UPDATE or DELETE of a join (MODIFY), nor for a semi- or anti-join.
  */
-static Cost
-remote_cost(RelOptInfo *rel)
+static bool
+condition_may_stay_local(RestrictInfo *ri, RelOptInfo *joinrel,
+						 JoinType jointype, bool modify)
+{
+	if (modify || jointype == JOIN_SEMI || jointype == JOIN_ANTI)
+		return false;
+	return jointype == JOIN_INNER || RINFO_IS_PUSHED_DOWN(ri, joinrel->relids);
+}
+
+/*
+ * remote_costs
+ *		What reading REL costs the remote server, before its first row
+ *		(*STARTUP) and in all (*TOTAL): its scan, or its join.
+ */
+static void
+remote_costs(RelOptInfo *rel, Cost *startup, Cost *total)
 {
 	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
 
 	if (fp->remote_estimated)
-		return fp->remote_total;
-	return seq_page_cost * rel->pages + cpu_tuple_cost * rel->tuples;
+	{
+		*startup = fp->remote_startup;
+		*total = fp->remote_total;
+		return;
+	}
+	*startup = 0;
+	*total = seq_page_cost * rel->pages + cpu_tuple_cost * rel->tuples;
 }
 
 /*
@@ -163,7 +220,12 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	List	   *on = NIL;
 	List	   *where = NIL;
 	ListCell   *lc;
-	Cost		remote;
+	Cost		o_startup;
+	Cost		o_total;
+	Cost		i_startup;
+	Cost		i_total;
+	Cost		read;
+	double		sent;
 	Cost		startup;
 	Cost		total;
 	const char *kind;
@@ -217,7 +279,8 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 		!join_side_ok(outerrel) || !join_side_ok(innerrel) ||
 		ofp->server->serverid != ifp->server->serverid ||
 		ofp->user->umid != ifp->user->umid ||
-		!bms_is_empty(joinrel->lateral_relids) || (!modify && !target_ok(joinrel)))
+		!bms_is_empty(joinrel->lateral_relids) || (!modify && !target_ok(joinrel)) ||
+		!placeholders_ok(root, joinrel))
 		return;
 
 	/* Set now: the shippability checks read the join's options. */
@@ -229,7 +292,8 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 
 	/*
 	 * Join clauses go in ON; for an outer join, conditions pushed down to
-	 * it filter its result (WHERE).  Every one must be sent.
+	 * it filter its result (WHERE).  One that cannot be sent may be checked
+	 * locally if it filters the joined rows.
 	 */
 	foreach(lc, extra->restrictlist)
 	{
@@ -237,8 +301,13 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 
 		if (!afdw_is_shippable(root, joinrel, ri->clause))
 		{
-			joinrel->fdw_private = NULL;
-			return;
+			if (!condition_may_stay_local(ri, joinrel, jointype, modify))
+			{
+				joinrel->fdw_private = NULL;
+				return;
+			}
+			jfp->local_conds = lappend(jfp->local_conds, ri);
+			continue;
 		}
 		if (IS_OUTER_JOIN(jointype) && RINFO_IS_PUSHED_DOWN(ri, joinrel->relids))
 			where = lappend(where, ri->clause);
@@ -268,11 +337,12 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 		default:
 
 			/*
-			 * A full join filters a side before joining it: a table with
-			 * conditions becomes a subquery (deparse.c), a join cannot.
+			 * A full join filters a side before joining it: a side with
+			 * conditions becomes a subquery (deparse.c), which the remote
+			 * UPDATE or DELETE of a join does not write.
 			 */
-			if ((outer_conds != NIL && ofp->outer_rel != NULL) ||
-				(inner_conds != NIL && ifp->outer_rel != NULL))
+			if (modify && ((outer_conds != NIL && ofp->outer_rel != NULL) ||
+						   (inner_conds != NIL && ifp->outer_rel != NULL)))
 			{
 				joinrel->fdw_private = NULL;
 				return;
@@ -287,23 +357,45 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	if (modify && !afdw_direct_join_ok(root, joinrel))
 		return;
 
-	/* Both sides read, the join's comparisons, the joined rows sent. */
-	remote = remote_cost(outerrel) + remote_cost(innerrel) +
+	/*
+	 * Conditions checked locally filter the rows the remote server sends:
+	 * it sends more than the join's estimate, each checked.
+	 */
+	sent = joinrel->rows;
+	if (jfp->local_conds != NIL)
+	{
+		cost_qual_eval(&jfp->local_conds_cost, jfp->local_conds, root);
+		jfp->local_conds_sel = clauselist_selectivity(root, jfp->local_conds, 0,
+													  jointype, extra->sjinfo);
+		sent = clamp_row_est(joinrel->rows / Max(jfp->local_conds_sel, 1e-10));
+	}
+
+	/*
+	 * Both sides read, the join's comparisons, the joined rows sent: the
+	 * first row comes once both sides have started (a LIMIT may stop the
+	 * join early), unless the remote server sorts the rows first.
+	 */
+	remote_costs(outerrel, &o_startup, &o_total);
+	remote_costs(innerrel, &i_startup, &i_total);
+	jfp->remote_estimated = true;
+	jfp->remote_startup = o_startup + i_startup;
+	jfp->remote_total = o_total + i_total +
 		cpu_operator_cost * (outerrel->rows + innerrel->rows) *
 		(list_length(on) + list_length(where) + 1) +
-		cpu_tuple_cost * joinrel->rows;
-	jfp->remote_estimated = true;
-	jfp->remote_startup = 0;
-	jfp->remote_total = remote;
+		cpu_tuple_cost * sent;
 
-	startup = jfp->fdw_startup_cost + remote;
-	total = startup + (jfp->fdw_tuple_cost + cpu_tuple_cost) * joinrel->rows +
+	startup = jfp->fdw_startup_cost + jfp->local_conds_cost.startup;
+	total = startup + jfp->remote_total +
+		(jfp->fdw_tuple_cost + cpu_tuple_cost +
+		 jfp->local_conds_cost.per_tuple) * sent +
 		joinrel->reltarget->cost.per_tuple * joinrel->rows;
 	add_path(joinrel, (Path *)
 			 create_foreign_join_path(root, joinrel, NULL, joinrel->rows,
-									  startup, total, NIL, NULL, NULL, NIL));
-	afdw_add_sorted_join_paths(root, joinrel, startup, total);
-	afdw_add_merge_paths(root, joinrel, startup, total);
+									  startup + jfp->remote_startup, total,
+									  NIL, NULL, NULL, NIL));
+	read = startup + jfp->remote_total;
+	afdw_add_sorted_join_paths(root, joinrel, read, total);
+	afdw_add_merge_paths(root, joinrel, read, total);
 }
 
 /*
@@ -318,6 +410,7 @@ afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan
 	List	   *scan_tlist = NIL;
 	List	   *retrieved_attrs = NIL;
 	List	   *params = NIL;
+	List	   *local_exprs;
 	StringInfoData sql;
 	ListCell   *lc;
 	bool		stream;
@@ -330,6 +423,11 @@ afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan
 								   pull_var_clause((Node *) rel->reltarget->exprs,
 												   PVC_RECURSE_AGGREGATES |
 												   PVC_RECURSE_WINDOWFUNCS |
+												   PVC_RECURSE_PLACEHOLDERS));
+	/* Then those of the conditions checked locally, on the joined rows. */
+	local_exprs = extract_actual_clauses(jfp->local_conds, false);
+	scan_tlist = add_to_flat_tlist(scan_tlist,
+								   pull_var_clause((Node *) local_exprs,
 												   PVC_RECURSE_PLACEHOLDERS));
 	foreach(lc, scan_tlist)
 		retrieved_attrs = lappend_int(retrieved_attrs,
@@ -352,7 +450,7 @@ afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan
 		afdw_check_params_apart(params, scan_tlist);
 	}
 
-	return make_foreignscan(tlist, NIL, 0, params,
+	return make_foreignscan(tlist, local_exprs, 0, params,
 							afdw_make_scan_private(sql.data, retrieved_attrs,
 												   jfp->fetch_size, stream, "",
 												   jfp->relations),

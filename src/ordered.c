@@ -429,7 +429,9 @@ limit_for(PlannerInfo *root, RelOptInfo *rel, Path *path, bool grouped,
 			return false;
 		return query_limit(root, limit);
 	}
-	if (root->limit_tuples < 1 || root->limit_tuples > (double) PG_INT32_MAX ||
+	/* Rows a local condition drops would not count toward the LIMIT. */
+	if (fp->local_conds != NIL ||
+		root->limit_tuples < 1 || root->limit_tuples > (double) PG_INT32_MAX ||
 		parse->limitOption == LIMIT_OPTION_WITH_TIES ||
 		!pathkeys_contained_in(root->query_pathkeys, path->pathkeys))
 		return false;

@@ -57,7 +57,7 @@ EXPLAIN (VERBOSE, COSTS OFF)
     FULL JOIN (SELECT * FROM jt2 WHERE b = 1) y ON x.id = y.id;
 SELECT rows_same($$SELECT count(*), sum(x.id), avg(y.id) FROM (SELECT * FROM jt1 WHERE a < 3) x FULL JOIN (SELECT * FROM jt2 WHERE b = 1) y ON x.id = y.id$$,
                $$SELECT count(*), sum(x.id), avg(y.id) FROM (SELECT * FROM remote.jt1 WHERE a < 3) x FULL JOIN (SELECT * FROM remote.jt2 WHERE b = 1) y ON x.id = y.id$$);
--- A join with conditions is no side of a full join: done locally.
+-- A join with conditions as a full join's side: a subquery (join_shapes.sql).
 EXPLAIN (COSTS OFF)
   SELECT x.id, z.id FROM (jt1 x JOIN jt2 y ON x.id = y.id AND x.a < 3) FULL JOIN jt1 z ON x.id = z.id;
 SELECT rows_same($$SELECT x.id, z.id FROM (jt1 x JOIN jt2 y ON x.id = y.id AND x.a < 3) FULL JOIN jt1 z ON x.id = z.id$$,
@@ -95,8 +95,8 @@ EXECUTE jt_g(3);
 DEALLOCATE jt_g;
 RESET plan_cache_mode;
 
--- 2. Done locally: another server, a condition that cannot be sent, row
--- locks.
+-- 2. Done locally: another server, row locks.  (A condition that cannot
+-- be sent filters the joined rows locally: join_shapes.sql.)
 EXPLAIN (COSTS OFF) SELECT jt1.id FROM jt1 JOIN jt2_other o ON jt1.id = o.id;
 CREATE FUNCTION jt_local(int) RETURNS bool LANGUAGE plpgsql AS 'BEGIN RETURN $1 % 2 = 0; END';
 EXPLAIN (COSTS OFF) SELECT jt1.id FROM jt1 JOIN jt2 ON jt1.id = jt2.id AND jt_local(jt1.a + jt2.b);

@@ -159,6 +159,7 @@ my $coord_sql = q{
 	CREATE EXTENSION async_fdw;
 	CREATE EXTENSION postgres_fdw;
 	CREATE FUNCTION lf(int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 % 7';
+	CREATE FUNCTION lv(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS 'BEGIN RETURN $1 % 7; END';
 	CREATE TABLE lk (k int, name text);
 	INSERT INTO lk VALUES (0, 'zero'), (1, 'one'), (2, 'two'), (3, 'three'),
 	  (5, 'five'), (5, 'cinq'), (8, 'eight'), (9, 'nine'), (NULL, 'null');
@@ -676,6 +677,31 @@ sub gen_join
 	return st($sql, 0);
 }
 
+# gen_join_shape: three copies of fa (one server), as remote joins of
+# postgres_fdw's shapes: a full join whose side is a join with conditions
+# (a subquery remotely), or a join with a condition that cannot be sent
+# (lv, checked on the joined rows).
+sub gen_join_shape
+{
+	my ($u) = @_;
+	my $inner = pick('JOIN', 'LEFT JOIN', 'FULL JOIN');
+	my $side = "SELECT b.id AS bid, b.k AS bk, c.id AS cid, c.s AS cs FROM {fa} b $inner {fa} c"
+	  . " ON b.id = c.id" . ($inner eq 'FULL JOIN' ? '' : ' + ' . rint(0, 3));
+	my @w = (gen_pred('b', 'fa', $u));
+	push @w, "lv(b.k + coalesce(c.k, 0)) <> " . rint(0, 6) if chance(0.4);
+	$side .= " WHERE " . join(chance(0.7) ? ' AND ' : ' OR ', @w);
+	my $kind = pickw([ 3, 'FULL JOIN' ], [ 1, 'LEFT JOIN' ], [ 1, 'JOIN' ]);
+	my $sql = "SELECT a.id, a.k, ss.* FROM {fa} a $kind ($side) ss ON a.id = ss.bid";
+	$sql .= " WHERE lv(coalesce(a.k, 0) + coalesce(ss.bk, 1)) <> " . rint(0, 6) if chance(0.4);
+	if (chance(0.5))
+	{
+		$sql .= " ORDER BY a.id, ss.bid, ss.cid";
+		$sql .= " LIMIT " . pick(5, 40) if chance(0.5);
+		return st($sql, 1);
+	}
+	return st(wrap_hash($sql), 0);
+}
+
 sub gen_subquery
 {
 	my ($u) = @_;
@@ -912,6 +938,7 @@ sub gen_query
 		[ 6, \&gen_simple ],
 		[ 3, \&gen_agg ],
 		[ 4, \&gen_join ],
+		[ 1, \&gen_join_shape ],
 		[ 3, \&gen_subquery ],
 		[ 2, \&gen_setop ],
 		[ 1, \&gen_lateral ],
