@@ -685,8 +685,7 @@ announce_wait(AfdwConn *entry)
 	if (c->announced)
 		return;
 	room_lock_tag(entry->conn, &c->room_tag);
-	c->announced = LockAcquireExtended(&c->room_tag, ShareLock, true, true,
-									   false, NULL) != LOCKACQUIRE_NOT_AVAIL;
+	c->announced = afdw_try_session_lock(&c->room_tag, ShareLock) != LOCKACQUIRE_NOT_AVAIL;
 }
 
 /*
@@ -708,8 +707,7 @@ afdw_room_wanted(AfdwConn *entry)
 	if (afdw_budget_active() || entry->conn == NULL)
 		return false;
 	room_lock_tag(entry->conn, &tag);
-	if (LockAcquireExtended(&tag, ExclusiveLock, true, true, false,
-							NULL) == LOCKACQUIRE_NOT_AVAIL)
+	if (afdw_try_session_lock(&tag, ExclusiveLock) == LOCKACQUIRE_NOT_AVAIL)
 		return true;
 	LockRelease(&tag, ExclusiveLock, true);
 	return false;
@@ -1047,7 +1045,7 @@ afdw_connect_finish(AfdwConn **entries, int n)
 			 * A set of its own each time: libpq may move a handshake to
 			 * another socket (the next address of a host).
 			 */
-			set = CreateWaitEventSet(CurrentMemoryContext, waiting + 2);
+			set = afdw_create_wait_set(true, NULL, waiting + 2);
 			AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
 			/* (A single-user backend has no postmaster to watch.) */
 			if (IsUnderPostmaster)

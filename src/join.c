@@ -300,7 +300,7 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	total = startup + (jfp->fdw_tuple_cost + cpu_tuple_cost) * joinrel->rows +
 		joinrel->reltarget->cost.per_tuple * joinrel->rows;
 	add_path(joinrel, (Path *)
-			 create_foreign_join_path(root, joinrel, NULL, joinrel->rows,
+			 afdw_join_path(root, joinrel, NULL, joinrel->rows,
 									  startup, total, NIL, NULL, NULL, NIL));
 	afdw_add_sorted_join_paths(root, joinrel, startup, total);
 	afdw_add_merge_paths(root, joinrel, startup, total);

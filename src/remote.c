@@ -54,7 +54,7 @@ static bool discard_copy_data(AfdwConn *entry, TimestampTz deadline);
 static void refuse_copy_in(AfdwConn *entry, ExecStatusType status);
 static void wait_writable(AfdwConn *conn, const char *sql);
 static void flush_copy(AfdwConn *conn, bool all, const char *sql);
-static void copy_failed(AfdwConn *conn, const char *sql) pg_attribute_noreturn();
+static afdw_noreturn void copy_failed(AfdwConn *conn, const char *sql);
 
 /*
  * afdw_send_query
@@ -258,7 +258,7 @@ wait_readable(AfdwConn *entry, long timeout)
 		}
 		ReleaseExternalFD();
 		ReleaseExternalFD();
-		set = CreateWaitEventSet(afdw_conn_cxt, 3);
+		set = afdw_create_wait_set(false, afdw_conn_cxt, 3);
 
 		AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
 		/* A single-user backend has no postmaster to watch. */
