@@ -349,7 +349,7 @@ afdw_budget_charge(AfdwConn *entry, ForeignServer *server, bool optional)
 		for (;;)
 		{
 			ConditionVariableTimedSleep(&e->room, AFDW_BUDGET_RECHECK_MS,
-										PG_WAIT_EXTENSION);
+										afdw_wait_event(AFDW_WAIT_BUDGET));
 			CHECK_FOR_INTERRUPTS();
 
 			/*

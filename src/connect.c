@@ -1062,7 +1062,7 @@ afdw_connect_finish(AfdwConn **entries, int n)
 								  PQsocket(entries[i]->conn), NULL, entries[i]);
 			}
 			nevents = WaitEventSetWait(set, wait, events, waiting + 2,
-									   PG_WAIT_EXTENSION);
+									   afdw_wait_event(AFDW_WAIT_CONNECT));
 			FreeWaitEventSet(set);
 
 			for (int i = 0; i < nevents; i++)

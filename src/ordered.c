@@ -101,15 +101,16 @@ join_sort_var(RelOptInfo *joinrel, PathKey *pk)
 {
 	AfdwRelInfo *jfp = (AfdwRelInfo *) joinrel->fdw_private;
 	Relids		visible = joinrel->relids;
-	ListCell   *lc;
+	AfdwMemberIter iter;
+	EquivalenceMember *em;
 
 	if (jfp->jointype == JOIN_SEMI || jfp->jointype == JOIN_ANTI)
 		visible = jfp->outer_rel->relids;
 	if (!key_ok(pk))
 		return NULL;
-	foreach(lc, pk->pk_eclass->ec_members)
+	afdw_members_begin(&iter, pk->pk_eclass, joinrel->relids);
+	while ((em = afdw_members_next(&iter)) != NULL)
 	{
-		EquivalenceMember *em = (EquivalenceMember *) lfirst(lc);
 		Var		   *var = (Var *) em->em_expr;
 
 		/* A varchar column comes relabeled to text (afdw_sort_key). */

@@ -19,8 +19,10 @@
 #include "miscadmin.h"
 #include "nodes/pathnodes.h"
 #include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
 #include "storage/latch.h"
 #include "utils/resowner.h"
+#include "utils/wait_event.h"
 
 #if PG_VERSION_NUM < 150000 || (PG_VERSION_NUM >= 160000 && PG_VERSION_NUM < 170000) || \
 	PG_VERSION_NUM >= 190000
@@ -140,6 +142,82 @@
 #else
 #define afdw_var_relids(var)	bms_make_singleton((var)->varno)
 #endif
+
+/*
+ * The members of an equivalence class that may name the columns of a
+ * relation of RELIDS: its own members and those of the child relations
+ * among RELIDS (partitions).  18 keeps children's members apart from the
+ * class's list, behind an iterator.
+ */
+typedef struct AfdwMemberIter
+{
+#if PG_VERSION_NUM >= 180000
+	EquivalenceMemberIterator it;
+#else
+	List	   *members;
+	int			next;
+#endif
+} AfdwMemberIter;
+
+static inline void
+afdw_members_begin(AfdwMemberIter *iter, EquivalenceClass *ec, Relids relids)
+{
+#if PG_VERSION_NUM >= 180000
+	setup_eclass_member_iterator(&iter->it, ec, relids);
+#else
+	(void) relids;
+	iter->members = ec->ec_members;
+	iter->next = 0;
+#endif
+}
+
+static inline EquivalenceMember *
+afdw_members_next(AfdwMemberIter *iter)
+{
+#if PG_VERSION_NUM >= 180000
+	return eclass_member_iterator_next(&iter->it);
+#else
+	if (iter->next >= list_length(iter->members))
+		return NULL;
+	return (EquivalenceMember *) list_nth(iter->members, iter->next++);
+#endif
+}
+
+/*
+ * What a backend of async_fdw waits for, as pg_stat_activity shows it.
+ * From 17 each is a wait event of its own (wait_event_type Extension,
+ * wait_event the name below); before, all are the generic Extension.
+ */
+typedef enum AfdwWaitEvent
+{
+	AFDW_WAIT_CONNECT,			/* AsyncFdwConnect: a connection opening */
+	AFDW_WAIT_RESULT,			/* AsyncFdwGetResult: rows or a result */
+	AFDW_WAIT_COPY_ROOM,		/* AsyncFdwCopyRoom: a COPY's data accepted */
+	AFDW_WAIT_COMMIT,			/* AsyncFdwCommit: a remote commit's answer */
+	AFDW_WAIT_BUDGET,			/* AsyncFdwConnectionBudget: room to connect */
+	AFDW_WAIT_RECOVERY,			/* AsyncFdwRecovery: the worker's idle time */
+	AFDW_NUM_WAIT_EVENTS
+} AfdwWaitEvent;
+
+static inline uint32
+afdw_wait_event(AfdwWaitEvent what)
+{
+#if PG_VERSION_NUM >= 170000
+	static const char *const names[AFDW_NUM_WAIT_EVENTS] = {
+		"AsyncFdwConnect", "AsyncFdwGetResult", "AsyncFdwCopyRoom",
+		"AsyncFdwCommit", "AsyncFdwConnectionBudget", "AsyncFdwRecovery"
+	};
+	/* Registered on first use, one shared-memory lookup per name. */
+	static uint32 ids[AFDW_NUM_WAIT_EVENTS];
+
+	if (ids[what] == 0)
+		ids[what] = WaitEventExtensionNew(names[what]);
+	return ids[what];
+#else
+	(void) what;
+	return PG_WAIT_EXTENSION;
+#endif
+}
 
 /*
  * The direction of a path key's sort.  18 replaced the btree strategy

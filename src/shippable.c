@@ -715,16 +715,17 @@ afdw_sort_key(RelOptInfo *baserel, PathKey *pk, bool *descending,
 {
 	AfdwRelInfo *fp = (AfdwRelInfo *) baserel->fdw_private;
 	EquivalenceClass *ec = pk->pk_eclass;
-	ListCell   *lc;
+	AfdwMemberIter iter;
+	EquivalenceMember *em;
 
 	if (ec->ec_has_volatile || !collation_ok(ec->ec_collation) ||
 		(!afdw_pathkey_ascending(pk) &&
 		 !afdw_pathkey_descending(pk)))
 		return 0;
 
-	foreach(lc, ec->ec_members)
+	afdw_members_begin(&iter, ec, baserel->relids);
+	while ((em = afdw_members_next(&iter)) != NULL)
 	{
-		EquivalenceMember *em = (EquivalenceMember *) lfirst(lc);
 		Var		   *var = (Var *) em->em_expr;
 		TypeCacheEntry *tce;
 
