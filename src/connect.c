@@ -74,9 +74,12 @@
 /*
  * How pgbouncer refuses a startup packet with options (its default
  * configuration), which the pooler option auto takes for a transaction
- * pooler.
+ * pooler: before 1.20 "unsupported startup parameter: options", from 1.20
+ * on (which takes some settings in options) "unsupported startup parameter
+ * in options: search_path".  async_fdw sends no other parameter pgbouncer
+ * could refuse.
  */
-#define AFDW_OPTIONS_REFUSED	"unsupported startup parameter: options"
+#define AFDW_OPTIONS_REFUSED	"unsupported startup parameter"
 
 /*
  * A pool's only connection refused for lack of room is asked for again,
