@@ -25,9 +25,50 @@ need_packages() {
 	apt-get install -y -qq "${need[@]}" >/dev/null
 }
 
-# find_pg: set PG_CONFIG (exported) and bindir for PostgreSQL 15.
+# choose_pg_major: set pg_major, the PostgreSQL major version to build and
+# test against: PG_MAJOR, else the newest one installed on this machine,
+# else the one its Debian release ships.  15, 17 and 18 are supported.
+choose_pg_major() {
+	pg_major=${PG_MAJOR:-}
+	if [ -z "$pg_major" ]; then
+		pg_major=$(ls /usr/lib/postgresql 2>/dev/null | grep -E '^[0-9]+$' | sort -n | tail -n 1)
+	fi
+	if [ -z "$pg_major" ]; then
+		pg_major=$(apt-cache depends postgresql 2>/dev/null |
+			sed -n 's/.*Depends: postgresql-\([0-9][0-9]*\)$/\1/p' | head -n 1)
+	fi
+	case "$pg_major" in
+		15 | 17 | 18) ;;
+		*)
+			echo "PostgreSQL ${pg_major:-(none found)} is not supported: set PG_MAJOR to 15, 17 or 18" >&2
+			return 1
+			;;
+	esac
+}
+
+# host_ships_pg MAJOR: whether this machine has PostgreSQL MAJOR's server
+# and headers, or its apt sources offer them.
+host_ships_pg() {
+	[ -x "/usr/lib/postgresql/$1/bin/postgres" ] && [ -x "/usr/lib/postgresql/$1/bin/pg_config" ] &&
+		return 0
+	apt-cache policy "postgresql-server-dev-$1" 2>/dev/null | grep -q 'Candidate: [0-9]'
+}
+
+# run_in_pg_root SCRIPT: unless already inside one, re-run SCRIPT (a path
+# relative to the tree) in a Debian root of a release that ships pg_major
+# (scripts/pgroot.sh) when this machine's release does not.  Returns when
+# the host itself will do.
+run_in_pg_root() {
+	if [ -n "${PGROOT_INSIDE:-}" ] || host_ships_pg "$pg_major"; then
+		return 0
+	fi
+	log "PostgreSQL $pg_major is not in this machine's Debian release: running $1 in a Debian root that ships it"
+	exec bash "$here/scripts/pgroot.sh" "$pg_major" bash "$1"
+}
+
+# find_pg: set PG_CONFIG (exported) and bindir for PostgreSQL pg_major.
 find_pg() {
-	PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+	PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/$pg_major/bin/pg_config}
 	[ -x "$PG_CONFIG" ] || PG_CONFIG=$(command -v pg_config)
 	bindir=$("$PG_CONFIG" --bindir)
 	export PG_CONFIG

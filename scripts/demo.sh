@@ -25,7 +25,9 @@ rtt_ms=${DEMO_RTT_MS:-0}
 # shellcheck source=scripts/common.sh
 . "$here/scripts/common.sh"
 
-need_packages postgresql-15 postgresql-contrib postgresql-server-dev-15 make gcc
+choose_pg_major
+run_in_pg_root scripts/demo.sh
+need_packages postgresql-$pg_major postgresql-contrib postgresql-server-dev-$pg_major make gcc
 find_pg
 
 log "building and installing async_fdw"

@@ -22,7 +22,9 @@ cflags=${EXTRA_CFLAGS:--Wall -Wextra -Werror}
 
 # 1. Dependencies (Debian 12 packages only).
 # pgbouncer for test/t/008_pgbouncer.pl, which is skipped without it.
-need_packages postgresql-15 postgresql-server-dev-15 libipc-run-perl pgbouncer make gcc
+choose_pg_major
+run_in_pg_root scripts/test.sh
+need_packages postgresql-$pg_major postgresql-server-dev-$pg_major libipc-run-perl pgbouncer make gcc
 find_pg
 
 # 2. Build and install.

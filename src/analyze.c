@@ -197,7 +197,7 @@ acquire_sample_rows(Relation rel, int elevel, HeapTuple *rows, int targrows,
 	snprintf(fetch, sizeof(fetch), "FETCH %d FROM c%u", fetch_size, cursor);
 	while (!done)
 	{
-		vacuum_delay_point();
+		afdw_analyze_delay_point();
 		done = sample_batch(afdw_run_query(conn, fetch, 0, NULL), &sampler,
 							rows, &numrows) < fetch_size;
 	}

@@ -323,7 +323,7 @@ add_param_path(PlannerInfo *root, RelOptInfo *baserel, AfdwRelInfo *fp,
 
 	estimate_costs(baserel, fp, ppi->ppi_rows, &startup, &total);
 	add_path(baserel, (Path *)
-			 create_foreignscan_path(root, baserel, NULL, ppi->ppi_rows,
+			 afdw_scan_path(root, baserel, NULL, ppi->ppi_rows,
 									 startup, total, NIL, ppi->ppi_req_outer,
 									 NULL, NIL));
 }
@@ -388,7 +388,7 @@ afdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 
 	estimate_costs(baserel, fp, baserel->rows, &startup, &total);
 	add_path(baserel, (Path *)
-			 create_foreignscan_path(root, baserel, NULL, baserel->rows,
+			 afdw_scan_path(root, baserel, NULL, baserel->rows,
 									 startup, total, NIL,
 									 baserel->lateral_relids, NULL, NIL));
 
@@ -408,7 +408,7 @@ afdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 												 root->limit_tuples);
 
 		add_path(baserel, (Path *)
-				 create_foreignscan_path(root, baserel, NULL, baserel->rows,
+				 afdw_scan_path(root, baserel, NULL, baserel->rows,
 										 startup + remote_read_cost(baserel, fp) + sort,
 										 total + sort, root->query_pathkeys,
 										 baserel->lateral_relids, NULL, NIL));

@@ -21,6 +21,8 @@
 #include "portability/instr_time.h"
 #include "utils/relcache.h"
 
+#include "pg_compat.h"
+
 /* Defaults of the numeric options. */
 #define AFDW_DEFAULT_FETCH_SIZE			100
 #define AFDW_DEFAULT_STARTUP_COST		100.0
@@ -340,10 +342,10 @@ extern void afdw_put_copy(AfdwConn *conn, const char *data, int len,
 extern bool afdw_copy_open(AfdwConn *conn);
 extern void afdw_copy_done(AfdwConn *conn, const char *sql);
 extern PGresult *afdw_copy_result(AfdwConn *conn, const char *sql);
-extern void afdw_protocol_violation(AfdwConn *conn, const char *detail,
-									const char *sql) pg_attribute_noreturn();
-extern void afdw_report_remote_error(PGresult *res, AfdwConn *conn,
-									 const char *sql) pg_attribute_noreturn();
+extern afdw_noreturn void afdw_protocol_violation(AfdwConn *conn, const char *detail,
+									const char *sql);
+extern afdw_noreturn void afdw_report_remote_error(PGresult *res, AfdwConn *conn,
+									 const char *sql);
 
 /* snapshot.c */
 extern void afdw_prepare_snapshot(AfdwConn *conn);

@@ -349,7 +349,7 @@ afdw_budget_charge(AfdwConn *entry, ForeignServer *server, bool optional)
 		for (;;)
 		{
 			ConditionVariableTimedSleep(&e->room, AFDW_BUDGET_RECHECK_MS,
-										PG_WAIT_EXTENSION);
+										afdw_wait_event(AFDW_WAIT_BUDGET));
 			CHECK_FOR_INTERRUPTS();
 
 			/*
@@ -395,10 +395,10 @@ afdw_budget_charge(AfdwConn *entry, ForeignServer *server, bool optional)
 static BudgetIdle *
 my_idle_slot(BudgetKey *key, bool create)
 {
-	BudgetIdle *mine = &budget->idle[(MyBackendId - 1) * AFDW_BUDGET_IDLE_SLOTS];
+	BudgetIdle *mine = &budget->idle[afdw_backend_slot() * AFDW_BUDGET_IDLE_SLOTS];
 	BudgetIdle *free_slot = NULL;
 
-	Assert(MyBackendId >= 1 && MyBackendId <= MaxBackends);
+	Assert(afdw_backend_slot() >= 0 && afdw_backend_slot() < MaxBackends);
 	for (int i = 0; i < AFDW_BUDGET_IDLE_SLOTS; i++)
 	{
 		if (mine[i].count > 0 && mine[i].key.dbid == key->dbid &&

@@ -74,9 +74,12 @@
 /*
  * How pgbouncer refuses a startup packet with options (its default
  * configuration), which the pooler option auto takes for a transaction
- * pooler.
+ * pooler: before 1.20 "unsupported startup parameter: options", from 1.20
+ * on (which takes some settings in options) "unsupported startup parameter
+ * in options: search_path".  async_fdw sends no other parameter pgbouncer
+ * could refuse.
  */
-#define AFDW_OPTIONS_REFUSED	"unsupported startup parameter: options"
+#define AFDW_OPTIONS_REFUSED	"unsupported startup parameter"
 
 /*
  * A pool's only connection refused for lack of room is asked for again,
@@ -685,8 +688,7 @@ announce_wait(AfdwConn *entry)
 	if (c->announced)
 		return;
 	room_lock_tag(entry->conn, &c->room_tag);
-	c->announced = LockAcquireExtended(&c->room_tag, ShareLock, true, true,
-									   false, NULL) != LOCKACQUIRE_NOT_AVAIL;
+	c->announced = afdw_try_session_lock(&c->room_tag, ShareLock) != LOCKACQUIRE_NOT_AVAIL;
 }
 
 /*
@@ -708,8 +710,7 @@ afdw_room_wanted(AfdwConn *entry)
 	if (afdw_budget_active() || entry->conn == NULL)
 		return false;
 	room_lock_tag(entry->conn, &tag);
-	if (LockAcquireExtended(&tag, ExclusiveLock, true, true, false,
-							NULL) == LOCKACQUIRE_NOT_AVAIL)
+	if (afdw_try_session_lock(&tag, ExclusiveLock) == LOCKACQUIRE_NOT_AVAIL)
 		return true;
 	LockRelease(&tag, ExclusiveLock, true);
 	return false;
@@ -1047,7 +1048,7 @@ afdw_connect_finish(AfdwConn **entries, int n)
 			 * A set of its own each time: libpq may move a handshake to
 			 * another socket (the next address of a host).
 			 */
-			set = CreateWaitEventSet(CurrentMemoryContext, waiting + 2);
+			set = afdw_create_wait_set(true, NULL, waiting + 2);
 			AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
 			/* (A single-user backend has no postmaster to watch.) */
 			if (IsUnderPostmaster)
@@ -1064,7 +1065,7 @@ afdw_connect_finish(AfdwConn **entries, int n)
 								  PQsocket(entries[i]->conn), NULL, entries[i]);
 			}
 			nevents = WaitEventSetWait(set, wait, events, waiting + 2,
-									   PG_WAIT_EXTENSION);
+									   afdw_wait_event(AFDW_WAIT_CONNECT));
 			FreeWaitEventSet(set);
 
 			for (int i = 0; i < nevents; i++)

@@ -60,7 +60,7 @@ static bool near_idle_timeout(AfdwConn *entry);
 static AfdwConn *least_used_open(Oid umid);
 static bool reserve_fd(bool optional);
 static void inval_callback(Datum arg, int cacheid, uint32 hashvalue);
-static void report_lost_transaction(AfdwConn *entry) pg_attribute_noreturn();
+static afdw_noreturn void report_lost_transaction(AfdwConn *entry);
 
 /*
  * afdw_connection_init

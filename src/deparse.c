@@ -425,6 +425,7 @@ init_context(DeparseContext *cxt, StringInfo buf, PlannerInfo *root,
 			 RelOptInfo *baserel, Relation rel, List **params)
 {
 	int			relid = -1;
+	Relids		tables;
 
 	cxt->buf = buf;
 	cxt->baserel = baserel;
@@ -438,7 +439,8 @@ init_context(DeparseContext *cxt, StringInfo buf, PlannerInfo *root,
 	cxt->guc_level = -1;
 	if (rel != NULL)
 		return;
-	while ((relid = bms_next_member(baserel->relids, relid)) >= 0)
+	tables = afdw_base_relids(root, baserel);
+	while ((relid = bms_next_member(tables, relid)) >= 0)
 	{
 		cxt->joined = lappend(cxt->joined,
 							  table_open(planner_rt_fetch(relid, root)->relid, NoLock));

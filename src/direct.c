@@ -223,7 +223,7 @@ afdwPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 		return false;
 	if (fscan->scan.scanrelid == 0)
 		return plan_join_modify(root, plan, resultRelation, subplan_index, fscan);
-	if (bms_num_members(fscan->fs_relids) != 1)
+	if (bms_num_members(afdw_scan_base_relids(fscan)) != 1)
 		return false;
 	baserel = find_base_rel(root, resultRelation);
 	if (baserel->fdw_private == NULL)
@@ -366,7 +366,7 @@ join_modify_parts(PlannerInfo *root, RelOptInfo *joinrel, List **targets,
 	*targets = NIL;
 	*colnos = NIL;
 	*ret_attrs = NULL;
-	if (!bms_equal(joinrel->relids, root->all_baserels) ||
+	if (!bms_equal(joinrel->relids, afdw_all_query_relids(root)) ||
 		!afdw_join_modify_ok(joinrel, result))
 		return false;
 	if (root->parse->commandType == CMD_UPDATE)
@@ -563,15 +563,9 @@ static UserMapping *
 direct_user(ForeignScanState *node, Relation rel)
 {
 	ForeignScan *plan = (ForeignScan *) node->ss.ps.plan;
-	Oid			userid;
+	Oid			userid = afdw_plan_check_user(plan, node->ss.ps.state,
+											  plan->resultRelation);
 
-#if PG_VERSION_NUM >= 160000
-	userid = OidIsValid(plan->checkAsUser) ? plan->checkAsUser : GetUserId();
-#else
-	RangeTblEntry *rte = exec_rt_fetch(plan->resultRelation, node->ss.ps.state);
-
-	userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
-#endif
 	return GetUserMapping(userid, GetForeignTable(RelationGetRelid(rel))->serverid);
 }
 

@@ -390,9 +390,9 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 		 jfp->local_conds_cost.per_tuple) * sent +
 		joinrel->reltarget->cost.per_tuple * joinrel->rows;
 	add_path(joinrel, (Path *)
-			 create_foreign_join_path(root, joinrel, NULL, joinrel->rows,
-									  startup + jfp->remote_startup, total,
-									  NIL, NULL, NULL, NIL));
+			 afdw_join_path(root, joinrel, NULL, joinrel->rows,
+							startup + jfp->remote_startup, total,
+							NIL, NULL, NULL, NIL));
 	read = startup + jfp->remote_total;
 	afdw_add_sorted_join_paths(root, joinrel, read, total);
 	afdw_add_merge_paths(root, joinrel, read, total);

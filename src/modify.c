@@ -179,18 +179,9 @@ static void end_modify(AfdwModifyState *st);
 static UserMapping *
 writer_user(EState *estate, ResultRelInfo *rinfo)
 {
-	Index		rti = rinfo->ri_RangeTableIndex;
-	Oid			userid = InvalidOid;
+	Oid			userid = afdw_result_rel_check_user(rinfo, estate);
 	ForeignTable *table = GetForeignTable(RelationGetRelid(rinfo->ri_RelationDesc));
 
-	if (rti == 0 && rinfo->ri_RootResultRelInfo != NULL)
-		rti = rinfo->ri_RootResultRelInfo->ri_RangeTableIndex;
-	if (rti != 0)
-	{
-		RangeTblEntry *rte = exec_rt_fetch(rti, estate);
-
-		userid = rte->checkAsUser;
-	}
 	return GetUserMapping(OidIsValid(userid) ? userid : GetUserId(),
 						  table->serverid);
 }

@@ -85,8 +85,8 @@ key_ok(PathKey *pk)
 	return !ec->ec_has_volatile &&
 		(!OidIsValid(ec->ec_collation) ||
 		 ec->ec_collation == DEFAULT_COLLATION_OID) &&
-		(pk->pk_strategy == BTLessStrategyNumber ||
-		 pk->pk_strategy == BTGreaterStrategyNumber);
+		(afdw_pathkey_ascending(pk) ||
+		 afdw_pathkey_descending(pk));
 }
 
 /*
@@ -101,15 +101,16 @@ join_sort_var(RelOptInfo *joinrel, PathKey *pk)
 {
 	AfdwRelInfo *jfp = (AfdwRelInfo *) joinrel->fdw_private;
 	Relids		visible = joinrel->relids;
-	ListCell   *lc;
+	AfdwMemberIter iter;
+	EquivalenceMember *em;
 
 	if (jfp->jointype == JOIN_SEMI || jfp->jointype == JOIN_ANTI)
 		visible = jfp->outer_rel->relids;
 	if (!key_ok(pk))
 		return NULL;
-	foreach(lc, pk->pk_eclass->ec_members)
+	afdw_members_begin(&iter, pk->pk_eclass, joinrel->relids);
+	while ((em = afdw_members_next(&iter)) != NULL)
 	{
-		EquivalenceMember *em = (EquivalenceMember *) lfirst(lc);
 		Var		   *var = (Var *) em->em_expr;
 
 		/* A varchar column comes relabeled to text (afdw_sort_key). */
@@ -118,7 +119,7 @@ join_sort_var(RelOptInfo *joinrel, PathKey *pk)
 			var = (Var *) ((RelabelType *) var)->arg;
 		if (!IsA(var, Var) || var->varlevelsup != 0 || var->varattno <= 0 ||
 			!bms_is_member(var->varno, visible) ||
-			!bms_equal(em->em_relids, bms_make_singleton(var->varno)) ||
+			!bms_equal(em->em_relids, afdw_var_relids(var)) ||
 			!afdw_is_builtin(em->em_datatype) ||
 			!sort_type_ok(pk, var->vartype, var->varcollid))
 			continue;
@@ -197,8 +198,7 @@ afdw_remote_sort_cost(PlannerInfo *root, List *pathkeys, double rows, int width,
 {
 	Path		sort_path;
 
-	cost_sort(&sort_path, root, pathkeys, 0.0, rows, width, 0.0, work_mem,
-			  bound);
+	afdw_cost_sort(&sort_path, root, pathkeys, rows, width, bound);
 	return sort_path.total_cost;
 }
 
@@ -228,7 +228,7 @@ afdw_add_sorted_join_paths(PlannerInfo *root, RelOptInfo *joinrel,
 	extra = afdw_remote_sort_cost(root, root->query_pathkeys, joinrel->rows,
 								  joinrel->reltarget->width, root->limit_tuples);
 	add_path(joinrel, (Path *)
-			 create_foreign_join_path(root, joinrel, NULL, joinrel->rows,
+			 afdw_join_path(root, joinrel, NULL, joinrel->rows,
 									  startup + extra, total + extra,
 									  root->query_pathkeys, NULL, NULL, NIL));
 }
@@ -313,12 +313,12 @@ afdw_add_merge_paths(PlannerInfo *root, RelOptInfo *rel, Cost read, Cost total)
 									 rel->reltarget->width, -1.0);
 		if (join)
 			add_path(rel, (Path *)
-					 create_foreign_join_path(root, rel, NULL, rel->rows,
+					 afdw_join_path(root, rel, NULL, rel->rows,
 											  read + sort, total + sort,
 											  pathkeys, NULL, NULL, NIL));
 		else
 			add_path(rel, (Path *)
-					 create_foreignscan_path(root, rel, NULL, rel->rows,
+					 afdw_scan_path(root, rel, NULL, rel->rows,
 											 read + sort, total + sort,
 											 pathkeys, rel->lateral_relids,
 											 NULL, NIL));
@@ -359,7 +359,7 @@ afdw_add_sorted_grouping_path(PlannerInfo *root, RelOptInfo *grouped,
 	extra = afdw_remote_sort_cost(root, root->sort_pathkeys, ngroups,
 								  grouped->reltarget->width, (double) limit);
 	add_path(grouped, (Path *)
-			 create_foreign_upper_path(root, grouped, grouped->reltarget,
+			 afdw_upper_path(root, grouped, grouped->reltarget,
 									   ngroups, startup + extra, total + extra,
 									   root->sort_pathkeys, NULL, NIL));
 }
@@ -418,7 +418,7 @@ limit_for(PlannerInfo *root, RelOptInfo *rel, Path *path, bool grouped,
 		!(read->reloptkind == RELOPT_BASEREL || read->reloptkind == RELOPT_JOINREL ||
 		  (!grouped && read->reloptkind == RELOPT_OTHER_JOINREL)) ||
 		!bms_equal(read->reloptkind == RELOPT_OTHER_JOINREL ?
-				   read->top_parent_relids : read->relids, root->all_baserels))
+				   read->top_parent_relids : read->relids, afdw_all_query_relids(root)))
 		return false;
 	if (grouped)
 	{
@@ -462,7 +462,7 @@ afdw_finish_remote_plan(PlannerInfo *root, RelOptInfo *rel, Path *path,
 	foreach(lc, path->pathkeys)
 	{
 		PathKey    *pk = (PathKey *) lfirst(lc);
-		bool		descending = (pk->pk_strategy == BTGreaterStrategyNumber);
+		bool		descending = (afdw_pathkey_descending(pk));
 
 		appendStringInfoString(&buf, first ? " ORDER BY " : ", ");
 		first = false;

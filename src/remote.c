@@ -54,7 +54,7 @@ static bool discard_copy_data(AfdwConn *entry, TimestampTz deadline);
 static void refuse_copy_in(AfdwConn *entry, ExecStatusType status);
 static void wait_writable(AfdwConn *conn, const char *sql);
 static void flush_copy(AfdwConn *conn, bool all, const char *sql);
-static void copy_failed(AfdwConn *conn, const char *sql) pg_attribute_noreturn();
+static afdw_noreturn void copy_failed(AfdwConn *conn, const char *sql);
 
 /*
  * afdw_send_query
@@ -258,7 +258,7 @@ wait_readable(AfdwConn *entry, long timeout)
 		}
 		ReleaseExternalFD();
 		ReleaseExternalFD();
-		set = CreateWaitEventSet(afdw_conn_cxt, 3);
+		set = afdw_create_wait_set(false, afdw_conn_cxt, 3);
 
 		AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
 		/* A single-user backend has no postmaster to watch. */
@@ -268,7 +268,10 @@ wait_readable(AfdwConn *entry, long timeout)
 		entry->waitset = set;
 		entry->waitset_sock = sock;
 	}
-	if (WaitEventSetWait(entry->waitset, timeout, &event, 1, PG_WAIT_EXTENSION) == 0)
+	if (WaitEventSetWait(entry->waitset, timeout, &event, 1,
+						 afdw_wait_event(entry->commit_pending ? AFDW_WAIT_COMMIT :
+										 entry->copy_in ? AFDW_WAIT_COPY_ROOM :
+										 AFDW_WAIT_RESULT)) == 0)
 		return WL_TIMEOUT;
 	return event.events;
 }

@@ -32,8 +32,8 @@
 
 static void drain_scan(void *arg);
 static uint64 result_bytes(PGresult *res);
-static void refuse_answer(AfdwScanState *st, PGresult *res,
-						  const char *detail) pg_attribute_noreturn();
+static afdw_noreturn void refuse_answer(AfdwScanState *st, PGresult *res,
+						  const char *detail);
 
 /*
  * afdw_clear_queue

@@ -98,7 +98,7 @@ afdw_scan_error_context(void *arg)
 	AfdwScanState *st = (AfdwScanState *) arg;
 	ForeignScan *plan = (ForeignScan *) st->node->ss.ps.plan;
 
-	if (st->computed && bms_num_members(plan->fs_relids) > 1)
+	if (st->computed && bms_num_members(afdw_scan_base_relids(plan)) > 1)
 		errcontext("remote scan: %s", afdw_scan_relations(plan));
 	else
 		errcontext("scan of foreign table \"%s\"",
@@ -160,24 +160,12 @@ afdw_set_phase(AfdwScanState *st, AfdwPhase phase)
  *		runs under.
  */
 static UserMapping *
-scan_user(ForeignScan *plan pg_attribute_unused(), EState *estate, Relation rel,
-		  Index rtindex)
+scan_user(ForeignScan *plan, EState *estate, Relation rel, Index rtindex)
 {
-	Oid			userid;
 	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
 
-	/*
-	 * PostgreSQL 16 moved the permission-checking user from the range table
-	 * entry to the plan; the guard keeps the code ready for it.
-	 */
-#if PG_VERSION_NUM >= 160000
-	userid = OidIsValid(plan->checkAsUser) ? plan->checkAsUser : GetUserId();
-#else
-	RangeTblEntry *rte = exec_rt_fetch(rtindex, estate);
-
-	userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
-#endif
-	return GetUserMapping(userid, table->serverid);
+	return GetUserMapping(afdw_plan_check_user(plan, estate, rtindex),
+						  table->serverid);
 }
 
 /*
@@ -437,7 +425,7 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 	}
 	else
 	{
-		rtindex = bms_next_member(plan->fs_relids, -1);
+		rtindex = bms_next_member(afdw_scan_base_relids(plan), -1);
 		st->computed = true;
 		st->rel = table_open(exec_rt_fetch(rtindex, estate)->relid, NoLock);
 		afdw_init_row_builder(&st->rb, node->ss.ss_ScanTupleSlot->tts_tupleDescriptor,

@@ -563,7 +563,8 @@ aggref_shippable(Aggref *agg, ShipContext *cxt)
  * The state of count, sum of small integers, min, max, bool_and, bool_or,
  * every and the bit aggregates is the aggregate's own result.  That of avg
  * of a small integer is the array {count, sum}.  That of sum and avg of
- * bigint is internal; its serial form, in PostgreSQL 15, is the count as
+ * bigint is internal; its serial form, the same in PostgreSQL 15, 17 and
+ * 18 (the aggregate tests check it on each), is the count as
  * int8send writes it followed by the sum as numeric_send writes it but
  * with four bytes for each of its four header fields (its number of
  * digits, weight, sign and scale) instead of two.  min and
@@ -626,11 +627,9 @@ afdw_partial_form(Aggref *agg)
 		case F_AVG_INT2:
 		case F_AVG_INT4:
 			return AFDW_PARTIAL_AVG_ARRAY;
-#if PG_VERSION_NUM >= 150000 && PG_VERSION_NUM < 160000
 		case F_SUM_INT8:
 		case F_AVG_INT8:
 			return AFDW_PARTIAL_INT8_STATE;
-#endif
 		default:
 			return AFDW_PARTIAL_NONE;
 	}
@@ -716,16 +715,17 @@ afdw_sort_key(RelOptInfo *baserel, PathKey *pk, bool *descending,
 {
 	AfdwRelInfo *fp = (AfdwRelInfo *) baserel->fdw_private;
 	EquivalenceClass *ec = pk->pk_eclass;
-	ListCell   *lc;
+	AfdwMemberIter iter;
+	EquivalenceMember *em;
 
 	if (ec->ec_has_volatile || !collation_ok(ec->ec_collation) ||
-		(pk->pk_strategy != BTLessStrategyNumber &&
-		 pk->pk_strategy != BTGreaterStrategyNumber))
+		(!afdw_pathkey_ascending(pk) &&
+		 !afdw_pathkey_descending(pk)))
 		return 0;
 
-	foreach(lc, ec->ec_members)
+	afdw_members_begin(&iter, ec, baserel->relids);
+	while ((em = afdw_members_next(&iter)) != NULL)
 	{
-		EquivalenceMember *em = (EquivalenceMember *) lfirst(lc);
 		Var		   *var = (Var *) em->em_expr;
 		TypeCacheEntry *tce;
 
@@ -749,7 +749,7 @@ afdw_sort_key(RelOptInfo *baserel, PathKey *pk, bool *descending,
 		if (!OidIsValid(tce->btree_opf) || tce->btree_opf != pk->pk_opfamily ||
 			!afdw_is_builtin(tce->btree_opf))
 			return 0;
-		*descending = (pk->pk_strategy == BTGreaterStrategyNumber);
+		*descending = (afdw_pathkey_descending(pk));
 		*nulls_first = pk->pk_nulls_first;
 		return var->varattno;
 	}

@@ -199,7 +199,7 @@ end_stream(AfdwScanState *st, bool abandoned)
 static bool
 binary_line(AfdwScanState *st, char *buf, int *len)
 {
-	static const char signature[11] = "PGCOPY\n\377\r\n\0";
+	static const char signature[] = "PGCOPY\n\377\r\n\0";
 	int16		n16;
 
 	if (st->header_pending)
@@ -208,7 +208,7 @@ binary_line(AfdwScanState *st, char *buf, int *len)
 		uint32		extlen;
 		int			hdrlen;
 
-		if (*len < 19 || memcmp(buf, signature, 11) != 0)
+		if (*len < 19 || memcmp(buf, signature, sizeof(signature) - 1) != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 					 errmsg("remote COPY of foreign table \"%s\" did not start with a binary COPY header",

@@ -137,9 +137,9 @@ static void forget_table(Datum arg, Oid relid);
 static void record_prepared(List *gids, List *entries);
 static bool wants_two_phase(List *writers);
 static void learn_can_prepare(List *writers);
-static void refuse_two_phase(AfdwConn *entry, const char *detail) pg_attribute_noreturn();
-static void report_prepare_error(PGresult *res, AfdwConn *entry,
-								 const char *sql) pg_attribute_noreturn();
+static afdw_noreturn void refuse_two_phase(AfdwConn *entry, const char *detail);
+static afdw_noreturn void report_prepare_error(PGresult *res, AfdwConn *entry,
+								 const char *sql);
 static void recover_server_caught(Oid serverid, const char *servername,
 								  RecordTable *tbl, bool dry_run, bool first,
 								  ReturnSetInfo *rsinfo);

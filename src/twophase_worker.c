@@ -192,7 +192,8 @@ afdw_recovery_launcher_main(Datum arg pg_attribute_unused())
 			events |= WL_TIMEOUT;
 		}
 
-		(void) WaitLatch(MyLatch, events, timeout, PG_WAIT_EXTENSION);
+		(void) WaitLatch(MyLatch, events, timeout,
+						 afdw_wait_event(AFDW_WAIT_RECOVERY));
 		ResetLatch(MyLatch);
 	}
 }
@@ -295,7 +296,7 @@ recover_database(RecoveryDb *db)
 		if (ShutdownRequestPending)
 			return false;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 AFDW_WORKER_POLL_MS, PG_WAIT_EXTENSION);
+						 AFDW_WORKER_POLL_MS, afdw_wait_event(AFDW_WAIT_RECOVERY));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}

@@ -375,7 +375,7 @@ afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 		output->reltarget->cost.per_tuple * ngroups;
 
 	add_path(output, (Path *)
-			 create_foreign_upper_path(root, output, output->reltarget, ngroups,
+			 afdw_upper_path(root, output, output->reltarget, ngroups,
 									   startup, total, NIL, NULL, NIL));
 	afdw_add_sorted_grouping_path(root, output, ngroups, startup, total);
 }

@@ -16,7 +16,7 @@ ANALYZE ex_keys;
 
 -- Without ANALYZE, or without VERBOSE, nothing new is shown.
 EXPLAIN (VERBOSE, COSTS OFF) SELECT sum(id), max(v) FROM (SELECT id, v FROM ft_exc OFFSET 0) s;
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT sum(id), max(v) FROM (SELECT id, v FROM ft_exc OFFSET 0) s;
+EXPLAIN (ANALYZE, BUFFERS OFF, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT sum(id), max(v) FROM (SELECT id, v FROM ft_exc OFFSET 0) s;
 
 -- The lines of an EXPLAIN (ANALYZE, VERBOSE) that match a pattern, for
 -- those whose other lines vary from run to run.
@@ -25,7 +25,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
   line text;
 BEGIN
-  FOR line IN EXECUTE 'EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || query LOOP
+  FOR line IN EXECUTE 'EXPLAIN (ANALYZE, BUFFERS OFF, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || query LOOP
     IF line ~ pattern THEN
       RETURN NEXT btrim(line);
     END IF;
@@ -38,8 +38,8 @@ $$;
 -- Bytes are those of the COPY data as received: text lines with their tabs
 -- and newline; binary rows with their field counts and lengths, and the
 -- binary header and trailer.
-EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT sum(id), max(v) FROM (SELECT id, v FROM ft_ex OFFSET 0) s;
-EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT sum(id), max(v) FROM (SELECT id, v FROM ft_ex OFFSET 0) s;
+EXPLAIN (ANALYZE, BUFFERS OFF, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT sum(id), max(v) FROM (SELECT id, v FROM ft_ex OFFSET 0) s;
+EXPLAIN (ANALYZE, BUFFERS OFF, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT sum(id), max(v) FROM (SELECT id, v FROM ft_ex OFFSET 0) s;
 -- The bytes of the text stream: 9 + 90 * 2 + 1 * 3 characters of ids and
 -- values, a tab and a newline per row.
 SELECT sum(length(id::text) + length(v) + 2) FROM remote.ex;
@@ -47,7 +47,7 @@ SELECT sum(length(id::text) + length(v) + 2) FROM remote.ex;
 -- A cursor of 15 rows a FETCH: the DECLARE with the first FETCH, then two
 -- FETCHes per message (sent ahead), until a short batch: 4 round trips.
 -- Bytes are those of the values received.
-EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT sum(id), max(v) FROM (SELECT id, v FROM ft_exc OFFSET 0) s;
+EXPLAIN (ANALYZE, BUFFERS OFF, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT sum(id), max(v) FROM (SELECT id, v FROM ft_exc OFFSET 0) s;
 SELECT sum(length(id::text) + length(v)) FROM remote.ex;
 
 SET enable_hashjoin = off;
@@ -56,12 +56,12 @@ SET enable_material = off;
 SET enable_memoize = off;
 -- Lookups of a nested loop: one EXECUTE of a prepared statement per
 -- rescan, a round trip each.
-EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+EXPLAIN (ANALYZE, BUFFERS OFF, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF)
   SELECT k, v FROM ex_keys JOIN ft_exc ON id = k;
 -- A lookup that returns more rows than fetch_size overflows the LIMIT of
 -- its EXECUTE (16 rows received for nothing): that run and the later ones
 -- use a cursor.
-EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+EXPLAIN (ANALYZE, BUFFERS OFF, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF)
   SELECT k, count(*) FROM ex_keys JOIN ft_exc ON grp = k - 1 GROUP BY k;
 -- A stream rescanned before its end (a subplan stops at the first match)
 -- is stopped, and the later runs use a cursor.  (How many rows had arrived
@@ -100,7 +100,7 @@ CREATE FOREIGN TABLE ex_part2 PARTITION OF ex_parts
 CREATE FOREIGN TABLE ex_part3 PARTITION OF ex_parts
   FOR VALUES WITH (MODULUS 4, REMAINDER 3) SERVER loopback_ex
   OPTIONS (schema_name 'remote', table_name 'ex', fetch_mode 'stream');
-EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+EXPLAIN (ANALYZE, BUFFERS OFF, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF)
   SELECT count(*), sum(id) FROM ex_parts;
 
 -- A stream whose connection another query needs (a function's, here, on
@@ -120,13 +120,13 @@ CREATE FOREIGN TABLE ft_ex1c (id int, grp int, v text) SERVER loopback_ex1
   OPTIONS (schema_name 'remote', table_name 'ex', fetch_mode 'cursor');
 CREATE FUNCTION ex_count() RETURNS bigint LANGUAGE sql AS
   'SELECT count(*) FROM ft_ex1c';
-EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+EXPLAIN (ANALYZE, BUFFERS OFF, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF)
   SELECT count(*) FROM ft_ex1 WHERE id % 50 = 1 + ex_count() * 0;
 DROP FUNCTION ex_count();
 DROP SERVER loopback_ex1 CASCADE;
 
 -- The other formats show each count as a number.
-EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON)
+EXPLAIN (ANALYZE, BUFFERS OFF, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON)
   SELECT sum(id), max(v) FROM (SELECT id, v FROM ft_exc OFFSET 0) s;
 
 -- With TIMING on, the time waited for the remote rows: here most of the
@@ -145,13 +145,13 @@ DECLARE
   current text;
 BEGIN
   IF fmt = 'json' THEN
-    EXECUTE 'EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON) ' || query INTO plan;
+    EXECUTE 'EXPLAIN (ANALYZE, BUFFERS OFF, VERBOSE, FORMAT JSON) ' || query INTO plan;
     scan := plan->0->'Plan'->'Plans'->0->>'Relation Name';
     wait_ms := (plan->0->'Plan'->'Plans'->0->>'Remote Wait Time')::numeric;
     RETURN NEXT;
     RETURN;
   END IF;
-  FOR line IN EXECUTE 'EXPLAIN (ANALYZE, VERBOSE) ' || query LOOP
+  FOR line IN EXECUTE 'EXPLAIN (ANALYZE, BUFFERS OFF, VERBOSE) ' || query LOOP
     IF line ~ 'Foreign Scan on' THEN
       current := substring(line FROM 'Foreign Scan on ([a-z0-9_.]+)');
     ELSIF line ~ 'Remote Wait:' THEN

@@ -57,7 +57,7 @@ SELECT count(*), min(id), max(id) FROM pt WHERE id > 180 AND id < 220;
 -- Pruned at run time, with a generic plan.
 SET plan_cache_mode = force_generic_plan;
 PREPARE pt_q(int) AS SELECT * FROM pt WHERE id = $1;
-EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF, TIMING OFF) EXECUTE pt_q(250);
+EXPLAIN (ANALYZE, BUFFERS OFF, COSTS OFF, SUMMARY OFF, TIMING OFF) EXECUTE pt_q(250);
 EXECUTE pt_q(250);
 EXECUTE pt_q(50);
 DEALLOCATE pt_q;
@@ -71,7 +71,7 @@ ANALYZE keys;
 SET enable_hashjoin = off;
 SET enable_mergejoin = off;
 SET enable_material = off;
-EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF, TIMING OFF)
+EXPLAIN (ANALYZE, BUFFERS OFF, COSTS OFF, SUMMARY OFF, TIMING OFF)
   SELECT * FROM keys, pt WHERE pt.id = keys.k;
 SELECT * FROM keys, pt WHERE pt.id = keys.k ORDER BY 1;
 RESET enable_hashjoin;

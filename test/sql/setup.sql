@@ -2,7 +2,9 @@
 -- setup: the extension, a loopback server and the objects later tests share
 --
 CREATE EXTENSION async_fdw;
-\dx async_fdw
+SELECT extname, extversion, extnamespace::regnamespace AS schema,
+       obj_description(oid, 'pg_extension') AS description
+  FROM pg_extension WHERE extname = 'async_fdw';
 SELECT fdwname, fdwhandler::regproc, fdwvalidator::regproc
   FROM pg_foreign_data_wrapper WHERE fdwname = 'async_fdw';
 

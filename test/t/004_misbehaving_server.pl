@@ -17,12 +17,15 @@ use Test::More;
 
 my $fake_log = "$PostgreSQL::Test::Utils::tmp_check/fake_pg.log";
 unlink $fake_log;
-my $fake = FakePg->new(log => $fake_log);
-my $fake_port = $fake->port;
-
 my $coord = PostgreSQL::Test::Cluster->new('coordinator');
 $coord->init;
 $coord->start;
+
+# The fake server reports the coordinator's major version: streams are
+# binary only between servers of one major version.
+my ($major) = $coord->safe_psql('postgres', 'SHOW server_version_num') =~ /^(\d+)\d{4}$/;
+my $fake = FakePg->new(log => $fake_log, server_version => "$major.4");
+my $fake_port = $fake->port;
 
 # One server per scenario (the fake reads it from dbname), and a table per
 # fetch mode.  The test runs as the bootstrap superuser: no password.

@@ -117,7 +117,8 @@ my %scenarios = (
 	explain_garbage => { explain => 'garbage' },
 );
 
-# FakePg->new(log => FILE): start a listener on a free loopback port.
+# FakePg->new(log => FILE [, server_version => 'M.m']): start a listener on a
+# free loopback port; its sessions report SERVER_VERSION (default 15.4).
 sub new
 {
 	my ($class, %params) = @_;
@@ -130,6 +131,7 @@ sub new
 	my $self = bless {
 		port => $listen->sockport,
 		log  => $params{log},
+		server_version => $params{server_version} // '15.4',
 		test_pid => $$,
 	}, $class;
 
@@ -362,7 +364,7 @@ sub run
 	my $encoding = $params{client_encoding} // 'UTF8';
 	my $reply = FakePg::msg('R', pack('N', 0));
 	my %ps = (
-		server_version => '15.4',
+		server_version => $self->{server}{server_version},
 		server_encoding => $encoding,
 		client_encoding => $encoding,
 		DateStyle => 'ISO, MDY',

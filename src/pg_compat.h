@@ -1,0 +1,307 @@
+/*-------------------------------------------------------------------------
+ *
+ * pg_compat.h
+ *		What differs between the PostgreSQL major versions async_fdw builds
+ *		against (15, 17 and 18), in one place.
+ *
+ * Every other file calls the names defined here and never tests
+ * PG_VERSION_NUM itself; a new major version changes this file only,
+ * unless the behaviour (not the spelling) of something changed.  Each
+ * definition names the version that changed the server's API.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef AFDW_PG_COMPAT_H
+#define AFDW_PG_COMPAT_H
+
+#include "access/stratnum.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/pathnodes.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "storage/latch.h"
+#include "utils/resowner.h"
+#include "utils/wait_event.h"
+
+#if PG_VERSION_NUM < 150000 || (PG_VERSION_NUM >= 160000 && PG_VERSION_NUM < 170000) || \
+	PG_VERSION_NUM >= 190000
+#error "async_fdw builds against PostgreSQL 15, 17 or 18"
+#endif
+
+#if PG_VERSION_NUM >= 170000
+#include "storage/procnumber.h"
+#endif
+#if PG_VERSION_NUM >= 180000
+#include "commands/explain_format.h"
+#include "commands/explain_state.h"
+#endif
+
+/*
+ * A function that never returns, written before its return type.  18
+ * replaced the attribute written after the parameters by this prefix.
+ */
+#ifdef pg_noreturn
+#define afdw_noreturn pg_noreturn
+#else
+#define afdw_noreturn pg_attribute_noreturn()
+#endif
+
+/*
+ * Paths of foreign scans, joins and upper relations.  17 added the
+ * restriction clauses a path of a join enforces (fdw_restrictinfo; async_fdw
+ * passes none: its join paths check their conditions in the remote query),
+ * 18 the count of disabled nodes under a path (none here: a remote path
+ * is never one a planner setting disabled).
+ */
+#if PG_VERSION_NUM >= 180000
+#define afdw_scan_path(root, rel, target, rows, startup, total, pathkeys, outer, epq, priv) \
+	create_foreignscan_path(root, rel, target, rows, 0, startup, total, pathkeys, outer, epq, NIL, priv)
+#define afdw_join_path(root, rel, target, rows, startup, total, pathkeys, outer, epq, priv) \
+	create_foreign_join_path(root, rel, target, rows, 0, startup, total, pathkeys, outer, epq, NIL, priv)
+#define afdw_upper_path(root, rel, target, rows, startup, total, pathkeys, epq, priv) \
+	create_foreign_upper_path(root, rel, target, rows, 0, startup, total, pathkeys, epq, NIL, priv)
+#elif PG_VERSION_NUM >= 170000
+#define afdw_scan_path(root, rel, target, rows, startup, total, pathkeys, outer, epq, priv) \
+	create_foreignscan_path(root, rel, target, rows, startup, total, pathkeys, outer, epq, NIL, priv)
+#define afdw_join_path(root, rel, target, rows, startup, total, pathkeys, outer, epq, priv) \
+	create_foreign_join_path(root, rel, target, rows, startup, total, pathkeys, outer, epq, NIL, priv)
+#define afdw_upper_path(root, rel, target, rows, startup, total, pathkeys, epq, priv) \
+	create_foreign_upper_path(root, rel, target, rows, startup, total, pathkeys, epq, NIL, priv)
+#else
+#define afdw_scan_path(root, rel, target, rows, startup, total, pathkeys, outer, epq, priv) \
+	create_foreignscan_path(root, rel, target, rows, startup, total, pathkeys, outer, epq, priv)
+#define afdw_join_path(root, rel, target, rows, startup, total, pathkeys, outer, epq, priv) \
+	create_foreign_join_path(root, rel, target, rows, startup, total, pathkeys, outer, epq, priv)
+#define afdw_upper_path(root, rel, target, rows, startup, total, pathkeys, epq, priv) \
+	create_foreign_upper_path(root, rel, target, rows, startup, total, pathkeys, epq, priv)
+#endif
+
+/*
+ * The cost of sorting ROWS rows of WIDTH bytes by PATHKEYS, at most BOUND
+ * of them kept (0: all), into SORT_PATH.  18 counts disabled input nodes.
+ */
+#if PG_VERSION_NUM >= 180000
+#define afdw_cost_sort(sort_path, root, pathkeys, rows, width, bound) \
+	cost_sort(sort_path, root, pathkeys, 0, 0.0, rows, width, 0.0, work_mem, bound)
+#else
+#define afdw_cost_sort(sort_path, root, pathkeys, rows, width, bound) \
+	cost_sort(sort_path, root, pathkeys, 0.0, rows, width, 0.0, work_mem, bound)
+#endif
+
+/*
+ * Take a lock of the lock manager's without waiting, as a session lock,
+ * without an error when shared memory runs out.  18 added whether a lock
+ * not granted is logged (log_lock_failures): never here, where not getting
+ * it is an answer, not a failure.
+ */
+#if PG_VERSION_NUM >= 180000
+#define afdw_try_session_lock(tag, mode) \
+	LockAcquireExtended(tag, mode, true, true, false, NULL, false)
+#else
+#define afdw_try_session_lock(tag, mode) \
+	LockAcquireExtended(tag, mode, true, true, false, NULL)
+#endif
+
+/*
+ * Pause for cost-based vacuum delay during ANALYZE's sampling.  18 tells
+ * whether the caller is ANALYZE.
+ */
+#if PG_VERSION_NUM >= 180000
+#define afdw_analyze_delay_point()	vacuum_delay_point(true)
+#else
+#define afdw_analyze_delay_point()	vacuum_delay_point()
+#endif
+
+/*
+ * Relation sets.  From 16 a join relation's relids (and a ForeignScan's
+ * fs_relids) also hold the range table indexes of the outer joins it
+ * computes, which name no table: afdw_base_relids gives its tables only,
+ * afdw_scan_base_relids the same for a plan, afdw_all_query_relids the
+ * relids of the join of the whole query's FROM.
+ */
+#if PG_VERSION_NUM >= 160000
+#define afdw_base_relids(root, rel) \
+	bms_difference((rel)->relids, (root)->outer_join_rels)
+#define afdw_scan_base_relids(plan)		((plan)->fs_base_relids)
+#define afdw_all_query_relids(root)		((root)->all_query_rels)
+#else
+#define afdw_base_relids(root, rel)		((rel)->relids)
+#define afdw_scan_base_relids(plan)		((plan)->fs_relids)
+#define afdw_all_query_relids(root)		((root)->all_baserels)
+#endif
+
+/*
+ * The relations a Var's value depends on, as an equivalence member of it
+ * lists them: its table, and from 16 the outer joins that can make it
+ * NULL (varnullingrels).
+ */
+#if PG_VERSION_NUM >= 160000
+#define afdw_var_relids(var) \
+	bms_add_members(bms_make_singleton((var)->varno), (var)->varnullingrels)
+#else
+#define afdw_var_relids(var)	bms_make_singleton((var)->varno)
+#endif
+
+/*
+ * The members of an equivalence class that may name the columns of a
+ * relation of RELIDS: its own members and those of the child relations
+ * among RELIDS (partitions).  18 keeps children's members apart from the
+ * class's list, behind an iterator.
+ */
+typedef struct AfdwMemberIter
+{
+#if PG_VERSION_NUM >= 180000
+	EquivalenceMemberIterator it;
+#else
+	List	   *members;
+	int			next;
+#endif
+} AfdwMemberIter;
+
+static inline void
+afdw_members_begin(AfdwMemberIter *iter, EquivalenceClass *ec, Relids relids)
+{
+#if PG_VERSION_NUM >= 180000
+	setup_eclass_member_iterator(&iter->it, ec, relids);
+#else
+	(void) relids;
+	iter->members = ec->ec_members;
+	iter->next = 0;
+#endif
+}
+
+static inline EquivalenceMember *
+afdw_members_next(AfdwMemberIter *iter)
+{
+#if PG_VERSION_NUM >= 180000
+	return eclass_member_iterator_next(&iter->it);
+#else
+	if (iter->next >= list_length(iter->members))
+		return NULL;
+	return (EquivalenceMember *) list_nth(iter->members, iter->next++);
+#endif
+}
+
+/*
+ * What a backend of async_fdw waits for, as pg_stat_activity shows it.
+ * From 17 each is a wait event of its own (wait_event_type Extension,
+ * wait_event the name below); before, all are the generic Extension.
+ */
+typedef enum AfdwWaitEvent
+{
+	AFDW_WAIT_CONNECT,			/* AsyncFdwConnect: a connection opening */
+	AFDW_WAIT_RESULT,			/* AsyncFdwGetResult: rows or a result */
+	AFDW_WAIT_COPY_ROOM,		/* AsyncFdwCopyRoom: a COPY's data accepted */
+	AFDW_WAIT_COMMIT,			/* AsyncFdwCommit: a remote commit's answer */
+	AFDW_WAIT_BUDGET,			/* AsyncFdwConnectionBudget: room to connect */
+	AFDW_WAIT_RECOVERY,			/* AsyncFdwRecovery: the worker's idle time */
+	AFDW_NUM_WAIT_EVENTS
+} AfdwWaitEvent;
+
+static inline uint32
+afdw_wait_event(AfdwWaitEvent what)
+{
+#if PG_VERSION_NUM >= 170000
+	static const char *const names[AFDW_NUM_WAIT_EVENTS] = {
+		"AsyncFdwConnect", "AsyncFdwGetResult", "AsyncFdwCopyRoom",
+		"AsyncFdwCommit", "AsyncFdwConnectionBudget", "AsyncFdwRecovery"
+	};
+	/* Registered on first use, one shared-memory lookup per name. */
+	static uint32 ids[AFDW_NUM_WAIT_EVENTS];
+
+	if (ids[what] == 0)
+		ids[what] = WaitEventExtensionNew(names[what]);
+	return ids[what];
+#else
+	(void) what;
+	return PG_WAIT_EXTENSION;
+#endif
+}
+
+/*
+ * The direction of a path key's sort.  18 replaced the btree strategy
+ * number by a generic comparison type.
+ */
+#if PG_VERSION_NUM >= 180000
+#define afdw_pathkey_ascending(pk)	((pk)->pk_cmptype == COMPARE_LT)
+#define afdw_pathkey_descending(pk)	((pk)->pk_cmptype == COMPARE_GT)
+#else
+#define afdw_pathkey_ascending(pk)	((pk)->pk_strategy == BTLessStrategyNumber)
+#define afdw_pathkey_descending(pk)	((pk)->pk_strategy == BTGreaterStrategyNumber)
+#endif
+
+/*
+ * This backend's slot among the server's regular backends, from 0 to
+ * MaxBackends - 1.  17 numbers processes from 0 (MyProcNumber); before,
+ * backend ids started at 1.
+ */
+#if PG_VERSION_NUM >= 170000
+#define afdw_backend_slot()		((int) MyProcNumber)
+#else
+#define afdw_backend_slot()		((int) MyBackendId - 1)
+#endif
+
+/*
+ * A wait event set.  A TRANSIENT one is freed by the caller before it
+ * returns, or by the error cleanup: in 15 through the current memory
+ * context (its kernel handle leaks then), from 17 through the current
+ * resource owner, which also closes the handle.  Otherwise it lives as
+ * long as the backend, in CXT (15) or in the top memory context (17).
+ */
+static inline WaitEventSet *
+afdw_create_wait_set(bool transient, MemoryContext cxt, int nevents)
+{
+#if PG_VERSION_NUM >= 170000
+	(void) cxt;
+	return CreateWaitEventSet(transient ? CurrentResourceOwner : NULL, nevents);
+#else
+	return CreateWaitEventSet(transient ? CurrentMemoryContext : cxt, nevents);
+#endif
+}
+
+/*
+ * The user whose user mapping a scan or direct modification of a foreign
+ * table uses: the view owner's when the table is read through a view, else
+ * the current user.  16 moved it from the range table entry to the plan.
+ */
+static inline Oid
+afdw_plan_check_user(ForeignScan *plan, EState *estate, Index rtindex)
+{
+	Oid			userid;
+
+#if PG_VERSION_NUM >= 160000
+	(void) estate;
+	(void) rtindex;
+	userid = plan->checkAsUser;
+#else
+	(void) plan;
+	userid = exec_rt_fetch(rtindex, estate)->checkAsUser;
+#endif
+	return OidIsValid(userid) ? userid : GetUserId();
+}
+
+/*
+ * The same for a table written through ModifyTable (INSERT, COPY, UPDATE
+ * and DELETE row by row): InvalidOid when no user is recorded (a COPY or
+ * a tuple routed to a partition of no range table entry).
+ */
+static inline Oid
+afdw_result_rel_check_user(ResultRelInfo *rinfo, EState *estate)
+{
+#if PG_VERSION_NUM >= 160000
+	if (rinfo->ri_RangeTableIndex == 0 && rinfo->ri_RootResultRelInfo == NULL)
+		return InvalidOid;
+	return ExecGetResultRelCheckAsUser(rinfo, estate);
+#else
+	Index		rti = rinfo->ri_RangeTableIndex;
+
+	if (rti == 0 && rinfo->ri_RootResultRelInfo != NULL)
+		rti = rinfo->ri_RootResultRelInfo->ri_RangeTableIndex;
+	if (rti == 0)
+		return InvalidOid;
+	return exec_rt_fetch(rti, estate)->checkAsUser;
+#endif
+}
+
+#endif							/* AFDW_PG_COMPAT_H */
