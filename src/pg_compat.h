@@ -193,7 +193,8 @@ typedef enum AfdwWaitEvent
 	AFDW_WAIT_CONNECT,			/* AsyncFdwConnect: a connection opening */
 	AFDW_WAIT_RESULT,			/* AsyncFdwGetResult: rows or a result */
 	AFDW_WAIT_COPY_ROOM,		/* AsyncFdwCopyRoom: a COPY's data accepted */
-	AFDW_WAIT_COMMIT,			/* AsyncFdwCommit: a remote commit's answer */
+	AFDW_WAIT_COMMIT,			/* AsyncFdwCommit: the answer to a remote
+								 * COMMIT, PREPARE or ROLLBACK */
 	AFDW_WAIT_BUDGET,			/* AsyncFdwConnectionBudget: room to connect */
 	AFDW_WAIT_RECOVERY,			/* AsyncFdwRecovery: the worker's idle time */
 	AFDW_NUM_WAIT_EVENTS

@@ -269,7 +269,9 @@ wait_readable(AfdwConn *entry, long timeout)
 		entry->waitset_sock = sock;
 	}
 	if (WaitEventSetWait(entry->waitset, timeout, &event, 1,
-						 afdw_wait_event(entry->commit_pending ? AFDW_WAIT_COMMIT :
+						 afdw_wait_event(entry->commit_pending ||
+										 entry->changing_xact_state ?
+										 AFDW_WAIT_COMMIT :
 										 entry->copy_in ? AFDW_WAIT_COPY_ROOM :
 										 AFDW_WAIT_RESULT)) == 0)
 		return WL_TIMEOUT;
