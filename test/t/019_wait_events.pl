@@ -1,4 +1,4 @@
-# test/t/017_wait_events.pl
+# test/t/019_wait_events.pl
 #   What pg_stat_activity shows for a backend that waits on a remote server:
 #   from PostgreSQL 17 on, a wait event of async_fdw's own per kind of wait
 #   (a result, a remote commit's answer); before 17, the generic Extension.
