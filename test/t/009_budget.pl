@@ -135,9 +135,12 @@ is($coord->safe_psql('postgres', $budget_sql), "other|100|0|0|0\ns|1|1|0|0",
 	'the function shows the one connection held');
 
 $waiter->query_until(qr/started/, "\\echo started\nSELECT count(*) FROM p2;\n");
+# PostgreSQL 17 and later name the wait (019_wait_events.pl shows the others).
+my $budget_wait = $coord->safe_psql('postgres', 'SHOW server_version_num') >= 170000
+  ? 'AsyncFdwConnectionBudget' : 'Extension';
 ok($coord->poll_query_until('postgres',
-	"SELECT wait_event_type = 'Extension' AND wait_event = 'Extension' FROM pg_stat_activity WHERE pid = $wpid"),
-	'a required connection waits for room, with wait event Extension');
+	"SELECT wait_event_type = 'Extension' AND wait_event = '$budget_wait' FROM pg_stat_activity WHERE pid = $wpid"),
+	"a required connection waits for room, with wait event $budget_wait");
 ok($coord->poll_query_until('postgres',
 	"SELECT waiting = 1 FROM async_fdw_connection_budget() WHERE server_name = 's'"),
 	'the function counts the waiter');
