@@ -792,6 +792,8 @@ afdwIterateDirectModify(ForeignScanState *node)
 	tuple = BuildTupleFromCStrings(st->attinmeta, st->values);
 	MemoryContextSwitchTo(oldcxt);
 	ExecForceStoreHeapTuple(tuple, slot, false);
+	/* A row of the table: its tableoid is the table's (RETURNING reads it). */
+	slot->tts_tableOid = RelationGetRelid(st->rel);
 	rinfo->ri_projectReturning->pi_exprContext->ecxt_scantuple = slot;
 
 	/*
@@ -808,6 +810,12 @@ afdwIterateDirectModify(ForeignScanState *node)
 		MemoryContextSwitchTo(oldcxt);
 		slot = node->ss.ss_ScanTupleSlot;
 		ExecForceStoreHeapTuple(tuple, slot, false);
+		/*
+		 * The slot the scan returns stands for the target's row too: it
+		 * carries the target's tableoid (PostgreSQL 18 reads RETURNING's
+		 * tableoid of a remote join's target there).
+		 */
+		slot->tts_tableOid = RelationGetRelid(st->rel);
 	}
 	st->next_row++;
 	error_context_stack = errcb.previous;
