@@ -48,8 +48,11 @@ enum AfdwScanPrivate
 	AFDW_PRIVATE_STREAM,		/* Boolean: stream with COPY */
 	AFDW_PRIVATE_OUTER_ORDER,	/* String: ORDER BY of a binary stream's
 								 * wrapper ("" for none) */
-	AFDW_PRIVATE_RELATIONS		/* String: what a remote join or aggregate
+	AFDW_PRIVATE_RELATIONS,		/* String: what a remote join or aggregate
 								 * reads, for EXPLAIN ("" for a scan) */
+	AFDW_PRIVATE_OWN_LIMIT		/* Boolean, present only when true: the
+								 * remote SELECT has the query's LIMIT
+								 * (ordered.c, afdw_add_final_path) */
 };
 
 void		_PG_init(void);
@@ -522,6 +525,7 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	bool		stream;
 	char	   *outer_order = "";
 	int64		limit;
+	ForeignScan *scan;
 
 	/* The remote aggregate of a grouping relation (upper.c), a join. */
 	if (fp->input_rel != NULL)
@@ -573,7 +577,13 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 		outer_order = afdw_deparse_order_by(&sql, baserel, rel,
 											best_path->path.pathkeys,
 											retrieved_attrs);
-	if (limit_to_send(root, baserel, best_path, local_exprs, params, &limit))
+	if (afdw_is_final_path(&best_path->path))
+	{
+		if (local_exprs != NIL)
+			elog(ERROR, "the LIMIT of a scan with local conditions cannot be sent");
+		afdw_deparse_limit(&sql, root, baserel, rel, &params);
+	}
+	else if (limit_to_send(root, baserel, best_path, local_exprs, params, &limit))
 		appendStringInfo(&sql, " LIMIT " INT64_FORMAT, limit);
 	table_close(rel, NoLock);
 
@@ -586,11 +596,14 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	if (afdw_deparse_locking_clause(&sql, root, baserel))
 		stream = false;
 
-	return make_foreignscan(tlist, local_exprs, baserel->relid, params,
+	scan = make_foreignscan(tlist, local_exprs, baserel->relid, params,
 							afdw_make_scan_private(sql.data, retrieved_attrs,
 												   fp->fetch_size, stream,
 												   outer_order, ""),
 							NIL, remote_exprs, outer_plan);
+	if (afdw_is_final_path(&best_path->path))
+		afdw_mark_own_limit(scan);
+	return scan;
 }
 
 /*
@@ -606,6 +619,30 @@ afdw_make_scan_private(const char *sql, List *retrieved_attrs, int fetch_size,
 							  makeInteger(fetch_size), makeBoolean(stream),
 							  makeString(pstrdup(outer_order))),
 				   makeString(pstrdup(relations)));
+}
+
+/*
+ * afdw_mark_own_limit
+ *		Note in SCAN's fdw_private that its remote SELECT ends with the
+ *		query's LIMIT, so that no other LIMIT is appended to it (a prepared
+ *		statement's, request.c).
+ */
+void
+afdw_mark_own_limit(ForeignScan *scan)
+{
+	Assert(list_length(scan->fdw_private) == AFDW_PRIVATE_OWN_LIMIT);
+	scan->fdw_private = lappend(scan->fdw_private, makeBoolean(true));
+}
+
+/*
+ * afdw_scan_has_own_limit
+ *		True if the remote SELECT of PLAN ends with the query's LIMIT.
+ */
+bool
+afdw_scan_has_own_limit(ForeignScan *plan)
+{
+	return list_length(plan->fdw_private) > AFDW_PRIVATE_OWN_LIMIT &&
+		boolVal(list_nth(plan->fdw_private, AFDW_PRIVATE_OWN_LIMIT));
 }
 
 /*

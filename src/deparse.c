@@ -225,6 +225,33 @@ afdw_deparse_order_by(StringInfo buf, RelOptInfo *baserel, Relation rel,
 }
 
 /*
+ * afdw_deparse_limit
+ *		Append to BUF, the remote SELECT of REL (the foreign table FREL, or
+ *		NULL), the LIMIT and OFFSET of ROOT's query, each a constant or a
+ *		parameter (added to *PARAMS, sent as a value).
+ */
+void
+afdw_deparse_limit(StringInfo buf, PlannerInfo *root, RelOptInfo *rel,
+				   Relation frel, List **params)
+{
+	Query	   *parse = root->parse;
+	DeparseContext cxt;
+
+	init_context(&cxt, buf, root, rel, frel, params);
+	if (parse->limitCount != NULL)
+	{
+		appendStringInfoString(buf, " LIMIT ");
+		afdw_deparse_expr((Expr *) parse->limitCount, &cxt);
+	}
+	if (parse->limitOffset != NULL)
+	{
+		appendStringInfoString(buf, " OFFSET ");
+		afdw_deparse_expr((Expr *) parse->limitOffset, &cxt);
+	}
+	end_context(&cxt);
+}
+
+/*
  * afdw_deparse_type_check
  *		Append to BUF a remote query that returns true when every column
  *		of REL with a built-in type has exactly that type remotely too

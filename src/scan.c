@@ -446,7 +446,8 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 	}
 
 	st->nparams = list_length(plan->fdw_exprs);
-	st->may_prepare = (st->nparams > 0);
+	/* A prepared statement's LIMIT would be a second one. */
+	st->may_prepare = (st->nparams > 0 && !afdw_scan_has_own_limit(plan));
 	if (st->nparams > 0)
 	{
 		st->param_exprs = ExecInitExprList(plan->fdw_exprs, (PlanState *) node);
