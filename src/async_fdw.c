@@ -355,7 +355,8 @@ ec_member_is_column(PlannerInfo *root pg_attribute_unused(), RelOptInfo *rel,
 /*
  * sortable
  *		True if the remote server can order BASEREL's rows by every path key
- *		of PATHKEYS (afdw_sort_key).
+ *		of PATHKEYS (afdw_sort_key) that is not a constant of its rows
+ *		(afdw_constant_key: a UNION ALL branch's 1 AS type, not sent).
  */
 static bool
 sortable(RelOptInfo *baserel, List *pathkeys)
@@ -367,7 +368,8 @@ sortable(RelOptInfo *baserel, List *pathkeys)
 		bool		descending;
 		bool		nulls_first;
 
-		if (afdw_sort_key(baserel, (PathKey *) lfirst(lc), &descending,
+		if (!afdw_constant_key(baserel, (PathKey *) lfirst(lc)) &&
+			afdw_sort_key(baserel, (PathKey *) lfirst(lc), &descending,
 						  &nulls_first) == 0)
 			return false;
 	}
@@ -405,15 +407,27 @@ afdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 	 */
 	if (root->query_pathkeys != NIL && sortable(baserel, root->query_pathkeys))
 	{
-		Cost		sort = afdw_remote_sort_cost(root, root->query_pathkeys,
-												 baserel->rows,
-												 baserel->reltarget->width,
-												 root->limit_tuples);
+		List	   *sent = NIL;
+		Cost		read = 0;
+		Cost		sort = 0;
 
+		foreach(lc, root->query_pathkeys)
+		{
+			if (!afdw_constant_key(baserel, (PathKey *) lfirst(lc)))
+				sent = lappend(sent, lfirst(lc));
+		}
+		/* With nothing to sort, the rows come as the unsorted path's. */
+		if (sent != NIL)
+		{
+			read = remote_read_cost(baserel, fp);
+			sort = afdw_remote_sort_cost(root, sent, baserel->rows,
+										 baserel->reltarget->width,
+										 root->limit_tuples);
+		}
 		add_path(baserel, (Path *)
 				 create_foreignscan_path(root, baserel, NULL, baserel->rows,
-										 startup + remote_read_cost(baserel, fp) + sort,
-										 total + sort, root->query_pathkeys,
+										 startup + read + sort, total + sort,
+										 root->query_pathkeys,
 										 baserel->lateral_relids, NULL, NIL));
 	}
 	/* Orders a merge join could use (with remote estimates only). */

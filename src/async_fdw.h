@@ -385,6 +385,8 @@ extern bool afdw_is_shippable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr
 extern Expr *afdw_case_when_value(CaseWhen *cw);
 extern AttrNumber afdw_sort_key(RelOptInfo *baserel, PathKey *pk,
 								bool *descending, bool *nulls_first);
+extern Oid	afdw_sort_operator(RelOptInfo *baserel, PathKey *pk, Oid type);
+extern bool afdw_constant_key(RelOptInfo *rel, PathKey *pk);
 extern void afdw_classify_conditions(PlannerInfo *root, RelOptInfo *baserel,
 									 List *conds, List **remote, List **local);
 extern bool afdw_is_shippable_grouped(PlannerInfo *root, RelOptInfo *baserel,

@@ -78,7 +78,8 @@ DEALLOCATE ob_lim;
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id, a FROM ob ORDER BY a + 1, id LIMIT 5;
 
 -- Sorted locally: a column with a collation other than the default, an
--- expression, an operator other than the type's default ones.
+-- expression.  An operator other than the type's default ones, built in
+-- (or of a listed extension: final_limit.sql), is sent with USING.
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id, c FROM ob ORDER BY c, id;
 SELECT rows_in_order('SELECT id, c FROM ob ORDER BY c, id', 'SELECT id, c FROM ob_local ORDER BY c COLLATE "C", id');
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id, a FROM ob ORDER BY a + 1, id;
