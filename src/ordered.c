@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * ordered.c
- *		ORDER BY and LIMIT of remote joins and remote aggregates.
+ *		ORDER BY and LIMIT of remote joins and remote aggregates, and the
+ *		LIMIT of the final stage.
  *
  * A remote join (join.c) is offered sorted in the query's order when the
  * remote server sorts each key exactly as the local one would: a plain
@@ -17,15 +18,21 @@
  * remote sort costs what a local sort of the same rows would, but it ends
  * before the first row is sent (afdw_remote_sort_cost).
  *
- * The LIMIT (plus the OFFSET) of the query follows when nothing between
- * the remote query and the local Limit can drop rows or change their
- * order: the join reads every table of the query, or the aggregate is the
- * query's whole work (no DISTINCT, window function or set-returning
- * function after it), and the rows come in the query's order if it has
- * one.  The local Limit stays; the remote one only spares rows that would
- * be thrown away.  Not with WITH TIES, a LIMIT that is not a constant,
- * row locks or parameters in the remote query, as for a foreign table's
- * scan (async_fdw.c).
+ * When the LIMIT and OFFSET are all the query has left to do after a
+ * foreign table's scan, a remote join or a remote aggregate, the final
+ * stage of the planning (UPPERREL_FINAL) gets that scan with the LIMIT
+ * and OFFSET in its remote query, as written (constants or parameters),
+ * in place of the local Limit node (afdw_add_final_path): a UNION branch
+ * with a LIMIT then stays a plain Foreign Scan, asynchronous under the
+ * Append.  Otherwise the LIMIT (plus the OFFSET) still follows when
+ * nothing between the remote query and the local Limit can drop rows or
+ * change their order: the join reads every table of the query, or the
+ * aggregate is the query's whole work (no DISTINCT, window function or
+ * set-returning function after it), and the rows come in the query's
+ * order if it has one.  The local Limit then stays; the remote one only
+ * spares rows that would be thrown away.  Not with WITH TIES, a LIMIT
+ * that is not a constant, row locks or parameters in the remote query, as
+ * for a foreign table's scan (async_fdw.c).
  *
  * Neighbours: join.c, upper.c and async_fdw.c add the unsorted paths and
  * call here for the sorted ones (a foreign table's sort keys are
