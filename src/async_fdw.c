@@ -50,9 +50,10 @@ enum AfdwScanPrivate
 								 * wrapper ("" for none) */
 	AFDW_PRIVATE_RELATIONS,		/* String: what a remote join or aggregate
 								 * reads, for EXPLAIN ("" for a scan) */
-	AFDW_PRIVATE_OWN_LIMIT		/* Boolean, present only when true: the
-								 * remote SELECT has the query's LIMIT
-								 * (ordered.c, afdw_add_final_path) */
+	AFDW_PRIVATE_OWN_LIMIT		/* Integer, present only when the remote
+								 * SELECT has the query's LIMIT (ordered.c,
+								 * afdw_add_final_path): the most rows it
+								 * returns, or -1 when not known */
 };
 
 void		_PG_init(void);
@@ -616,7 +617,7 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 												   outer_order, ""),
 							NIL, remote_exprs, outer_plan);
 	if (afdw_is_final_path(&best_path->path))
-		afdw_mark_own_limit(scan);
+		afdw_mark_own_limit(root, scan);
 	return scan;
 }
 
@@ -638,25 +639,42 @@ afdw_make_scan_private(const char *sql, List *retrieved_attrs, int fetch_size,
 /*
  * afdw_mark_own_limit
  *		Note in SCAN's fdw_private that its remote SELECT ends with the
- *		query's LIMIT, so that no other LIMIT is appended to it (a prepared
- *		statement's, request.c).
+ *		LIMIT and OFFSET of ROOT's query, and how many rows that lets it
+ *		return at most, when both are constants: no other LIMIT may be
+ *		appended to it (a prepared statement's, request.c).
  */
 void
-afdw_mark_own_limit(ForeignScan *scan)
+afdw_mark_own_limit(PlannerInfo *root, ForeignScan *scan)
 {
+	Const	   *count = (Const *) root->parse->limitCount;
+	Const	   *offset = (Const *) root->parse->limitOffset;
+	int64		bound = -1;
+
+	if (count != NULL && IsA(count, Const) && !count->constisnull &&
+		(offset == NULL || IsA(offset, Const)))
+	{
+		bound = DatumGetInt64(count->constvalue);
+		if (offset != NULL && !offset->constisnull)
+			bound += DatumGetInt64(offset->constvalue);
+		if (bound < 0 || bound > PG_INT32_MAX)
+			bound = -1;
+	}
 	Assert(list_length(scan->fdw_private) == AFDW_PRIVATE_OWN_LIMIT);
-	scan->fdw_private = lappend(scan->fdw_private, makeBoolean(true));
+	scan->fdw_private = lappend(scan->fdw_private, makeInteger((int) bound));
 }
 
 /*
- * afdw_scan_has_own_limit
- *		True if the remote SELECT of PLAN ends with the query's LIMIT.
+ * afdw_scan_own_limit
+ *		True if the remote SELECT of PLAN ends with the query's LIMIT; then
+ *		*BOUND is the most rows it returns, or -1 when not known.
  */
 bool
-afdw_scan_has_own_limit(ForeignScan *plan)
+afdw_scan_own_limit(ForeignScan *plan, int *bound)
 {
-	return list_length(plan->fdw_private) > AFDW_PRIVATE_OWN_LIMIT &&
-		boolVal(list_nth(plan->fdw_private, AFDW_PRIVATE_OWN_LIMIT));
+	if (list_length(plan->fdw_private) <= AFDW_PRIVATE_OWN_LIMIT)
+		return false;
+	*bound = intVal(list_nth(plan->fdw_private, AFDW_PRIVATE_OWN_LIMIT));
+	return true;
 }
 
 /*

@@ -198,8 +198,8 @@ extern List *afdw_make_scan_private(const char *sql, List *retrieved_attrs,
 									const char *outer_order,
 									const char *relations);
 extern const char *afdw_scan_relations(ForeignScan *plan);
-extern void afdw_mark_own_limit(ForeignScan *scan);
-extern bool afdw_scan_has_own_limit(ForeignScan *plan);
+extern void afdw_mark_own_limit(PlannerInfo *root, ForeignScan *scan);
+extern bool afdw_scan_own_limit(ForeignScan *plan, int *bound);
 extern void afdw_scan_private(ForeignScan *plan, char **sql,
 							  List **retrieved_attrs, int *fetch_size,
 							  bool *stream, char **outer_order);

@@ -499,7 +499,7 @@ afdw_finish_remote_plan(PlannerInfo *root, RelOptInfo *rel, Path *path,
 	if (buf.len != (int) strlen(strVal(sql)))
 		linitial(scan->fdw_private) = makeString(buf.data);
 	if (afdw_is_final_path(path))
-		afdw_mark_own_limit(scan);
+		afdw_mark_own_limit(root, scan);
 	return scan;
 }
 

@@ -86,6 +86,28 @@ EXECUTE fl_par(0, 0, 0);
 RESET plan_cache_mode;
 DEALLOCATE fl_par;
 
+-- A correlated subquery's scan, rerun with each outer row's value: run as
+-- a statement prepared with its own LIMIT when that keeps it within
+-- fetch_size rows, as a cursor otherwise; the rows are the same.
+CREATE VIEW remote.fl1_q AS SELECT f.*, current_query() AS q FROM remote.fl1 f;
+CREATE FOREIGN TABLE fl1_q (a int, b int, c text, q text)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'fl1_q', fetch_size '5');
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT k, (SELECT q FROM fl1_q WHERE b = k ORDER BY a DESC LIMIT 1 OFFSET 2) FROM generate_series(1, 3) k;
+SELECT k, (SELECT a FROM fl1_q WHERE b = k ORDER BY a DESC LIMIT 1 OFFSET 2),
+       (SELECT regexp_replace(regexp_replace(q, '^.*?(PREPARE|EXECUTE|DECLARE)', '\1'), 'afdw_s\d+', 'afdw_sN', 'g')
+          FROM fl1_q WHERE b = k ORDER BY a DESC LIMIT 1 OFFSET 2) AS remote_query
+  FROM generate_series(1, 3) k ORDER BY k;
+SELECT k, (SELECT a FROM fl1_local WHERE b = k ORDER BY a DESC LIMIT 1 OFFSET 2)
+  FROM generate_series(1, 3) k ORDER BY k;
+SELECT k, (SELECT sum(a) FROM (SELECT a FROM fl1_q WHERE b = k ORDER BY a LIMIT 12) s),
+       (SELECT bool_and(q LIKE '%DECLARE%') FROM (SELECT q FROM fl1_q WHERE b = k ORDER BY a LIMIT 12) s) AS cursor
+  FROM generate_series(1, 3) k ORDER BY k;
+SELECT k, (SELECT sum(a) FROM (SELECT a FROM fl1_local WHERE b = k ORDER BY a LIMIT 12) s)
+  FROM generate_series(1, 3) k ORDER BY k;
+DROP FOREIGN TABLE fl1_q;
+DROP VIEW remote.fl1_q;
+
 -- 4. A remote join and a remote aggregate as UNION branches: sent whole,
 -- with their ORDER BY and LIMIT, asynchronous too.
 EXPLAIN (VERBOSE, COSTS OFF)
