@@ -707,10 +707,10 @@ afdw_classify_conditions(PlannerInfo *root, RelOptInfo *baserel, List *conds,
  *
  * Only a plain column of a built-in type counts, one the scan reads,
  * ordered by its type's default built-in operator class, or by an
- * operator of an operator family of a listed extension (ORDER BY c USING
- * <^, afdw_sort_operator), and in the default collation (or none): the
- * remote server then sorts it with the same operator as the local one,
- * whatever else it has.  An expression is sorted locally.
+ * operator of another family, built in or of a listed extension (ORDER BY
+ * t USING ~<~, afdw_sort_operator), and in the default collation (or
+ * none): the remote server then sorts it with the same operator as the
+ * local one, whatever else it has.  An expression is sorted locally.
  */
 AttrNumber
 afdw_sort_key(RelOptInfo *baserel, PathKey *pk, bool *descending,
@@ -765,10 +765,10 @@ afdw_sort_key(RelOptInfo *baserel, PathKey *pk, bool *descending,
  *		The operator by which the remote server must order the values of
  *		TYPE, a column of BASEREL, for path key PK, written with USING:
  *		that of PK's operator family when it is not TYPE's default btree
- *		family but belongs to an extension of the server's extensions
- *		option, as the operator does, with an immutable function;
- *		InvalidOid otherwise (the type's default order: ASC or DESC, or an
- *		order that cannot be sent).
+ *		family but is built in or belongs to an extension of the server's
+ *		extensions option, as the operator does, with an immutable
+ *		function; InvalidOid otherwise (the type's default order: ASC or
+ *		DESC, or an order that cannot be sent).
  */
 Oid
 afdw_sort_operator(RelOptInfo *baserel, PathKey *pk, Oid type)
