@@ -541,9 +541,12 @@ final_input_ok(RelOptInfo *rel)
 	if (fp->input_rel != NULL)
 		return rel->reloptkind == RELOPT_UPPER_REL && !fp->partial &&
 			fp->local_having == NIL;
+	/* Rows a local condition drops would not count toward the LIMIT. */
+	if (fp->local_conds != NIL)
+		return false;
 	if (fp->outer_rel != NULL)
 		return rel->reloptkind == RELOPT_JOINREL;
-	return rel->reloptkind == RELOPT_BASEREL && fp->local_conds == NIL;
+	return rel->reloptkind == RELOPT_BASEREL;
 }
 
 /*
