@@ -48,8 +48,12 @@ enum AfdwScanPrivate
 	AFDW_PRIVATE_STREAM,		/* Boolean: stream with COPY */
 	AFDW_PRIVATE_OUTER_ORDER,	/* String: ORDER BY of a binary stream's
 								 * wrapper ("" for none) */
-	AFDW_PRIVATE_RELATIONS		/* String: what a remote join or aggregate
+	AFDW_PRIVATE_RELATIONS,		/* String: what a remote join or aggregate
 								 * reads, for EXPLAIN ("" for a scan) */
+	AFDW_PRIVATE_OWN_LIMIT		/* Integer, present only when the remote
+								 * SELECT has the query's LIMIT (ordered.c,
+								 * afdw_add_final_path): the most rows it
+								 * returns, or -1 when not known */
 };
 
 void		_PG_init(void);
@@ -352,7 +356,8 @@ ec_member_is_column(PlannerInfo *root pg_attribute_unused(), RelOptInfo *rel,
 /*
  * sortable
  *		True if the remote server can order BASEREL's rows by every path key
- *		of PATHKEYS (afdw_sort_key).
+ *		of PATHKEYS (afdw_sort_key) that is not a constant of its rows
+ *		(afdw_constant_key: a UNION ALL branch's 1 AS type, not sent).
  */
 static bool
 sortable(RelOptInfo *baserel, List *pathkeys)
@@ -364,7 +369,8 @@ sortable(RelOptInfo *baserel, List *pathkeys)
 		bool		descending;
 		bool		nulls_first;
 
-		if (afdw_sort_key(baserel, (PathKey *) lfirst(lc), &descending,
+		if (!afdw_constant_key(baserel, (PathKey *) lfirst(lc)) &&
+			afdw_sort_key(baserel, (PathKey *) lfirst(lc), &descending,
 						  &nulls_first) == 0)
 			return false;
 	}
@@ -402,16 +408,28 @@ afdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 	 */
 	if (root->query_pathkeys != NIL && sortable(baserel, root->query_pathkeys))
 	{
-		Cost		sort = afdw_remote_sort_cost(root, root->query_pathkeys,
-												 baserel->rows,
-												 baserel->reltarget->width,
-												 root->limit_tuples);
+		List	   *sent = NIL;
+		Cost		read = 0;
+		Cost		sort = 0;
 
+		foreach(lc, root->query_pathkeys)
+		{
+			if (!afdw_constant_key(baserel, (PathKey *) lfirst(lc)))
+				sent = lappend(sent, lfirst(lc));
+		}
+		/* With nothing to sort, the rows come as the unsorted path's. */
+		if (sent != NIL)
+		{
+			read = remote_read_cost(baserel, fp);
+			sort = afdw_remote_sort_cost(root, sent, baserel->rows,
+										 baserel->reltarget->width,
+										 root->limit_tuples);
+		}
 		add_path(baserel, (Path *)
 				 afdw_scan_path(root, baserel, NULL, baserel->rows,
-										 startup + remote_read_cost(baserel, fp) + sort,
-										 total + sort, root->query_pathkeys,
-										 baserel->lateral_relids, NULL, NIL));
+								startup + read + sort, total + sort,
+								root->query_pathkeys,
+								baserel->lateral_relids, NULL, NIL));
 	}
 	/* Orders a merge join could use (with remote estimates only). */
 	afdw_add_merge_paths(root, baserel, startup + remote_read_cost(baserel, fp),
@@ -522,6 +540,7 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	bool		stream;
 	char	   *outer_order = "";
 	int64		limit;
+	ForeignScan *scan;
 
 	/* The remote aggregate of a grouping relation (upper.c), a join. */
 	if (fp->input_rel != NULL)
@@ -573,7 +592,13 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 		outer_order = afdw_deparse_order_by(&sql, baserel, rel,
 											best_path->path.pathkeys,
 											retrieved_attrs);
-	if (limit_to_send(root, baserel, best_path, local_exprs, params, &limit))
+	if (afdw_is_final_path(&best_path->path))
+	{
+		if (local_exprs != NIL)
+			elog(ERROR, "the LIMIT of a scan with local conditions cannot be sent");
+		afdw_deparse_limit(&sql, root, baserel, rel, &params);
+	}
+	else if (limit_to_send(root, baserel, best_path, local_exprs, params, &limit))
 		appendStringInfo(&sql, " LIMIT " INT64_FORMAT, limit);
 	table_close(rel, NoLock);
 
@@ -586,11 +611,14 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	if (afdw_deparse_locking_clause(&sql, root, baserel))
 		stream = false;
 
-	return make_foreignscan(tlist, local_exprs, baserel->relid, params,
+	scan = make_foreignscan(tlist, local_exprs, baserel->relid, params,
 							afdw_make_scan_private(sql.data, retrieved_attrs,
 												   fp->fetch_size, stream,
 												   outer_order, ""),
 							NIL, remote_exprs, outer_plan);
+	if (afdw_is_final_path(&best_path->path))
+		afdw_mark_own_limit(root, scan);
+	return scan;
 }
 
 /*
@@ -606,6 +634,47 @@ afdw_make_scan_private(const char *sql, List *retrieved_attrs, int fetch_size,
 							  makeInteger(fetch_size), makeBoolean(stream),
 							  makeString(pstrdup(outer_order))),
 				   makeString(pstrdup(relations)));
+}
+
+/*
+ * afdw_mark_own_limit
+ *		Note in SCAN's fdw_private that its remote SELECT ends with the
+ *		LIMIT and OFFSET of ROOT's query, and how many rows that lets it
+ *		return at most, when both are constants: no other LIMIT may be
+ *		appended to it (a prepared statement's, request.c).
+ */
+void
+afdw_mark_own_limit(PlannerInfo *root, ForeignScan *scan)
+{
+	Const	   *count = (Const *) root->parse->limitCount;
+	Const	   *offset = (Const *) root->parse->limitOffset;
+	int64		bound = -1;
+
+	if (count != NULL && IsA(count, Const) && !count->constisnull &&
+		(offset == NULL || IsA(offset, Const)))
+	{
+		bound = DatumGetInt64(count->constvalue);
+		if (offset != NULL && !offset->constisnull)
+			bound += DatumGetInt64(offset->constvalue);
+		if (bound < 0 || bound > PG_INT32_MAX)
+			bound = -1;
+	}
+	Assert(list_length(scan->fdw_private) == AFDW_PRIVATE_OWN_LIMIT);
+	scan->fdw_private = lappend(scan->fdw_private, makeInteger((int) bound));
+}
+
+/*
+ * afdw_scan_own_limit
+ *		True if the remote SELECT of PLAN ends with the query's LIMIT; then
+ *		*BOUND is the most rows it returns, or -1 when not known.
+ */
+bool
+afdw_scan_own_limit(ForeignScan *plan, int *bound)
+{
+	if (list_length(plan->fdw_private) <= AFDW_PRIVATE_OWN_LIMIT)
+		return false;
+	*bound = intVal(list_nth(plan->fdw_private, AFDW_PRIVATE_OWN_LIMIT));
+	return true;
 }
 
 /*

@@ -200,6 +200,8 @@ extern List *afdw_make_scan_private(const char *sql, List *retrieved_attrs,
 									const char *outer_order,
 									const char *relations);
 extern const char *afdw_scan_relations(ForeignScan *plan);
+extern void afdw_mark_own_limit(PlannerInfo *root, ForeignScan *scan);
+extern bool afdw_scan_own_limit(ForeignScan *plan, int *bound);
 extern void afdw_scan_private(ForeignScan *plan, char **sql,
 							  List **retrieved_attrs, int *fetch_size,
 							  bool *stream, char **outer_order);
@@ -385,6 +387,8 @@ extern bool afdw_is_shippable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr
 extern Expr *afdw_case_when_value(CaseWhen *cw);
 extern AttrNumber afdw_sort_key(RelOptInfo *baserel, PathKey *pk,
 								bool *descending, bool *nulls_first);
+extern Oid	afdw_sort_operator(RelOptInfo *baserel, PathKey *pk, Oid type);
+extern bool afdw_constant_key(RelOptInfo *rel, PathKey *pk);
 extern void afdw_classify_conditions(PlannerInfo *root, RelOptInfo *baserel,
 									 List *conds, List **remote, List **local);
 extern bool afdw_is_shippable_grouped(PlannerInfo *root, RelOptInfo *baserel,
@@ -428,6 +432,8 @@ extern void afdw_deparse_relation(StringInfo buf, Relation rel);
 extern char *afdw_deparse_order_by(StringInfo buf, RelOptInfo *baserel,
 								   Relation rel, List *pathkeys,
 								   List *retrieved_attrs);
+extern void afdw_deparse_limit(StringInfo buf, PlannerInfo *root,
+							   RelOptInfo *rel, Relation frel, List **params);
 extern bool afdw_deparse_locking_clause(StringInfo buf, PlannerInfo *root,
 										RelOptInfo *baserel);
 extern void afdw_deparse_binary_select(StringInfo buf, const char *sql,
@@ -486,6 +492,9 @@ extern void afdw_add_sorted_grouping_path(PlannerInfo *root, RelOptInfo *grouped
 										  Cost total);
 extern ForeignScan *afdw_finish_remote_plan(PlannerInfo *root, RelOptInfo *rel,
 											Path *path, ForeignScan *scan);
+extern void afdw_add_final_path(PlannerInfo *root, RelOptInfo *input,
+								RelOptInfo *final, FinalPathExtraData *extra);
+extern bool afdw_is_final_path(Path *path);
 
 /* upper.c */
 extern void afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,

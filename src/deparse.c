@@ -185,11 +185,35 @@ afdw_deparse_binary_select(StringInfo buf, const char *sql,
 }
 
 /*
+ * sort_using
+ *		" USING OPERATOR(schema.op) NULLS FIRST" (or LAST) for sort operator
+ *		OPNO, palloc'd.
+ */
+static const char *
+sort_using(Oid opno, bool nulls_first)
+{
+	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
+	Form_pg_operator form;
+	const char *how;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator %u", opno);
+	form = (Form_pg_operator) GETSTRUCT(tup);
+	how = psprintf(" USING OPERATOR(%s.%s) NULLS %s",
+				   quote_identifier(get_namespace_name(form->oprnamespace)),
+				   NameStr(form->oprname), nulls_first ? "FIRST" : "LAST");
+	ReleaseSysCache(tup);
+	return how;
+}
+
+/*
  * afdw_deparse_order_by
  *		Append to BUF, the remote SELECT of BASEREL (REL), the ORDER BY of
- *		PATHKEYS, each of which afdw_sort_key accepts; return the same order
+ *		PATHKEYS, each of which afdw_sort_key accepts or is a constant of
+ *		BASEREL's rows (afdw_constant_key, left out); return the same order
  *		for the wrapper of a binary stream (afdw_deparse_binary_select), by
- *		position among RETRIEVED_ATTRS, palloc'd.
+ *		position among RETRIEVED_ATTRS, palloc'd.  A key sorted by an
+ *		extension's operator is written with USING (afdw_sort_operator).
  *
  * The subquery of the wrapper keeps its ORDER BY, but only the outer
  * query's order is guaranteed: the wrapper orders by the subquery's
@@ -210,10 +234,15 @@ afdw_deparse_order_by(StringInfo buf, RelOptInfo *baserel, Relation rel,
 		PathKey    *pk = (PathKey *) lfirst(lc);
 		bool		descending;
 		bool		nulls_first;
-		AttrNumber	attno = afdw_sort_key(baserel, pk, &descending, &nulls_first);
+		AttrNumber	attno;
 		const char *how;
 		int			pos;
+		Oid			opno;
 
+		/* A constant of this table's rows (a UNION ALL branch's). */
+		if (afdw_constant_key(baserel, pk))
+			continue;
+		attno = afdw_sort_key(baserel, pk, &descending, &nulls_first);
 		if (attno == 0)
 			elog(ERROR, "a sort key of a path of \"%s\" cannot be sent",
 				 RelationGetRelationName(rel));
@@ -227,8 +256,13 @@ afdw_deparse_order_by(StringInfo buf, RelOptInfo *baserel, Relation rel,
 		if (lc2 == NULL)
 			elog(ERROR, "sort column %d of \"%s\" is not read",
 				 attno, RelationGetRelationName(rel));
-		how = descending ? (nulls_first ? " DESC" : " DESC NULLS LAST") :
-			(nulls_first ? " ASC NULLS FIRST" : " ASC");
+		opno = afdw_sort_operator(baserel, pk,
+								  TupleDescAttr(RelationGetDescr(rel), attno - 1)->atttypid);
+		if (OidIsValid(opno))
+			how = sort_using(opno, nulls_first);
+		else
+			how = descending ? (nulls_first ? " DESC" : " DESC NULLS LAST") :
+				(nulls_first ? " ASC NULLS FIRST" : " ASC");
 		appendStringInfoString(buf, first ? " ORDER BY " : ", ");
 		appendStringInfoString(buf, quote_identifier(afdw_remote_column_name(rel, attno)));
 		appendStringInfoString(buf, how);
@@ -237,6 +271,33 @@ afdw_deparse_order_by(StringInfo buf, RelOptInfo *baserel, Relation rel,
 		first = false;
 	}
 	return outer.data;
+}
+
+/*
+ * afdw_deparse_limit
+ *		Append to BUF, the remote SELECT of REL (the foreign table FREL, or
+ *		NULL), the LIMIT and OFFSET of ROOT's query, each a constant or a
+ *		parameter (added to *PARAMS, sent as a value).
+ */
+void
+afdw_deparse_limit(StringInfo buf, PlannerInfo *root, RelOptInfo *rel,
+				   Relation frel, List **params)
+{
+	Query	   *parse = root->parse;
+	DeparseContext cxt;
+
+	init_context(&cxt, buf, root, rel, frel, params);
+	if (parse->limitCount != NULL)
+	{
+		appendStringInfoString(buf, " LIMIT ");
+		afdw_deparse_expr((Expr *) parse->limitCount, &cxt);
+	}
+	if (parse->limitOffset != NULL)
+	{
+		appendStringInfoString(buf, " OFFSET ");
+		afdw_deparse_expr((Expr *) parse->limitOffset, &cxt);
+	}
+	end_context(&cxt);
 }
 
 /*

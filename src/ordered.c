@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * ordered.c
- *		ORDER BY and LIMIT of remote joins and remote aggregates.
+ *		ORDER BY and LIMIT of remote joins and remote aggregates, and the
+ *		LIMIT of the final stage.
  *
  * A remote join (join.c) is offered sorted in the query's order when the
  * remote server sorts each key exactly as the local one would: a plain
@@ -17,15 +18,21 @@
  * remote sort costs what a local sort of the same rows would, but it ends
  * before the first row is sent (afdw_remote_sort_cost).
  *
- * The LIMIT (plus the OFFSET) of the query follows when nothing between
- * the remote query and the local Limit can drop rows or change their
- * order: the join reads every table of the query, or the aggregate is the
- * query's whole work (no DISTINCT, window function or set-returning
- * function after it), and the rows come in the query's order if it has
- * one.  The local Limit stays; the remote one only spares rows that would
- * be thrown away.  Not with WITH TIES, a LIMIT that is not a constant,
- * row locks or parameters in the remote query, as for a foreign table's
- * scan (async_fdw.c).
+ * When the LIMIT and OFFSET are all the query has left to do after a
+ * foreign table's scan, a remote join or a remote aggregate, the final
+ * stage of the planning (UPPERREL_FINAL) gets that scan with the LIMIT
+ * and OFFSET in its remote query, as written (constants or parameters),
+ * in place of the local Limit node (afdw_add_final_path): a UNION branch
+ * with a LIMIT then stays a plain Foreign Scan, asynchronous under the
+ * Append.  Otherwise the LIMIT (plus the OFFSET) still follows when
+ * nothing between the remote query and the local Limit can drop rows or
+ * change their order: the join reads every table of the query, or the
+ * aggregate is the query's whole work (no DISTINCT, window function or
+ * set-returning function after it), and the rows come in the query's
+ * order if it has one.  The local Limit then stays; the remote one only
+ * spares rows that would be thrown away.  Not with WITH TIES, a LIMIT
+ * that is not a constant, row locks or parameters in the remote query, as
+ * for a foreign table's scan (async_fdw.c).
  *
  * Neighbours: join.c, upper.c and async_fdw.c add the unsorted paths and
  * call here for the sorted ones (a foreign table's sort keys are
@@ -43,6 +50,7 @@
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
 #include "utils/lsyscache.h"
@@ -486,9 +494,127 @@ afdw_finish_remote_plan(PlannerInfo *root, RelOptInfo *rel, Path *path,
 							   (pk->pk_nulls_first ? " DESC" : " DESC NULLS LAST") :
 							   (pk->pk_nulls_first ? " ASC NULLS FIRST" : " ASC"));
 	}
-	if (scan->fdw_exprs == NIL && limit_for(root, rel, path, grouped, &limit))
+	if (afdw_is_final_path(path))
+		afdw_deparse_limit(&buf, root, rel, NULL, &scan->fdw_exprs);
+	else if (scan->fdw_exprs == NIL && limit_for(root, rel, path, grouped, &limit))
 		appendStringInfo(&buf, " LIMIT " INT64_FORMAT, limit);
 	if (buf.len != (int) strlen(strVal(sql)))
 		linitial(scan->fdw_private) = makeString(buf.data);
+	if (afdw_is_final_path(path))
+		afdw_mark_own_limit(root, scan);
 	return scan;
+}
+
+/*
+ * limit_value_ok
+ *		True if NODE, the query's LIMIT or OFFSET (NULL: none), can be
+ *		written in the remote query: a constant that is not negative (a
+ *		negative one is refused locally, with the local message), or a
+ *		parameter of the statement, sent as a value.
+ */
+static bool
+limit_value_ok(Node *node)
+{
+	if (node == NULL)
+		return true;
+	if (IsA(node, Param))
+		return ((Param *) node)->paramkind == PARAM_EXTERN;
+	if (!IsA(node, Const))
+		return false;
+	return ((Const *) node)->constisnull ||
+		DatumGetInt64(((Const *) node)->constvalue) >= 0;
+}
+
+/*
+ * final_input_ok
+ *		True if every row the remote query of REL, a foreign table, a remote
+ *		join or a remote aggregate of ours, returns is a row of the query's
+ *		result: no condition or HAVING checked locally after it.
+ */
+static bool
+final_input_ok(RelOptInfo *rel)
+{
+	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
+
+	if (fp == NULL)
+		return false;
+	if (fp->input_rel != NULL)
+		return rel->reloptkind == RELOPT_UPPER_REL && !fp->partial &&
+			fp->local_having == NIL;
+	/* Rows a local condition drops would not count toward the LIMIT. */
+	if (fp->local_conds != NIL)
+		return false;
+	if (fp->outer_rel != NULL)
+		return rel->reloptkind == RELOPT_JOINREL;
+	return rel->reloptkind == RELOPT_BASEREL;
+}
+
+/*
+ * afdw_add_final_path
+ *		Add to FINAL, the query's final relation, whose input INPUT needs
+ *		only the LIMIT (and OFFSET) after a foreign scan, remote join or
+ *		remote aggregate of ours, the path of that scan with the LIMIT in
+ *		its remote query and no local Limit above it (UPPERREL_FINAL).
+ *
+ * The scan then stays a plain Foreign Scan: a branch of a UNION, (SELECT
+ * ... ORDER BY a LIMIT 10) UNION ALL (...), runs asynchronously under the
+ * Append, which a Limit node above it would prevent.  The path is that
+ * of the input's cheapest path of ours that returns the query's order,
+ * bounded as a Limit bounds it, less the Limit's handing on of each row.
+ * Not with WITH TIES (the ties past the limit count), row locks,
+ * set-returning functions in the select list, conditions that depend on
+ * no table, or a LIMIT that is an expression to compute locally.
+ */
+void
+afdw_add_final_path(PlannerInfo *root, RelOptInfo *input, RelOptInfo *final,
+					FinalPathExtraData *extra)
+{
+	Query	   *parse = root->parse;
+	ListCell   *lc;
+
+	if (!extra->limit_needed || parse->rowMarks != NIL ||
+		parse->hasTargetSRFs || parse->limitOption == LIMIT_OPTION_WITH_TIES ||
+		root->hasPseudoConstantQuals ||
+		!limit_value_ok(parse->limitCount) ||
+		!limit_value_ok(parse->limitOffset))
+		return;
+	foreach(lc, input->pathlist)
+	{
+		Path	   *path = (Path *) lfirst(lc);
+		Path	   *scan = path;
+		double		rows;
+		Cost		startup;
+		Cost		total;
+
+		/* The final target may have been put in a projection over it. */
+		if (IsA(scan, ProjectionPath))
+			scan = ((ProjectionPath *) scan)->subpath;
+		if (!IsA(scan, ForeignPath) || scan->param_info != NULL ||
+			afdw_is_final_path(scan) || !final_input_ok(scan->parent) ||
+			!pathkeys_contained_in(root->sort_pathkeys, scan->pathkeys))
+			continue;
+		rows = path->rows;
+		startup = path->startup_cost;
+		total = path->total_cost;
+		adjust_limit_rows_costs(&rows, &startup, &total, extra->offset_est,
+								extra->count_est);
+		total -= cpu_tuple_cost * rows;
+		startup = Min(startup, total);
+		add_path(final, (Path *)
+				 afdw_upper_path(root, scan->parent, path->pathtarget,
+								 rows, startup, total, scan->pathkeys,
+								 NULL, list_make1(makeBoolean(true))));
+		return;
+	}
+}
+
+/*
+ * afdw_is_final_path
+ *		True if PATH is one of afdw_add_final_path's: its remote query has
+ *		the query's LIMIT and OFFSET, and no local Limit is above it.
+ */
+bool
+afdw_is_final_path(Path *path)
+{
+	return IsA(path, ForeignPath) && ((ForeignPath *) path)->fdw_private != NIL;
 }

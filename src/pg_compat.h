@@ -221,13 +221,18 @@ afdw_wait_event(AfdwWaitEvent what)
 }
 
 /*
- * The direction of a path key's sort.  18 replaced the btree strategy
- * number by a generic comparison type.
+ * The direction of a path key's sort, and its btree strategy (the
+ * sort's operator in a btree family: callers ask only of ascending or
+ * descending keys).  18 replaced the strategy number by a generic
+ * comparison type.
  */
 #if PG_VERSION_NUM >= 180000
 #define afdw_pathkey_ascending(pk)	((pk)->pk_cmptype == COMPARE_LT)
 #define afdw_pathkey_descending(pk)	((pk)->pk_cmptype == COMPARE_GT)
+#define afdw_pathkey_strategy(pk) \
+	((pk)->pk_cmptype == COMPARE_GT ? BTGreaterStrategyNumber : BTLessStrategyNumber)
 #else
+#define afdw_pathkey_strategy(pk)	((pk)->pk_strategy)
 #define afdw_pathkey_ascending(pk)	((pk)->pk_strategy == BTLessStrategyNumber)
 #define afdw_pathkey_descending(pk)	((pk)->pk_strategy == BTGreaterStrategyNumber)
 #endif

@@ -114,7 +114,7 @@ append_execute(AfdwScanState *st, StringInfo buf)
 	unsigned int number;
 
 	if (st->prepared_sql == NULL)
-		st->prepared_sql = MemoryContextStrdup(st->scan_cxt,
+		st->prepared_sql = MemoryContextStrdup(st->scan_cxt, st->own_limit ? st->sql :
 											   psprintf("%s LIMIT " INT64_FORMAT, st->sql,
 														(int64) st->fetch_size + 1));
 	number = afdw_prepared_statement(st->conn, st->prepared_sql);

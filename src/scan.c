@@ -379,6 +379,7 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 	bool		stream;
 	int			i = 0;
 	Index		rtindex;
+	int			own_bound;
 
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
@@ -435,6 +436,19 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 
 	st->nparams = list_length(plan->fdw_exprs);
 	st->may_prepare = (st->nparams > 0);
+
+	/*
+	 * A query with the query's own LIMIT is prepared as it is, when that
+	 * LIMIT keeps it within the fetch_size + 1 rows of a prepared
+	 * statement's run; otherwise it runs as a cursor (a second LIMIT
+	 * could not be appended).
+	 */
+	if (afdw_scan_own_limit(plan, &own_bound))
+	{
+		st->own_limit = true;
+		if (own_bound < 0 || own_bound > st->fetch_size)
+			st->may_prepare = false;
+	}
 	if (st->nparams > 0)
 	{
 		st->param_exprs = ExecInitExprList(plan->fdw_exprs, (PlanState *) node);

@@ -204,9 +204,11 @@ typedef struct AfdwScanState
 
 	/*
 	 * Parameterized scans run a statement prepared in the remote session
-	 * (text in prepared_sql), with a LIMIT of fetch_size + 1 rows.
+	 * (text in prepared_sql), with a LIMIT of fetch_size + 1 rows, or with
+	 * the query's own LIMIT (own_limit) when that is no more rows.
 	 */
 	char	   *prepared_sql;
+	bool		own_limit;
 	unsigned int preparing;		/* the command in flight PREPAREs this */
 
 	/* Set while the Append asks for a row without waiting for it. */

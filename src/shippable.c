@@ -25,6 +25,7 @@
 #include "catalog/dependency.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_opfamily.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_ts_config.h"
@@ -704,10 +705,11 @@ afdw_classify_conditions(PlannerInfo *root, RelOptInfo *baserel, List *conds,
  *		and *NULLS_FIRST telling how; 0 if there is none.
  *
  * Only a plain column of a built-in type counts, one the scan reads,
- * ordered by its type's default built-in operator class and in the
- * default collation (or none): the remote server then sorts it with the
- * same operator as the local one, whatever else it has.  An expression
- * is sorted locally.
+ * ordered by its type's default built-in operator class, or by an
+ * operator of another family, built in or of a listed extension (ORDER BY
+ * t USING ~<~, afdw_sort_operator), and in the default collation (or
+ * none): the remote server then sorts it with the same operator as the
+ * local one, whatever else it has.  An expression is sorted locally.
  */
 AttrNumber
 afdw_sort_key(RelOptInfo *baserel, PathKey *pk, bool *descending,
@@ -746,12 +748,64 @@ afdw_sort_key(RelOptInfo *baserel, PathKey *pk, bool *descending,
 			!afdw_is_builtin(em->em_datatype))
 			return 0;
 		tce = lookup_type_cache(var->vartype, TYPECACHE_BTREE_OPFAMILY);
-		if (!OidIsValid(tce->btree_opf) || tce->btree_opf != pk->pk_opfamily ||
-			!afdw_is_builtin(tce->btree_opf))
+		if (!OidIsValid(tce->btree_opf) || !afdw_is_builtin(tce->btree_opf))
+			return 0;
+		if (tce->btree_opf != pk->pk_opfamily &&
+			!OidIsValid(afdw_sort_operator(baserel, pk, var->vartype)))
 			return 0;
 		*descending = (afdw_pathkey_descending(pk));
 		*nulls_first = pk->pk_nulls_first;
 		return var->varattno;
 	}
 	return 0;
+}
+
+/*
+ * afdw_sort_operator
+ *		The operator by which the remote server must order the values of
+ *		TYPE, a column of BASEREL, for path key PK, written with USING:
+ *		that of PK's operator family when it is not TYPE's default btree
+ *		family but is built in or belongs to an extension of the server's
+ *		extensions option, as the operator does, with an immutable
+ *		function; InvalidOid otherwise (the type's default order: ASC or
+ *		DESC, or an order that cannot be sent).
+ */
+Oid
+afdw_sort_operator(RelOptInfo *baserel, PathKey *pk, Oid type)
+{
+	List	   *extensions = ((AfdwRelInfo *) baserel->fdw_private)->extensions;
+	TypeCacheEntry *tce = lookup_type_cache(type, TYPECACHE_BTREE_OPFAMILY);
+	Oid			opno;
+
+	if (tce->btree_opf == pk->pk_opfamily ||
+		!object_shippable(pk->pk_opfamily, OperatorFamilyRelationId, extensions))
+		return InvalidOid;
+	opno = get_opfamily_member(pk->pk_opfamily, type, type, afdw_pathkey_strategy(pk));
+	if (!OidIsValid(opno) ||
+		!object_shippable(opno, OperatorRelationId, extensions) ||
+		func_volatile(get_opcode(opno)) != PROVOLATILE_IMMUTABLE)
+		return InvalidOid;
+	return opno;
+}
+
+/*
+ * afdw_constant_key
+ *		True if path key PK is a constant for the rows of REL: a branch of
+ *		a UNION ALL that selects 1 AS type, under ORDER BY type.  Such a key
+ *		orders nothing in REL and is not sent (ORDER BY 1 would name the
+ *		first column).
+ */
+bool
+afdw_constant_key(RelOptInfo *rel, PathKey *pk)
+{
+	AfdwMemberIter iter;
+	EquivalenceMember *em;
+
+	afdw_members_begin(&iter, pk->pk_eclass, rel->relids);
+	while ((em = afdw_members_next(&iter)) != NULL)
+	{
+		if (IsA(em->em_expr, Const) && bms_equal(em->em_relids, rel->relids))
+			return true;
+	}
+	return false;
 }

@@ -301,7 +301,8 @@ grouping_ok(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped,
  *		Offer the remote aggregate of INPUT, a foreign table of ours whose
  *		conditions are all remote or a remote join (join.c), for the
  *		grouping relation OUTPUT: whole (UPPERREL_GROUP_AGG) or partial
- *		(UPPERREL_PARTIAL_GROUP_AGG).
+ *		(UPPERREL_PARTIAL_GROUP_AGG); or the scan with the query's LIMIT
+ *		for the final relation (UPPERREL_FINAL, ordered.c).
  *
  * Not with conditions that depend on no table (a parameter's, say): the
  * planner checks them in a Result above the scan of the table, which a
@@ -332,6 +333,12 @@ afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	Cost		total;
 	ListCell   *lc;
 
+	/* Only the LIMIT is left to do (ordered.c). */
+	if (stage == UPPERREL_FINAL)
+	{
+		afdw_add_final_path(root, input, output, (FinalPathExtraData *) extra);
+		return;
+	}
 	if ((stage != UPPERREL_GROUP_AGG && stage != UPPERREL_PARTIAL_GROUP_AGG) ||
 		output->fdw_private != NULL || ifp == NULL ||
 		(input->reloptkind != RELOPT_BASEREL &&

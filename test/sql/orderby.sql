@@ -34,13 +34,14 @@ ALTER FOREIGN TABLE ob OPTIONS (SET fetch_mode 'cursor', ADD fetch_size '7');
 SELECT rows_in_order('SELECT id, a, n FROM ob ORDER BY a DESC, n, id', 'SELECT id, a, n FROM ob_local ORDER BY a DESC, n, id');
 ALTER FOREIGN TABLE ob OPTIONS (DROP fetch_mode, DROP fetch_size);
 
--- Under a LIMIT the remote server sorts, the LIMIT stays local.
+-- Under a LIMIT the remote server sorts, and the LIMIT replaces the local
+-- Limit node (final_limit.sql).
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id, a FROM ob ORDER BY a DESC, id LIMIT 5;
 SELECT id, a FROM ob ORDER BY a DESC, id LIMIT 5;
 SELECT id, a FROM ob_local ORDER BY a DESC, id LIMIT 5;
 
--- The LIMIT, plus the OFFSET, goes to the remote server too when nothing
--- between the scan and the Limit can drop rows; the local Limit stays.
+-- The LIMIT and the OFFSET go to the remote server too when nothing
+-- between the scan and the Limit can drop rows; no local Limit is left.
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id, a FROM ob ORDER BY a DESC, id LIMIT 5 OFFSET 3;
 SELECT id, a FROM ob ORDER BY a DESC, id LIMIT 5 OFFSET 3;
 SELECT id, a FROM ob_local ORDER BY a DESC, id LIMIT 5 OFFSET 3;
@@ -77,7 +78,8 @@ DEALLOCATE ob_lim;
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id, a FROM ob ORDER BY a + 1, id LIMIT 5;
 
 -- Sorted locally: a column with a collation other than the default, an
--- expression, an operator other than the type's default ones.
+-- expression.  An operator other than the type's default ones, built in
+-- (or of a listed extension: final_limit.sql), is sent with USING.
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id, c FROM ob ORDER BY c, id;
 SELECT rows_in_order('SELECT id, c FROM ob ORDER BY c, id', 'SELECT id, c FROM ob_local ORDER BY c COLLATE "C", id');
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id, a FROM ob ORDER BY a + 1, id;

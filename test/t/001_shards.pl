@@ -102,7 +102,7 @@ is_deeply(
 	[
 		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ; '
 		  . 'SAVEPOINT afdw_ra; '
-		  . 'DECLARE c1 CURSOR FOR SELECT id FROM public.items WHERE ((id < 10)) LIMIT 2; '
+		  . 'DECLARE c1 CURSOR FOR SELECT id FROM public.items WHERE ((id < 10)) LIMIT 2::bigint; '
 		  . 'FETCH 100 FROM c1',
 		'COMMIT TRANSACTION'
 	],

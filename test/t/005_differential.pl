@@ -759,12 +759,31 @@ sub gen_setop
 	my ($u) = @_;
 	my $op = pickw([ 4, 'UNION ALL' ], [ 1, 'UNION' ], [ 1, 'INTERSECT' ], [ 1, 'EXCEPT' ]);
 	my @parts;
+	# Branches with their own ORDER BY and LIMIT (sent in place of a Limit
+	# node), and UNION ALL branches told apart by a constant, by which the
+	# whole is ordered (not sent as a sort key).
+	my $branch_limits = chance(0.4);
+	my $typed = $op eq 'UNION ALL' && chance(0.3);
+	my $n = 0;
 	for (1 .. ($op eq 'UNION ALL' ? rint(2, 4) : 2))
 	{
 		my $t = pick_table();
-		push @parts, "SELECT a.id, a.s, a.k FROM {$t} a" . where_clause('a', $t, $u, 0.9);
+		my $part = "SELECT " . ($typed ? ++$n . " AS br, " : "") . "a.id, a.s, a.k FROM {$t} a"
+		  . where_clause('a', $t, $u, 0.9);
+		if ($branch_limits && chance(0.7))
+		{
+			$part .= " ORDER BY " . pick("a.id", "a.id DESC", "a.k, a.id", "a.s DESC, a.id")
+			  . " LIMIT " . pick(0, 1, 5, 40, 'NULL');
+			$part .= " OFFSET " . pick(0, 3, 100) if chance(0.3);
+		}
+		push @parts, $part;
 	}
 	my $sql = join(" $op ", map { "($_)" } @parts);
+	if ($typed)
+	{
+		return st("SELECT * FROM ($sql) u ORDER BY br, id" . (chance(0.3) ? ' DESC' : '')
+			  . (chance(0.4) ? " LIMIT " . pick(3, 30) : ''), 1);
+	}
 	if (chance(0.3))
 	{
 		return st("SELECT * FROM ($sql) u ORDER BY id, s, k LIMIT " . pick(3, 20), 0);

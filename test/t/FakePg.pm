@@ -521,7 +521,11 @@ sub statement
 	}
 	elsif ($stmt =~ /^DECLARE\s+(\w+)/i)
 	{
-		delete $self->{fetched}{$1};
+		# A cursor's rows, as a server gives them: no more than its
+		# query's LIMIT.
+		my $cursor = $1;
+		delete $self->{fetched}{$cursor};
+		$self->{limit}{$cursor} = $stmt =~ /\bLIMIT\s+(\d+)/i ? $1 : undef;
 		$$out .= FakePg::command_complete('DECLARE CURSOR');
 	}
 	elsif ($stmt =~ /^COPY/i)
@@ -735,6 +739,8 @@ sub fetch
 	return $common if defined $common;
 
 	my @rows = $self->{fetched}{$cursor}++ ? () : @ROWS;
+	my $limit = $self->{limit}{$cursor};
+	splice(@rows, $limit) if defined $limit && $limit < @rows;
 	if ($how eq 'copy_out')
 	{
 		$$out .= FakePg::copy_response('H', 0, 2);
