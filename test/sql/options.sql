@@ -612,10 +612,12 @@ SELECT afdw_opt_scram('ALTER SERVER afdw_opt_scram OPTIONS (ADD use_scram_passth
        afdw_opt_scram('CREATE USER MAPPING FOR CURRENT_USER SERVER afdw_opt_scram
                        OPTIONS (use_scram_passthrough ''false'')') AS mapping;
 \set VERBOSITY sqlstate
-ALTER SERVER afdw_opt_scram OPTIONS (ADD use_scram_passthrough 'maybe');
+CREATE SERVER afdw_opt_bad FOREIGN DATA WRAPPER async_fdw OPTIONS (use_scram_passthrough 'maybe');
 \set VERBOSITY terse
 ALTER SERVER afdw_opt_scram OPTIONS (ADD scram_client_key 'x');
 ALTER SERVER afdw_opt_scram OPTIONS (ADD scram_server_key 'x');
 \set VERBOSITY default
 DROP FUNCTION afdw_opt_scram(text);
+SET client_min_messages = warning;
 DROP SERVER afdw_opt_scram CASCADE;
+RESET client_min_messages;
