@@ -34,7 +34,7 @@ OBJS = \
 	src/xact.o
 
 EXTENSION = async_fdw
-DATA = async_fdw--1.0.sql async_fdw--1.0--1.1.sql async_fdw--1.1--1.2.sql async_fdw--1.2--1.3.sql
+DATA = async_fdw--1.0.sql async_fdw--1.0--1.1.sql async_fdw--1.1--1.2.sql async_fdw--1.2--1.3.sql async_fdw--1.3--1.4.sql
 PGFILEDESC = "async_fdw - asynchronous foreign data wrapper for PostgreSQL servers"
 
 # The server headers are not -Wextra clean: treat them as system headers.

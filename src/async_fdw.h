@@ -231,6 +231,10 @@ typedef struct AfdwConnInfo
 								 * transaction */
 	bool		in_use;			/* scans hold it, or a remote transaction
 								 * is open on it */
+	bool		used_in_xact;	/* a remote transaction of the current
+								 * local one is open on it */
+	int			closed;			/* the server closed it: 1 or 0, -1 when
+								 * not checked (or not checkable) */
 	int			nusers;			/* scans holding it */
 	bool		streaming;		/* one of them streams on it */
 	int			remote_pid;		/* the remote backend's process id */
@@ -250,7 +254,7 @@ extern AfdwConn *afdw_connection_ready(AfdwConn *conn);
 extern AfdwConn *afdw_renew_idle(AfdwConn *conn);
 extern AfdwConn *afdw_get_connection(UserMapping *user);
 extern int	afdw_conn_users(AfdwConn *conn);
-extern List *afdw_list_connections(void);
+extern List *afdw_list_connections(bool check_closed);
 extern bool afdw_close_connection(Oid umid, int slot);
 extern void afdw_set_streaming(AfdwConn *conn, bool streaming);
 

@@ -145,7 +145,10 @@ typedef enum AfdwConnectStep
 } AfdwConnectStep;
 
 static bool password_required(UserMapping *user);
-static void check_password_rules(UserMapping *user, const char *servername);
+static bool scram_passthrough(ForeignServer *server, UserMapping *user,
+							  char **client_key, char **server_key);
+static void check_password_rules(UserMapping *user, const char *servername,
+								  bool scram);
 static void check_connection_password(PGconn *conn, const char *password,
 									  const char *servername);
 static void notice_receiver(void *arg, const PGresult *res);
@@ -187,21 +190,47 @@ password_required(UserMapping *user)
 }
 
 /*
+ * scram_passthrough
+ *		Whether connections for USER to SERVER authenticate with the keys of
+ *		this session's client's SCRAM authentication (use_scram_passthrough,
+ *		PostgreSQL 18): if so, the keys in base64 in CLIENT_KEY and
+ *		SERVER_KEY.
+ *
+ * The user mapping's setting wins over the server's; off by default.
+ * With the option on, a session whose client did not authenticate with
+ * SCRAM (trust, peer, a certificate, or an md5 verifier) has no keys to
+ * pass: its connections follow the password rules as without the option.
+ */
+static bool
+scram_passthrough(ForeignServer *server, UserMapping *user,
+				  char **client_key, char **server_key)
+{
+	bool		on;
+
+	on = afdw_bool_option(server->options, "use_scram_passthrough", false);
+	on = afdw_bool_option(user->options, "use_scram_passthrough", on);
+	return on && afdw_client_scram_keys(client_key, server_key);
+}
+
+/*
  * check_password_rules
  *		Refuse a non-superuser a connection for USER that could not prove a
  *		password, before connecting.
  *
  * Without this, a non-superuser could log in to the remote server as
  * whatever the local server's operating system account is trusted as.
- * check_connection_password checks the connection once it is open.
+ * check_connection_password checks the connection once it is open.  A
+ * connection by SCRAM pass-through (SCRAM) proves the client's own SCRAM
+ * keys instead, and libpq is told to accept no other authentication
+ * (require_auth): that counts as a password, as in postgres_fdw 18.
  */
 static void
-check_password_rules(UserMapping *user, const char *servername)
+check_password_rules(UserMapping *user, const char *servername, bool scram)
 {
 	const char *password = NULL;
 	ListCell   *lc;
 
-	if (superuser_arg(user->userid) || !password_required(user))
+	if (superuser_arg(user->userid) || !password_required(user) || scram)
 		return;
 
 	foreach(lc, user->options)
@@ -500,9 +529,13 @@ afdw_connect_start(AfdwConn *entry, UserMapping *user, bool optional)
 	ListCell   *lc;
 	char	   *appname;
 	AfdwConn   *first = afdw_slot_zero(user->umid);
+	char	   *scram_client_key = NULL;
+	char	   *scram_server_key = NULL;
+	bool		scram;
 
 	Assert(entry->conn == NULL && entry->connecting == NULL);
-	check_password_rules(user, server->servername);
+	scram = scram_passthrough(server, user, &scram_client_key, &scram_server_key);
+	check_password_rules(user, server->servername, scram);
 
 	entry->serverid = server->serverid;
 	entry->userid = user->userid;
@@ -543,15 +576,17 @@ afdw_connect_start(AfdwConn *entry, UserMapping *user, bool optional)
 	if (c->pooler == AFDW_POOLER_AUTO &&
 		(entry->refuses_options || (first != NULL && first->refuses_options)))
 		c->pooler = AFDW_POOLER_TRANSACTION;
-	c->check_password = !superuser_arg(user->userid) && password_required(user);
+	c->check_password = !superuser_arg(user->userid) && password_required(user) &&
+		!scram;
 	c->one_through_pooler = optional &&
 		afdw_int_option(server->options, "max_connections", 0) <= 0;
 
 	/*
 	 * The users' options, then options, application_name,
-	 * fallback_application_name, client_encoding and the end.
+	 * fallback_application_name, client_encoding, the three of SCRAM
+	 * pass-through and the end.
 	 */
-	max = list_length(server->options) + list_length(user->options) + 5;
+	max = list_length(server->options) + list_length(user->options) + 8;
 	c->keywords = palloc(sizeof(char *) * max);
 	c->values = palloc(sizeof(char *) * max);
 
@@ -600,9 +635,31 @@ afdw_connect_start(AfdwConn *entry, UserMapping *user, bool optional)
 	c->values[n++] = "async_fdw";
 	c->keywords[n] = "client_encoding";
 	c->values[n++] = pstrdup(GetDatabaseEncodingName());
+
+	/*
+	 * After the users' options, so that theirs cannot replace them (libpq
+	 * takes a keyword's last value): the keys, and no authentication but
+	 * SCRAM, which proves them; a server that asks for a password or none
+	 * is refused by libpq.
+	 */
+	if (scram)
+	{
+		c->keywords[n] = "scram_client_key";
+		c->values[n++] = pstrdup(scram_client_key);
+		c->keywords[n] = "scram_server_key";
+		c->values[n++] = pstrdup(scram_server_key);
+		c->keywords[n] = "require_auth";
+		c->values[n++] = "scram-sha-256";
+	}
 	c->keywords[n] = NULL;
 	c->values[n] = NULL;
 	MemoryContextSwitchTo(old);
+	/* The keys live on in the attempt's context only, gone with it. */
+	if (scram)
+	{
+		pfree(scram_client_key);
+		pfree(scram_server_key);
+	}
 
 	entry->connecting = c;
 	begin_attempt(entry);

@@ -745,12 +745,47 @@ conn_in_use(AfdwConn *entry)
 }
 
 /*
+ * peer_closed
+ *		1 if the server closed CONN (or it is broken), 0 if not, -1 if this
+ *		platform cannot tell without reading from it.
+ *
+ * A server that ends the session (pg_terminate_backend, a restart, an
+ * idle timeout) shuts the socket down; POLLRDHUP (Linux) reports that
+ * at once even while unread data (the server's last error) waits, where
+ * POLLIN alone would not tell an answer from a goodbye.
+ */
+static int
+peer_closed(PGconn *conn)
+{
+#ifdef POLLRDHUP
+	struct pollfd pfd;
+	int			rc;
+
+	if (PQstatus(conn) != CONNECTION_OK || PQsocket(conn) < 0)
+		return 1;
+	pfd.fd = PQsocket(conn);
+	pfd.events = POLLRDHUP;
+	pfd.revents = 0;
+	do
+		rc = poll(&pfd, 1, 0);
+	while (rc < 0 && errno == EINTR);
+	if (rc < 0)
+		return 1;
+	return (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+#else
+	(void) conn;
+	return -1;
+#endif
+}
+
+/*
  * afdw_list_connections
  *		A List of AfdwConnInfo, palloc'd in the current context, one per
- *		open connection of this backend, in no particular order.
+ *		open connection of this backend, in no particular order; with
+ *		CHECK_CLOSED, whether the server closed each one (peer_closed).
  */
 List *
-afdw_list_connections(void)
+afdw_list_connections(bool check_closed)
 {
 	HASH_SEQ_STATUS scan;
 	AfdwConn   *entry;
@@ -781,6 +816,8 @@ afdw_list_connections(void)
 		info->slot = entry->key.slot;
 		info->valid = !entry->invalidated;
 		info->in_use = conn_in_use(entry);
+		info->used_in_xact = entry->xact_depth > 0;
+		info->closed = check_closed ? peer_closed(entry->conn) : -1;
 		info->nusers = entry->nusers;
 		info->streaming = entry->streaming && entry->nusers > 0;
 		info->remote_pid = PQbackendPID(entry->conn);

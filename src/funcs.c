@@ -17,8 +17,9 @@
  * budget.c the shared figures of the budget (afdw_budget_figures); this
  * file sees connections through async_fdw.h only, not
  * connection_internal.h, so the pool's invariants stay in connection.c.
- * async_fdw--1.0--1.1.sql declares the functions (and 1.2--1.3 the new
- * column of async_fdw_get_connections).
+ * async_fdw--1.0--1.1.sql declares the functions (1.2--1.3 adds a
+ * column of async_fdw_get_connections, 1.3--1.4 gives it postgres_fdw
+ * 18's argument and first columns).
  *
  *-------------------------------------------------------------------------
  */
@@ -40,7 +41,7 @@
 #include "async_fdw.h"
 
 /* Columns of async_fdw_get_connections and async_fdw_connection_budget. */
-#define GET_CONNECTIONS_COLS	9
+#define GET_CONNECTIONS_COLS	11
 #define BUDGET_COLS				5
 
 /* Connections a disconnect left open because they are in use, per server. */
@@ -54,6 +55,8 @@ typedef struct SkippedServer
 static bool disconnect_connections(Oid serverid);
 static int	skipped_cmp(const void *a, const void *b);
 static char *mapping_user_name(Oid umid);
+static void get_connections_old_row(AfdwConnInfo *info, ForeignServer *server,
+									char *user, Datum *values, bool *nulls);
 
 PG_FUNCTION_INFO_V1(async_fdw_get_connections);
 PG_FUNCTION_INFO_V1(async_fdw_disconnect);
@@ -66,25 +69,35 @@ PG_FUNCTION_INFO_V1(async_fdw_connection_budget);
  *
  * As in postgres_fdw, server_name is NULL when the server was dropped
  * (only a connection the transaction uses can outlive its server: the
- * others are closed at once), and valid is false when the server or user
- * mapping changed while the transaction used the connection, which then
- * goes at the transaction's end.  mode tells how the scans holding the
- * connection now read: 'stream', 'cursor' (commands whose answers are
- * read one at a time: DECLARE and FETCH, or EXECUTE of a prepared
- * statement), NULL when no scan holds it.  can_prepare (1.3) tells
+ * others are closed at once), user_name is the mapping's user ("public"
+ * for a mapping FOR PUBLIC, NULL once the mapping is gone), valid is false
+ * when the server or user mapping changed while the transaction used the
+ * connection, which then goes at the transaction's end, used_in_xact tells
+ * whether a remote transaction of the current one is open on it, and
+ * closed, with check_conn, whether the server closed it (NULL without
+ * check_conn, or where the platform cannot tell).  mode tells how the
+ * scans holding the connection now read: 'stream', 'cursor' (commands
+ * whose answers are read one at a time: DECLARE and FETCH, or EXECUTE of
+ * a prepared statement), NULL when no scan holds it.  can_prepare tells
  * whether the server takes PREPARE TRANSACTION, NULL until the session
  * knows (twophase.c).
+ *
+ * The columns are 1.4's, postgres_fdw 18's first; a database whose
+ * extension is not updated yet declares the function without argument,
+ * with the columns of 1.1 to 1.3 (get_connections_old_row), and gets them.
  */
 Datum
 async_fdw_get_connections(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	bool		old_layout = (PG_NARGS() == 0);
+	bool		check_conn = !old_layout && PG_GETARG_BOOL(0);
 	List	   *conns;
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
 
-	conns = afdw_list_connections();
+	conns = afdw_list_connections(check_conn);
 	foreach(lc, conns)
 	{
 		AfdwConnInfo *info = (AfdwConnInfo *) lfirst(lc);
@@ -93,36 +106,90 @@ async_fdw_get_connections(PG_FUNCTION_ARGS)
 		char	   *user = mapping_user_name(info->umid);
 		Datum		values[GET_CONNECTIONS_COLS];
 		bool		nulls[GET_CONNECTIONS_COLS];
+		int			i = 0;
 
 		memset(nulls, 0, sizeof(nulls));
+		if (old_layout)
+		{
+			get_connections_old_row(info, server, user, values, nulls);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+			continue;
+		}
+
 		if (server != NULL)
-			values[0] = CStringGetTextDatum(server->servername);
+			values[i] = CStringGetTextDatum(server->servername);
 		else
-			nulls[0] = true;
-		values[1] = BoolGetDatum(info->valid);
+			nulls[i] = true;
+		i++;
 		if (user != NULL)
-			values[2] = CStringGetTextDatum(user);
+			values[i] = CStringGetTextDatum(user);
 		else
-			nulls[2] = true;
-		values[3] = Int32GetDatum(info->slot);
-		values[4] = BoolGetDatum(info->in_use);
+			nulls[i] = true;
+		i++;
+		values[i++] = BoolGetDatum(info->valid);
+		values[i++] = BoolGetDatum(info->used_in_xact);
+		if (info->closed >= 0)
+			values[i] = BoolGetDatum(info->closed > 0);
+		else
+			nulls[i] = true;
+		i++;
+		values[i++] = Int32GetDatum(info->remote_pid);
+		values[i++] = Int32GetDatum(info->slot);
+		values[i++] = BoolGetDatum(info->in_use);
 		if (info->nusers > 0)
-			values[5] = CStringGetTextDatum(info->streaming ? "stream" : "cursor");
+			values[i] = CStringGetTextDatum(info->streaming ? "stream" : "cursor");
 		else
-			nulls[5] = true;
-		values[6] = Int32GetDatum(info->remote_pid);
-		values[7] = TimestampTzGetDatum(info->opened_at);
-		/* Only in 1.3 and later; a 1.2 declaration ignores it. */
+			nulls[i] = true;
+		i++;
+		values[i++] = TimestampTzGetDatum(info->opened_at);
 		if (info->can_prepare >= 0)
-			values[8] = BoolGetDatum(info->can_prepare > 0);
+			values[i] = BoolGetDatum(info->can_prepare > 0);
 		else
-			nulls[8] = true;
+			nulls[i] = true;
+		i++;
+		Assert(i == GET_CONNECTIONS_COLS);
 
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	list_free_deep(conns);
 
 	return (Datum) 0;
+}
+
+/*
+ * get_connections_old_row
+ *		The row of INFO as versions 1.1 to 1.3 declare it: server_name,
+ *		valid, user_name, slot, in_use, mode, remote_pid, opened_at and
+ *		(1.3) can_prepare.
+ *
+ * A declaration with fewer columns (1.1 and 1.2 lack can_prepare) takes
+ * the first of them: the tuple is formed from its own descriptor.
+ */
+static void
+get_connections_old_row(AfdwConnInfo *info, ForeignServer *server,
+						char *user, Datum *values, bool *nulls)
+{
+	if (server != NULL)
+		values[0] = CStringGetTextDatum(server->servername);
+	else
+		nulls[0] = true;
+	values[1] = BoolGetDatum(info->valid);
+	if (user != NULL)
+		values[2] = CStringGetTextDatum(user);
+	else
+		nulls[2] = true;
+	values[3] = Int32GetDatum(info->slot);
+	values[4] = BoolGetDatum(info->in_use);
+	if (info->nusers > 0)
+		values[5] = CStringGetTextDatum(info->streaming ? "stream" : "cursor");
+	else
+		nulls[5] = true;
+	values[6] = Int32GetDatum(info->remote_pid);
+	values[7] = TimestampTzGetDatum(info->opened_at);
+	if (info->can_prepare >= 0)
+		values[8] = BoolGetDatum(info->can_prepare > 0);
+	else
+		nulls[8] = true;
 }
 
 /*
@@ -185,7 +252,7 @@ async_fdw_disconnect_all(PG_FUNCTION_ARGS)
 static bool
 disconnect_connections(Oid serverid)
 {
-	List	   *conns = afdw_list_connections();
+	List	   *conns = afdw_list_connections(false);
 	SkippedServer *skipped = palloc0(sizeof(SkippedServer) *
 									 (list_length(conns) + 1));
 	int			nskipped = 0;

@@ -80,8 +80,10 @@ static const AfdwOption own_options[] = {
 	{"parallel_commit", ForeignServerRelationId, AFDW_OPT_BOOL, false},
 	{"parallel_abort", ForeignServerRelationId, AFDW_OPT_BOOL, false},
 	{"two_phase_commit", ForeignServerRelationId, AFDW_OPT_TWO_PHASE, false},
+	{"use_scram_passthrough", ForeignServerRelationId, AFDW_OPT_BOOL, false},
 	/* user mappings */
 	{"password_required", UserMappingRelationId, AFDW_OPT_BOOL, false},
+	{"use_scram_passthrough", UserMappingRelationId, AFDW_OPT_BOOL, false},
 	{"sslcert", UserMappingRelationId, AFDW_OPT_STRING, true},
 	{"sslkey", UserMappingRelationId, AFDW_OPT_STRING, true},
 	/* foreign tables */
@@ -107,6 +109,9 @@ static const AfdwOption own_options[] = {
 static const char *const reserved_libpq_options[] = {
 	"client_encoding",
 	"fallback_application_name",
+	/* libpq 18: the client's keys, which use_scram_passthrough passes on */
+	"scram_client_key",
+	"scram_server_key",
 	NULL
 };
 
@@ -501,6 +506,18 @@ async_fdw_validator(PG_FUNCTION_ARGS)
 
 		value = defGetString(def);
 		check_option_value(opt, value);
+
+		/*
+		 * Refused rather than unknown before 18, so that a setup (or a
+		 * dump) made for postgres_fdw 18 says what it lacks.
+		 */
+		if (strcmp(opt->name, "use_scram_passthrough") == 0 &&
+			!afdw_scram_passthrough_supported())
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("option \"use_scram_passthrough\" requires PostgreSQL 18 or later"),
+					 errdetail("This server runs PostgreSQL %s, which does not keep the keys of its clients' SCRAM authentication.",
+							   PG_VERSION)));
 
 		/*
 		 * Without a password, libpq may authenticate with whatever the

@@ -35,6 +35,26 @@
 #if PG_VERSION_NUM >= 180000
 #include "commands/explain_format.h"
 #include "commands/explain_state.h"
+#include "common/base64.h"
+/*
+ * libpq-be.h (MyProcPort, for the SCRAM keys) includes the GSSAPI headers
+ * when the server was built with GSSAPI, and a machine that builds
+ * extensions may lack them (Debian's postgresql-server-dev-18 does not
+ * pull libkrb5-dev in).  Port's layout does not depend on them (its GSSAPI
+ * state is behind a pointer either way), so without them the header is
+ * read as for a server without GSSAPI; async_fdw uses none of it.
+ */
+#if defined(ENABLE_GSS) && defined(__has_include)
+#if !__has_include(<gssapi/gssapi.h>) && !__has_include(<gssapi.h>)
+#define AFDW_WITHOUT_GSSAPI_HEADERS
+#undef ENABLE_GSS
+#endif
+#endif
+#include "libpq/libpq-be.h"
+#ifdef AFDW_WITHOUT_GSSAPI_HEADERS
+#define ENABLE_GSS 1
+#undef AFDW_WITHOUT_GSSAPI_HEADERS
+#endif
 #endif
 
 /*
@@ -307,6 +327,60 @@ afdw_result_rel_check_user(ResultRelInfo *rinfo, EState *estate)
 	if (rti == 0)
 		return InvalidOid;
 	return exec_rt_fetch(rti, estate)->checkAsUser;
+#endif
+}
+
+/*
+ * SCRAM pass-through (the option use_scram_passthrough).  From 18 the
+ * backend keeps the keys its client's SCRAM authentication proved
+ * (MyProcPort), and libpq can authenticate to another server with them
+ * instead of a password (its parameters scram_client_key and
+ * scram_server_key, base64).  Before 18 neither exists.
+ */
+static inline bool
+afdw_scram_passthrough_supported(void)
+{
+	return PG_VERSION_NUM >= 180000;
+}
+
+#if PG_VERSION_NUM >= 180000
+/*
+ * afdw_encode_scram_key
+ *		KEY of LEN bytes in base64, palloc'd.
+ */
+static inline char *
+afdw_encode_scram_key(const uint8 *key, int len)
+{
+	int			size = pg_b64_enc_len(len);
+	char	   *out = palloc0(size + 1);
+
+	if (pg_b64_encode(key, len, out, size) < 0)
+		elog(ERROR, "could not encode a SCRAM key");
+	return out;
+}
+#endif
+
+/*
+ * afdw_client_scram_keys
+ *		The client key and server key of this session's client's SCRAM
+ *		authentication, in base64 (palloc'd); false if the client did not
+ *		authenticate with SCRAM (or before 18).
+ */
+static inline bool
+afdw_client_scram_keys(char **client_key, char **server_key)
+{
+#if PG_VERSION_NUM >= 180000
+	if (MyProcPort == NULL || !MyProcPort->has_scram_keys)
+		return false;
+	*client_key = afdw_encode_scram_key(MyProcPort->scram_ClientKey,
+										sizeof(MyProcPort->scram_ClientKey));
+	*server_key = afdw_encode_scram_key(MyProcPort->scram_ServerKey,
+										sizeof(MyProcPort->scram_ServerKey));
+	return true;
+#else
+	(void) client_key;
+	(void) server_key;
+	return false;
 #endif
 }
 

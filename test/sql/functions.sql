@@ -1,7 +1,7 @@
 --
 -- functions: async_fdw_get_connections, async_fdw_disconnect and
 -- async_fdw_disconnect_all, side by side with postgres_fdw's; the update of
--- the extension from 1.0 to the current version
+-- the extension from 1.0 and from 1.3 to the current version
 --
 
 -- Servers whose remote sessions carry their own application_name, so that
@@ -84,7 +84,7 @@ $$;
 
 -- A new session has no connection.
 SELECT * FROM async_fdw_get_connections();
-SELECT * FROM postgres_fdw_get_connections();
+SELECT server_name, valid FROM postgres_fdw_get_connections();
 
 -- 1. A local cursor over the partitioned table holds a connection per
 -- partition: three to fn_a (one streaming), one to fn_b, each seen as a
@@ -103,7 +103,7 @@ SELECT g.server_name, count(*) AS conns,
        bool_and(a.application_name = 'afdw_' || g.server_name) AS its_sessions,
        bool_and(g.opened_at >= a.backend_start AND g.opened_at >= now() AND
                 g.opened_at <= clock_timestamp()) AS opened_now
-  FROM async_fdw_get_connections() g JOIN pg_stat_activity a ON a.pid = g.remote_pid
+  FROM async_fdw_get_connections() g JOIN pg_stat_activity a ON a.pid = g.remote_backend_pid
  GROUP BY 1 ORDER BY 1;
 -- Connections held are not closed: a warning per server, and false.
 SELECT async_fdw_disconnect('fn_a');
@@ -111,12 +111,27 @@ SELECT async_fdw_disconnect_all();
 MOVE 1 IN c;
 CLOSE c;
 -- Scans are over, the remote transactions are not: still in use, no mode.
-SELECT server_name, count(*), bool_and(in_use) AS in_use, count(mode) AS modes
+-- used_in_xact as postgres_fdw's: true; closed NULL unless check_conn
+-- asks, then false (the remote sessions are there: see the TAP test
+-- 018_get_connections.pl for one the server closed).
+SELECT server_name, count(*), bool_and(in_use) AS in_use, count(mode) AS modes,
+       bool_and(used_in_xact) AS used_in_xact, count(closed) AS checked
+  FROM async_fdw_get_connections() GROUP BY 1 ORDER BY 1;
+SELECT server_name, count(*), bool_or(closed) AS closed, count(closed) AS checked
+  FROM async_fdw_get_connections(check_conn => true) GROUP BY 1 ORDER BY 1;
+SELECT count(*), count(closed) AS checked FROM async_fdw_get_connections(false);
+COMMIT;
+-- The transaction over, its connections are kept, idle, not used by the
+-- next transaction until it reads through them.
+SELECT server_name, valid, bool_or(in_use) AS in_use, count(mode) AS modes,
+       bool_or(used_in_xact) AS used_in_xact,
+       bool_or(closed) AS closed, count(closed) AS checked
+  FROM async_fdw_get_connections(true) GROUP BY 1, 2 ORDER BY 1;
+BEGIN;
+SELECT count(*) FROM fnp3;
+SELECT server_name, bool_or(used_in_xact) AS used_in_xact
   FROM async_fdw_get_connections() GROUP BY 1 ORDER BY 1;
 COMMIT;
--- The transaction over, its connections are kept, idle.
-SELECT server_name, valid, bool_or(in_use) AS in_use, count(mode) AS modes
-  FROM async_fdw_get_connections() GROUP BY 1, 2 ORDER BY 1;
 
 -- 2. A change of server or user mapping while the transaction uses their
 -- connections makes them invalid until the transaction ends, then they
@@ -129,12 +144,12 @@ ALTER USER MAPPING FOR PUBLIC SERVER fn_b OPTIONS (ADD password_required 'true')
 ALTER SERVER fn_pg OPTIONS (ADD fetch_size '50');
 SELECT server_name, valid, count(*) FROM async_fdw_get_connections()
  GROUP BY 1, 2 ORDER BY 1;
-SELECT * FROM postgres_fdw_get_connections() ORDER BY 1;
+SELECT server_name, valid FROM postgres_fdw_get_connections() ORDER BY 1;
 -- Invalid ones still work in the transaction.
 SELECT count(*) FROM fnp;
 COMMIT;
 SELECT * FROM async_fdw_get_connections();
-SELECT * FROM postgres_fdw_get_connections() ORDER BY 1;
+SELECT server_name, valid FROM postgres_fdw_get_connections() ORDER BY 1;
 SELECT fn_remote('fn_a') AS fn_a, fn_remote('fn_b') AS fn_b;
 
 -- A server dropped while the transaction uses it: no server_name (and no
@@ -146,12 +161,12 @@ SELECT count(*) FROM fn_pgdt;
 DROP SERVER fn_d CASCADE;
 DROP SERVER fn_pgd CASCADE;
 SELECT server_name, valid, user_name, in_use FROM async_fdw_get_connections();
-SELECT * FROM postgres_fdw_get_connections();
+SELECT server_name, valid FROM postgres_fdw_get_connections();
 SELECT async_fdw_disconnect_all();
 SELECT postgres_fdw_disconnect_all();
 COMMIT;
 SELECT * FROM async_fdw_get_connections();
-SELECT * FROM postgres_fdw_get_connections();
+SELECT server_name, valid FROM postgres_fdw_get_connections();
 SELECT fn_remote('fn_d') AS fn_d, fn_remote('fn_pgd') AS fn_pgd;
 
 -- Between transactions, a change or a drop closes the connection at once,
@@ -168,7 +183,7 @@ SELECT count(*) FROM fn_et;
 DROP SERVER fn_e CASCADE;
 DROP SERVER fn_pge CASCADE;
 SELECT * FROM async_fdw_get_connections();
-SELECT * FROM postgres_fdw_get_connections();
+SELECT server_name, valid FROM postgres_fdw_get_connections();
 SELECT fn_remote('fn_e') AS fn_e, fn_remote('fn_pge') AS fn_pge;
 
 -- 3. Inside a transaction: connections it uses are kept (warning, false,
@@ -229,7 +244,12 @@ SELECT async_fdw_disconnect_all(), postgres_fdw_disconnect_all();
 
 -- Declared like postgres_fdw's: every user may call them (they act on the
 -- caller's connections only), strict, volatile, parallel restricted.
-SELECT p.proname, pg_get_function_arguments(p.oid) AS args,
+-- (postgres_fdw_get_connections's arguments and columns are those of the
+-- server's version: 15 has two columns, 18 async_fdw's first six.  Its
+-- columns are named above as both versions have them.)
+SELECT p.proname,
+       CASE WHEN p.proname = 'postgres_fdw_get_connections' THEN '(as the version has them)'
+            ELSE pg_get_function_arguments(p.oid) END AS args,
        pg_get_function_result(p.oid) AS result,
        p.proisstrict, p.provolatile, p.proparallel, p.proacl
   FROM pg_proc p
@@ -269,6 +289,47 @@ CREATE TABLE fn_updated AS
 SELECT proname FROM fn_updated ORDER BY 1;
 SELECT * FROM async_fdw_get_connections();
 SELECT async_fdw_disconnect_all();
+DROP EXTENSION async_fdw;
+
+-- 1.3 to 1.4: the function of the same library answers the declaration of
+-- an installation not updated yet (no argument, 1.3's columns) and, once
+-- updated, 1.4's, on the same open connection.
+CREATE EXTENSION async_fdw VERSION '1.3';
+DO $$
+BEGIN
+  EXECUTE format('CREATE SERVER fn_up FOREIGN DATA WRAPPER async_fdw
+                  OPTIONS (host %L, port %L, dbname %L)',
+                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
+                 current_setting('port'), current_database());
+END
+$$;
+CREATE USER MAPPING FOR CURRENT_USER SERVER fn_up;
+CREATE FOREIGN TABLE fn_up_t (extversion text)
+  SERVER fn_up OPTIONS (schema_name 'pg_catalog', table_name 'pg_extension');
+SELECT pg_get_function_arguments('async_fdw_get_connections'::regproc) AS args,
+       pg_get_function_result('async_fdw_get_connections'::regproc) AS result;
+BEGIN;
+SELECT count(*) > 0 AS read FROM fn_up_t;
+SELECT server_name, valid, user_name = current_user AS mine, slot, in_use, mode,
+       remote_pid = (SELECT pid FROM pg_stat_activity
+                      WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()
+                        AND datname = current_database()) AS remote_pid,
+       opened_at BETWEEN now() AND clock_timestamp() AS opened, can_prepare IS NULL AS can_prepare_unknown
+  FROM async_fdw_get_connections();
+ALTER EXTENSION async_fdw UPDATE TO '1.4';
+SELECT extversion FROM pg_extension WHERE extname = 'async_fdw';
+SELECT pg_get_function_arguments('async_fdw_get_connections'::regproc) AS args,
+       pg_get_function_result('async_fdw_get_connections'::regproc) AS result;
+SELECT server_name, user_name = current_user AS mine, valid, used_in_xact, closed,
+       remote_backend_pid = (SELECT pid FROM pg_stat_activity
+                              WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()
+                                AND datname = current_database()) AS remote_pid,
+       slot, in_use, mode, opened_at BETWEEN now() AND clock_timestamp() AS opened,
+       can_prepare IS NULL AS can_prepare_unknown
+  FROM async_fdw_get_connections(true);
+COMMIT;
+SELECT async_fdw_disconnect_all();
+DROP SERVER fn_up CASCADE;
 DROP EXTENSION async_fdw;
 CREATE EXTENSION async_fdw;
 SELECT extversion FROM pg_extension WHERE extname = 'async_fdw';

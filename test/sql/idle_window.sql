@@ -29,7 +29,7 @@ END
 $$;
 -- The remote backend of slot 1, or NULL.
 CREATE FUNCTION iw_slot1_pid() RETURNS int LANGUAGE sql AS $$
-  SELECT remote_pid FROM async_fdw_get_connections()
+  SELECT remote_backend_pid FROM async_fdw_get_connections()
   WHERE server_name = 'loopback_idle' AND slot = 1
 $$;
 

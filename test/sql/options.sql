@@ -589,3 +589,35 @@ CREATE SERVER afdw_opt_idle FOREIGN DATA WRAPPER async_fdw
   OPTIONS (idle_connections '256', idle_timeout '0');
 ALTER SERVER afdw_opt_idle OPTIONS (SET idle_connections '1', SET idle_timeout '2147483647');
 DROP SERVER afdw_opt_idle;
+
+-- use_scram_passthrough (postgres_fdw 18's), on a server or a user mapping:
+-- a boolean from PostgreSQL 18 on (test/t/019_scram_passthrough.pl uses
+-- it); refused before, 0A000 with the version it needs.  The keys it
+-- passes are not options on any version.
+CREATE SERVER afdw_opt_scram FOREIGN DATA WRAPPER async_fdw;
+CREATE FUNCTION afdw_opt_scram(cmd text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE cmd;
+  RETURN CASE WHEN current_setting('server_version_num')::int >= 180000
+              THEN 'as expected' ELSE 'accepted before 18' END;
+EXCEPTION WHEN OTHERS THEN
+  IF current_setting('server_version_num')::int < 180000 AND SQLSTATE = '0A000'
+     AND SQLERRM = 'option "use_scram_passthrough" requires PostgreSQL 18 or later' THEN
+    RETURN 'as expected';
+  END IF;
+  RETURN SQLSTATE || ': ' || SQLERRM;
+END
+$$;
+SELECT afdw_opt_scram('ALTER SERVER afdw_opt_scram OPTIONS (ADD use_scram_passthrough ''true'')') AS server,
+       afdw_opt_scram('CREATE USER MAPPING FOR CURRENT_USER SERVER afdw_opt_scram
+                       OPTIONS (use_scram_passthrough ''false'')') AS mapping;
+\set VERBOSITY sqlstate
+CREATE SERVER afdw_opt_bad FOREIGN DATA WRAPPER async_fdw OPTIONS (use_scram_passthrough 'maybe');
+\set VERBOSITY terse
+ALTER SERVER afdw_opt_scram OPTIONS (ADD scram_client_key 'x');
+ALTER SERVER afdw_opt_scram OPTIONS (ADD scram_server_key 'x');
+\set VERBOSITY default
+DROP FUNCTION afdw_opt_scram(text);
+SET client_min_messages = warning;
+DROP SERVER afdw_opt_scram CASCADE;
+RESET client_min_messages;

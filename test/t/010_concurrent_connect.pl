@@ -232,7 +232,7 @@ is( $coord->safe_psql('postgres', q{
 $coord->safe_psql('postgres',
 	"ALTER SERVER s OPTIONS (ADD idle_timeout '2000', ADD max_connections '2')");
 my $s = $coord->background_psql('postgres');
-my $pids = q{SELECT string_agg(slot || ':' || remote_pid, ',' ORDER BY slot)
+my $pids = q{SELECT string_agg(slot || ':' || remote_backend_pid, ',' ORDER BY slot)
 	FROM async_fdw_get_connections()};
 $s->query_safe('SELECT count(*) FROM p');
 my $before_pids = $s->query_safe($pids);
