@@ -1,4 +1,4 @@
-# test/t/019_scram_passthrough.pl
+# test/t/020_scram_passthrough.pl
 #   use_scram_passthrough (PostgreSQL 18): a non-superuser who logged in to
 #   the coordinator with SCRAM reads through a user mapping without a
 #   password, the coordinator proving the client's own SCRAM keys to the
