@@ -167,9 +167,15 @@ build_option_table(void)
 	{
 		Oid			catalog;
 
-		/* Debug options are not for users; some options are ours. */
+		/*
+		 * Debug options are not for users; some options are ours.  libpq
+		 * 18's OAuth options (oauth_issuer, ...) ask for an interactive
+		 * login flow a server process cannot follow: refused, as postgres_fdw
+		 * refuses them.
+		 */
 		if (strchr(lopt->dispchar, 'D') != NULL ||
-			is_reserved_libpq_option(lopt->keyword))
+			is_reserved_libpq_option(lopt->keyword) ||
+			strncmp(lopt->keyword, "oauth_", 6) == 0)
 			continue;
 
 		/* Who one is and how one proves it belong to the user mapping. */
