@@ -201,6 +201,8 @@ extern const char *afdw_scan_relations(ForeignScan *plan);
 extern void afdw_scan_private(ForeignScan *plan, char **sql,
 							  List **retrieved_attrs, int *fetch_size,
 							  bool *stream, char **outer_order);
+extern void afdw_mark_recheck_only(Plan *plan);
+extern bool afdw_scan_recheck_only(ForeignScan *plan);
 
 /* budget.c */
 extern void afdw_budget_preload(void);
@@ -428,6 +430,8 @@ extern char *afdw_deparse_order_by(StringInfo buf, RelOptInfo *baserel,
 								   List *retrieved_attrs);
 extern bool afdw_deparse_locking_clause(StringInfo buf, PlannerInfo *root,
 										RelOptInfo *baserel);
+extern bool afdw_deparse_join_locking_clause(StringInfo buf, PlannerInfo *root,
+											 RelOptInfo *joinrel);
 extern void afdw_deparse_binary_select(StringInfo buf, const char *sql,
 									   const char *outer_order,
 									   Relation rel, List *retrieved_attrs);
@@ -471,6 +475,8 @@ extern void afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 									JoinType jointype, JoinPathExtraData *extra);
 extern ForeignScan *afdw_join_plan(PlannerInfo *root, RelOptInfo *rel,
 								   List *tlist, Plan *outer_plan);
+extern ForeignScan *afdw_join_lock_rows(PlannerInfo *root, RelOptInfo *rel,
+										ForeignScan *scan);
 
 /* ordered.c */
 extern void afdw_add_sorted_join_paths(PlannerInfo *root, RelOptInfo *joinrel,

@@ -22,9 +22,17 @@
  * one foreign table is offered only to become the remote statement itself
  * (direct.c), when all of it can be sent.
  *
- * Not pushed: joins under row locks (FOR UPDATE would need the rows of
- * each table rechecked locally), joins whose target holds anything but
- * plain columns when their paths are made, joins with lateral references,
+ * Under row marks (SELECT ... FOR UPDATE or FOR SHARE, the other tables of
+ * an UPDATE or DELETE) the remote SELECT locks the rows of the tables the
+ * query locks (FOR UPDATE OF r<n>) and returns the whole row of each table
+ * with a row mark, as postgres_fdw does.  When a concurrent change makes
+ * the executor recheck a joined row (EvalPlanQual), the join is made again
+ * locally from the rechecked rows of its tables: the local join plan
+ * (GetExistingLocalJoinPath) is the ForeignScan's outer plan, run only
+ * then (scan.c's afdwRecheckForeignScan); its scans send nothing.
+ *
+ * Not pushed: joins whose target holds anything but columns, whole rows
+ * and ctids of their tables when their paths are made, joins with lateral references,
  * joins having a semi- or anti-join as a side (a condition of its outer
  * side, not a FROM item), joins of a query with a condition on no table
  * (checked above the scans, which a remote join replaces).
@@ -40,6 +48,8 @@
  */
 #include "postgres.h"
 
+#include "access/sysattr.h"
+#include "foreign/fdwapi.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
@@ -52,6 +62,8 @@
 #include "utils/lsyscache.h"
 
 #include "async_fdw.h"
+
+static void set_recheck_paths(RelOptInfo *joinrel, Path *epq_path);
 
 /*
  * side_conditions
@@ -110,10 +122,12 @@ join_side_ok(RelOptInfo *side)
 
 /*
  * target_ok
- *		Whether the join's target holds only plain columns of its tables.
+ *		Whether the join's target holds only columns of its tables, their
+ *		whole rows and their ctids (row marks', or the query's), none of a
+ *		semi- or anti-join's inner side (read in an EXISTS).
  */
 static bool
-target_ok(RelOptInfo *joinrel)
+target_ok(RelOptInfo *joinrel, RelOptInfo *innerrel, JoinType jointype)
 {
 	ListCell   *lc;
 
@@ -121,8 +135,12 @@ target_ok(RelOptInfo *joinrel)
 	{
 		Var		   *var = (Var *) lfirst(lc);
 
-		if (!IsA(var, Var) || var->varattno <= 0 || var->varlevelsup != 0 ||
+		if (!IsA(var, Var) || var->varlevelsup != 0 ||
+			(var->varattno < 0 && var->varattno != SelfItemPointerAttributeNumber) ||
 			!bms_is_member(var->varno, joinrel->relids))
+			return false;
+		if ((jointype == JOIN_SEMI || jointype == JOIN_ANTI) &&
+			bms_is_member(var->varno, innerrel->relids))
 			return false;
 	}
 	return true;
@@ -168,6 +186,7 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	Cost		total;
 	const char *kind;
 	bool		modify;
+	Path	   *epq_path = NULL;
 
 	/* One path per join relation, whichever pair of sides comes first. */
 	if (joinrel->fdw_private != NULL)
@@ -213,12 +232,26 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	modify = afdw_direct_join_mode(root);
 	if (!modify && bms_overlap(joinrel->relids, root->all_result_relids))
 		return;
-	if ((root->rowMarks != NIL && !modify) || root->hasPseudoConstantQuals ||
+	if (root->hasPseudoConstantQuals ||
 		!join_side_ok(outerrel) || !join_side_ok(innerrel) ||
 		ofp->server->serverid != ifp->server->serverid ||
 		ofp->user->umid != ifp->user->umid ||
-		!bms_is_empty(joinrel->lateral_relids) || (!modify && !target_ok(joinrel)))
+		!bms_is_empty(joinrel->lateral_relids) ||
+		(!modify && !target_ok(joinrel, innerrel, jointype)))
 		return;
+
+	/*
+	 * Rows a recheck may ask for again are joined again locally (see the
+	 * file's comment): no local join plan, no remote join.
+	 */
+	if (!modify && (root->rowMarks != NIL ||
+					root->parse->commandType == CMD_UPDATE ||
+					root->parse->commandType == CMD_DELETE))
+	{
+		epq_path = GetExistingLocalJoinPath(joinrel);
+		if (epq_path == NULL)
+			return;
+	}
 
 	/* Set now: the shippability checks read the join's options. */
 	jfp = afdw_derived_relinfo(ofp);
@@ -301,9 +334,34 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 		joinrel->reltarget->cost.per_tuple * joinrel->rows;
 	add_path(joinrel, (Path *)
 			 create_foreign_join_path(root, joinrel, NULL, joinrel->rows,
-									  startup, total, NIL, NULL, NULL, NIL));
+									  startup, total, NIL, NULL, epq_path, NIL));
 	afdw_add_sorted_join_paths(root, joinrel, startup, total);
 	afdw_add_merge_paths(root, joinrel, startup, total);
+	if (epq_path != NULL)
+		set_recheck_paths(joinrel, epq_path);
+}
+
+/*
+ * set_recheck_paths
+ *		Give every remote join path of JOINREL (the sorted ones of
+ *		ordered.c too) EPQ_PATH, the local join that rechecks a row, as
+ *		the path its ForeignScan's outer plan comes from.
+ *
+ * The order of the rows does not matter there: a recheck joins one row
+ * of each table.
+ */
+static void
+set_recheck_paths(RelOptInfo *joinrel, Path *epq_path)
+{
+	ListCell   *lc;
+
+	foreach(lc, joinrel->pathlist)
+	{
+		ForeignPath *path = (ForeignPath *) lfirst(lc);
+
+		if (IsA(path, ForeignPath) && path->fdw_outerpath == NULL)
+			path->fdw_outerpath = epq_path;
+	}
 }
 
 /*
@@ -352,9 +410,48 @@ afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan
 		afdw_check_params_apart(params, scan_tlist);
 	}
 
+	/*
+	 * Locked rows come through a cursor, as a locking scan's do (async_fdw.c);
+	 * the locking clause follows the ORDER BY (afdw_join_lock_rows).
+	 */
+	if (afdw_deparse_join_locking_clause(NULL, root, rel))
+		stream = false;
+
+	/*
+	 * The local join that rechecks a row returns the scan's columns, and
+	 * its scans run only then.
+	 */
+	if (outer_plan != NULL)
+	{
+		outer_plan = change_plan_targetlist(outer_plan, scan_tlist,
+											outer_plan->parallel_safe);
+		afdw_mark_recheck_only(outer_plan);
+	}
+
 	return make_foreignscan(tlist, NIL, 0, params,
 							afdw_make_scan_private(sql.data, retrieved_attrs,
 												   jfp->fetch_size, stream, "",
 												   jfp->relations),
 							scan_tlist, NIL, outer_plan);
+}
+
+/*
+ * afdw_join_lock_rows
+ *		Append to the remote SELECT of SCAN, the plan of REL (a remote join
+ *		or aggregate) whose ORDER BY and LIMIT are written, the locking
+ *		clause the query's row marks ask for; return SCAN.
+ */
+ForeignScan *
+afdw_join_lock_rows(PlannerInfo *root, RelOptInfo *rel, ForeignScan *scan)
+{
+	String	   *sql = (String *) linitial(scan->fdw_private);
+	StringInfoData buf;
+
+	if (root->rowMarks == NIL || bms_overlap(rel->relids, root->all_result_relids))
+		return scan;
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, strVal(sql));
+	if (afdw_deparse_join_locking_clause(&buf, root, rel))
+		linitial(scan->fdw_private) = makeString(buf.data);
+	return scan;
 }

@@ -54,6 +54,8 @@ static dlist_head pending_scans = DLIST_STATIC_INIT(pending_scans);
 /* Scans of this backend between their Begin and End, with a connection. */
 dlist_head afdw_active_scans = DLIST_STATIC_INIT(afdw_active_scans);
 
+static void begin_scan(ForeignScanState *node);
+
 /*
  * The wait set of an asynchronous Append whose wait must end at once (see
  * afdw_wake_append): the backend's latch is set again after each
@@ -380,9 +382,26 @@ find_async_parent(PlannedStmt *stmt, Plan *child)
  * afdwBeginForeignScan
  *		Take a connection and prepare the scan.  The query is sent at the
  *		first fetch of this or any other scan of the same query.
+ *
+ * A scan of the local join plan that rechecks a row of a remote join
+ * (afdw_mark_recheck_only) is prepared only if it is ever read, which a
+ * recheck does not do: it returns the row under test.
  */
 static void
 afdwBeginForeignScan(ForeignScanState *node, int eflags)
+{
+	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) ||
+		afdw_scan_recheck_only((ForeignScan *) node->ss.ps.plan))
+		return;
+	begin_scan(node);
+}
+
+/*
+ * begin_scan
+ *		afdwBeginForeignScan's work.
+ */
+static void
+begin_scan(ForeignScanState *node)
 {
 	ForeignScan *plan = (ForeignScan *) node->ss.ps.plan;
 	EState	   *estate = node->ss.ps.state;
@@ -391,9 +410,8 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 	bool		stream;
 	int			i = 0;
 	Index		rtindex;
+	int			relid = -1;
 
-	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
-		return;
 	/* Rows an INSERT of this statement still keeps are read too. */
 	afdw_flush_kept_rows(plan->fs_server);
 
@@ -496,6 +514,14 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 		list_member_int(estate->es_plannedstmt->resultRelations,
 						plan->scan.scanrelid))
 		st->locks_rows = true;
+	/* A remote join locks the rows of the tables the query locks. */
+	while (plan->scan.scanrelid == 0 && estate->es_rowmarks != NULL &&
+		   (relid = bms_next_member(plan->fs_relids, relid)) >= 0)
+	{
+		if (estate->es_rowmarks[relid - 1] != NULL &&
+			estate->es_rowmarks[relid - 1]->strength != LCS_NONE)
+			st->locks_rows = true;
+	}
 	if (st->locks_rows)
 	{
 		st->conn = afdw_acquire_writer(scan_user(plan, estate, st->rel, rtindex));
@@ -876,6 +902,12 @@ afdwIterateForeignScan(ForeignScanState *node)
 	AfdwScanState *st = (AfdwScanState *) node->fdw_state;
 	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
 
+	/* A scan prepared only when read (afdwBeginForeignScan). */
+	if (unlikely(st == NULL))
+	{
+		begin_scan(node);
+		st = (AfdwScanState *) node->fdw_state;
+	}
 	st->demanded = true;
 	st->conn_wait = false;
 	if (unlikely(st->next_tuple >= st->ntuples))
@@ -909,6 +941,9 @@ afdwReScanForeignScan(ForeignScanState *node)
 	AfdwScanState *st = (AfdwScanState *) node->fdw_state;
 	instr_time	waited;
 
+	/* Not prepared (afdwBeginForeignScan): nothing to start over. */
+	if (st == NULL)
+		return;
 	/* It never started: it starts over like the others. */
 	if (st->phase == PHASE_QUEUED)
 		afdw_set_phase(st, PHASE_UNSENT);
@@ -962,6 +997,31 @@ afdwEndForeignScan(ForeignScanState *node)
 	st->released = true;
 	if (st->computed)
 		table_close(st->rel, NoLock);
+}
+
+/*
+ * afdwRecheckForeignScan
+ *		Whether the row under test still passes the scan, when the executor
+ *		rechecks a row (EvalPlanQual); store it into SLOT.
+ *
+ * A scan of one table gets the rechecked row from the executor, and its
+ * remote conditions are checked again as fdw_recheck_quals.  A remote
+ * join makes its row again from the rechecked rows of its tables, by its
+ * local join plan (join.c), which returns the scan's columns.
+ */
+static bool
+afdwRecheckForeignScan(ForeignScanState *node, TupleTableSlot *slot)
+{
+	PlanState  *outer = outerPlanState(node);
+	TupleTableSlot *result;
+
+	if (((Scan *) node->ss.ps.plan)->scanrelid > 0 || outer == NULL)
+		return true;
+	result = ExecProcNode(outer);
+	if (TupIsNull(result))
+		return false;
+	ExecCopySlot(slot, result);
+	return true;
 }
 
 /*
@@ -1217,6 +1277,7 @@ afdw_scan_routines(FdwRoutine *routine)
 	routine->IterateForeignScan = afdwIterateForeignScan;
 	routine->ReScanForeignScan = afdwReScanForeignScan;
 	routine->EndForeignScan = afdwEndForeignScan;
+	routine->RecheckForeignScan = afdwRecheckForeignScan;
 	routine->ExplainForeignScan = afdwExplainForeignScan;
 	routine->IsForeignPathAsyncCapable = afdwIsForeignPathAsyncCapable;
 	routine->ForeignAsyncRequest = afdwForeignAsyncRequest;

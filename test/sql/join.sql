@@ -95,8 +95,9 @@ EXECUTE jt_g(3);
 DEALLOCATE jt_g;
 RESET plan_cache_mode;
 
--- 2. Done locally: another server, a condition that cannot be sent, row
--- locks.
+-- 2. Done locally: another server, a condition that cannot be sent.  (Row
+-- locks: the remote join locks, a local join under it rechecks rows; see
+-- join_rowmarks.sql.)
 EXPLAIN (COSTS OFF) SELECT jt1.id FROM jt1 JOIN jt2_other o ON jt1.id = o.id;
 CREATE FUNCTION jt_local(int) RETURNS bool LANGUAGE plpgsql AS 'BEGIN RETURN $1 % 2 = 0; END';
 EXPLAIN (COSTS OFF) SELECT jt1.id FROM jt1 JOIN jt2 ON jt1.id = jt2.id AND jt_local(jt1.a + jt2.b);
