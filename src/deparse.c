@@ -740,6 +740,16 @@ afdw_deparse_join_locking_clause(StringInfo buf, PlannerInfo *root,
 	{
 		PlanRowMark *rc = get_plan_rowmark(root->rowMarks, relid);
 
+		/* The target of an UPDATE or DELETE, changed by ctid (join.c). */
+		if ((root->parse->commandType == CMD_UPDATE ||
+			 root->parse->commandType == CMD_DELETE) &&
+			bms_is_member(relid, root->all_result_relids))
+		{
+			if (buf != NULL)
+				appendStringInfo(buf, " FOR UPDATE OF r%d", relid);
+			any = true;
+			continue;
+		}
 		if (rc == NULL)
 			continue;
 		switch (rc->strength)

@@ -19,8 +19,9 @@
  * the asynchronous Append, every shard joining at the same time.
  *
  * The join of all the tables of an UPDATE ... FROM or DELETE ... USING of
- * one foreign table is offered only to become the remote statement itself
- * (direct.c), when all of it can be sent.
+ * one foreign table becomes the remote statement itself (direct.c) when
+ * all of it can be sent; otherwise joins holding that table are scans that
+ * lock its rows and return their ctids, by which modify.c changes them.
  *
  * Under row marks (SELECT ... FOR UPDATE or FOR SHARE, the other tables of
  * an UPDATE or DELETE) the remote SELECT locks the rows of the tables the
@@ -54,6 +55,7 @@
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
 #include "optimizer/planmain.h"
 #include "optimizer/restrictinfo.h"
 #include "optimizer/tlist.h"
@@ -63,7 +65,8 @@
 
 #include "async_fdw.h"
 
-static void set_recheck_paths(RelOptInfo *joinrel, Path *epq_path);
+static void set_recheck_paths(PlannerInfo *root, RelOptInfo *joinrel,
+							  Path *epq_path);
 
 /*
  * side_conditions
@@ -219,15 +222,13 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	 * scans, which a remote join replaces: none may be pending.
 	 */
 	/*
-	 * The target of an UPDATE or DELETE is read on its own, locked, on the
-	 * connection that changes it (scan.c): never inside a remote join.
-	 * (Such a query has row marks for its other tables anyway.)
-	 */
-	/*
-	 * Unless the join of all the tables of an UPDATE or DELETE is the
-	 * remote UPDATE ... FROM or DELETE ... USING (direct.c): then smaller
-	 * joins are described for it to build on, but not offered (their
-	 * targets hold the tables' whole rows, for the row marks).
+	 * The target of an UPDATE or DELETE is read locked, on the connection
+	 * that changes it (scan.c), on its own; or in a remote join with other
+	 * tables when the query is an UPDATE or DELETE of that one foreign
+	 * table (afdw_direct_join_mode).  Then the join of all its tables may
+	 * be the remote UPDATE ... FROM or DELETE ... USING (direct.c), and
+	 * other joins, and that one when it cannot, are scans that lock the
+	 * target's rows and return their ctids (FOR UPDATE OF r<n>).
 	 */
 	modify = afdw_direct_join_mode(root);
 	if (!modify && bms_overlap(joinrel->relids, root->all_result_relids))
@@ -318,7 +319,12 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	jfp->relations = psprintf("%s %s %s", side_name(root, outerrel), kind,
 							  side_name(root, innerrel));
 	if (modify && !afdw_direct_join_ok(root, joinrel))
-		return;
+	{
+		/* A scan, with a local join plan for rechecks as above. */
+		if (!target_ok(joinrel, innerrel, jointype) ||
+			(epq_path = GetExistingLocalJoinPath(joinrel)) == NULL)
+			return;
+	}
 
 	/* Both sides read, the join's comparisons, the joined rows sent. */
 	remote = remote_cost(outerrel) + remote_cost(innerrel) +
@@ -338,20 +344,23 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	afdw_add_sorted_join_paths(root, joinrel, startup, total);
 	afdw_add_merge_paths(root, joinrel, startup, total);
 	if (epq_path != NULL)
-		set_recheck_paths(joinrel, epq_path);
+		set_recheck_paths(root, joinrel, epq_path);
 }
 
 /*
  * set_recheck_paths
  *		Give every remote join path of JOINREL (the sorted ones of
  *		ordered.c too) EPQ_PATH, the local join that rechecks a row, as
- *		the path its ForeignScan's outer plan comes from.
+ *		the path its ForeignScan's outer plan comes from: sorted as the
+ *		path is.
  *
- * The order of the rows does not matter there: a recheck joins one row
- * of each table.
+ * A recheck joins one row of each table, but the local join plan of a
+ * larger remote join (GetExistingLocalJoinPath) may take this one's
+ * local join in its place, as the outer side of a merge join that
+ * expects the order.
  */
 static void
-set_recheck_paths(RelOptInfo *joinrel, Path *epq_path)
+set_recheck_paths(PlannerInfo *root, RelOptInfo *joinrel, Path *epq_path)
 {
 	ListCell   *lc;
 
@@ -359,7 +368,14 @@ set_recheck_paths(RelOptInfo *joinrel, Path *epq_path)
 	{
 		ForeignPath *path = (ForeignPath *) lfirst(lc);
 
-		if (IsA(path, ForeignPath) && path->fdw_outerpath == NULL)
+		if (!IsA(path, ForeignPath) || path->fdw_outerpath != NULL)
+			continue;
+		if (path->path.pathkeys != NIL &&
+			!pathkeys_contained_in(path->path.pathkeys, epq_path->pathkeys))
+			path->fdw_outerpath = (Path *) create_sort_path(root, joinrel, epq_path,
+															path->path.pathkeys,
+															-1.0);
+		else
 			path->fdw_outerpath = epq_path;
 	}
 }
@@ -400,11 +416,11 @@ afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan
 		stream = (jfp->fetch_mode == AFDW_FETCH_STREAM);
 
 	/*
-	 * A join holding the target of an UPDATE or DELETE becomes the remote
-	 * statement (afdwPlanDirectModify), never a SELECT.
+	 * The join that becomes the remote UPDATE or DELETE has no SELECT
+	 * (afdwPlanDirectModify writes the statement).
 	 */
 	initStringInfo(&sql);
-	if (!bms_overlap(rel->relids, root->all_result_relids))
+	if (!afdw_direct_join_mode(root) || !afdw_direct_join_ok(root, rel))
 	{
 		afdw_deparse_join_select(&sql, root, rel, scan_tlist, &params);
 		afdw_check_params_apart(params, scan_tlist);
@@ -447,7 +463,7 @@ afdw_join_lock_rows(PlannerInfo *root, RelOptInfo *rel, ForeignScan *scan)
 	String	   *sql = (String *) linitial(scan->fdw_private);
 	StringInfoData buf;
 
-	if (root->rowMarks == NIL || bms_overlap(rel->relids, root->all_result_relids))
+	if (strVal(sql)[0] == '\0')
 		return scan;
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, strVal(sql));

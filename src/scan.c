@@ -20,6 +20,7 @@
 #include "postgres.h"
 
 #include "access/table.h"
+#include "catalog/pg_type.h"
 #include "executor/execAsync.h"
 #include "executor/executor.h"
 #include "executor/instrument.h"
@@ -379,6 +380,46 @@ find_async_parent(PlannedStmt *stmt, Plan *child)
 }
 
 /*
+ * computed_row_type
+ *		The row type in which the remote rows of NODE, a remote join or
+ *		aggregate, are read: its scan tuple's, except that a whole row
+ *		typed record (the row identity of the target of an UPDATE or
+ *		DELETE) is read as its table's row type, which the remote ROW()
+ *		of its columns has.  The values go into the scan tuple unchanged.
+ */
+static TupleDesc
+computed_row_type(ForeignScanState *node, EState *estate)
+{
+	ForeignScan *plan = (ForeignScan *) node->ss.ps.plan;
+	TupleDesc	tupdesc = node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
+	TupleDesc	copy = NULL;
+	ListCell   *lc;
+	int			i = 0;
+
+	foreach(lc, plan->fdw_scan_tlist)
+	{
+		Var		   *var = (Var *) lfirst_node(TargetEntry, lc)->expr;
+
+		if (i < tupdesc->natts && TupleDescAttr(tupdesc, i)->atttypid == RECORDOID &&
+			IsA(var, Var) && var->varattno == 0 && var->varlevelsup == 0)
+		{
+			RangeTblEntry *rte = exec_rt_fetch(var->varno, estate);
+			Oid			reltype = rte->rtekind == RTE_RELATION ?
+				get_rel_type_id(rte->relid) : InvalidOid;
+
+			if (OidIsValid(reltype))
+			{
+				if (copy == NULL)
+					copy = CreateTupleDescCopy(tupdesc);
+				TupleDescAttr(copy, i)->atttypid = reltype;
+			}
+		}
+		i++;
+	}
+	return copy != NULL ? copy : tupdesc;
+}
+
+/*
  * afdwBeginForeignScan
  *		Take a connection and prepare the scan.  The query is sent at the
  *		first fetch of this or any other scan of the same query.
@@ -458,7 +499,7 @@ begin_scan(ForeignScanState *node)
 		rtindex = bms_next_member(plan->fs_relids, -1);
 		st->computed = true;
 		st->rel = table_open(exec_rt_fetch(rtindex, estate)->relid, NoLock);
-		afdw_init_row_builder(&st->rb, node->ss.ss_ScanTupleSlot->tts_tupleDescriptor,
+		afdw_init_row_builder(&st->rb, computed_row_type(node, estate),
 							  RelationGetRelationName(st->rel), true,
 							  st->retrieved_attrs, st->row_cxt);
 	}
@@ -514,12 +555,17 @@ begin_scan(ForeignScanState *node)
 		list_member_int(estate->es_plannedstmt->resultRelations,
 						plan->scan.scanrelid))
 		st->locks_rows = true;
-	/* A remote join locks the rows of the tables the query locks. */
-	while (plan->scan.scanrelid == 0 && estate->es_rowmarks != NULL &&
+	/*
+	 * A remote join locks the rows of the tables the query locks, and
+	 * those of the target of an UPDATE or DELETE that it holds (join.c).
+	 */
+	while (plan->scan.scanrelid == 0 && plan->operation == CMD_SELECT &&
 		   (relid = bms_next_member(plan->fs_relids, relid)) >= 0)
 	{
-		if (estate->es_rowmarks[relid - 1] != NULL &&
-			estate->es_rowmarks[relid - 1]->strength != LCS_NONE)
+		if ((estate->es_rowmarks != NULL &&
+			 estate->es_rowmarks[relid - 1] != NULL &&
+			 estate->es_rowmarks[relid - 1]->strength != LCS_NONE) ||
+			list_member_int(estate->es_plannedstmt->resultRelations, relid))
 			st->locks_rows = true;
 	}
 	if (st->locks_rows)

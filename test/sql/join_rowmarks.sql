@@ -134,6 +134,40 @@ DELETE FROM rm_local l USING frma a JOIN frmb b ON a.id = b.id WHERE l.id = a.id
 DELETE FROM rm_local2 l USING remote.rma a JOIN remote.rmb b ON a.id = b.id WHERE l.id = a.id AND b.y = 4;
 SELECT rows_same('SELECT * FROM rm_local', 'SELECT * FROM rm_local2');
 
+-- 7. The target of an UPDATE or DELETE of a foreign table in a remote
+-- join that cannot be the remote UPDATE or DELETE itself: the join locks
+-- the target's rows (FOR UPDATE OF r<n>) and returns their ctids, by which
+-- each row is changed, on the same connection.
+CREATE TABLE rm_copy AS SELECT * FROM remote.rma;
+EXPLAIN (VERBOSE, COSTS OFF)
+UPDATE frma a SET x = CASE WHEN random() >= 0 THEN a.x + b.y ELSE 0 END
+  FROM frmb b WHERE a.id = b.id AND a.id > 80;
+UPDATE frma a SET x = CASE WHEN random() >= 0 THEN a.x + b.y ELSE 0 END
+  FROM frmb b WHERE a.id = b.id AND a.id > 80 RETURNING a.id, a.x, b.u, a.ctid IS NOT NULL;
+UPDATE rm_copy a SET x = a.x + b.y FROM remote.rmb b WHERE a.id = b.id AND a.id > 80;
+SELECT rows_same('SELECT * FROM remote.rma', 'SELECT * FROM rm_copy');
+-- Its rows stay locked until the end of the transaction.
+BEGIN;
+UPDATE frma a SET t = CASE WHEN random() >= 0 THEN a.t || '!' END
+  FROM frmb b WHERE a.id = b.id AND a.id IN (61, 62, 63);
+SELECT rm_try_lock('rma', 61, 'UPDATE') AS a61, rm_try_lock('rma', 62, 'UPDATE') AS a62,
+       rm_try_lock('rmb', 61, 'UPDATE') AS b61;
+ROLLBACK;
+-- A DELETE whose join with a third table has a condition computed locally:
+-- the target joins remotely with one table, the other locally.
+CREATE FUNCTION rm_local_eq(int, int) RETURNS boolean LANGUAGE plpgsql AS
+  $$BEGIN RETURN $1 = $2; END$$;
+EXPLAIN (VERBOSE, COSTS OFF)
+DELETE FROM frma a USING frmb b JOIN frmc c ON rm_local_eq(b.y, c.k)
+  WHERE a.id = b.id AND a.id > 90 RETURNING a.id, c.w;
+DELETE FROM frma a USING frmb b JOIN frmc c ON rm_local_eq(b.y, c.k)
+  WHERE a.id = b.id AND a.id > 90 RETURNING a.id, c.w;
+DELETE FROM rm_copy a USING remote.rmb b JOIN remote.rmc c ON b.y = c.k
+  WHERE a.id = b.id AND a.id > 90;
+SELECT rows_same('SELECT * FROM remote.rma', 'SELECT * FROM rm_copy');
+DROP TABLE rm_copy;
+DROP FUNCTION rm_local_eq(int, int);
+
 SELECT dblink_disconnect('rm_locker');
 DROP FUNCTION rm_try_lock(text, int, text);
 DROP TABLE rm_local, rm_local2;
