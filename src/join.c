@@ -33,10 +33,10 @@
  * then (scan.c's afdwRecheckForeignScan); its scans send nothing.
  *
  * Not pushed: joins whose target holds anything but columns, whole rows
- * and ctids of their tables when their paths are made, joins with lateral references,
- * joins having a semi- or anti-join as a side (a condition of its outer
- * side, not a FROM item), joins of a query with a condition on no table
- * (checked above the scans, which a remote join replaces).
+ * and ctids of their tables when their paths are made, joins with lateral
+ * references, joins having a semi- or anti-join as a side (a condition of
+ * its outer side, not a FROM item), joins of a query with a condition on
+ * no table (checked above the scans, which a remote join replaces).
  * (In PostgreSQL 15 an anti-join's pushed-down conditions, filters on its
  * result, only read the outer side: they go in the WHERE clause.)
  *
