@@ -56,6 +56,7 @@
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
+#include "optimizer/placeholder.h"
 #include "optimizer/planmain.h"
 #include "optimizer/restrictinfo.h"
 #include "optimizer/tlist.h"
@@ -127,10 +128,17 @@ join_side_ok(RelOptInfo *side)
  * target_ok
  *		Whether the join's target holds only columns of its tables, their
  *		whole rows and their ctids (row marks', or the query's), none of a
- *		semi- or anti-join's inner side (read in an EXISTS).
+ *		semi- or anti-join's inner side (read in an EXISTS), and values of
+ *		the query computed at this join (placeholders: the ForeignScan
+ *		computes them from the columns the remote join returns).
+ *
+ * A placeholder computed below the join must not be computed again from
+ * the columns: an outer join between would have made it null, not the
+ * expression of null columns.
  */
 static bool
-target_ok(RelOptInfo *joinrel, RelOptInfo *innerrel, JoinType jointype)
+target_ok(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *innerrel,
+		  JoinType jointype)
 {
 	ListCell   *lc;
 
@@ -138,6 +146,16 @@ target_ok(RelOptInfo *joinrel, RelOptInfo *innerrel, JoinType jointype)
 	{
 		Var		   *var = (Var *) lfirst(lc);
 
+		if (IsA(var, PlaceHolderVar))
+		{
+			PlaceHolderVar *phv = (PlaceHolderVar *) var;
+
+			if (phv->phlevelsup != 0 || jointype == JOIN_SEMI || jointype == JOIN_ANTI ||
+				!bms_equal(find_placeholder_info(root, phv, false)->ph_eval_at,
+						   joinrel->relids))
+				return false;
+			continue;
+		}
 		if (!IsA(var, Var) || var->varlevelsup != 0 ||
 			(var->varattno < 0 && var->varattno != SelfItemPointerAttributeNumber) ||
 			!bms_is_member(var->varno, joinrel->relids))
@@ -238,7 +256,7 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 		ofp->server->serverid != ifp->server->serverid ||
 		ofp->user->umid != ifp->user->umid ||
 		!bms_is_empty(joinrel->lateral_relids) ||
-		(!modify && !target_ok(joinrel, innerrel, jointype)))
+		(!modify && !target_ok(root, joinrel, innerrel, jointype)))
 		return;
 
 	/*
@@ -321,7 +339,7 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	if (modify && !afdw_direct_join_ok(root, joinrel))
 	{
 		/* A scan, with a local join plan for rechecks as above. */
-		if (!target_ok(joinrel, innerrel, jointype) ||
+		if (!target_ok(root, joinrel, innerrel, jointype) ||
 			(epq_path = GetExistingLocalJoinPath(joinrel)) == NULL)
 			return;
 	}

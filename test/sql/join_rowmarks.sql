@@ -120,6 +120,23 @@ SELECT l.id, l.z, a.t, b.u FROM rm_local l JOIN frma a ON l.id = a.id JOIN frmb 
   FOR UPDATE OF l;
 SELECT rows_same($$SELECT l.id, l.z, a.t, b.u FROM rm_local l JOIN frma a ON l.id = a.id JOIN frmb b ON a.id = b.id FOR UPDATE OF l$$,
                  $$SELECT l.id, l.z, a.t, b.u FROM rm_local l JOIN remote.rma a ON l.id = a.id JOIN remote.rmb b ON a.id = b.id$$);
+-- A value of a subquery computed at the remote join (a placeholder): the
+-- Foreign Scan computes it from the columns the join returns, null where
+-- the outer join above finds no row.
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT * FROM rm_local l LEFT JOIN (SELECT a.*, COALESCE(a.t || b.u, 'none') AS cz
+  FROM frma a JOIN frmb b ON a.id = b.id AND a.id < 20) ss ON l.id = ss.id
+  ORDER BY l.id FOR UPDATE OF l;
+SELECT rows_same($$SELECT l.id, ss.x, ss.cz FROM rm_local l LEFT JOIN (SELECT a.*, COALESCE(a.t || b.u, 'none') AS cz
+                   FROM frma a JOIN frmb b ON a.id = b.id AND a.id < 20) ss ON l.id = ss.id FOR UPDATE OF l$$,
+                 $$SELECT l.id, ss.x, ss.cz FROM rm_local l LEFT JOIN (SELECT a.*, COALESCE(a.t || b.u, 'none') AS cz
+                   FROM remote.rma a JOIN remote.rmb b ON a.id = b.id AND a.id < 20) ss ON l.id = ss.id$$);
+-- One computed below an outer join of the remote join: not computed again
+-- from its null columns ('none' would be wrong), so that join is local.
+SELECT rows_same($$SELECT b.id, ss.cz FROM frmb b LEFT JOIN (SELECT a.id, COALESCE(a.t, 'none') AS cz
+                   FROM frma a WHERE a.id < 5) ss ON b.id = ss.id WHERE b.id < 12$$,
+                 $$SELECT b.id, ss.cz FROM remote.rmb b LEFT JOIN (SELECT a.id, COALESCE(a.t, 'none') AS cz
+                   FROM remote.rma a WHERE a.id < 5) ss ON b.id = ss.id WHERE b.id < 12$$);
 -- An UPDATE of a local table from a remote join.
 CREATE TABLE rm_local2 AS SELECT * FROM rm_local;
 EXPLAIN (VERBOSE, COSTS OFF)
