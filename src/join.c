@@ -380,6 +380,7 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 static void
 set_recheck_paths(PlannerInfo *root, RelOptInfo *joinrel, Path *epq_path)
 {
+	Path	   *columns = NULL;
 	ListCell   *lc;
 
 	foreach(lc, joinrel->pathlist)
@@ -388,13 +389,31 @@ set_recheck_paths(PlannerInfo *root, RelOptInfo *joinrel, Path *epq_path)
 
 		if (!IsA(path, ForeignPath) || path->fdw_outerpath != NULL)
 			continue;
-		if (path->path.pathkeys != NIL &&
-			!pathkeys_contained_in(path->path.pathkeys, epq_path->pathkeys))
-			path->fdw_outerpath = (Path *) create_sort_path(root, joinrel, epq_path,
-															path->path.pathkeys,
-															-1.0);
-		else
+		if (path->path.pathkeys == NIL ||
+			pathkeys_contained_in(path->path.pathkeys, epq_path->pathkeys))
+		{
 			path->fdw_outerpath = epq_path;
+			continue;
+		}
+
+		/*
+		 * The sort returns what the join under it returns: make that the
+		 * columns the ForeignScan reads (afdw_join_plan), not values
+		 * computed from them (placeholders).
+		 */
+		if (columns == NULL)
+		{
+			PathTarget *target = create_empty_pathtarget();
+			ListCell   *lc2;
+
+			foreach(lc2, pull_var_clause((Node *) joinrel->reltarget->exprs,
+										 PVC_RECURSE_PLACEHOLDERS))
+				add_column_to_pathtarget(target, (Expr *) lfirst(lc2), 0);
+			set_pathtarget_cost_width(root, target);
+			columns = (Path *) create_projection_path(root, joinrel, epq_path, target);
+		}
+		path->fdw_outerpath = (Path *) create_sort_path(root, joinrel, columns,
+														path->path.pathkeys, -1.0);
 	}
 }
 
