@@ -50,6 +50,9 @@ enum AfdwScanPrivate
 								 * wrapper ("" for none) */
 	AFDW_PRIVATE_RELATIONS,		/* String: what a remote join or aggregate
 								 * reads, for EXPLAIN ("" for a scan) */
+	AFDW_PRIVATE_RECHECK_ONLY,	/* Boolean: a scan of the local join plan
+								 * of a remote join, run only to recheck a
+								 * row (afdw_mark_recheck_only) */
 	AFDW_PRIVATE_OWN_LIMIT		/* Integer, present only when the remote
 								 * SELECT has the query's LIMIT (ordered.c,
 								 * afdw_add_final_path): the most rows it
@@ -548,9 +551,12 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 									   afdw_grouping_plan(root, baserel, tlist,
 														  outer_plan));
 	if (fp->outer_rel != NULL)
-		return afdw_finish_remote_plan(root, baserel, &best_path->path,
-									   afdw_join_plan(root, baserel, tlist,
-													  outer_plan));
+		return afdw_join_lock_rows(root, baserel,
+								   afdw_finish_remote_plan(root, baserel,
+														   &best_path->path,
+														   afdw_join_plan(root, baserel,
+																		  tlist,
+																		  outer_plan)));
 
 	/*
 	 * Streaming pays off for scans read to the end.  A parameterized scan
@@ -630,10 +636,12 @@ afdw_make_scan_private(const char *sql, List *retrieved_attrs, int fetch_size,
 					   bool stream, const char *outer_order,
 					   const char *relations)
 {
-	return lappend(list_make5(makeString(pstrdup(sql)), retrieved_attrs,
-							  makeInteger(fetch_size), makeBoolean(stream),
-							  makeString(pstrdup(outer_order))),
-				   makeString(pstrdup(relations)));
+	List	   *private = list_make5(makeString(pstrdup(sql)), retrieved_attrs,
+									 makeInteger(fetch_size), makeBoolean(stream),
+									 makeString(pstrdup(outer_order)));
+
+	private = lappend(private, makeString(pstrdup(relations)));
+	return lappend(private, makeBoolean(false));
 }
 
 /*
@@ -732,6 +740,56 @@ afdw_scan_private(ForeignScan *plan, char **sql, List **retrieved_attrs,
 	*outer_order = strVal(list_nth(plan->fdw_private, AFDW_PRIVATE_OUTER_ORDER));
 	if ((*outer_order)[0] == '\0')
 		*outer_order = NULL;
+}
+
+/*
+ * afdw_mark_recheck_only
+ *		Mark every scan of async_fdw in PLAN, the local join plan that a
+ *		remote join runs to recheck a row (EvalPlanQual), as run only then:
+ *		its remote query is not sent with those of the statement's other
+ *		scans (scan.c).
+ *
+ * The plan joins foreign tables of the remote join, whose scans are all
+ * async_fdw's; in a recheck each returns the row under test, never
+ * fetching.  Sent with the others, a scan under FOR UPDATE would lock
+ * every row of its table.
+ */
+void
+afdw_mark_recheck_only(Plan *plan)
+{
+	ListCell   *lc;
+
+	check_stack_depth();
+	if (plan == NULL)
+		return;
+	if (IsA(plan, ForeignScan) && ((ForeignScan *) plan)->scan.scanrelid > 0 &&
+		list_length(((ForeignScan *) plan)->fdw_private) > AFDW_PRIVATE_RECHECK_ONLY)
+		list_nth_cell(((ForeignScan *) plan)->fdw_private,
+					  AFDW_PRIVATE_RECHECK_ONLY)->ptr_value = makeBoolean(true);
+	if (IsA(plan, Append))
+	{
+		foreach(lc, ((Append *) plan)->appendplans)
+			afdw_mark_recheck_only(lfirst(lc));
+	}
+	else if (IsA(plan, MergeAppend))
+	{
+		foreach(lc, ((MergeAppend *) plan)->mergeplans)
+			afdw_mark_recheck_only(lfirst(lc));
+	}
+	afdw_mark_recheck_only(plan->lefttree);
+	afdw_mark_recheck_only(plan->righttree);
+}
+
+/*
+ * afdw_scan_recheck_only
+ *		Whether PLAN is a scan that runs only to recheck a row of a remote
+ *		join (afdw_mark_recheck_only).
+ */
+bool
+afdw_scan_recheck_only(ForeignScan *plan)
+{
+	return list_length(plan->fdw_private) > AFDW_PRIVATE_RECHECK_ONLY &&
+		boolVal(list_nth(plan->fdw_private, AFDW_PRIVATE_RECHECK_ONLY));
 }
 
 PG_FUNCTION_INFO_V1(async_fdw_handler);

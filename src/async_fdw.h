@@ -205,6 +205,8 @@ extern bool afdw_scan_own_limit(ForeignScan *plan, int *bound);
 extern void afdw_scan_private(ForeignScan *plan, char **sql,
 							  List **retrieved_attrs, int *fetch_size,
 							  bool *stream, char **outer_order);
+extern void afdw_mark_recheck_only(Plan *plan);
+extern bool afdw_scan_recheck_only(ForeignScan *plan);
 
 /* budget.c */
 extern void afdw_budget_preload(void);
@@ -440,6 +442,8 @@ extern void afdw_deparse_limit(StringInfo buf, PlannerInfo *root,
 							   RelOptInfo *rel, Relation frel, List **params);
 extern bool afdw_deparse_locking_clause(StringInfo buf, PlannerInfo *root,
 										RelOptInfo *baserel);
+extern bool afdw_deparse_join_locking_clause(StringInfo buf, PlannerInfo *root,
+											 RelOptInfo *joinrel);
 extern void afdw_deparse_binary_select(StringInfo buf, const char *sql,
 									   const char *outer_order,
 									   Relation rel, List *retrieved_attrs);
@@ -483,6 +487,8 @@ extern void afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 									JoinType jointype, JoinPathExtraData *extra);
 extern ForeignScan *afdw_join_plan(PlannerInfo *root, RelOptInfo *rel,
 								   List *tlist, Plan *outer_plan);
+extern ForeignScan *afdw_join_lock_rows(PlannerInfo *root, RelOptInfo *rel,
+										ForeignScan *scan);
 
 /* ordered.c */
 extern void afdw_add_sorted_join_paths(PlannerInfo *root, RelOptInfo *joinrel,

@@ -53,6 +53,7 @@ static void append_conditions(List *conds, DeparseContext *cxt);
 static void append_select_list(List *tlist, DeparseContext *cxt);
 static void deparse_join_from_where(RelOptInfo *joinrel, DeparseContext *cxt);
 static void deparse_from(RelOptInfo *rel, DeparseContext *cxt);
+static void append_whole_row(StringInfo buf, int varno, DeparseContext *cxt);
 static void collect_subqueries(RelOptInfo *rel, int parent, DeparseContext *cxt);
 
 /*
@@ -821,6 +822,38 @@ deparse_join_from_where(RelOptInfo *joinrel, DeparseContext *cxt)
 }
 
 /*
+ * append_join_select_list
+ *		Append SELECT and the columns of TLIST (TargetEntries of Vars) of
+ *		the join deparsed in CXT: a table's whole row (for a row mark, or
+ *		the query's t.*) as a ROW() of its columns, null where an outer
+ *		join found no row (append_whole_row), converted locally into
+ *		the table's row type; its ctid as r<n>.ctid.
+ */
+static void
+append_join_select_list(List *tlist, DeparseContext *cxt)
+{
+	ListCell   *lc;
+	bool		first = true;
+
+	appendStringInfoString(cxt->buf, "SELECT ");
+	foreach(lc, tlist)
+	{
+		Expr	   *expr = lfirst_node(TargetEntry, lc)->expr;
+
+		if (!first)
+			appendStringInfoString(cxt->buf, ", ");
+		first = false;
+		if (IsA(expr, Var) && ((Var *) expr)->varattno == 0 &&
+			((Var *) expr)->varlevelsup == 0)
+			append_whole_row(cxt->buf, ((Var *) expr)->varno, cxt);
+		else
+			afdw_deparse_expr(expr, cxt);
+	}
+	if (first)
+		appendStringInfoString(cxt->buf, "NULL");
+}
+
+/*
  * afdw_deparse_join_select
  *		The remote SELECT of JOINREL, a join of foreign tables on one
  *		server (join.c): the columns of TLIST (TargetEntries), each table
@@ -834,7 +867,7 @@ afdw_deparse_join_select(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel,
 	DeparseContext cxt;
 
 	init_context(&cxt, buf, root, joinrel, NULL, params);
-	append_select_list(tlist, &cxt);
+	append_join_select_list(tlist, &cxt);
 	appendStringInfoString(buf, " FROM ");
 	deparse_join_from_where(joinrel, &cxt);
 	end_context(&cxt);
@@ -905,6 +938,60 @@ afdw_deparse_locking_clause(StringInfo buf, PlannerInfo *root,
 			return true;
 	}
 	return false;
+}
+
+/*
+ * afdw_deparse_join_locking_clause
+ *		Append to BUF the locking clause of the remote SELECT of JOINREL, a
+ *		remote join, that the query's row marks ask for: FOR UPDATE OF r<n>
+ *		or FOR SHARE OF r<n> for each table the query locks (as
+ *		afdw_deparse_locking_clause decides for a scan); true if any.
+ *		With BUF NULL, only say whether there is one.
+ *		The query's other tables have row marks that lock nothing (their
+ *		rows are copied for rechecks, in the join's whole-row columns).
+ */
+bool
+afdw_deparse_join_locking_clause(StringInfo buf, PlannerInfo *root,
+								 RelOptInfo *joinrel)
+{
+	int			relid = -1;
+	bool		any = false;
+
+	while ((relid = bms_next_member(joinrel->relids, relid)) >= 0)
+	{
+		PlanRowMark *rc = get_plan_rowmark(root->rowMarks, relid);
+
+		/* The target of an UPDATE or DELETE, changed by ctid (join.c). */
+		if ((root->parse->commandType == CMD_UPDATE ||
+			 root->parse->commandType == CMD_DELETE) &&
+			bms_is_member(relid, root->all_result_relids))
+		{
+			if (buf != NULL)
+				appendStringInfo(buf, " FOR UPDATE OF r%d", relid);
+			any = true;
+			continue;
+		}
+		if (rc == NULL)
+			continue;
+		switch (rc->strength)
+		{
+			case LCS_NONE:
+				break;
+			case LCS_FORKEYSHARE:
+			case LCS_FORSHARE:
+				if (buf != NULL)
+					appendStringInfo(buf, " FOR SHARE OF r%d", relid);
+				any = true;
+				break;
+			case LCS_FORNOKEYUPDATE:
+			case LCS_FORUPDATE:
+				if (buf != NULL)
+					appendStringInfo(buf, " FOR UPDATE OF r%d", relid);
+				any = true;
+				break;
+		}
+	}
+	return any;
 }
 
 /*

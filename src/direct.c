@@ -222,7 +222,14 @@ afdwPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 	if (fscan == NULL || fscan->scan.plan.qual != NIL)
 		return false;
 	if (fscan->scan.scanrelid == 0)
+	{
+		RelOptInfo *joinrel = find_join_rel(root, fscan->fs_relids);
+
+		/* A join that reads the target's rows for a change by ctid (join.c). */
+		if (joinrel == NULL || !afdw_direct_join_ok(root, joinrel))
+			return false;
 		return plan_join_modify(root, plan, resultRelation, subplan_index, fscan);
+	}
 	if (bms_num_members(afdw_scan_base_relids(fscan)) != 1)
 		return false;
 	baserel = find_base_rel(root, resultRelation);

@@ -23,16 +23,26 @@
  * the asynchronous Append, every shard joining at the same time.
  *
  * The join of all the tables of an UPDATE ... FROM or DELETE ... USING of
- * one foreign table is offered only to become the remote statement itself
- * (direct.c), when all of it can be sent.
+ * one foreign table becomes the remote statement itself (direct.c) when
+ * all of it can be sent; otherwise joins holding that table are scans that
+ * lock its rows and return their ctids, by which modify.c changes them.
  *
- * Not pushed: joins under row locks (FOR UPDATE would need the rows of
- * each table rechecked locally), joins whose target holds anything but
- * plain columns and placeholders when their paths are made, joins inside
- * which a placeholder is computed, joins with lateral references,
- * joins having a semi- or anti-join as a side (a condition of its outer
- * side, not a FROM item), joins of a query with a condition on no table
- * (checked above the scans, which a remote join replaces).
+ * Under row marks (SELECT ... FOR UPDATE or FOR SHARE, the other tables of
+ * an UPDATE or DELETE) the remote SELECT locks the rows of the tables the
+ * query locks (FOR UPDATE OF r<n>) and returns the whole row of each table
+ * with a row mark, as postgres_fdw does.  When a concurrent change makes
+ * the executor recheck a joined row (EvalPlanQual), the join is made again
+ * locally from the rechecked rows of its tables: the local join plan
+ * (GetExistingLocalJoinPath) is the ForeignScan's outer plan, run only
+ * then (scan.c's afdwRecheckForeignScan); its scans send nothing.
+ *
+ * Not pushed: joins whose target holds anything but columns, whole rows
+ * and ctids of their tables and placeholders computed at the join when
+ * their paths are made, joins inside which a placeholder is computed,
+ * joins with lateral references, joins having a semi- or anti-join as a
+ * side (a condition of its outer side, not a FROM item), joins of a query
+ * with a condition on no table (checked above the scans, which a remote
+ * join replaces).
  * (In PostgreSQL 15 an anti-join's pushed-down conditions, filters on its
  * result, only read the outer side: they go in the WHERE clause.)
  *
@@ -45,10 +55,14 @@
  */
 #include "postgres.h"
 
+#include "access/sysattr.h"
+#include "foreign/fdwapi.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "optimizer/placeholder.h"
 #include "optimizer/planmain.h"
 #include "optimizer/restrictinfo.h"
 #include "optimizer/tlist.h"
@@ -57,6 +71,9 @@
 #include "utils/lsyscache.h"
 
 #include "async_fdw.h"
+
+static void set_recheck_paths(PlannerInfo *root, RelOptInfo *joinrel,
+							  Path *epq_path);
 
 /*
  * side_conditions
@@ -140,11 +157,19 @@ placeholders_ok(PlannerInfo *root, RelOptInfo *joinrel)
 
 /*
  * target_ok
- *		Whether the join's target holds only plain columns of its tables,
- *		and placeholders computed at the join (see placeholders_ok).
+ *		Whether the join's target holds only columns of its tables, their
+ *		whole rows and their ctids (row marks', or the query's), none of a
+ *		semi- or anti-join's inner side (read in an EXISTS), and values of
+ *		the query computed at this join (placeholders: the ForeignScan
+ *		computes them from the columns the remote join returns).
+ *
+ * A placeholder computed below the join must not be computed again from
+ * the columns: an outer join between would have made it null, not the
+ * expression of null columns.
  */
 static bool
-target_ok(RelOptInfo *joinrel)
+target_ok(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *innerrel,
+		  JoinType jointype)
 {
 	ListCell   *lc;
 
@@ -153,9 +178,21 @@ target_ok(RelOptInfo *joinrel)
 		Var		   *var = (Var *) lfirst(lc);
 
 		if (IsA(var, PlaceHolderVar))
+		{
+			PlaceHolderVar *phv = (PlaceHolderVar *) var;
+
+			if (phv->phlevelsup != 0 || jointype == JOIN_SEMI || jointype == JOIN_ANTI ||
+				!bms_equal(find_placeholder_info(root, phv, false)->ph_eval_at,
+						   joinrel->relids))
+				return false;
 			continue;
-		if (!IsA(var, Var) || var->varattno <= 0 || var->varlevelsup != 0 ||
+		}
+		if (!IsA(var, Var) || var->varlevelsup != 0 ||
+			(var->varattno < 0 && var->varattno != SelfItemPointerAttributeNumber) ||
 			!bms_is_member(var->varno, joinrel->relids))
+			return false;
+		if ((jointype == JOIN_SEMI || jointype == JOIN_ANTI) &&
+			bms_is_member(var->varno, innerrel->relids))
 			return false;
 	}
 	return true;
@@ -230,6 +267,7 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	Cost		total;
 	const char *kind;
 	bool		modify;
+	Path	   *epq_path = NULL;
 
 	/* One path per join relation, whichever pair of sides comes first. */
 	if (joinrel->fdw_private != NULL)
@@ -262,26 +300,38 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	 * scans, which a remote join replaces: none may be pending.
 	 */
 	/*
-	 * The target of an UPDATE or DELETE is read on its own, locked, on the
-	 * connection that changes it (scan.c): never inside a remote join.
-	 * (Such a query has row marks for its other tables anyway.)
-	 */
-	/*
-	 * Unless the join of all the tables of an UPDATE or DELETE is the
-	 * remote UPDATE ... FROM or DELETE ... USING (direct.c): then smaller
-	 * joins are described for it to build on, but not offered (their
-	 * targets hold the tables' whole rows, for the row marks).
+	 * The target of an UPDATE or DELETE is read locked, on the connection
+	 * that changes it (scan.c), on its own; or in a remote join with other
+	 * tables when the query is an UPDATE or DELETE of that one foreign
+	 * table (afdw_direct_join_mode).  Then the join of all its tables may
+	 * be the remote UPDATE ... FROM or DELETE ... USING (direct.c), and
+	 * other joins, and that one when it cannot, are scans that lock the
+	 * target's rows and return their ctids (FOR UPDATE OF r<n>).
 	 */
 	modify = afdw_direct_join_mode(root);
 	if (!modify && bms_overlap(joinrel->relids, root->all_result_relids))
 		return;
-	if ((root->rowMarks != NIL && !modify) || root->hasPseudoConstantQuals ||
+	if (root->hasPseudoConstantQuals ||
 		!join_side_ok(outerrel) || !join_side_ok(innerrel) ||
 		ofp->server->serverid != ifp->server->serverid ||
 		ofp->user->umid != ifp->user->umid ||
-		!bms_is_empty(joinrel->lateral_relids) || (!modify && !target_ok(joinrel)) ||
+		!bms_is_empty(joinrel->lateral_relids) ||
+		(!modify && !target_ok(root, joinrel, innerrel, jointype)) ||
 		!placeholders_ok(root, joinrel))
 		return;
+
+	/*
+	 * Rows a recheck may ask for again are joined again locally (see the
+	 * file's comment): no local join plan, no remote join.
+	 */
+	if (!modify && (root->rowMarks != NIL ||
+					root->parse->commandType == CMD_UPDATE ||
+					root->parse->commandType == CMD_DELETE))
+	{
+		epq_path = GetExistingLocalJoinPath(joinrel);
+		if (epq_path == NULL)
+			return;
+	}
 
 	/* Set now: the shippability checks read the join's options. */
 	jfp = afdw_derived_relinfo(ofp);
@@ -355,7 +405,12 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	jfp->relations = psprintf("%s %s %s", side_name(root, outerrel), kind,
 							  side_name(root, innerrel));
 	if (modify && !afdw_direct_join_ok(root, joinrel))
-		return;
+	{
+		/* A scan, with a local join plan for rechecks as above. */
+		if (!target_ok(root, joinrel, innerrel, jointype) ||
+			(epq_path = GetExistingLocalJoinPath(joinrel)) == NULL)
+			return;
+	}
 
 	/*
 	 * Conditions checked locally filter the rows the remote server sends:
@@ -392,10 +447,64 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	add_path(joinrel, (Path *)
 			 afdw_join_path(root, joinrel, NULL, joinrel->rows,
 							startup + jfp->remote_startup, total,
-							NIL, NULL, NULL, NIL));
+							NIL, NULL, epq_path, NIL));
 	read = startup + jfp->remote_total;
 	afdw_add_sorted_join_paths(root, joinrel, read, total);
 	afdw_add_merge_paths(root, joinrel, read, total);
+	if (epq_path != NULL)
+		set_recheck_paths(root, joinrel, epq_path);
+}
+
+/*
+ * set_recheck_paths
+ *		Give every remote join path of JOINREL (the sorted ones of
+ *		ordered.c too) EPQ_PATH, the local join that rechecks a row, as
+ *		the path its ForeignScan's outer plan comes from: sorted as the
+ *		path is.
+ *
+ * A recheck joins one row of each table, but the local join plan of a
+ * larger remote join (GetExistingLocalJoinPath) may take this one's
+ * local join in its place, as the outer side of a merge join that
+ * expects the order.
+ */
+static void
+set_recheck_paths(PlannerInfo *root, RelOptInfo *joinrel, Path *epq_path)
+{
+	Path	   *columns = NULL;
+	ListCell   *lc;
+
+	foreach(lc, joinrel->pathlist)
+	{
+		ForeignPath *path = (ForeignPath *) lfirst(lc);
+
+		if (!IsA(path, ForeignPath) || path->fdw_outerpath != NULL)
+			continue;
+		if (path->path.pathkeys == NIL ||
+			pathkeys_contained_in(path->path.pathkeys, epq_path->pathkeys))
+		{
+			path->fdw_outerpath = epq_path;
+			continue;
+		}
+
+		/*
+		 * The sort returns what the join under it returns: make that the
+		 * columns the ForeignScan reads (afdw_join_plan), not values
+		 * computed from them (placeholders).
+		 */
+		if (columns == NULL)
+		{
+			PathTarget *target = create_empty_pathtarget();
+			ListCell   *lc2;
+
+			foreach(lc2, pull_var_clause((Node *) joinrel->reltarget->exprs,
+										 PVC_RECURSE_PLACEHOLDERS))
+				add_column_to_pathtarget(target, (Expr *) lfirst(lc2), 0);
+			set_pathtarget_cost_width(root, target);
+			columns = (Path *) create_projection_path(root, joinrel, epq_path, target);
+		}
+		path->fdw_outerpath = (Path *) create_sort_path(root, joinrel, columns,
+														path->path.pathkeys, -1.0);
+	}
 }
 
 /*
@@ -440,14 +549,32 @@ afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan
 		stream = (jfp->fetch_mode == AFDW_FETCH_STREAM);
 
 	/*
-	 * A join holding the target of an UPDATE or DELETE becomes the remote
-	 * statement (afdwPlanDirectModify), never a SELECT.
+	 * The join that becomes the remote UPDATE or DELETE has no SELECT
+	 * (afdwPlanDirectModify writes the statement).
 	 */
 	initStringInfo(&sql);
-	if (!bms_overlap(rel->relids, root->all_result_relids))
+	if (!afdw_direct_join_mode(root) || !afdw_direct_join_ok(root, rel))
 	{
 		afdw_deparse_join_select(&sql, root, rel, scan_tlist, &params);
 		afdw_check_params_apart(params, scan_tlist);
+	}
+
+	/*
+	 * Locked rows come through a cursor, as a locking scan's do (async_fdw.c);
+	 * the locking clause follows the ORDER BY (afdw_join_lock_rows).
+	 */
+	if (afdw_deparse_join_locking_clause(NULL, root, rel))
+		stream = false;
+
+	/*
+	 * The local join that rechecks a row returns the scan's columns, and
+	 * its scans run only then.
+	 */
+	if (outer_plan != NULL)
+	{
+		outer_plan = change_plan_targetlist(outer_plan, scan_tlist,
+											outer_plan->parallel_safe);
+		afdw_mark_recheck_only(outer_plan);
 	}
 
 	return make_foreignscan(tlist, local_exprs, 0, params,
@@ -455,4 +582,25 @@ afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan
 												   jfp->fetch_size, stream, "",
 												   jfp->relations),
 							scan_tlist, NIL, outer_plan);
+}
+
+/*
+ * afdw_join_lock_rows
+ *		Append to the remote SELECT of SCAN, the plan of REL (a remote join
+ *		or aggregate) whose ORDER BY and LIMIT are written, the locking
+ *		clause the query's row marks ask for; return SCAN.
+ */
+ForeignScan *
+afdw_join_lock_rows(PlannerInfo *root, RelOptInfo *rel, ForeignScan *scan)
+{
+	String	   *sql = (String *) linitial(scan->fdw_private);
+	StringInfoData buf;
+
+	if (strVal(sql)[0] == '\0')
+		return scan;
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, strVal(sql));
+	if (afdw_deparse_join_locking_clause(&buf, root, rel))
+		linitial(scan->fdw_private) = makeString(buf.data);
+	return scan;
 }

@@ -20,6 +20,7 @@
 #include "postgres.h"
 
 #include "access/table.h"
+#include "catalog/pg_type.h"
 #include "executor/execAsync.h"
 #include "executor/executor.h"
 #include "executor/instrument.h"
@@ -53,6 +54,8 @@ static dlist_head pending_scans = DLIST_STATIC_INIT(pending_scans);
 
 /* Scans of this backend between their Begin and End, with a connection. */
 dlist_head afdw_active_scans = DLIST_STATIC_INIT(afdw_active_scans);
+
+static void begin_scan(ForeignScanState *node);
 
 /*
  * The wait set of an asynchronous Append whose wait must end at once (see
@@ -365,12 +368,69 @@ find_async_parent(PlannedStmt *stmt, Plan *child)
 }
 
 /*
+ * computed_row_type
+ *		The row type in which the remote rows of NODE, a remote join or
+ *		aggregate, are read: its scan tuple's, except that a whole row
+ *		typed record (the row identity of the target of an UPDATE or
+ *		DELETE) is read as its table's row type, which the remote ROW()
+ *		of its columns has.  The values go into the scan tuple unchanged.
+ */
+static TupleDesc
+computed_row_type(ForeignScanState *node, EState *estate)
+{
+	ForeignScan *plan = (ForeignScan *) node->ss.ps.plan;
+	TupleDesc	tupdesc = node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
+	TupleDesc	copy = NULL;
+	ListCell   *lc;
+	int			i = 0;
+
+	foreach(lc, plan->fdw_scan_tlist)
+	{
+		Var		   *var = (Var *) lfirst_node(TargetEntry, lc)->expr;
+
+		if (i < tupdesc->natts && TupleDescAttr(tupdesc, i)->atttypid == RECORDOID &&
+			IsA(var, Var) && var->varattno == 0 && var->varlevelsup == 0)
+		{
+			RangeTblEntry *rte = exec_rt_fetch(var->varno, estate);
+			Oid			reltype = rte->rtekind == RTE_RELATION ?
+				get_rel_type_id(rte->relid) : InvalidOid;
+
+			if (OidIsValid(reltype))
+			{
+				if (copy == NULL)
+					copy = CreateTupleDescCopy(tupdesc);
+				TupleDescAttr(copy, i)->atttypid = reltype;
+			}
+		}
+		i++;
+	}
+	return copy != NULL ? copy : tupdesc;
+}
+
+/*
  * afdwBeginForeignScan
  *		Take a connection and prepare the scan.  The query is sent at the
  *		first fetch of this or any other scan of the same query.
+ *
+ * A scan of the local join plan that rechecks a row of a remote join
+ * (afdw_mark_recheck_only) is prepared only if it is ever read, which a
+ * recheck does not do: it returns the row under test.
  */
 static void
 afdwBeginForeignScan(ForeignScanState *node, int eflags)
+{
+	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) ||
+		afdw_scan_recheck_only((ForeignScan *) node->ss.ps.plan))
+		return;
+	begin_scan(node);
+}
+
+/*
+ * begin_scan
+ *		afdwBeginForeignScan's work.
+ */
+static void
+begin_scan(ForeignScanState *node)
 {
 	ForeignScan *plan = (ForeignScan *) node->ss.ps.plan;
 	EState	   *estate = node->ss.ps.state;
@@ -380,9 +440,8 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 	int			i = 0;
 	Index		rtindex;
 	int			own_bound;
+	int			relid = -1;
 
-	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
-		return;
 	/* Rows an INSERT of this statement still keeps are read too. */
 	afdw_flush_kept_rows(plan->fs_server);
 
@@ -429,7 +488,7 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 		rtindex = bms_next_member(afdw_scan_base_relids(plan), -1);
 		st->computed = true;
 		st->rel = table_open(exec_rt_fetch(rtindex, estate)->relid, NoLock);
-		afdw_init_row_builder(&st->rb, node->ss.ss_ScanTupleSlot->tts_tupleDescriptor,
+		afdw_init_row_builder(&st->rb, computed_row_type(node, estate),
 							  RelationGetRelationName(st->rel), true,
 							  st->retrieved_attrs, st->row_cxt);
 	}
@@ -498,6 +557,19 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 		list_member_int(estate->es_plannedstmt->resultRelations,
 						plan->scan.scanrelid))
 		st->locks_rows = true;
+	/*
+	 * A remote join locks the rows of the tables the query locks, and
+	 * those of the target of an UPDATE or DELETE that it holds (join.c).
+	 */
+	while (plan->scan.scanrelid == 0 && plan->operation == CMD_SELECT &&
+		   (relid = bms_next_member(afdw_scan_base_relids(plan), relid)) >= 0)
+	{
+		if ((estate->es_rowmarks != NULL &&
+			 estate->es_rowmarks[relid - 1] != NULL &&
+			 estate->es_rowmarks[relid - 1]->strength != LCS_NONE) ||
+			list_member_int(estate->es_plannedstmt->resultRelations, relid))
+			st->locks_rows = true;
+	}
 	if (st->locks_rows)
 	{
 		st->conn = afdw_acquire_writer(scan_user(plan, estate, st->rel, rtindex));
@@ -878,6 +950,12 @@ afdwIterateForeignScan(ForeignScanState *node)
 	AfdwScanState *st = (AfdwScanState *) node->fdw_state;
 	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
 
+	/* A scan prepared only when read (afdwBeginForeignScan). */
+	if (unlikely(st == NULL))
+	{
+		begin_scan(node);
+		st = (AfdwScanState *) node->fdw_state;
+	}
 	st->demanded = true;
 	st->conn_wait = false;
 	if (unlikely(st->next_tuple >= st->ntuples))
@@ -911,6 +989,9 @@ afdwReScanForeignScan(ForeignScanState *node)
 	AfdwScanState *st = (AfdwScanState *) node->fdw_state;
 	instr_time	waited;
 
+	/* Not prepared (afdwBeginForeignScan): nothing to start over. */
+	if (st == NULL)
+		return;
 	/* It never started: it starts over like the others. */
 	if (st->phase == PHASE_QUEUED)
 		afdw_set_phase(st, PHASE_UNSENT);
@@ -964,6 +1045,31 @@ afdwEndForeignScan(ForeignScanState *node)
 	st->released = true;
 	if (st->computed)
 		table_close(st->rel, NoLock);
+}
+
+/*
+ * afdwRecheckForeignScan
+ *		Whether the row under test still passes the scan, when the executor
+ *		rechecks a row (EvalPlanQual); store it into SLOT.
+ *
+ * A scan of one table gets the rechecked row from the executor, and its
+ * remote conditions are checked again as fdw_recheck_quals.  A remote
+ * join makes its row again from the rechecked rows of its tables, by its
+ * local join plan (join.c), which returns the scan's columns.
+ */
+static bool
+afdwRecheckForeignScan(ForeignScanState *node, TupleTableSlot *slot)
+{
+	PlanState  *outer = outerPlanState(node);
+	TupleTableSlot *result;
+
+	if (((Scan *) node->ss.ps.plan)->scanrelid > 0 || outer == NULL)
+		return true;
+	result = ExecProcNode(outer);
+	if (TupIsNull(result))
+		return false;
+	ExecCopySlot(slot, result);
+	return true;
 }
 
 /*
@@ -1219,6 +1325,7 @@ afdw_scan_routines(FdwRoutine *routine)
 	routine->IterateForeignScan = afdwIterateForeignScan;
 	routine->ReScanForeignScan = afdwReScanForeignScan;
 	routine->EndForeignScan = afdwEndForeignScan;
+	routine->RecheckForeignScan = afdwRecheckForeignScan;
 	routine->ExplainForeignScan = afdwExplainForeignScan;
 	routine->IsForeignPathAsyncCapable = afdwIsForeignPathAsyncCapable;
 	routine->ForeignAsyncRequest = afdwForeignAsyncRequest;

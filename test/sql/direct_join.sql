@@ -120,7 +120,8 @@ SELECT rows_same('SELECT * FROM remote.jt', 'SELECT * FROM jt_local');
 -- Not sent as one statement: a condition computed locally, a new value
 -- computed locally, RETURNING of the other table's ctid, a table of another
 -- server, a local table.  The rows change one by one, with the same
--- result.
+-- result (those of a new value computed locally are read by a remote join
+-- that locks the target's rows and returns their ctids: join_rowmarks.sql).
 CREATE FUNCTION local_pos(int) RETURNS boolean LANGUAGE plpgsql AS
   $$BEGIN RETURN $1 > 0; END$$;
 EXPLAIN (VERBOSE, COSTS OFF)

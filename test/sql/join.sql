@@ -95,8 +95,10 @@ EXECUTE jt_g(3);
 DEALLOCATE jt_g;
 RESET plan_cache_mode;
 
--- 2. Done locally: another server, row locks.  (A condition that cannot
--- be sent filters the joined rows locally: join_shapes.sql.)
+-- 2. Done locally: a join with another server.  A condition that cannot be
+-- sent filters the joined rows locally (more in join_shapes.sql); under row
+-- locks the remote join locks, and a local join under it rechecks rows
+-- (join_rowmarks.sql).
 EXPLAIN (COSTS OFF) SELECT jt1.id FROM jt1 JOIN jt2_other o ON jt1.id = o.id;
 CREATE FUNCTION jt_local(int) RETURNS bool LANGUAGE plpgsql AS 'BEGIN RETURN $1 % 2 = 0; END';
 EXPLAIN (COSTS OFF) SELECT jt1.id FROM jt1 JOIN jt2 ON jt1.id = jt2.id AND jt_local(jt1.a + jt2.b);

@@ -1141,6 +1141,50 @@ sub gen_ctid
 		st("SELECT count(*) FROM {$t} a WHERE a.ctid > '(0,5)'", 0));
 }
 
+# A join under row marks, with whole rows (and ctids) of its tables:
+# remote joins lock the rows of the tables the query locks and return the
+# whole rows of the others.  FOR SHARE only: the three sides run at once on
+# the same remote rows, and FOR UPDATE from two sides could deadlock.
+sub gen_rowmarks
+{
+	my ($u) = @_;
+	my $t1 = pick_table();
+	my $t2 = pick_table();
+	my $kind = pickw([ 3, 'JOIN' ], [ 2, 'LEFT JOIN' ]);
+	my @cols = ('a.id', 'b.id');
+	push @cols, gen_cols('a', $t1, $u, rint(0, 2)) if chance(0.5);
+	push @cols, gen_cols('b', $t2, $u, 1) if chance(0.4);
+	push @cols, pick('a::text', 'b::text', 'b IS NULL', '(b).s', 'a::text || b::text') if chance(0.6);
+	if (chance(0.15))
+	{
+		push @cols, pick('a.ctid', 'b.ctid');
+		$u->{ctid} = 1;
+	}
+	@cols = grep { $_ ne '' } @cols;
+	my $from = "{$t1} a $kind {$t2} b ON a.id = b.id";
+	my @lock = ('FOR SHARE', 'FOR KEY SHARE', 'FOR SHARE OF a');
+	push @lock, 'FOR SHARE OF b', 'FOR KEY SHARE OF a, b' if $kind eq 'JOIN';
+	my $lock = pick(@lock);
+	if (chance(0.25))
+	{
+		# A local table locked, the others' rows copied.
+		$from = "lk JOIN {$t1} a ON a.k = lk.k $kind {$t2} b ON a.id = b.id";
+		$lock = pick('FOR SHARE OF lk', 'FOR SHARE');
+		$lock = 'FOR SHARE OF lk' if $kind ne 'JOIN';
+		push @cols, 'lk.name';
+	}
+	my @w = (small_filter('a', $t1, 300));
+	push @w, gen_pred('a', $t1, $u) if chance(0.5);
+	my $sql = "SELECT " . join(', ', @cols) . " FROM $from WHERE " . join(' AND ', @w);
+	if (chance(0.4))
+	{
+		# lk's k repeats: its name completes the order.
+		$sql .= " ORDER BY a.id, b.id" . ($from =~ /^lk / ? ', lk.name' : '') . " $lock";
+		return st($sql, 1);
+	}
+	return st("$sql $lock", 0);
+}
+
 # Settings of a unit, and the SQL that applies them.
 my %server_state = (a => '', p => '');
 
@@ -1197,7 +1241,8 @@ sub gen_unit
 		[ 5, 'xact' ],
 		[ 2, 'plpgsql' ],
 		[ 4, 'params' ],
-		[ 1, 'ctid' ]);
+		[ 1, 'ctid' ],
+		[ 3, 'rowmarks' ]);
 	$u->{kind} = $kind;
 	# A fresh session now and then: the first use of each server.
 	$u->{reconnect} = chance($kind eq 'plpgsql' ? 0.5 : 0.08);
@@ -1209,6 +1254,7 @@ sub gen_unit
 	@s = gen_plpgsql($u) if $kind eq 'plpgsql';
 	@s = (gen_ctid($u)) if $kind eq 'ctid';
 	@s = gen_params($u) if $kind eq 'params';
+	@s = (gen_rowmarks($u)) if $kind eq 'rowmarks';
 	$u->{stmts} = \@s;
 	return $u;
 }
