@@ -182,7 +182,7 @@ target_ok(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *innerrel,
 			PlaceHolderVar *phv = (PlaceHolderVar *) var;
 
 			if (phv->phlevelsup != 0 || jointype == JOIN_SEMI || jointype == JOIN_ANTI ||
-				!bms_equal(find_placeholder_info(root, phv, false)->ph_eval_at,
+				!bms_equal(afdw_placeholder_info(root, phv)->ph_eval_at,
 						   joinrel->relids))
 				return false;
 			continue;

@@ -152,6 +152,16 @@
 #endif
 
 /*
+ * The planner's record of placeholder PHV, which must exist.  16 dropped
+ * the argument that asked to create a missing one.
+ */
+#if PG_VERSION_NUM >= 160000
+#define afdw_placeholder_info(root, phv)	find_placeholder_info(root, phv)
+#else
+#define afdw_placeholder_info(root, phv)	find_placeholder_info(root, phv, false)
+#endif
+
+/*
  * The relations a Var's value depends on, as an equivalence member of it
  * lists them: its table, and from 16 the outer joins that can make it
  * NULL (varnullingrels).
