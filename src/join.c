@@ -205,7 +205,10 @@ target_ok(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *innerrel,
  *		of the join's result (any condition of an inner join, a condition
  *		pushed down to an outer join), not an outer join's ON condition,
  *		which decides which rows are null-extended.  Never for the remote
- *		UPDATE or DELETE of a join (MODIFY), nor for a semi- or anti-join.
+ *		UPDATE or DELETE of a join, nor under row marks (MODIFY for both:
+ *		the local join plan that rechecks rows would have to leave such a
+ *		condition to the ForeignScan, which is not done), nor for a semi-
+ *		or anti-join.
  */
 static bool
 condition_may_stay_local(RestrictInfo *ri, RelOptInfo *joinrel,
@@ -351,7 +354,8 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 
 		if (!afdw_is_shippable(root, joinrel, ri->clause))
 		{
-			if (!condition_may_stay_local(ri, joinrel, jointype, modify))
+			if (!condition_may_stay_local(ri, joinrel, jointype,
+										  modify || epq_path != NULL))
 			{
 				joinrel->fdw_private = NULL;
 				return;

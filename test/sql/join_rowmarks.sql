@@ -185,6 +185,34 @@ SELECT rows_same('SELECT * FROM remote.rma', 'SELECT * FROM rm_copy');
 DROP TABLE rm_copy;
 DROP FUNCTION rm_local_eq(int, int);
 
+-- A condition that cannot be sent, under row locks: the join stays local
+-- (its recheck plan would have to leave the condition to the Foreign Scan).
+-- Asked of the plan's lines, which differ between PostgreSQL versions.
+CREATE FUNCTION rm_abs(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS 'BEGIN RETURN abs($1); END';
+CREATE FUNCTION rm_remote_join(query text) RETURNS bool LANGUAGE plpgsql AS $$
+DECLARE
+  line text;
+BEGIN
+  FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+    IF line LIKE '%Relations: frma a INNER JOIN frmb b%' THEN
+      RETURN true;
+    END IF;
+  END LOOP;
+  RETURN false;
+END $$;
+SELECT rm_remote_join($$SELECT * FROM rm_local l LEFT JOIN (SELECT a.* FROM frma a JOIN frmb b
+    ON a.id = b.id AND a.id < 30 AND a.id = rm_abs(b.y)) ss ON l.z = ss.x
+  ORDER BY l.id FOR UPDATE OF l$$) AS locked_with_local_condition,
+       rm_remote_join($$SELECT * FROM rm_local l LEFT JOIN (SELECT a.* FROM frma a JOIN frmb b
+    ON a.id = b.id AND a.id < 30 AND a.id = rm_abs(b.y)) ss ON l.z = ss.x
+  ORDER BY l.id$$) AS unlocked_with_local_condition;
+SELECT rows_same($$SELECT * FROM rm_local l LEFT JOIN (SELECT a.* FROM frma a JOIN frmb b
+                     ON a.id = b.id AND a.id < 30 AND a.id = rm_abs(b.y)) ss ON l.z = ss.x FOR UPDATE OF l$$,
+                 $$SELECT * FROM rm_local l LEFT JOIN (SELECT a.* FROM remote.rma a JOIN remote.rmb b
+                     ON a.id = b.id AND a.id < 30 AND a.id = rm_abs(b.y)) ss ON l.z = ss.x$$);
+DROP FUNCTION rm_remote_join(text);
+DROP FUNCTION rm_abs(int);
+
 SELECT dblink_disconnect('rm_locker');
 DROP FUNCTION rm_try_lock(text, int, text);
 DROP TABLE rm_local, rm_local2;
