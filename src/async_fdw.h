@@ -360,6 +360,7 @@ extern void afdw_prepare_snapshot(AfdwConn *conn);
 extern AfdwConn *afdw_join_target(AfdwConn *conn);
 
 /* xact.c */
+extern bool afdw_cancel_harmless(AfdwConn *conn);
 extern void afdw_begin_xact(AfdwConn *conn);
 extern void afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner,
 							  AfdwDrainFn drain, bool nested);

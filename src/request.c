@@ -576,7 +576,12 @@ afdw_finish_request(AfdwScanState *st)
 	}
 	if (afdw_in_flight(st) && afdw_is_owner(st->conn, st))
 	{
-		if (!st->demanded && !afdw_read_request(st, false))
+		/*
+		 * Before its savepoint has answered, the command is waited for
+		 * instead: a cancel could abort the remote transaction.
+		 */
+		if (!st->demanded && !afdw_read_request(st, false) &&
+			afdw_cancel_harmless(st->conn))
 			afdw_cancel(st->conn);
 		if (afdw_in_flight(st))
 			(void) afdw_read_request(st, true);

@@ -477,6 +477,21 @@ afdw_note_row_locks(AfdwConn *conn)
 }
 
 /*
+ * afdw_cancel_harmless
+ *		Whether a cancel of CONN's command in flight can hit only that
+ *		command: not while the result of the savepoint that wraps it is
+ *		still to come (see AfdwConn), when the server may still be running
+ *		what was sent before the savepoint in the same message (a deferred
+ *		CLOSE, the RELEASE of the previous savepoint); cancelled there, they
+ *		would abort the remote transaction.
+ */
+bool
+afdw_cancel_harmless(AfdwConn *conn)
+{
+	return conn->wrap != AFDW_WRAP_PENDING;
+}
+
+/*
  * afdw_track_wrap
  *		Follow RES, the next result of CONN's command in flight, through the
  *		savepoint that wraps a scan's command (see AfdwConn): when the
