@@ -202,10 +202,7 @@ BEGIN
 END $$;
 SELECT rm_remote_join($$SELECT * FROM rm_local l LEFT JOIN (SELECT a.* FROM frma a JOIN frmb b
     ON a.id = b.id AND a.id < 30 AND a.id = rm_abs(b.y)) ss ON l.z = ss.x
-  ORDER BY l.id FOR UPDATE OF l$$) AS locked_with_local_condition,
-       rm_remote_join($$SELECT * FROM rm_local l LEFT JOIN (SELECT a.* FROM frma a JOIN frmb b
-    ON a.id = b.id AND a.id < 30 AND a.id = rm_abs(b.y)) ss ON l.z = ss.x
-  ORDER BY l.id$$) AS unlocked_with_local_condition;
+  ORDER BY l.id FOR UPDATE OF l$$) AS locked_with_local_condition;
 SELECT rows_same($$SELECT * FROM rm_local l LEFT JOIN (SELECT a.* FROM frma a JOIN frmb b
                      ON a.id = b.id AND a.id < 30 AND a.id = rm_abs(b.y)) ss ON l.z = ss.x FOR UPDATE OF l$$,
                  $$SELECT * FROM rm_local l LEFT JOIN (SELECT a.* FROM remote.rma a JOIN remote.rmb b
