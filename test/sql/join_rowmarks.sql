@@ -33,21 +33,7 @@ CREATE TABLE rm_local (id int PRIMARY KEY, z int);
 INSERT INTO rm_local SELECT g, g FROM generate_series(1, 30) g;
 ANALYZE frma; ANALYZE frmb; ANALYZE frmc; ANALYZE rm_local;
 
--- Whether another session can lock remote row ID of TAB at once: 'free',
--- or the SQLSTATE of its error (55P03 when the row is locked).
-CREATE FUNCTION rm_try_lock(tab text, id int, mode text) RETURNS text
-LANGUAGE plpgsql AS $$
-DECLARE
-  n int;
-BEGIN
-  SELECT c INTO n FROM dblink('rm_locker',
-    format('SELECT count(*) FROM (SELECT 1 FROM remote.%I WHERE id = %s FOR %s NOWAIT) s',
-           tab, id, mode)) AS t(c int);
-  RETURN 'free';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE;
-END
-$$;
+-- remote_lock_state (setup.sql) asks it of the remote rows.
 
 -- 1. FOR UPDATE OF one side: the remote join locks that table's rows, and
 -- returns both whole rows; the local join under it is for rechecks.
@@ -61,8 +47,8 @@ SELECT rows_same($$SELECT a.id, b.u FROM frma a JOIN frmb b ON a.id = b.id WHERE
 BEGIN;
 SELECT a.id, b.u FROM frma a JOIN frmb b ON a.id = b.id WHERE a.x = 3
   ORDER BY a.id FOR UPDATE OF a;
-SELECT rm_try_lock('rma', 17, 'UPDATE') AS a17, rm_try_lock('rma', 10, 'UPDATE') AS a10,
-       rm_try_lock('rmb', 17, 'UPDATE') AS b17;
+SELECT remote_lock_state('rm_locker', 'rma', 17, 'UPDATE') AS a17, remote_lock_state('rm_locker', 'rma', 10, 'UPDATE') AS a10,
+       remote_lock_state('rm_locker', 'rmb', 17, 'UPDATE') AS b17;
 COMMIT;
 
 -- 2. FOR UPDATE of all: both tables' rows.
@@ -71,8 +57,8 @@ SELECT a.id, b.u FROM frma a JOIN frmb b ON a.id = b.id WHERE a.x = 3 FOR UPDATE
 BEGIN;
 SELECT a.id, b.u FROM frma a JOIN frmb b ON a.id = b.id WHERE a.x = 3
   ORDER BY a.id FOR NO KEY UPDATE;
-SELECT rm_try_lock('rma', 17, 'UPDATE') AS a17, rm_try_lock('rmb', 17, 'UPDATE') AS b17,
-       rm_try_lock('rmb', 19, 'UPDATE') AS b19;
+SELECT remote_lock_state('rm_locker', 'rma', 17, 'UPDATE') AS a17, remote_lock_state('rm_locker', 'rmb', 17, 'UPDATE') AS b17,
+       remote_lock_state('rm_locker', 'rmb', 19, 'UPDATE') AS b19;
 COMMIT;
 
 -- 3. FOR SHARE: another FOR SHARE passes, FOR UPDATE does not.
@@ -81,8 +67,8 @@ SELECT a.id, b.u FROM frma a JOIN frmb b ON a.id = b.id WHERE a.x = 3 FOR SHARE;
 BEGIN;
 SELECT a.id, b.u FROM frma a JOIN frmb b ON a.id = b.id WHERE a.x = 3
   ORDER BY a.id FOR KEY SHARE;
-SELECT rm_try_lock('rma', 31, 'SHARE') AS a31_share, rm_try_lock('rma', 31, 'UPDATE') AS a31,
-       rm_try_lock('rmb', 31, 'UPDATE') AS b31;
+SELECT remote_lock_state('rm_locker', 'rma', 31, 'SHARE') AS a31_share, remote_lock_state('rm_locker', 'rma', 31, 'UPDATE') AS a31,
+       remote_lock_state('rm_locker', 'rmb', 31, 'UPDATE') AS b31;
 COMMIT;
 -- FOR SHARE OF one side, FOR UPDATE OF the other.
 EXPLAIN (VERBOSE, COSTS OFF)
@@ -167,8 +153,8 @@ SELECT rows_same('SELECT * FROM remote.rma', 'SELECT * FROM rm_copy');
 BEGIN;
 UPDATE frma a SET t = CASE WHEN random() >= 0 THEN a.t || '!' END
   FROM frmb b WHERE a.id = b.id AND a.id IN (61, 62, 63);
-SELECT rm_try_lock('rma', 61, 'UPDATE') AS a61, rm_try_lock('rma', 62, 'UPDATE') AS a62,
-       rm_try_lock('rmb', 61, 'UPDATE') AS b61;
+SELECT remote_lock_state('rm_locker', 'rma', 61, 'UPDATE') AS a61, remote_lock_state('rm_locker', 'rma', 62, 'UPDATE') AS a62,
+       remote_lock_state('rm_locker', 'rmb', 61, 'UPDATE') AS b61;
 ROLLBACK;
 -- A DELETE whose join with a third table has a condition computed locally:
 -- the target joins remotely with one table, the other locally.
@@ -211,7 +197,6 @@ DROP FUNCTION rm_remote_join(text);
 DROP FUNCTION rm_abs(int);
 
 SELECT dblink_disconnect('rm_locker');
-DROP FUNCTION rm_try_lock(text, int, text);
 DROP TABLE rm_local, rm_local2;
 DROP FOREIGN TABLE frma, frmb, frmc;
 DROP TABLE remote.rma, remote.rmb, remote.rmc;

@@ -18,22 +18,7 @@ CREATE FOREIGN TABLE ft_lk (id int, v text)
 CREATE FOREIGN TABLE ft_lk2 (id int, v text)
   SERVER loopback OPTIONS (schema_name 'remote', table_name 'lk2');
 
--- What another session gets when it tries to lock remote row ID of TAB
--- without waiting: 'free' or the SQLSTATE of its error (55P03 when the row
--- is locked).
-CREATE FUNCTION afdw_try_lock(tab text, id int, mode text) RETURNS text
-LANGUAGE plpgsql AS $$
-DECLARE
-  n int;
-BEGIN
-  SELECT c INTO n FROM dblink('locker',
-    format('SELECT count(*) FROM (SELECT 1 FROM remote.%I WHERE id = %s FOR %s NOWAIT) s',
-           tab, id, mode)) AS t(c int);
-  RETURN 'free';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE;
-END
-$$;
+-- remote_lock_state (setup.sql) asks it of the remote rows.
 
 -- The remote SQL carries the clause; locking scans read through a cursor.
 EXPLAIN (VERBOSE, COSTS OFF) SELECT * FROM ft_lk WHERE id = 1 FOR UPDATE;
@@ -48,30 +33,30 @@ EXPLAIN (VERBOSE, COSTS OFF) SELECT * FROM ft_lk WHERE id = 1;
 -- the others are not.
 BEGIN;
 SELECT * FROM ft_lk WHERE id = 1 FOR UPDATE;
-SELECT afdw_try_lock('lk', 1, 'UPDATE') AS row1_update,
-       afdw_try_lock('lk', 1, 'SHARE') AS row1_share,
-       afdw_try_lock('lk', 2, 'UPDATE') AS row2_update;
+SELECT remote_lock_state('locker', 'lk', 1, 'UPDATE') AS row1_update,
+       remote_lock_state('locker', 'lk', 1, 'SHARE') AS row1_share,
+       remote_lock_state('locker', 'lk', 2, 'UPDATE') AS row2_update;
 COMMIT;
 -- Once the local COMMIT has returned, the remote one is over too.
-SELECT afdw_try_lock('lk', 1, 'UPDATE') AS row1_after_commit;
+SELECT remote_lock_state('locker', 'lk', 1, 'UPDATE') AS row1_after_commit;
 -- FOR NO KEY UPDATE locks as FOR UPDATE.
 BEGIN;
 SELECT * FROM ft_lk WHERE id = 3 FOR NO KEY UPDATE;
-SELECT afdw_try_lock('lk', 3, 'KEY SHARE') AS row3_key_share,
-       afdw_try_lock('lk', 3, 'UPDATE') AS row3_update;
+SELECT remote_lock_state('locker', 'lk', 3, 'KEY SHARE') AS row3_key_share,
+       remote_lock_state('locker', 'lk', 3, 'UPDATE') AS row3_update;
 ROLLBACK;
 -- FOR SHARE lets another FOR SHARE through, not FOR UPDATE.
 BEGIN;
 SELECT * FROM ft_lk WHERE id = 2 FOR SHARE;
-SELECT afdw_try_lock('lk', 2, 'SHARE') AS row2_share,
-       afdw_try_lock('lk', 2, 'UPDATE') AS row2_update,
-       afdw_try_lock('lk', 1, 'UPDATE') AS row1_update;
+SELECT remote_lock_state('locker', 'lk', 2, 'SHARE') AS row2_share,
+       remote_lock_state('locker', 'lk', 2, 'UPDATE') AS row2_update,
+       remote_lock_state('locker', 'lk', 1, 'UPDATE') AS row1_update;
 COMMIT;
 -- FOR KEY SHARE locks as FOR SHARE.
 BEGIN;
 SELECT * FROM ft_lk WHERE id = 4 FOR KEY SHARE;
-SELECT afdw_try_lock('lk', 4, 'SHARE') AS row4_share,
-       afdw_try_lock('lk', 4, 'NO KEY UPDATE') AS row4_no_key_update;
+SELECT remote_lock_state('locker', 'lk', 4, 'SHARE') AS row4_share,
+       remote_lock_state('locker', 'lk', 4, 'NO KEY UPDATE') AS row4_no_key_update;
 COMMIT;
 -- A LIMIT: the rows returned stay locked, in stream mode too (locking
 -- scans use a cursor).
@@ -79,7 +64,7 @@ ALTER FOREIGN TABLE ft_lk OPTIONS (ADD fetch_mode 'stream', fetch_size '1');
 EXPLAIN (VERBOSE, COSTS OFF) SELECT * FROM ft_lk ORDER BY id LIMIT 1 FOR UPDATE;
 BEGIN;
 SELECT * FROM ft_lk WHERE id >= 5 ORDER BY id LIMIT 1 FOR UPDATE;
-SELECT afdw_try_lock('lk', 5, 'UPDATE') AS row5_update;
+SELECT remote_lock_state('locker', 'lk', 5, 'UPDATE') AS row5_update;
 COMMIT;
 ALTER FOREIGN TABLE ft_lk OPTIONS (DROP fetch_mode, DROP fetch_size);
 
@@ -88,14 +73,14 @@ EXPLAIN (VERBOSE, COSTS OFF)
   SELECT * FROM ft_lk a JOIN ft_lk2 b USING (id) WHERE id = 6 FOR UPDATE OF a;
 BEGIN;
 SELECT * FROM ft_lk a JOIN ft_lk2 b USING (id) WHERE id = 6 FOR UPDATE OF a;
-SELECT afdw_try_lock('lk', 6, 'UPDATE') AS lk_row6,
-       afdw_try_lock('lk2', 6, 'UPDATE') AS lk2_row6;
+SELECT remote_lock_state('locker', 'lk', 6, 'UPDATE') AS lk_row6,
+       remote_lock_state('locker', 'lk2', 6, 'UPDATE') AS lk2_row6;
 COMMIT;
 BEGIN;
 SELECT * FROM ft_lk a JOIN ft_lk2 b USING (id) WHERE id = 7 FOR SHARE;
-SELECT afdw_try_lock('lk', 7, 'UPDATE') AS lk_row7,
-       afdw_try_lock('lk2', 7, 'UPDATE') AS lk2_row7,
-       afdw_try_lock('lk2', 7, 'SHARE') AS lk2_row7_share;
+SELECT remote_lock_state('locker', 'lk', 7, 'UPDATE') AS lk_row7,
+       remote_lock_state('locker', 'lk2', 7, 'UPDATE') AS lk2_row7,
+       remote_lock_state('locker', 'lk2', 7, 'SHARE') AS lk2_row7_share;
 COMMIT;
 
 -- Under an Append: a partitioned table of foreign partitions.
@@ -110,18 +95,17 @@ EXPLAIN (VERBOSE, COSTS OFF)
   SELECT * FROM afdw_lkp WHERE id IN (2, 8) FOR UPDATE;
 BEGIN;
 SELECT * FROM afdw_lkp WHERE id IN (2, 8) ORDER BY id FOR UPDATE;
-SELECT afdw_try_lock('lkp1', 2, 'UPDATE') AS p1_row2,
-       afdw_try_lock('lkp2', 8, 'UPDATE') AS p2_row8,
-       afdw_try_lock('lkp1', 3, 'UPDATE') AS p1_row3,
-       afdw_try_lock('lkp2', 9, 'UPDATE') AS p2_row9;
+SELECT remote_lock_state('locker', 'lkp1', 2, 'UPDATE') AS p1_row2,
+       remote_lock_state('locker', 'lkp2', 8, 'UPDATE') AS p2_row8,
+       remote_lock_state('locker', 'lkp1', 3, 'UPDATE') AS p1_row3,
+       remote_lock_state('locker', 'lkp2', 9, 'UPDATE') AS p2_row9;
 COMMIT;
-SELECT afdw_try_lock('lkp1', 2, 'UPDATE') AS p1_row2_after,
-       afdw_try_lock('lkp2', 8, 'UPDATE') AS p2_row8_after;
+SELECT remote_lock_state('locker', 'lkp1', 2, 'UPDATE') AS p1_row2_after,
+       remote_lock_state('locker', 'lkp2', 8, 'UPDATE') AS p2_row8_after;
 
 -- Clean up.
 SELECT dblink_disconnect('locker');
 DROP TABLE afdw_lkp;
-DROP FUNCTION afdw_try_lock(text, int, text);
 DROP FOREIGN TABLE ft_lk, ft_lk2;
 DROP TABLE remote.lk, remote.lk2, remote.lkp1, remote.lkp2;
 DROP EXTENSION dblink;

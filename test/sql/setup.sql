@@ -88,3 +88,21 @@ BEGIN
   RETURN r1 IS NOT DISTINCT FROM r2 AND r1 IS NOT NULL;
 END
 $$;
+
+-- Whether another session, the dblink connection CONN to the remote
+-- database, can lock remote row ID of table remote.TAB in MODE at once:
+-- 'free', or the SQLSTATE of its error (55P03 when the row is locked).
+-- (locking.sql and join_rowmarks.sql open the connection, with dblink.)
+CREATE FUNCTION remote_lock_state(conn text, tab text, id int, mode text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+  n int;
+BEGIN
+  SELECT c INTO n FROM dblink(conn,
+    format('SELECT count(*) FROM (SELECT 1 FROM remote.%I WHERE id = %s FOR %s NOWAIT) s',
+           tab, id, mode)) AS t(c int);
+  RETURN 'free';
+EXCEPTION WHEN OTHERS THEN
+  RETURN SQLSTATE;
+END
+$$;
