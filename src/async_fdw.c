@@ -329,7 +329,7 @@ add_param_path(PlannerInfo *root, RelOptInfo *baserel, AfdwRelInfo *fp,
 	*seen = lappend(*seen, ppi);
 
 	estimate_costs(baserel, fp, ppi->ppi_rows, &startup, &total);
-	add_path(baserel, (Path *)
+	afdw_offer_path(root, baserel, (Path *)
 			 afdw_scan_path(root, baserel, NULL, ppi->ppi_rows,
 									 startup, total, NIL, ppi->ppi_req_outer,
 									 NULL, NIL));
@@ -396,7 +396,7 @@ afdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 	ListCell   *lc;
 
 	estimate_costs(baserel, fp, baserel->rows, &startup, &total);
-	add_path(baserel, (Path *)
+	afdw_offer_path(root, baserel, (Path *)
 			 afdw_scan_path(root, baserel, NULL, baserel->rows,
 									 startup, total, NIL,
 									 baserel->lateral_relids, NULL, NIL));
@@ -428,7 +428,7 @@ afdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 										 baserel->reltarget->width,
 										 root->limit_tuples);
 		}
-		add_path(baserel, (Path *)
+		afdw_offer_path(root, baserel, (Path *)
 				 afdw_scan_path(root, baserel, NULL, baserel->rows,
 								startup + read + sort, total + sort,
 								root->query_pathkeys,

@@ -165,6 +165,18 @@ typedef struct AfdwRelInfo
 	List	   *join_on;
 	List	   *where_conds;
 	char	   *relations;
+
+	/*
+	 * The cheapest unparameterized path of ours offered for the relation
+	 * in the query's final order (or any order, with no ORDER BY): its
+	 * rows, costs and keys, kept for the final stage when a local path
+	 * beat it (afdw_keep_final_candidate, ordered.c).
+	 */
+	bool		final_kept;
+	double		final_rows;
+	Cost		final_startup;
+	Cost		final_total;
+	List	   *final_pathkeys;
 } AfdwRelInfo;
 
 /*
@@ -506,6 +518,7 @@ extern ForeignScan *afdw_finish_remote_plan(PlannerInfo *root, RelOptInfo *rel,
 extern void afdw_add_final_path(PlannerInfo *root, RelOptInfo *input,
 								RelOptInfo *final, FinalPathExtraData *extra);
 extern bool afdw_is_final_path(Path *path);
+extern void afdw_offer_path(PlannerInfo *root, RelOptInfo *rel, Path *path);
 
 /* upper.c */
 extern void afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,

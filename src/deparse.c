@@ -1408,9 +1408,9 @@ append_whole_row(StringInfo buf, int varno, DeparseContext *cxt)
 
 /*
  * afdw_join_modify_ok
- *		Whether JOINREL, a remote join holding TARGET, can be the source of
- *		a remote UPDATE ... FROM or DELETE ... USING of TARGET (see
- *		from_without_target).
+ *		Whether JOINREL, a remote join holding TARGET with no condition
+ *		checked locally, can be the source of a remote UPDATE ... FROM or
+ *		DELETE ... USING of TARGET (see from_without_target).
  */
 bool
 afdw_join_modify_ok(RelOptInfo *joinrel, Index target)
@@ -1418,7 +1418,7 @@ afdw_join_modify_ok(RelOptInfo *joinrel, Index target)
 	AfdwRelInfo *jfp = (AfdwRelInfo *) joinrel->fdw_private;
 	List	   *conds = NIL;
 
-	if (jfp == NULL || jfp->outer_rel == NULL ||
+	if (jfp == NULL || jfp->outer_rel == NULL || jfp->local_conds != NIL ||
 		!bms_is_member(target, joinrel->relids))
 		return false;
 	return from_without_target(joinrel, target, &conds, NULL);

@@ -34,7 +34,10 @@
  * the executor recheck a joined row (EvalPlanQual), the join is made again
  * locally from the rechecked rows of its tables: the local join plan
  * (GetExistingLocalJoinPath) is the ForeignScan's outer plan, run only
- * then (scan.c's afdwRecheckForeignScan); its scans send nothing.
+ * then (scan.c's afdwRecheckForeignScan); its scans send nothing.  The
+ * ForeignScan checks the join's local conditions on the remade row, as on
+ * the others, so the local join plan leaves those it would check at its
+ * top to it.
  *
  * Not pushed: joins whose target holds anything but columns, whole rows
  * and ctids of their tables and placeholders computed at the join when
@@ -204,17 +207,17 @@ target_ok(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *innerrel,
  *		cannot be sent, may be checked locally on the joined rows: a filter
  *		of the join's result (any condition of an inner join, a condition
  *		pushed down to an outer join), not an outer join's ON condition,
- *		which decides which rows are null-extended.  Never for the remote
- *		UPDATE or DELETE of a join, nor under row marks (MODIFY for both:
- *		the local join plan that rechecks rows would have to leave such a
- *		condition to the ForeignScan, which is not done), nor for a semi-
- *		or anti-join.
+ *		which decides which rows are null-extended.  Not for a semi- or
+ *		anti-join.  Under row marks, the ForeignScan checks it on the rows
+ *		its local join plan remakes too; the join of an UPDATE or DELETE
+ *		that has one is a scan, never the remote statement
+ *		(afdw_join_modify_ok).
  */
 static bool
 condition_may_stay_local(RestrictInfo *ri, RelOptInfo *joinrel,
-						 JoinType jointype, bool modify)
+						 JoinType jointype)
 {
-	if (modify || jointype == JOIN_SEMI || jointype == JOIN_ANTI)
+	if (jointype == JOIN_SEMI || jointype == JOIN_ANTI)
 		return false;
 	return jointype == JOIN_INNER || RINFO_IS_PUSHED_DOWN(ri, joinrel->relids);
 }
@@ -354,8 +357,7 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 
 		if (!afdw_is_shippable(root, joinrel, ri->clause))
 		{
-			if (!condition_may_stay_local(ri, joinrel, jointype,
-										  modify || epq_path != NULL))
+			if (!condition_may_stay_local(ri, joinrel, jointype))
 			{
 				joinrel->fdw_private = NULL;
 				return;
@@ -448,7 +450,7 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 		(jfp->fdw_tuple_cost + cpu_tuple_cost +
 		 jfp->local_conds_cost.per_tuple) * sent +
 		joinrel->reltarget->cost.per_tuple * joinrel->rows;
-	add_path(joinrel, (Path *)
+	afdw_offer_path(root, joinrel, (Path *)
 			 afdw_join_path(root, joinrel, NULL, joinrel->rows,
 							startup + jfp->remote_startup, total,
 							NIL, NULL, epq_path, NIL));
@@ -493,16 +495,20 @@ set_recheck_paths(PlannerInfo *root, RelOptInfo *joinrel, Path *epq_path)
 		/*
 		 * The sort returns what the join under it returns: make that the
 		 * columns the ForeignScan reads (afdw_join_plan), not values
-		 * computed from them (placeholders).
+		 * computed from them (placeholders), those of its local
+		 * conditions included.
 		 */
 		if (columns == NULL)
 		{
+			AfdwRelInfo *jfp = (AfdwRelInfo *) joinrel->fdw_private;
 			PathTarget *target = create_empty_pathtarget();
-			ListCell   *lc2;
 
-			foreach(lc2, pull_var_clause((Node *) joinrel->reltarget->exprs,
-										 PVC_RECURSE_PLACEHOLDERS))
-				add_column_to_pathtarget(target, (Expr *) lfirst(lc2), 0);
+			add_new_columns_to_pathtarget(target,
+										  pull_var_clause((Node *) joinrel->reltarget->exprs,
+														  PVC_RECURSE_PLACEHOLDERS));
+			add_new_columns_to_pathtarget(target,
+										  pull_var_clause((Node *) extract_actual_clauses(jfp->local_conds, false),
+														  PVC_RECURSE_PLACEHOLDERS));
 			set_pathtarget_cost_width(root, target);
 			columns = (Path *) create_projection_path(root, joinrel, epq_path, target);
 		}
@@ -576,6 +582,17 @@ afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan
 	 */
 	if (outer_plan != NULL)
 	{
+		/*
+		 * The ForeignScan checks the local conditions on the rows it
+		 * returns, rechecked ones too: the local join need not check them
+		 * as well, where it checks them at its top.
+		 */
+		outer_plan->qual = list_difference(outer_plan->qual, local_exprs);
+		if ((IsA(outer_plan, NestLoop) || IsA(outer_plan, MergeJoin) ||
+			 IsA(outer_plan, HashJoin)) &&
+			((Join *) outer_plan)->jointype == JOIN_INNER)
+			((Join *) outer_plan)->joinqual =
+				list_difference(((Join *) outer_plan)->joinqual, local_exprs);
 		outer_plan = change_plan_targetlist(outer_plan, scan_tlist,
 											outer_plan->parallel_safe);
 		afdw_mark_recheck_only(outer_plan);

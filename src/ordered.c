@@ -59,6 +59,8 @@
 #include "async_fdw.h"
 
 static bool query_limit(PlannerInfo *root, int64 *limit);
+static bool add_kept_final_path(PlannerInfo *root, RelOptInfo *final,
+								FinalPathExtraData *extra);
 
 /*
  * sort_type_ok
@@ -235,7 +237,7 @@ afdw_add_sorted_join_paths(PlannerInfo *root, RelOptInfo *joinrel,
 	}
 	extra = afdw_remote_sort_cost(root, root->query_pathkeys, joinrel->rows,
 								  joinrel->reltarget->width, root->limit_tuples);
-	add_path(joinrel, (Path *)
+	afdw_offer_path(root, joinrel, (Path *)
 			 afdw_join_path(root, joinrel, NULL, joinrel->rows,
 									  startup + extra, total + extra,
 									  root->query_pathkeys, NULL, NULL, NIL));
@@ -320,12 +322,12 @@ afdw_add_merge_paths(PlannerInfo *root, RelOptInfo *rel, Cost read, Cost total)
 		sort = afdw_remote_sort_cost(root, pathkeys, rel->rows,
 									 rel->reltarget->width, -1.0);
 		if (join)
-			add_path(rel, (Path *)
+			afdw_offer_path(root, rel, (Path *)
 					 afdw_join_path(root, rel, NULL, rel->rows,
 											  read + sort, total + sort,
 											  pathkeys, NULL, NULL, NIL));
 		else
-			add_path(rel, (Path *)
+			afdw_offer_path(root, rel, (Path *)
 					 afdw_scan_path(root, rel, NULL, rel->rows,
 											 read + sort, total + sort,
 											 pathkeys, rel->lateral_relids,
@@ -366,7 +368,7 @@ afdw_add_sorted_grouping_path(PlannerInfo *root, RelOptInfo *grouped,
 		limit = -1;
 	extra = afdw_remote_sort_cost(root, root->sort_pathkeys, ngroups,
 								  grouped->reltarget->width, (double) limit);
-	add_path(grouped, (Path *)
+	afdw_offer_path(root, grouped, (Path *)
 			 afdw_upper_path(root, grouped, grouped->reltarget,
 									   ngroups, startup + extra, total + extra,
 									   root->sort_pathkeys, NULL, NIL));
@@ -506,23 +508,43 @@ afdw_finish_remote_plan(PlannerInfo *root, RelOptInfo *rel, Path *path,
 }
 
 /*
- * limit_value_ok
- *		True if NODE, the query's LIMIT or OFFSET (NULL: none), can be
- *		written in the remote query: a constant that is not negative (a
- *		negative one is refused locally, with the local message), or a
- *		parameter of the statement, sent as a value.
+ * has_exec_param
+ *		True if NODE holds a parameter that the executor sets (the output of
+ *		a subquery run as an InitPlan, or of an outer query level).
  */
 static bool
-limit_value_ok(Node *node)
+has_exec_param(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param))
+		return ((Param *) node)->paramkind != PARAM_EXTERN;
+	if (IsA(node, SubLink) || IsA(node, SubPlan))
+		return true;
+	return expression_tree_walker(node, has_exec_param, context);
+}
+
+/*
+ * limit_value_ok
+ *		True if NODE, the query's LIMIT or OFFSET (NULL: none), can be
+ *		written in the remote query of REL: a constant that is not negative
+ *		(a negative one is refused locally, with the local message), or an
+ *		expression REL's server can evaluate over the statement's own
+ *		parameters (sent as values), such as the cast of a generic plan's
+ *		integer $1 to the bigint a LIMIT is.  Not a subquery's output, nor
+ *		a volatile function, evaluated once locally.
+ */
+static bool
+limit_value_ok(PlannerInfo *root, RelOptInfo *rel, Node *node)
 {
 	if (node == NULL)
 		return true;
-	if (IsA(node, Param))
-		return ((Param *) node)->paramkind == PARAM_EXTERN;
-	if (!IsA(node, Const))
-		return false;
-	return ((Const *) node)->constisnull ||
-		DatumGetInt64(((Const *) node)->constvalue) >= 0;
+	if (IsA(node, Const))
+		return ((Const *) node)->constisnull ||
+			DatumGetInt64(((Const *) node)->constvalue) >= 0;
+	return !has_exec_param(node, NULL) &&
+		!contain_volatile_functions(node) &&
+		afdw_is_shippable(root, rel, (Expr *) node);
 }
 
 /*
@@ -550,6 +572,28 @@ final_input_ok(RelOptInfo *rel)
 }
 
 /*
+ * row_marks_copy_only
+ *		True if every row mark of ROOT's query only copies its rows for
+ *		rechecks (ROW_MARK_COPY, as every foreign table's is): then the
+ *		LockRows node above the scan locks nothing and never rechecks, and
+ *		the rows are locked by the remote query's FOR UPDATE or FOR SHARE,
+ *		which a LIMIT before it leaves correct (the remote locks the rows
+ *		its LIMIT and OFFSET pass, as a local LockRows under a Limit does).
+ */
+static bool
+row_marks_copy_only(PlannerInfo *root)
+{
+	ListCell   *lc;
+
+	foreach(lc, root->rowMarks)
+	{
+		if (lfirst_node(PlanRowMark, lc)->markType != ROW_MARK_COPY)
+			return false;
+	}
+	return true;
+}
+
+/*
  * afdw_add_final_path
  *		Add to FINAL, the query's final relation, whose input INPUT needs
  *		only the LIMIT (and OFFSET) after a foreign scan, remote join or
@@ -561,8 +605,10 @@ final_input_ok(RelOptInfo *rel)
  * Append, which a Limit node above it would prevent.  The path is that
  * of the input's cheapest path of ours that returns the query's order,
  * bounded as a Limit bounds it, less the Limit's handing on of each row.
- * Not with WITH TIES (the ties past the limit count), row locks,
- * set-returning functions in the select list, conditions that depend on
+ * Row locks of SELECT ... FOR UPDATE are taken by the remote query,
+ * whose locking clause follows the LIMIT.  Not with WITH TIES (the ties
+ * past the limit count), row marks that lock local rows, set-returning
+ * functions in the select list, conditions that depend on
  * no table, or a LIMIT that is an expression to compute locally.
  */
 void
@@ -572,11 +618,9 @@ afdw_add_final_path(PlannerInfo *root, RelOptInfo *input, RelOptInfo *final,
 	Query	   *parse = root->parse;
 	ListCell   *lc;
 
-	if (!extra->limit_needed || parse->rowMarks != NIL ||
+	if (!extra->limit_needed || !row_marks_copy_only(root) ||
 		parse->hasTargetSRFs || parse->limitOption == LIMIT_OPTION_WITH_TIES ||
-		root->hasPseudoConstantQuals ||
-		!limit_value_ok(parse->limitCount) ||
-		!limit_value_ok(parse->limitOffset))
+		root->hasPseudoConstantQuals)
 		return;
 	foreach(lc, input->pathlist)
 	{
@@ -591,7 +635,9 @@ afdw_add_final_path(PlannerInfo *root, RelOptInfo *input, RelOptInfo *final,
 			scan = ((ProjectionPath *) scan)->subpath;
 		if (!IsA(scan, ForeignPath) || scan->param_info != NULL ||
 			afdw_is_final_path(scan) || !final_input_ok(scan->parent) ||
-			!pathkeys_contained_in(root->sort_pathkeys, scan->pathkeys))
+			!pathkeys_contained_in(root->sort_pathkeys, scan->pathkeys) ||
+			!limit_value_ok(root, scan->parent, parse->limitCount) ||
+			!limit_value_ok(root, scan->parent, parse->limitOffset))
 			continue;
 		rows = path->rows;
 		startup = path->startup_cost;
@@ -606,6 +652,112 @@ afdw_add_final_path(PlannerInfo *root, RelOptInfo *input, RelOptInfo *final,
 								 NULL, list_make1(makeBoolean(true))));
 		return;
 	}
+	add_kept_final_path(root, final, extra);
+}
+
+/*
+ * afdw_keep_final_candidate
+ *		Note PATH, a path of ours about to be offered for REL, as the
+ *		relation's candidate for the final stage when it is unparameterized,
+ *		in the query's final order, and the cheapest such so far.
+ *
+ * The final stage reads the paths that survived in its input relation;
+ * but a path whose cost shrinks most with the LIMIT sent (a remote sort,
+ * a cross join) may have lost to a local one that the LIMIT helps less:
+ * afdw_add_final_path then builds it again from what is kept here.
+ */
+static void
+afdw_keep_final_candidate(PlannerInfo *root, RelOptInfo *rel, Path *path)
+{
+	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
+
+	if (fp == NULL || path->param_info != NULL ||
+		!bms_is_empty(rel->lateral_relids) ||
+		!pathkeys_contained_in(root->sort_pathkeys, path->pathkeys) ||
+		(fp->final_kept && fp->final_total <= path->total_cost))
+		return;
+	fp->final_kept = true;
+	fp->final_rows = path->rows;
+	fp->final_startup = path->startup_cost;
+	fp->final_total = path->total_cost;
+	fp->final_pathkeys = path->pathkeys;
+}
+
+/*
+ * afdw_offer_path
+ *		add_path: offer PATH, a path of ours, for REL, kept as the final
+ *		stage's candidate if it is one (afdw_keep_final_candidate).
+ */
+void
+afdw_offer_path(PlannerInfo *root, RelOptInfo *rel, Path *path)
+{
+	afdw_keep_final_candidate(root, rel, path);
+	add_path(rel, path);
+}
+
+/*
+ * query_input_rel
+ *		The relation whose rows the query's ORDER BY and LIMIT take: the
+ *		grouping relation of a query with aggregates or GROUP BY, else the
+ *		scan or join of all its tables; NULL when DISTINCT or window
+ *		functions come between.
+ */
+static RelOptInfo *
+query_input_rel(PlannerInfo *root)
+{
+	Query	   *parse = root->parse;
+	Relids		relids = afdw_all_query_relids(root);
+	int			relid;
+
+	if (parse->distinctClause != NIL || parse->hasWindowFuncs ||
+		parse->groupingSets != NIL)
+		return NULL;
+	if (parse->groupClause != NIL || parse->hasAggs ||
+		parse->havingQual != NULL)
+		return fetch_upper_rel(root, UPPERREL_GROUP_AGG, NULL);
+	if (bms_get_singleton_member(relids, &relid))
+		return root->simple_rel_array[relid];
+	return find_join_rel(root, relids);
+}
+
+/*
+ * add_kept_final_path
+ *		Add to FINAL the path with the query's LIMIT of the relation under
+ *		the query's ORDER BY, from its kept candidate, when no path of ours
+ *		survived in INPUT (afdw_keep_final_candidate); true if added.
+ */
+static bool
+add_kept_final_path(PlannerInfo *root, RelOptInfo *final,
+					FinalPathExtraData *extra)
+{
+	Query	   *parse = root->parse;
+	RelOptInfo *rel = query_input_rel(root);
+	AfdwRelInfo *fp;
+	double		rows;
+	Cost		startup;
+	Cost		total;
+
+	/* Not a relation of another wrapper's (its fdw_private is not ours). */
+	if (rel == NULL || rel->fdwroutine != final->fdwroutine ||
+		rel->serverid != final->serverid || rel->fdw_private == NULL ||
+		!final_input_ok(rel))
+		return false;
+	fp = (AfdwRelInfo *) rel->fdw_private;
+	if (!fp->final_kept ||
+		!limit_value_ok(root, rel, parse->limitCount) ||
+		!limit_value_ok(root, rel, parse->limitOffset))
+		return false;
+	rows = fp->final_rows;
+	startup = fp->final_startup;
+	total = fp->final_total;
+	adjust_limit_rows_costs(&rows, &startup, &total, extra->offset_est,
+							extra->count_est);
+	startup = Min(startup, total);
+	add_path(final, (Path *)
+			 afdw_upper_path(root, rel, root->upper_targets[UPPERREL_FINAL],
+							 rows, startup, total, fp->final_pathkeys,
+							 NULL, list_make1(makeBoolean(true))));
+	return true;
 }
 
 /*

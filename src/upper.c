@@ -381,7 +381,7 @@ afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	total = startup + remote + (ifp->fdw_tuple_cost + cpu_tuple_cost) * ngroups +
 		output->reltarget->cost.per_tuple * ngroups;
 
-	add_path(output, (Path *)
+	afdw_offer_path(root, output, (Path *)
 			 afdw_upper_path(root, output, output->reltarget, ngroups,
 									   startup, total, NIL, NULL, NIL));
 	afdw_add_sorted_grouping_path(root, output, ngroups, startup, total);

@@ -118,9 +118,11 @@ SELECT rows_same($$(SELECT x.a, y.b FROM fl1 x JOIN fl1 y ON x.a = y.b + 100 ORD
                  $$(SELECT x.a, y.b FROM fl1_local x JOIN fl1_local y ON x.a = y.b + 100 ORDER BY x.a LIMIT 3) UNION ALL (SELECT b, count(*)::int FROM fl2_local GROUP BY b ORDER BY b DESC LIMIT 2 OFFSET 1)$$);
 
 -- 5. The Limit node stays: WITH TIES (the ties past the limit count), a
--- condition checked locally, row locks, a set-returning function in the
--- select list, a LIMIT computed by a subquery, a negative LIMIT (refused
--- locally).
+-- condition checked locally, a set-returning function in the select list,
+-- a LIMIT computed by a subquery or by a volatile function, a negative
+-- LIMIT (refused locally).  Row locks do not keep it: the remote query
+-- locks the rows (join_rowmarks.sql).  A LIMIT expression the remote
+-- can compute is sent.
 EXPLAIN (VERBOSE, COSTS OFF) SELECT a, b FROM fl1 ORDER BY b FETCH FIRST 3 ROWS WITH TIES;
 SELECT rows_same($$SELECT a, b FROM fl1 ORDER BY b FETCH FIRST 3 ROWS WITH TIES$$,
                  $$SELECT a, b FROM fl1_local ORDER BY b FETCH FIRST 3 ROWS WITH TIES$$);
@@ -128,6 +130,9 @@ EXPLAIN (VERBOSE, COSTS OFF) SELECT a FROM fl1 WHERE a::text || 'x' = c || rando
 EXPLAIN (VERBOSE, COSTS OFF) SELECT a FROM fl1 ORDER BY a LIMIT 2 FOR UPDATE;
 EXPLAIN (VERBOSE, COSTS OFF) SELECT a, generate_series(1, 2) FROM fl1 ORDER BY a LIMIT 3;
 EXPLAIN (VERBOSE, COSTS OFF) SELECT a FROM fl1 ORDER BY a LIMIT (SELECT 2);
+EXPLAIN (VERBOSE, COSTS OFF) SELECT a FROM fl1 ORDER BY a LIMIT (random() * 0)::int + 2;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT a FROM fl1 ORDER BY a LIMIT 1 + 1 OFFSET abs(-3);
+SELECT a FROM fl1 ORDER BY a LIMIT 1 + 1 OFFSET abs(-3);
 SELECT a FROM fl1 ORDER BY a LIMIT -1;
 
 -- 6. Sort keys that are constants of a UNION ALL branch are not sent (1
@@ -186,6 +191,26 @@ ALTER FOREIGN TABLE fl2 OPTIONS (DROP fetch_mode);
 ALTER SERVER loopback2 OPTIONS (DROP extensions);
 -- No longer listed: sorted locally.
 EXPLAIN (VERBOSE, COSTS OFF) SELECT a FROM fl2 ORDER BY a USING OPERATOR(public.<%) LIMIT 3;
+
+-- 8. A cross join whose remote path lost to a local join before the
+-- LIMIT was known (its remote sort and transfer of every row cost more):
+-- with the LIMIT and OFFSET sent, the remote join returns the ten rows.
+-- The same without ORDER BY.
+CREATE TABLE remote.fl3 (a int PRIMARY KEY, b int);
+INSERT INTO remote.fl3 SELECT g, g % 10 FROM generate_series(1, 1000) g;
+CREATE TABLE fl3_local AS SELECT * FROM remote.fl3;
+CREATE FOREIGN TABLE fl3 (a int, b int)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'fl3');
+ANALYZE fl3;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT x.a, y.a FROM fl3 x CROSS JOIN fl3 y ORDER BY x.a, y.a OFFSET 100 LIMIT 10;
+SELECT rows_in_order($$SELECT x.a, y.a FROM fl3 x CROSS JOIN fl3 y ORDER BY x.a, y.a OFFSET 100 LIMIT 10$$,
+                     $$SELECT x.a, y.a FROM fl3_local x CROSS JOIN fl3_local y ORDER BY x.a, y.a OFFSET 100 LIMIT 10$$);
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT x.a, y.b FROM fl3 x CROSS JOIN fl3 y LIMIT 4;
+SELECT count(*) FROM (SELECT x.a, y.b FROM fl3 x CROSS JOIN fl3 y LIMIT 4) s;
+DROP FOREIGN TABLE fl3;
+DROP TABLE fl3_local, remote.fl3;
 
 DROP EXTENSION citext CASCADE;
 DROP FOREIGN TABLE fl1, fl2;

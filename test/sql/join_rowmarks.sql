@@ -157,7 +157,8 @@ SELECT remote_lock_state('rm_locker', 'rma', 61, 'UPDATE') AS a61, remote_lock_s
        remote_lock_state('rm_locker', 'rmb', 61, 'UPDATE') AS b61;
 ROLLBACK;
 -- A DELETE whose join with a third table has a condition computed locally:
--- the target joins remotely with one table, the other locally.
+-- the three tables join remotely, in a scan (not the remote DELETE) whose
+-- Filter checks the condition on the joined rows.
 CREATE FUNCTION rm_local_eq(int, int) RETURNS boolean LANGUAGE plpgsql AS
   $$BEGIN RETURN $1 = $2; END$$;
 EXPLAIN (VERBOSE, COSTS OFF)
@@ -171,9 +172,40 @@ SELECT rows_same('SELECT * FROM remote.rma', 'SELECT * FROM rm_copy');
 DROP TABLE rm_copy;
 DROP FUNCTION rm_local_eq(int, int);
 
--- A condition that cannot be sent, under row locks: the join stays local
--- (its recheck plan would have to leave the condition to the Foreign Scan).
--- Asked of the plan's lines, which differ between PostgreSQL versions.
+-- LIMIT and OFFSET under FOR UPDATE: the remote query has them before its
+-- locking clause, and no Limit or LockRows node is left locally.  The
+-- remote locks the rows its OFFSET skips and its LIMIT returns, as a local
+-- LockRows under a Limit would: 3 (skipped), 17 and 31, not 45.
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT a.id, b.u FROM frma a JOIN frmb b ON a.id = b.id WHERE a.x = 3
+  ORDER BY a.id OFFSET 1 LIMIT 2 FOR UPDATE OF a;
+BEGIN;
+SELECT a.id, b.u FROM frma a JOIN frmb b ON a.id = b.id WHERE a.x = 3
+  ORDER BY a.id OFFSET 1 LIMIT 2 FOR UPDATE OF a;
+SELECT remote_lock_state('rm_locker', 'rma', 3, 'UPDATE') AS a3, remote_lock_state('rm_locker', 'rma', 17, 'UPDATE') AS a17,
+       remote_lock_state('rm_locker', 'rma', 31, 'UPDATE') AS a31, remote_lock_state('rm_locker', 'rma', 45, 'UPDATE') AS a45,
+       remote_lock_state('rm_locker', 'rmb', 17, 'UPDATE') AS b17;
+COMMIT;
+-- One table, FOR SHARE, a LIMIT of the statement's parameter.
+PREPARE rm_lim(int) AS SELECT id, x FROM frma WHERE x = 4 AND id < 80 ORDER BY id DESC LIMIT $1 FOR SHARE;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE rm_lim(2);
+BEGIN;
+EXECUTE rm_lim(2);
+SELECT remote_lock_state('rm_locker', 'rma', 74, 'UPDATE') AS a74, remote_lock_state('rm_locker', 'rma', 74, 'SHARE') AS a74_share,
+       remote_lock_state('rm_locker', 'rma', 67, 'UPDATE') AS a67, remote_lock_state('rm_locker', 'rma', 60, 'UPDATE') AS a60;
+COMMIT;
+RESET plan_cache_mode;
+DEALLOCATE rm_lim;
+-- With a local table locked too, its LockRows stays (and the Limit above).
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT l.id, a.t FROM rm_local l JOIN frma a ON a.id = l.id ORDER BY l.id LIMIT 3 FOR UPDATE;
+SELECT l.id, a.t FROM rm_local l JOIN frma a ON a.id = l.id ORDER BY l.id LIMIT 3 FOR UPDATE;
+
+-- A condition that cannot be sent, under row locks: the join is remote,
+-- the Foreign Scan checks the condition (on rechecked rows too:
+-- test/t/017_join_rowmarks.pl).  Asked of the plan's lines, which differ
+-- between PostgreSQL versions.
 CREATE FUNCTION rm_abs(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS 'BEGIN RETURN abs($1); END';
 CREATE FUNCTION rm_remote_join(query text) RETURNS bool LANGUAGE plpgsql AS $$
 DECLARE
@@ -187,12 +219,28 @@ BEGIN
   RETURN false;
 END $$;
 SELECT rm_remote_join($$SELECT * FROM rm_local l LEFT JOIN (SELECT a.* FROM frma a JOIN frmb b
-    ON a.id = b.id AND a.id < 30 AND a.id = rm_abs(b.y)) ss ON l.z = ss.x
-  ORDER BY l.id FOR UPDATE OF l$$) AS locked_with_local_condition;
+    ON a.id = b.id AND a.id < 30 AND a.x <= rm_abs(b.y)) ss ON l.z = ss.x
+  ORDER BY l.id FOR UPDATE OF l$$) AS remote_with_local_condition;
 SELECT rows_same($$SELECT * FROM rm_local l LEFT JOIN (SELECT a.* FROM frma a JOIN frmb b
-                     ON a.id = b.id AND a.id < 30 AND a.id = rm_abs(b.y)) ss ON l.z = ss.x FOR UPDATE OF l$$,
+                     ON a.id = b.id AND a.id < 30 AND a.x <= rm_abs(b.y)) ss ON l.z = ss.x FOR UPDATE OF l$$,
                  $$SELECT * FROM rm_local l LEFT JOIN (SELECT a.* FROM remote.rma a JOIN remote.rmb b
-                     ON a.id = b.id AND a.id < 30 AND a.id = rm_abs(b.y)) ss ON l.z = ss.x$$);
+                     ON a.id = b.id AND a.id < 30 AND a.x <= rm_abs(b.y)) ss ON l.z = ss.x$$);
+-- The same, the join's rows sorted for a merge join above it: the sort
+-- under the Foreign Scan, for rechecks, returns the columns the local
+-- condition reads too.
+ALTER FOREIGN TABLE frmb OPTIONS (ADD use_remote_estimate 'true');
+SET enable_hashjoin = off;
+SET enable_nestloop = off;
+SELECT rm_remote_join($$SELECT * FROM rm_local l LEFT JOIN (SELECT a.* FROM frma a JOIN frmb b
+    ON a.id = b.id AND a.id < 30 AND a.x = rm_abs(b.y)) ss ON 'a' || l.z = ss.t
+  ORDER BY l.id FOR UPDATE OF l$$) AS sorted_remote_with_local_condition;
+SELECT rows_same($$SELECT * FROM rm_local l LEFT JOIN (SELECT a.* FROM frma a JOIN frmb b
+                     ON a.id = b.id AND a.id < 30 AND a.x = rm_abs(b.y)) ss ON 'a' || l.z = ss.t FOR UPDATE OF l$$,
+                 $$SELECT * FROM rm_local l LEFT JOIN (SELECT a.* FROM remote.rma a JOIN remote.rmb b
+                     ON a.id = b.id AND a.id < 30 AND a.x = rm_abs(b.y)) ss ON 'a' || l.z = ss.t$$);
+RESET enable_hashjoin;
+RESET enable_nestloop;
+ALTER FOREIGN TABLE frmb OPTIONS (DROP use_remote_estimate);
 DROP FUNCTION rm_remote_join(text);
 DROP FUNCTION rm_abs(int);
 

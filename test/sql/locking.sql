@@ -59,11 +59,18 @@ SELECT remote_lock_state('locker', 'lk', 4, 'SHARE') AS row4_share,
        remote_lock_state('locker', 'lk', 4, 'NO KEY UPDATE') AS row4_no_key_update;
 COMMIT;
 -- A LIMIT: the rows returned stay locked, in stream mode too (locking
--- scans use a cursor).
+-- scans use a cursor).  A constant LIMIT goes with the remote query; one
+-- a volatile function computes stays local, and the scan is left
+-- unfinished.
 ALTER FOREIGN TABLE ft_lk OPTIONS (ADD fetch_mode 'stream', fetch_size '1');
 EXPLAIN (VERBOSE, COSTS OFF) SELECT * FROM ft_lk ORDER BY id LIMIT 1 FOR UPDATE;
 BEGIN;
 SELECT * FROM ft_lk WHERE id >= 5 ORDER BY id LIMIT 1 FOR UPDATE;
+SELECT remote_lock_state('locker', 'lk', 5, 'UPDATE') AS row5_update;
+COMMIT;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT * FROM ft_lk ORDER BY id LIMIT (random() * 0)::int + 1 FOR UPDATE;
+BEGIN;
+SELECT * FROM ft_lk WHERE id >= 5 ORDER BY id LIMIT (random() * 0)::int + 1 FOR UPDATE;
 SELECT remote_lock_state('locker', 'lk', 5, 'UPDATE') AS row5_update;
 COMMIT;
 ALTER FOREIGN TABLE ft_lk OPTIONS (DROP fetch_mode, DROP fetch_size);

@@ -6,7 +6,8 @@
 #   waits.  Once session 1 commits, session 2 rechecks the changed rows:
 #   the remote join's row is made again by its local join plan, and the
 #   result must be the one the same query gives over local copies of the
-#   foreign tables (an inner and an outer remote join).  Then the remote
+#   foreign tables (an inner and an outer remote join, and one with a
+#   condition checked locally).  Then the remote
 #   rows themselves: FOR UPDATE OF a foreign table of the join waits on
 #   the remote lock and, the remote transaction being REPEATABLE READ,
 #   fails with a serialization error once the other commits (as
@@ -108,6 +109,26 @@ for my $q ([ 'inner', $inner ], [ 'outer', $outer ])
 }
 like(recheck(tables($outer, 'fa', 'fb')), qr/^4\|1004\|a4\|$/m,
 	'outer join: a row without a match is rechecked with nulls');
+
+# A join condition that cannot be sent: the Foreign Scan checks it on the
+# joined rows, rechecked ones too (its local join plan leaves it to the
+# scan).  Row 3, changed by session 1 and rechecked, still fails it.
+$coord->safe_psql('postgres', q{
+	CREATE FUNCTION sum_not_6(int, int) RETURNS boolean LANGUAGE plpgsql
+	  IMMUTABLE AS 'BEGIN RETURN $1 + $2 <> 6; END';
+});
+my $filtered = q{SELECT loc.id, loc.z, a.t, b.u FROM loc JOIN %A a ON loc.id = a.id
+	JOIN %B b ON a.id = b.id AND sum_not_6(a.id, b.id) WHERE loc.id < 10
+	ORDER BY loc.id FOR UPDATE OF loc};
+my $fplan = $coord->safe_psql('postgres',
+	'EXPLAIN (COSTS OFF) ' . tables($filtered, 'fa', 'fb'));
+like($fplan, qr/Foreign Scan\n\s+Filter: sum_not_6\((a\.)?id, (b\.)?id\)\n\s+Relations: fa a INNER JOIN fb b\n/,
+	'a condition checked locally: the join is remote, with a Filter');
+my $fwant = recheck(tables($filtered, 'la', 'lb'));
+my $fgot = recheck(tables($filtered, 'fa', 'fb'));
+is($fgot, $fwant, 'with a local condition: the rechecked rows are those of local tables');
+unlike($fgot, qr/^3\|/m, 'a rechecked row that fails the local condition is dropped');
+like($fgot, qr/^1\|1\|a1\|b1$/m, 'a row that passes it comes');
 
 # The remote rows: FOR UPDATE OF a foreign table of the join waits for the
 # remote lock of session 1's UPDATE, then the REPEATABLE READ remote
