@@ -336,7 +336,7 @@ skipped_cmp(const void *a, const void *b)
  * then) and waiting (backends waiting for room) are NULL when async_fdw
  * was not preloaded, since then no backend sees the others' connections.
  * A server is async_fdw's when its wrapper's handler is
- * async_fdw_handler, whatever the wrapper is called.
+ * async_fdw_handler, whatever the wrapper is called (afdw_server_is_ours).
  */
 Datum
 async_fdw_connection_budget(PG_FUNCTION_ARGS)
@@ -353,9 +353,7 @@ async_fdw_connection_budget(PG_FUNCTION_ARGS)
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
 		Form_pg_foreign_server form = (Form_pg_foreign_server) GETSTRUCT(tuple);
-		ForeignDataWrapper *fdw = GetForeignDataWrapper(form->srvfdw);
 		ForeignServer *server;
-		char	   *handler;
 		Datum		values[BUDGET_COLS];
 		bool		nulls[BUDGET_COLS];
 		int			limit;
@@ -364,8 +362,7 @@ async_fdw_connection_budget(PG_FUNCTION_ARGS)
 		int			waiting;
 		bool		shared;
 
-		handler = OidIsValid(fdw->fdwhandler) ? get_func_name(fdw->fdwhandler) : NULL;
-		if (handler == NULL || strcmp(handler, "async_fdw_handler") != 0)
+		if (!afdw_server_is_ours(form->oid))
 			continue;
 		server = GetForeignServer(form->oid);
 		shared = afdw_budget_figures(server, &limit, &held, &idle_expiring,

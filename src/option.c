@@ -7,7 +7,8 @@
  * a change of the wrapper's name.  The libpq connection options are taken
  * from libpq itself at run time, so a newer libpq brings its new options.
  * The planner (async_fdw.c), connection.c and analyze.c read the values
- * through the lookups here.
+ * through the lookups here.  afdw_server_is_ours says whether a server is
+ * async_fdw's, for every caller.
  *
  *-------------------------------------------------------------------------
  */
@@ -20,13 +21,17 @@
 #include "catalog/pg_foreign_data_wrapper.h"
 #include "catalog/pg_foreign_server.h"
 #include "catalog/pg_foreign_table.h"
+#include "catalog/pg_language.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_user_mapping.h"
 #include "commands/defrem.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/inval.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 #include "utils/varlena.h"
 
 #include "async_fdw.h"
@@ -748,4 +753,106 @@ afdw_extensions_option(List *options)
 	const char *value = find_def(options, "extensions");
 
 	return value ? afdw_extension_list(value, false) : NIL;
+}
+
+/*
+ * The handlers (pg_proc OIDs) of foreign-data wrappers found to be
+ * async_fdw's and found to be another's, kept until pg_proc changes.
+ */
+static List *our_handlers = NIL;
+static List *other_handlers = NIL;
+static bool handler_callback_set = false;
+
+/*
+ * forget_handlers
+ *		Syscache callback: a function changed; decide each handler again.
+ */
+static void
+forget_handlers(Datum arg pg_attribute_unused(),
+				int cacheid pg_attribute_unused(),
+				uint32 hashvalue pg_attribute_unused())
+{
+	list_free(our_handlers);
+	list_free(other_handlers);
+	our_handlers = NIL;
+	other_handlers = NIL;
+}
+
+/*
+ * handler_is_ours
+ *		True if the function HANDLER is async_fdw's handler: a C function
+ *		named async_fdw_handler in the library async_fdw, whatever the
+ *		wrapper or the SQL function is called.  Read from pg_proc, never by
+ *		calling it.
+ */
+static bool
+handler_is_ours(Oid handler)
+{
+	HeapTuple	tuple;
+	bool		ours = false;
+	MemoryContext oldcxt;
+
+	if (!OidIsValid(handler))
+		return false;
+	if (list_member_oid(our_handlers, handler))
+		return true;
+	if (list_member_oid(other_handlers, handler))
+		return false;
+
+	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(handler));
+	if (HeapTupleIsValid(tuple))
+	{
+		Form_pg_proc proc = (Form_pg_proc) GETSTRUCT(tuple);
+		bool		isnull;
+		Datum		src;
+		Datum		bin;
+
+		if (proc->prolang == ClanguageId)
+		{
+			src = SysCacheGetAttr(PROCOID, tuple, Anum_pg_proc_prosrc, &isnull);
+			if (!isnull && strcmp(TextDatumGetCString(src), "async_fdw_handler") == 0)
+			{
+				bin = SysCacheGetAttr(PROCOID, tuple, Anum_pg_proc_probin, &isnull);
+				if (!isnull)
+				{
+					char	   *path = TextDatumGetCString(bin);
+					char	   *base = strrchr(path, '/');
+
+					base = base ? base + 1 : path;
+					ours = (strcmp(base, "async_fdw") == 0 ||
+							strcmp(base, "async_fdw" DLSUFFIX) == 0);
+				}
+			}
+		}
+		ReleaseSysCache(tuple);
+	}
+
+	if (!handler_callback_set)
+	{
+		CacheRegisterSyscacheCallback(PROCOID, forget_handlers, (Datum) 0);
+		handler_callback_set = true;
+	}
+	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+	if (ours)
+		our_handlers = lappend_oid(our_handlers, handler);
+	else
+		other_handlers = lappend_oid(other_handlers, handler);
+	MemoryContextSwitchTo(oldcxt);
+	return ours;
+}
+
+/*
+ * afdw_server_is_ours
+ *		True if SERVERID is a server of a foreign-data wrapper whose handler
+ *		is async_fdw's.  The one answer to that question, for the planner,
+ *		the functions that list servers and recovery.
+ */
+bool
+afdw_server_is_ours(Oid serverid)
+{
+	ForeignServer *server = GetForeignServerExtended(serverid, FSV_MISSING_OK);
+
+	if (server == NULL)
+		return false;
+	return handler_is_ours(GetForeignDataWrapper(server->fdwid)->fdwhandler);
 }

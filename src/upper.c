@@ -76,14 +76,6 @@ static bool late_saved_aggregate;
 static bool late_saved_join;
 
 /*
- * The handler of a foreign-data wrapper found to be async_fdw's, and those
- * found to be other wrappers' (looked up once per backend: asking a
- * handler means calling it).
- */
-static Oid	known_handler = InvalidOid;
-static List *other_handlers = NIL;
-
-/*
  * ungrouped_walker
  *		expression_tree_walker callback: true on a column outside the
  *		aggregates that is not within a grouping item of TLIST, or on
@@ -519,29 +511,9 @@ aggref_without_partial_form(Node *node, void *context)
 static bool
 is_async_fdw_table(Oid relid)
 {
-	ForeignServer *server;
-	ForeignDataWrapper *fdw;
-
 	if (get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE)
 		return false;
-	server = GetForeignServer(GetForeignServerIdByRelId(relid));
-	fdw = GetForeignDataWrapper(server->fdwid);
-	if (!OidIsValid(fdw->fdwhandler))
-		return false;
-	if (fdw->fdwhandler == known_handler)
-		return true;
-	if (list_member_oid(other_handlers, fdw->fdwhandler))
-		return false;
-	if (GetFdwRoutine(fdw->fdwhandler)->GetForeignUpperPaths != afdwGetForeignUpperPaths)
-	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
-
-		other_handlers = lappend_oid(other_handlers, fdw->fdwhandler);
-		MemoryContextSwitchTo(oldcxt);
-		return false;
-	}
-	known_handler = fdw->fdwhandler;
-	return true;
+	return afdw_server_is_ours(GetForeignServerIdByRelId(relid));
 }
 
 /*

@@ -39,6 +39,24 @@ SELECT budget FROM async_fdw_connection_budget() WHERE server_name = 'afdw_budge
 CREATE FOREIGN DATA WRAPPER afdw_budget_other;
 CREATE SERVER afdw_budget_c FOREIGN DATA WRAPPER afdw_budget_other;
 SELECT count(*) FROM async_fdw_connection_budget() WHERE server_name = 'afdw_budget_c';
+-- A wrapper of another name whose handler is async_fdw's is async_fdw;
+-- one whose handler is another function of the library is not
+-- (afdw_server_is_ours reads pg_proc).
+CREATE FOREIGN DATA WRAPPER afdw_budget_alias HANDLER async_fdw_handler;
+CREATE SERVER afdw_budget_d FOREIGN DATA WRAPPER afdw_budget_alias;
+DO $$
+BEGIN
+  EXECUTE format('CREATE FUNCTION afdw_budget_not_handler() RETURNS fdw_handler LANGUAGE c AS %L, %L',
+                 (SELECT probin FROM pg_proc WHERE proname = 'async_fdw_handler'),
+                 'async_fdw_get_connections');
+END $$;
+CREATE FOREIGN DATA WRAPPER afdw_budget_other2 HANDLER afdw_budget_not_handler;
+CREATE SERVER afdw_budget_e FOREIGN DATA WRAPPER afdw_budget_other2;
+SELECT server_name FROM async_fdw_connection_budget()
+ WHERE server_name IN ('afdw_budget_d', 'afdw_budget_e');
+DROP SERVER afdw_budget_d, afdw_budget_e;
+DROP FOREIGN DATA WRAPPER afdw_budget_alias, afdw_budget_other2;
+DROP FUNCTION afdw_budget_not_handler();
 -- Queries run as before.
 SELECT count(*) > 0 AS rows FROM ft1;
 
