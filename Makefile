@@ -12,6 +12,7 @@ OBJS = \
 	src/convert.o \
 	src/deparse.o \
 	src/direct.o \
+	src/direct_plan.o \
 	src/explain.o \
 	src/expr.o \
 	src/funcs.o \
@@ -20,6 +21,8 @@ OBJS = \
 	src/modify.o \
 	src/option.o \
 	src/ordered.o \
+	src/path.o \
+	src/plan_private.o \
 	src/remote.o \
 	src/request.o \
 	src/scan.o \

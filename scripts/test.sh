@@ -24,13 +24,24 @@ cflags=${EXTRA_CFLAGS:--Wall -Wextra -Werror}
 # pgbouncer for test/t/008_pgbouncer.pl, which is skipped without it.
 choose_pg_major
 run_in_pg_root scripts/test.sh
-need_packages postgresql-$pg_major postgresql-server-dev-$pg_major libipc-run-perl pgbouncer make gcc
+need_packages postgresql-$pg_major postgresql-server-dev-$pg_major libipc-run-perl pgbouncer make gcc python3
 find_pg
 
 # 2. Build and install.
 log "building async_fdw (COPT=$cflags)"
 make -C "$here" -s clean PG_CONFIG="$PG_CONFIG"
 make -C "$here" -s PG_CONFIG="$PG_CONFIG" COPT="$cflags"
+# Calls between files go down the layers only (see src/README.md):
+# scripts/check_layers.py reads the call graph from the bitcode the build
+# wrote beside each object; a PostgreSQL built without LLVM writes none.
+log "checking that calls between files go down the layers"
+layers_rc=0
+python3 "$here/scripts/check_layers.py" "$here/src" || layers_rc=$?
+if [ "$layers_rc" -eq 2 ] && [ "${CI:-}" != true ]; then
+	log "no bitcode or llvm-dis: the layer check is skipped"
+elif [ "$layers_rc" -ne 0 ]; then
+	exit 1
+fi
 log "installing async_fdw"
 install_extension "$here"
 

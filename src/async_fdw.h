@@ -206,8 +206,38 @@ extern bool afdw_server_is_ours(Oid serverid);
  * escapes are replaced, the application_name of new remote connections.
  */
 extern PGDLLIMPORT char *afdw_application_name;
+
+/* path.c */
+extern void afdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
+								  Oid foreigntableid);
+extern void afdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
+								Oid foreigntableid);
+extern ForeignScan *afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
+									   Oid foreigntableid, ForeignPath *best_path,
+									   List *tlist, List *scan_clauses,
+									   Plan *outer_plan);
 extern AfdwRelInfo *afdw_derived_relinfo(AfdwRelInfo *from);
 extern void afdw_check_params_apart(List *params, List *scan_tlist);
+
+/* plan_private.c */
+/*
+ * Indexes of the items of the fdw_private list of a ForeignScan that is a
+ * direct modification: written by direct_plan.c, read by direct.c.
+ */
+enum AfdwDirectPrivate
+{
+	AFDW_DIRECT_SQL,			/* String: the remote UPDATE or DELETE */
+	AFDW_DIRECT_RETURNING,		/* Boolean: it has a RETURNING list */
+	AFDW_DIRECT_RETRIEVED,		/* List of Integer: local column numbers of
+								 * the RETURNING columns */
+	AFDW_DIRECT_COUNT,			/* Boolean: its rows count for the
+								 * statement's tag (es_processed) */
+	AFDW_DIRECT_EAGER,			/* Boolean: sent at executor start (its
+								 * parameters are known then) */
+	AFDW_DIRECT_JOIN_COLS		/* Integer, over a remote join only: how many
+								 * of the RETURNING columns, after the
+								 * target's, are the join's scan tuple */
+};
 extern List *afdw_make_scan_private(const char *sql, List *retrieved_attrs,
 									int fetch_size, bool stream,
 									const char *outer_order,
@@ -388,7 +418,7 @@ extern void afdw_close_cursor_later(AfdwConn *conn, unsigned int cursor);
 
 /*
  * How the remote server computes an aggregate's transition state for a
- * partial aggregate (shippable.c, afdw_partial_form; deparse.c writes it).
+ * partial aggregate (expr.c, afdw_partial_form, writes it; upper.c plans it).
  */
 typedef enum AfdwPartialForm
 {
@@ -401,10 +431,7 @@ typedef enum AfdwPartialForm
 } AfdwPartialForm;
 
 /* shippable.c */
-extern bool afdw_is_builtin(Oid oid);
-extern bool afdw_type_names_by_oid(Oid type);
 extern bool afdw_is_shippable(PlannerInfo *root, RelOptInfo *baserel, Expr *expr);
-extern Expr *afdw_case_when_value(CaseWhen *cw);
 extern AttrNumber afdw_sort_key(RelOptInfo *baserel, PathKey *pk,
 								bool *descending, bool *nulls_first);
 extern Oid	afdw_sort_operator(RelOptInfo *baserel, PathKey *pk, Oid type);
@@ -413,9 +440,13 @@ extern void afdw_classify_conditions(PlannerInfo *root, RelOptInfo *baserel,
 									 List *conds, List **remote, List **local);
 extern bool afdw_is_shippable_grouped(PlannerInfo *root, RelOptInfo *baserel,
 									  Expr *expr, bool partial);
-extern AfdwPartialForm afdw_partial_form(Aggref *agg);
 
 /* expr.c */
+extern bool afdw_is_builtin(Oid oid);
+extern bool afdw_type_names_by_oid(Oid type);
+extern Expr *afdw_case_when_value(CaseWhen *cw);
+extern AfdwPartialForm afdw_partial_form(Aggref *agg);
+extern const char *afdw_remote_column_name(Relation rel, AttrNumber attnum);
 extern bool afdw_output_ignores_settings(Oid type);
 extern void afdw_append_literal(StringInfo buf, const char *val);
 
@@ -449,9 +480,6 @@ extern void afdw_deparse_join_select(StringInfo buf, PlannerInfo *root,
 									 RelOptInfo *joinrel, List *tlist,
 									 List **params);
 extern void afdw_deparse_relation(StringInfo buf, Relation rel);
-extern char *afdw_deparse_order_by(StringInfo buf, RelOptInfo *baserel,
-								   Relation rel, List *pathkeys,
-								   List *retrieved_attrs);
 extern void afdw_deparse_limit(StringInfo buf, PlannerInfo *root,
 							   RelOptInfo *rel, Relation frel, List **params);
 extern bool afdw_deparse_locking_clause(StringInfo buf, PlannerInfo *root,
@@ -483,10 +511,14 @@ extern void afdw_recovery_worker_init(void);
 extern void afdw_modify_routines(FdwRoutine *routine);
 extern void afdw_flush_kept_rows(Oid serverid);
 
-/* direct.c */
-extern void afdw_direct_routines(FdwRoutine *routine);
+/* direct_plan.c */
+extern bool afdwPlanDirectModify(PlannerInfo *root, ModifyTable *plan,
+								 Index resultRelation, int subplan_index);
 extern bool afdw_direct_join_mode(PlannerInfo *root);
 extern bool afdw_direct_join_ok(PlannerInfo *root, RelOptInfo *joinrel);
+
+/* direct.c */
+extern void afdw_direct_routines(FdwRoutine *routine);
 
 /* import.c */
 extern List *afdwImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serveroid);
@@ -505,6 +537,9 @@ extern ForeignScan *afdw_join_lock_rows(PlannerInfo *root, RelOptInfo *rel,
 										ForeignScan *scan);
 
 /* ordered.c */
+extern char *afdw_deparse_order_by(StringInfo buf, RelOptInfo *baserel,
+								   Relation rel, List *pathkeys,
+								   List *retrieved_attrs);
 extern void afdw_add_sorted_join_paths(PlannerInfo *root, RelOptInfo *joinrel,
 									   Cost startup, Cost total);
 extern void afdw_add_merge_paths(PlannerInfo *root, RelOptInfo *rel,

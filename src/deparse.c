@@ -9,7 +9,7 @@
  * sampling query, and parameters bound into a statement.  The expressions
  * in them are written by expr.c (deparse_internal.h is the shared state).
  *
- * The planner (async_fdw.c, upper.c) builds the SELECTs here; request.c
+ * The planner (path.c, join.c, upper.c) builds the SELECTs here; request.c
  * binds parameters into them, wraps them in a binary COPY and asks for the
  * remote type check with the helpers below, and analyze.c gets its
  * sampling query.
@@ -183,95 +183,6 @@ afdw_deparse_binary_select(StringInfo buf, const char *sql,
 	appendStringInfoChar(buf, ')');
 	if (outer_order != NULL)
 		appendStringInfoString(buf, outer_order);
-}
-
-/*
- * sort_using
- *		" USING OPERATOR(schema.op) NULLS FIRST" (or LAST) for sort operator
- *		OPNO, palloc'd.
- */
-static const char *
-sort_using(Oid opno, bool nulls_first)
-{
-	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
-	Form_pg_operator form;
-	const char *how;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for operator %u", opno);
-	form = (Form_pg_operator) GETSTRUCT(tup);
-	how = psprintf(" USING OPERATOR(%s.%s) NULLS %s",
-				   quote_identifier(get_namespace_name(form->oprnamespace)),
-				   NameStr(form->oprname), nulls_first ? "FIRST" : "LAST");
-	ReleaseSysCache(tup);
-	return how;
-}
-
-/*
- * afdw_deparse_order_by
- *		Append to BUF, the remote SELECT of BASEREL (REL), the ORDER BY of
- *		PATHKEYS, each of which afdw_sort_key accepts or is a constant of
- *		BASEREL's rows (afdw_constant_key, left out); return the same order
- *		for the wrapper of a binary stream (afdw_deparse_binary_select), by
- *		position among RETRIEVED_ATTRS, palloc'd.  A key sorted by an
- *		extension's operator is written with USING (afdw_sort_operator).
- *
- * The subquery of the wrapper keeps its ORDER BY, but only the outer
- * query's order is guaranteed: the wrapper orders by the subquery's
- * columns, the remote values before any cast.
- */
-char *
-afdw_deparse_order_by(StringInfo buf, RelOptInfo *baserel, Relation rel,
-					  List *pathkeys, List *retrieved_attrs)
-{
-	StringInfoData outer;
-	ListCell   *lc;
-	ListCell   *lc2;
-	bool		first = true;
-
-	initStringInfo(&outer);
-	foreach(lc, pathkeys)
-	{
-		PathKey    *pk = (PathKey *) lfirst(lc);
-		bool		descending;
-		bool		nulls_first;
-		AttrNumber	attno;
-		const char *how;
-		int			pos;
-		Oid			opno;
-
-		/* A constant of this table's rows (a UNION ALL branch's). */
-		if (afdw_constant_key(baserel, pk))
-			continue;
-		attno = afdw_sort_key(baserel, pk, &descending, &nulls_first);
-		if (attno == 0)
-			elog(ERROR, "a sort key of a path of \"%s\" cannot be sent",
-				 RelationGetRelationName(rel));
-		pos = 0;
-		foreach(lc2, retrieved_attrs)
-		{
-			if (lfirst_int(lc2) == attno)
-				break;
-			pos++;
-		}
-		if (lc2 == NULL)
-			elog(ERROR, "sort column %d of \"%s\" is not read",
-				 attno, RelationGetRelationName(rel));
-		opno = afdw_sort_operator(baserel, pk,
-								  TupleDescAttr(RelationGetDescr(rel), attno - 1)->atttypid);
-		if (OidIsValid(opno))
-			how = sort_using(opno, nulls_first);
-		else
-			how = descending ? (nulls_first ? " DESC" : " DESC NULLS LAST") :
-				(nulls_first ? " ASC NULLS FIRST" : " ASC");
-		appendStringInfoString(buf, first ? " ORDER BY " : ", ");
-		appendStringInfoString(buf, quote_identifier(afdw_remote_column_name(rel, attno)));
-		appendStringInfoString(buf, how);
-		appendStringInfo(&outer, "%ss.c%d%s", first ? " ORDER BY " : ", ",
-						 pos + 1, how);
-		first = false;
-	}
-	return outer.data;
 }
 
 /*

@@ -9,7 +9,7 @@
  * time spent waiting, and how many scans shared the connection.
  *
  * Neighbours: scan.c registers afdwExplainForeignScan with the other scan
- * callbacks; async_fdw.c gives the plan's remote SQL (afdw_scan_private).
+ * callbacks; plan_private.c gives the plan's remote SQL (afdw_scan_private).
  *
  *-------------------------------------------------------------------------
  */

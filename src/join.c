@@ -50,8 +50,8 @@
  * result, only read the outer side: they go in the WHERE clause.)
  *
  * Neighbours: shippable.c says what may be sent, deparse.c writes the
- * remote SELECT (afdw_deparse_join_select), async_fdw.c hands the
- * planner's callbacks for join relations here, scan.c runs the plans as
+ * remote SELECT (afdw_deparse_join_select), the handler (async_fdw.c)
+ * hands PostgreSQL the planner's callbacks for join relations here, scan.c runs the plans as
  * scans whose columns are the remote select list.
  *
  *-------------------------------------------------------------------------
@@ -552,7 +552,7 @@ afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan
 		retrieved_attrs = lappend_int(retrieved_attrs,
 									  lfirst_node(TargetEntry, lc)->resno);
 
-	/* Read to the end, as a scan with no LIMIT is (async_fdw.c). */
+	/* Read to the end, as a scan with no LIMIT is (path.c). */
 	if (jfp->fetch_mode == AFDW_FETCH_AUTO)
 		stream = root->tuple_fraction <= 0;
 	else
@@ -570,7 +570,7 @@ afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan
 	}
 
 	/*
-	 * Locked rows come through a cursor, as a locking scan's do (async_fdw.c);
+	 * Locked rows come through a cursor, as a locking scan's do (path.c);
 	 * the locking clause follows the ORDER BY (afdw_join_lock_rows).
 	 */
 	if (afdw_deparse_join_locking_clause(NULL, root, rel))

@@ -32,13 +32,13 @@
  * order if it has one.  The local Limit then stays; the remote one only
  * spares rows that would be thrown away.  Not with WITH TIES, a LIMIT
  * that is not a constant, row locks or parameters in the remote query, as
- * for a foreign table's scan (async_fdw.c).
+ * for a foreign table's scan (path.c).
  *
- * Neighbours: join.c, upper.c and async_fdw.c add the unsorted paths and
+ * Neighbours: join.c, upper.c and path.c add the unsorted paths and
  * call here for the sorted ones (a foreign table's sort keys are
- * shippable.c's afdw_sort_key); async_fdw.c hands the plans of joins and
- * aggregates here to finish the remote SQL; deparse.c writes a join's
- * sort expressions.
+ * shippable.c's afdw_sort_key, written here by afdw_deparse_order_by);
+ * join.c and upper.c hand the plans of joins and aggregates here to
+ * finish the remote SQL; deparse.c writes a join's sort expressions.
  *
  *-------------------------------------------------------------------------
  */
@@ -46,6 +46,7 @@
 
 #include "access/stratnum.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
@@ -53,7 +54,10 @@
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
+#include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
 #include "utils/typcache.h"
 
 #include "async_fdw.h"
@@ -190,6 +194,95 @@ grouped_sort_position(List *grouped_tlist, PathKey *pk)
 		}
 	}
 	return 0;
+}
+
+/*
+ * sort_using
+ *		" USING OPERATOR(schema.op) NULLS FIRST" (or LAST) for sort operator
+ *		OPNO, palloc'd.
+ */
+static const char *
+sort_using(Oid opno, bool nulls_first)
+{
+	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
+	Form_pg_operator form;
+	const char *how;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator %u", opno);
+	form = (Form_pg_operator) GETSTRUCT(tup);
+	how = psprintf(" USING OPERATOR(%s.%s) NULLS %s",
+				   quote_identifier(get_namespace_name(form->oprnamespace)),
+				   NameStr(form->oprname), nulls_first ? "FIRST" : "LAST");
+	ReleaseSysCache(tup);
+	return how;
+}
+
+/*
+ * afdw_deparse_order_by
+ *		Append to BUF, the remote SELECT of BASEREL (REL), the ORDER BY of
+ *		PATHKEYS, each of which afdw_sort_key accepts or is a constant of
+ *		BASEREL's rows (afdw_constant_key, left out); return the same order
+ *		for the wrapper of a binary stream (afdw_deparse_binary_select), by
+ *		position among RETRIEVED_ATTRS, palloc'd.  A key sorted by an
+ *		extension's operator is written with USING (afdw_sort_operator).
+ *
+ * The subquery of the wrapper keeps its ORDER BY, but only the outer
+ * query's order is guaranteed: the wrapper orders by the subquery's
+ * columns, the remote values before any cast.
+ */
+char *
+afdw_deparse_order_by(StringInfo buf, RelOptInfo *baserel, Relation rel,
+					  List *pathkeys, List *retrieved_attrs)
+{
+	StringInfoData outer;
+	ListCell   *lc;
+	ListCell   *lc2;
+	bool		first = true;
+
+	initStringInfo(&outer);
+	foreach(lc, pathkeys)
+	{
+		PathKey    *pk = (PathKey *) lfirst(lc);
+		bool		descending;
+		bool		nulls_first;
+		AttrNumber	attno;
+		const char *how;
+		int			pos;
+		Oid			opno;
+
+		/* A constant of this table's rows (a UNION ALL branch's). */
+		if (afdw_constant_key(baserel, pk))
+			continue;
+		attno = afdw_sort_key(baserel, pk, &descending, &nulls_first);
+		if (attno == 0)
+			elog(ERROR, "a sort key of a path of \"%s\" cannot be sent",
+				 RelationGetRelationName(rel));
+		pos = 0;
+		foreach(lc2, retrieved_attrs)
+		{
+			if (lfirst_int(lc2) == attno)
+				break;
+			pos++;
+		}
+		if (lc2 == NULL)
+			elog(ERROR, "sort column %d of \"%s\" is not read",
+				 attno, RelationGetRelationName(rel));
+		opno = afdw_sort_operator(baserel, pk,
+								  TupleDescAttr(RelationGetDescr(rel), attno - 1)->atttypid);
+		if (OidIsValid(opno))
+			how = sort_using(opno, nulls_first);
+		else
+			how = descending ? (nulls_first ? " DESC" : " DESC NULLS LAST") :
+				(nulls_first ? " ASC NULLS FIRST" : " ASC");
+		appendStringInfoString(buf, first ? " ORDER BY " : ", ");
+		appendStringInfoString(buf, quote_identifier(afdw_remote_column_name(rel, attno)));
+		appendStringInfoString(buf, how);
+		appendStringInfo(&outer, "%ss.c%d%s", first ? " ORDER BY " : ", ",
+						 pos + 1, how);
+		first = false;
+	}
+	return outer.data;
 }
 
 /*

@@ -11,10 +11,9 @@
  * collation_derived).  Objects of the extensions named in the server's
  * extensions option count as built in.
  *
- * Neighbours: the planner (async_fdw.c) splits a scan's conditions here
- * into remote and local ones; deparse.c writes the remote ones as SQL and
- * asks here whether a type's values may travel in binary (reg* types may
- * not: afdw_type_names_by_oid).
+ * Neighbours: the planner (path.c) splits a scan's conditions here
+ * into remote and local ones; deparse.c and expr.c write the remote ones
+ * as SQL.
  *
  *-------------------------------------------------------------------------
  */
@@ -60,17 +59,6 @@ static bool operator_shippable(Oid opno, Oid funcid, ShipContext *cxt);
 static bool ship_walker(Node *node, ShipContext *cxt);
 static bool aggref_shippable(Aggref *agg, ShipContext *cxt);
 static bool case_shippable(CaseExpr *ce, ShipContext *cxt);
-
-/*
- * afdw_is_builtin
- *		True for objects made by initdb, which every remote server of the
- *		same or a later major version has with the same meaning.
- */
-bool
-afdw_is_builtin(Oid oid)
-{
-	return oid < FirstGenbkiObjectId;
-}
 
 /*
  * collation_ok
@@ -136,38 +124,6 @@ object_shippable(Oid oid, Oid classid, List *extensions)
 		return false;
 	extension = getExtensionOfObject(classid, oid);
 	return OidIsValid(extension) && list_member_oid(extensions, extension);
-}
-
-/*
- * afdw_type_names_by_oid
- *		True for the types whose values are objects named by their OIDs
- *		(regclass, regrole, ...), and arrays of them.  Their binary form
- *		is the remote object's OID, which names another object locally, or
- *		none; their text form is the name, which the local input function
- *		looks up, as with postgres_fdw.
- */
-bool
-afdw_type_names_by_oid(Oid type)
-{
-	Oid			element = get_element_type(type);
-
-	switch (OidIsValid(element) ? element : type)
-	{
-		case REGPROCOID:
-		case REGPROCEDUREOID:
-		case REGOPEROID:
-		case REGOPERATOROID:
-		case REGCLASSOID:
-		case REGTYPEOID:
-		case REGCOLLATIONOID:
-		case REGCONFIGOID:
-		case REGDICTIONARYOID:
-		case REGNAMESPACEOID:
-		case REGROLEOID:
-			return true;
-		default:
-			return false;
-	}
 }
 
 /*
@@ -410,32 +366,6 @@ ship_walker(Node *node, ShipContext *cxt)
 }
 
 /*
- * afdw_case_when_value
- *		The value compared in WHEN clause CW of a simple CASE (CASE x WHEN
- *		value ...), or NULL when the clause is not of the form the parser
- *		makes, CaseTestExpr = value (the CaseTestExpr perhaps under an
- *		implicit relabelling): the planner may have rewritten it (inlined
- *		an equality function), and such a clause cannot be written back
- *		as WHEN value.
- */
-Expr *
-afdw_case_when_value(CaseWhen *cw)
-{
-	OpExpr	   *op = (OpExpr *) cw->expr;
-	Node	   *left;
-
-	if (!IsA(op, OpExpr) || list_length(op->args) != 2)
-		return NULL;
-	left = linitial(op->args);
-	if (IsA(left, RelabelType) &&
-		((RelabelType *) left)->relabelformat == COERCE_IMPLICIT_CAST)
-		left = (Node *) ((RelabelType *) left)->arg;
-	if (!IsA(left, CaseTestExpr))
-		return NULL;
-	return lsecond(op->args);
-}
-
-/*
  * case_shippable
  *		True if CASE expression CE can be evaluated remotely: its value (for
  *		a simple CASE), every WHEN clause and result, and its ELSE, over a
@@ -552,88 +482,6 @@ aggref_shippable(Aggref *agg, ShipContext *cxt)
 		}
 	}
 	return true;
-}
-
-/*
- * afdw_partial_form
- *		How the remote server computes the transition state of aggregate
- *		AGG, which a local Finalize Aggregate then combines, or
- *		AFDW_PARTIAL_NONE when no plain SQL gives a state that the local
- *		server reads back exactly.
- *
- * The state of count, sum of small integers, min, max, bool_and, bool_or,
- * every and the bit aggregates is the aggregate's own result.  That of avg
- * of a small integer is the array {count, sum}.  That of sum and avg of
- * bigint is internal; its serial form, the same in PostgreSQL 15, 17 and
- * 18 (the aggregate tests check it on each), is the count as
- * int8send writes it followed by the sum as numeric_send writes it but
- * with four bytes for each of its four header fields (its number of
- * digits, weight, sign and scale) instead of two.  min and
- * max of a type whose text form depends on a setting of the session
- * (money) are left out.  Floating-point sums are never exact across
- * orders of addition, and numeric states are internal: both stay local.
- */
-AfdwPartialForm
-afdw_partial_form(Aggref *agg)
-{
-	switch (agg->aggfnoid)
-	{
-		case F_COUNT_:
-		case F_COUNT_ANY:
-		case F_SUM_INT2:
-		case F_SUM_INT4:
-		case F_MIN_INT2:
-		case F_MIN_INT4:
-		case F_MIN_INT8:
-		case F_MIN_OID:
-		case F_MIN_FLOAT4:
-		case F_MIN_FLOAT8:
-		case F_MIN_NUMERIC:
-		case F_MIN_DATE:
-		case F_MIN_TIME:
-		case F_MIN_TIMETZ:
-		case F_MIN_TIMESTAMP:
-		case F_MIN_TIMESTAMPTZ:
-		case F_MIN_INTERVAL:
-		case F_MIN_TEXT:
-		case F_MIN_BPCHAR:
-		case F_MAX_INT2:
-		case F_MAX_INT4:
-		case F_MAX_INT8:
-		case F_MAX_OID:
-		case F_MAX_FLOAT4:
-		case F_MAX_FLOAT8:
-		case F_MAX_NUMERIC:
-		case F_MAX_DATE:
-		case F_MAX_TIME:
-		case F_MAX_TIMETZ:
-		case F_MAX_TIMESTAMP:
-		case F_MAX_TIMESTAMPTZ:
-		case F_MAX_INTERVAL:
-		case F_MAX_TEXT:
-		case F_MAX_BPCHAR:
-		case F_BOOL_AND:
-		case F_BOOL_OR:
-		case F_EVERY:
-		case F_BIT_AND_INT2:
-		case F_BIT_AND_INT4:
-		case F_BIT_AND_INT8:
-		case F_BIT_OR_INT2:
-		case F_BIT_OR_INT4:
-		case F_BIT_OR_INT8:
-		case F_BIT_XOR_INT2:
-		case F_BIT_XOR_INT4:
-		case F_BIT_XOR_INT8:
-			return AFDW_PARTIAL_SAME;
-		case F_AVG_INT2:
-		case F_AVG_INT4:
-			return AFDW_PARTIAL_AVG_ARRAY;
-		case F_SUM_INT8:
-		case F_AVG_INT8:
-			return AFDW_PARTIAL_INT8_STATE;
-		default:
-			return AFDW_PARTIAL_NONE;
-	}
 }
 
 /*

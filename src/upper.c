@@ -24,8 +24,8 @@
  * locally, one after the other, instead of scanned concurrently.
  *
  * Neighbours: shippable.c says what may be sent, deparse.c writes the
- * remote SELECT, async_fdw.c hands the planner's callbacks for grouping
- * relations here, scan.c runs the plans as scans whose columns are the
+ * remote SELECT, the handler (async_fdw.c) hands PostgreSQL the planner's
+ * callbacks for grouping relations here, scan.c runs the plans as scans whose columns are the
  * remote select list.
  *
  *-------------------------------------------------------------------------
@@ -397,7 +397,7 @@ afdw_grouping_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist,
 	const char *what;
 	bool		stream;
 
-	/* Read to the end, as a scan with no LIMIT is (async_fdw.c). */
+	/* Read to the end, as a scan with no LIMIT is (path.c). */
 	if (ifp->fetch_mode == AFDW_FETCH_AUTO)
 		stream = root->tuple_fraction <= 0;
 	else

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""check_layers.py: async_fdw's files call only downward.
+
+Reads the call graph from the LLVM bitcode that the PGXS build writes next
+to each object (src/*.bc, when PostgreSQL was built with LLVM), and checks
+that no function calls (or takes the address of) a function defined in a
+file of a higher layer.  Every file of src/ must be in LAYERS.  Exit status
+1 on an upward call or an unassigned file, 2 when the bitcode or llvm-dis
+is missing.
+
+Usage: scripts/check_layers.py [SRC_DIR]       (default: src)
+       scripts/check_layers.py --graph [SRC_DIR]  print every cross-file call
+"""
+import collections
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+# Top first.  A file may call files of its own layer and of the layers
+# below it, never above.
+LAYERS = [
+    ('entry', ['async_fdw', 'funcs', 'twophase_worker']),
+    ('planner', ['path', 'join', 'upper', 'ordered', 'shippable', 'direct_plan']),
+    ('execution', ['scan', 'request', 'stream', 'convert', 'modify', 'direct',
+                   'explain', 'analyze', 'truncate', 'import']),
+    ('session', ['xact', 'snapshot', 'statements', 'twophase']),
+    ('wire', ['connect', 'connection', 'remote', 'budget']),
+    ('common', ['option', 'deparse', 'expr', 'plan_private']),
+]
+
+# Upward calls not yet removed, each "file function file callee".  The
+# check fails on any other upward call, and on an entry here that is gone
+# (remove it): the list only shrinks.
+KNOWN_UPWARD = set(tuple(l.split()) for l in """
+connect afdw_connect_start xact afdw_reset_xact_state
+connection afdw_acquire_connection xact afdw_finish_commit
+connection afdw_acquire_connection xact afdw_note_xact_connection
+connection afdw_acquire_writer snapshot afdw_snapshot_exporter
+connection afdw_acquire_writer snapshot afdw_snapshot_leader
+connection afdw_acquire_writer xact afdw_note_xact_connection
+connection afdw_connection_init xact afdw_subxact_callback
+connection afdw_connection_init xact afdw_xact_callback
+connection afdw_disconnect_entry statements afdw_forget_statements
+connection afdw_disconnect_entry xact afdw_drop_deferred
+connection afdw_disconnect_entry xact afdw_reset_xact_state
+connection afdw_get_connection xact afdw_begin_xact
+remote afdw_get_result snapshot afdw_take_export
+remote afdw_pop_result statements afdw_note_prepare
+remote afdw_pop_result xact afdw_track_wrap
+remote afdw_send_query xact afdw_flush_deferred
+remote afdw_wait_cleanup snapshot afdw_store_export
+""".split('\n') if l.strip())
+
+
+def llvm_dis():
+    """The llvm-dis to read the bitcode with."""
+    found = os.environ.get('LLVM_DIS') or shutil.which('llvm-dis')
+    if found:
+        return found
+    cands = sorted(glob.glob('/usr/lib/llvm-*/bin/llvm-dis'),
+                   key=lambda p: int(re.search(r'llvm-(\d+)', p).group(1)))
+    return cands[-1] if cands else None
+
+
+def call_graph(src):
+    """(file, function) -> set of (file, function) it refers to."""
+    dis = llvm_dis()
+    bcs = sorted(glob.glob(os.path.join(src, '*.bc')))
+    if dis is None or not bcs:
+        sys.stderr.write('check_layers: no %s (build with a PostgreSQL built with LLVM first)\n'
+                         % ('llvm-dis' if dis is None else 'src/*.bc'))
+        sys.exit(2)
+    globals_, locals_, body = {}, set(), {}
+    for bc in bcs:
+        f = os.path.basename(bc)[:-3]
+        text = subprocess.run([dis, '-o', '-', bc], check=True,
+                              capture_output=True, text=True).stdout
+        cur = None
+        for line in text.split('\n'):
+            m = re.match(r'define (.*?)@([\w.]+)\(', line)
+            if m:
+                cur = (f, m.group(2))
+                if 'internal' in m.group(1):
+                    locals_.add(cur)
+                else:
+                    globals_[m.group(2)] = f
+                body[cur] = set()
+            elif line.startswith('}'):
+                cur = None
+            elif cur is not None:
+                body[cur].update(re.findall(r'@([\w.]+)', line))
+    graph = collections.defaultdict(set)
+    for (f, fn), refs in body.items():
+        for r in refs:
+            if (f, r) in locals_:
+                target = (f, r)
+            elif r in globals_:
+                target = (globals_[r], r)
+            else:
+                continue
+            if target != (f, fn):
+                graph[(f, fn)].add(target)
+    return graph
+
+
+def main():
+    args = sys.argv[1:]
+    show = '--graph' in args
+    args = [a for a in args if a != '--graph']
+    src = args[0] if args else 'src'
+    rank = {}
+    for i, (name, files) in enumerate(LAYERS):
+        for f in files:
+            rank[f] = (i, name)
+    graph = call_graph(src)
+    files = {os.path.basename(p)[:-2] for p in glob.glob(os.path.join(src, '*.c'))}
+    bad = 0
+    for f in sorted(files - set(rank)):
+        print('check_layers: src/%s.c is in no layer (add it to LAYERS)' % f)
+        bad += 1
+    crossings = collections.Counter()
+    seen_known = set()
+    for (f, fn), targets in sorted(graph.items()):
+        for (g, callee) in sorted(targets):
+            if f == g:
+                continue
+            if show:
+                print('%s %s -> %s %s' % (f, fn, g, callee))
+            if f in rank and g in rank:
+                crossings[(rank[f][1], rank[g][1])] += 1
+                if rank[g][0] < rank[f][0]:
+                    if (f, fn, g, callee) in KNOWN_UPWARD:
+                        seen_known.add((f, fn, g, callee))
+                        print('check_layers: known upward call: %s.c %s -> %s.c %s'
+                              % (f, fn, g, callee))
+                        continue
+                    print('check_layers: upward call: %s.c %s (%s) -> %s.c %s (%s)'
+                          % (f, fn, rank[f][1], g, callee, rank[g][1]))
+                    bad += 1
+    for k in sorted(KNOWN_UPWARD - seen_known):
+        print('check_layers: %s.c %s -> %s.c %s is gone: remove it from KNOWN_UPWARD' % k)
+        bad += 1
+    if not show:
+        for (a, b), n in sorted(crossings.items(),
+                                key=lambda x: ([l for l, _ in LAYERS].index(x[0][0]),
+                                               [l for l, _ in LAYERS].index(x[0][1]))):
+            if a != b:
+                print('  %-9s -> %-9s %4d calls' % (a, b, n))
+    if bad:
+        print('check_layers: %d problem(s)' % bad)
+        return 1
+    if seen_known:
+        print('check_layers: no new upward call (%d known ones left)' % len(seen_known))
+    else:
+        print('check_layers: every call between files goes down the layers')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
