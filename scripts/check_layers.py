@@ -4,7 +4,8 @@
 Reads the call graph from the LLVM bitcode that the PGXS build writes next
 to each object (src/*.bc, when PostgreSQL was built with LLVM), and checks
 that no function calls (or takes the address of) a function defined in a
-file of a higher layer.  Every file of src/ must be in LAYERS.  Exit status
+file of a higher layer.  Every file of src/ must be in LAYERS, and a
+function exported from a file must be used by another.  Exit status
 1 on an upward call or an unassigned file, 2 when the bitcode or llvm-dis
 is missing.
 
@@ -41,8 +42,8 @@ connection afdw_acquire_connection xact afdw_note_xact_connection
 connection afdw_acquire_writer snapshot afdw_snapshot_exporter
 connection afdw_acquire_writer snapshot afdw_snapshot_leader
 connection afdw_acquire_writer xact afdw_note_xact_connection
-connection afdw_connection_init xact afdw_subxact_callback
-connection afdw_connection_init xact afdw_xact_callback
+connection connection_init xact afdw_subxact_callback
+connection connection_init xact afdw_xact_callback
 connection afdw_disconnect_entry statements afdw_forget_statements
 connection afdw_disconnect_entry xact afdw_drop_deferred
 connection afdw_disconnect_entry xact afdw_reset_xact_state
@@ -103,7 +104,7 @@ def call_graph(src):
                 continue
             if target != (f, fn):
                 graph[(f, fn)].add(target)
-    return graph
+    return graph, globals_
 
 
 def main():
@@ -115,7 +116,7 @@ def main():
     for i, (name, files) in enumerate(LAYERS):
         for f in files:
             rank[f] = (i, name)
-    graph = call_graph(src)
+    graph, exported = call_graph(src)
     files = {os.path.basename(p)[:-2] for p in glob.glob(os.path.join(src, '*.c'))}
     bad = 0
     for f in sorted(files - set(rank)):
@@ -140,6 +141,24 @@ def main():
                     print('check_layers: upward call: %s.c %s (%s) -> %s.c %s (%s)'
                           % (f, fn, rank[f][1], g, callee, rank[g][1]))
                     bad += 1
+    # An exported function that no other file uses belongs in its file
+    # (static); SQL-callable functions, background worker entry points
+    # (named in a string) and PostgreSQL's module symbols are used from
+    # outside.
+    used_elsewhere = {callee for (f, _), ts in graph.items()
+                      for (g, callee) in ts if f != g}
+    outside = set()
+    top = os.path.dirname(os.path.abspath(src))
+    for path in glob.glob(os.path.join(top, '*.sql')):
+        outside.update(re.findall(r'\w+', open(path).read()))
+    for path in glob.glob(os.path.join(src, '*.c')):
+        outside.update(re.findall(r'"(\w+)"', open(path).read()))
+    for name, f in sorted(exported.items()):
+        if (name not in used_elsewhere and name not in outside and
+                name not in ('_PG_init', 'Pg_magic_func') and
+                not name.startswith('pg_finfo_')):
+            print('check_layers: %s (%s.c) is used in its file only: make it static' % (name, f))
+            bad += 1
     for k in sorted(KNOWN_UPWARD - seen_known):
         print('check_layers: %s.c %s -> %s.c %s is gone: remove it from KNOWN_UPWARD' % k)
         bad += 1

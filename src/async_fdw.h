@@ -195,7 +195,6 @@ extern bool afdw_bool_option(List *options, const char *name, bool current);
 extern double afdw_real_option(List *options, const char *name, double current);
 extern int	afdw_int_option(List *options, const char *name, int current);
 extern bool afdw_is_libpq_option(const char *name);
-extern List *afdw_extension_list(const char *value, bool warn_missing);
 extern List *afdw_extensions_option(List *options);
 extern bool afdw_server_is_ours(Oid serverid);
 
@@ -288,7 +287,6 @@ typedef struct AfdwConnInfo
 								 * 0, or -1 when not known yet */
 } AfdwConnInfo;
 
-extern void afdw_connection_init(void);
 extern AfdwConn *afdw_acquire_connection(UserMapping *user);
 extern AfdwConn *afdw_acquire_writer(UserMapping *user);
 extern AfdwConn *afdw_current_writer(AfdwConn *conn);

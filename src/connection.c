@@ -61,13 +61,14 @@ static AfdwConn *least_used_open(Oid umid);
 static bool reserve_fd(bool optional);
 static void inval_callback(Datum arg, int cacheid, uint32 hashvalue);
 static afdw_noreturn void report_lost_transaction(AfdwConn *entry);
+static void connection_init(void);
 
 /*
- * afdw_connection_init
+ * connection_init
  *		Create the connection hash and register the callbacks, once.
  */
-void
-afdw_connection_init(void)
+static void
+connection_init(void)
 {
 	HASHCTL		ctl;
 
@@ -175,7 +176,7 @@ afdw_acquire_connection(UserMapping *user)
 	max = (configured > 0) ? Min(configured, AFDW_MAX_MAX_CONNECTIONS) :
 		(pooled ? 1 : AFDW_DEFAULT_MAX_CONNECTIONS);
 
-	afdw_connection_init();
+	connection_init();
 	afdw_note_xact_connection();
 
 	/*
@@ -654,7 +655,7 @@ afdw_acquire_writer(UserMapping *user)
 	AfdwConn   *entry = find_writer(user->umid);
 	AfdwConn   *exporter = NULL;
 
-	afdw_connection_init();
+	connection_init();
 	afdw_note_xact_connection();
 	if (entry == NULL)
 	{

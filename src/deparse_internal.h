@@ -49,7 +49,6 @@ extern void afdw_deparse_join_modify(StringInfo buf, PlannerInfo *root,
 									 List **retrieved_attrs, List **params);
 
 /* expr.c */
-extern void afdw_append_type_name(StringInfo buf, Oid type, int32 typmod);
 extern void afdw_deparse_expr(Expr *node, DeparseContext *cxt);
 
 #endif							/* DEPARSE_INTERNAL_H */

@@ -214,11 +214,11 @@ afdw_remote_column_name(Relation rel, AttrNumber attnum)
 }
 
 /*
- * afdw_append_type_name
+ * append_type_name
  *		Append TYPE with TYPMOD as the remote server will read it.
  */
-void
-afdw_append_type_name(StringInfo buf, Oid type, int32 typmod)
+static void
+append_type_name(StringInfo buf, Oid type, int32 typmod)
 {
 	bits16		flags = FORMAT_TYPE_TYPEMOD_GIVEN;
 
@@ -321,7 +321,7 @@ deparse_const(Const *c, DeparseContext *cxt, bool bare)
 		if (!bare)
 		{
 			appendStringInfoString(buf, "::");
-			afdw_append_type_name(buf, c->consttype, c->consttypmod);
+			append_type_name(buf, c->consttype, c->consttypmod);
 		}
 		return;
 	}
@@ -368,7 +368,7 @@ deparse_const(Const *c, DeparseContext *cxt, bool bare)
 	if (cast)
 	{
 		appendStringInfoString(buf, "::");
-		afdw_append_type_name(buf, c->consttype, c->consttypmod);
+		append_type_name(buf, c->consttype, c->consttypmod);
 	}
 	pfree(val);
 }
@@ -401,7 +401,7 @@ deparse_param(Expr *expr, DeparseContext *cxt)
 	}
 
 	appendStringInfo(cxt->buf, "$%d::", n);
-	afdw_append_type_name(cxt->buf, exprType((Node *) expr), exprTypmod((Node *) expr));
+	append_type_name(cxt->buf, exprType((Node *) expr), exprTypmod((Node *) expr));
 }
 
 /*
@@ -548,7 +548,7 @@ deparse_funcexpr(FuncExpr *f, DeparseContext *cxt)
 		appendStringInfoChar(buf, '(');
 		afdw_deparse_expr(linitial(f->args), cxt);
 		appendStringInfoString(buf, ")::");
-		afdw_append_type_name(buf, f->funcresulttype, typmod);
+		append_type_name(buf, f->funcresulttype, typmod);
 		return;
 	}
 
@@ -861,7 +861,7 @@ afdw_deparse_expr(Expr *node, DeparseContext *cxt)
 					appendStringInfoChar(buf, '(');
 					afdw_deparse_expr(r->arg, cxt);
 					appendStringInfoString(buf, ")::");
-					afdw_append_type_name(buf, r->resulttype, r->resulttypmod);
+					append_type_name(buf, r->resulttype, r->resulttypmod);
 				}
 				break;
 			}
@@ -881,7 +881,7 @@ afdw_deparse_expr(Expr *node, DeparseContext *cxt)
 					afdw_deparse_expr(lfirst(lc), cxt);
 				}
 				appendStringInfoString(buf, "]::");
-				afdw_append_type_name(buf, a->array_typeid, -1);
+				append_type_name(buf, a->array_typeid, -1);
 				break;
 			}
 

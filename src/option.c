@@ -123,6 +123,8 @@ static const char *const reserved_libpq_options[] = {
 /* All valid options, built on first use; lives as long as the backend. */
 static AfdwOption *all_options = NULL;
 
+static List *extension_list(const char *value, bool warn_missing);
+
 /*
  * is_reserved_libpq_option
  *		True if libpq's option NAME may not be set by users.
@@ -451,7 +453,7 @@ check_option_value(const AfdwOption *opt, const char *value)
 			break;
 		case AFDW_OPT_EXTENSIONS:
 			/* Names not installed here are only warned of. */
-			list_free(afdw_extension_list(value, true));
+			list_free(extension_list(value, true));
 			break;
 	}
 
@@ -704,13 +706,13 @@ afdw_fetch_size_option(List *options, int current)
 }
 
 /*
- * afdw_extension_list
+ * extension_list
  *		The OIDs of the extensions named in VALUE, a comma-separated list of
  *		names (quoted as identifiers where needed).  Names of extensions not
  *		installed here are left out, with a warning if WARN_MISSING.
  */
-List *
-afdw_extension_list(const char *value, bool warn_missing)
+static List *
+extension_list(const char *value, bool warn_missing)
 {
 	char	   *copy = pstrdup(value);
 	List	   *names;
@@ -752,7 +754,7 @@ afdw_extensions_option(List *options)
 {
 	const char *value = find_def(options, "extensions");
 
-	return value ? afdw_extension_list(value, false) : NIL;
+	return value ? extension_list(value, false) : NIL;
 }
 
 /*
