@@ -11,6 +11,10 @@ is missing.
 
 Usage: scripts/check_layers.py [SRC_DIR]       (default: src)
        scripts/check_layers.py --graph [SRC_DIR]  print every cross-file call
+       scripts/check_layers.py --trip FUNCTION [SRC_DIR]
+           the files and layers a depth-first walk of the calls from
+           FUNCTION passes through: its moves between files, those back
+           into a file already left, and its moves up the layers
 """
 import collections
 import glob
@@ -111,12 +115,19 @@ def main():
     args = sys.argv[1:]
     show = '--graph' in args
     args = [a for a in args if a != '--graph']
+    trip = None
+    if '--trip' in args:
+        i = args.index('--trip')
+        trip = args[i + 1]
+        del args[i:i + 2]
     src = args[0] if args else 'src'
     rank = {}
     for i, (name, files) in enumerate(LAYERS):
         for f in files:
             rank[f] = (i, name)
     graph, exported = call_graph(src)
+    if trip is not None:
+        return walk(graph, trip, rank)
     files = {os.path.basename(p)[:-2] for p in glob.glob(os.path.join(src, '*.c'))}
     bad = 0
     for f in sorted(files - set(rank)):
@@ -175,6 +186,42 @@ def main():
         print('check_layers: no new upward call (%d known ones left)' % len(seen_known))
     else:
         print('check_layers: every call between files goes down the layers')
+    return 0
+
+
+def walk(graph, root, rank):
+    """Print the depth-first trip of the calls from ROOT (each function
+    entered once) across files and layers."""
+    starts = [k for k in graph if k[1] == root]
+    if not starts:
+        print('check_layers: no function %s' % root)
+        return 1
+    seen = set()
+    moves = back = up = 0
+    files = set()
+
+    def visit(node, left):
+        nonlocal moves, back, up
+        seen.add(node)
+        files.add(node[0])
+        for target in sorted(graph.get(node, ())):
+            if target in seen:
+                continue
+            if target[0] != node[0]:
+                moves += 1
+                if target[0] in left:
+                    back += 1
+                if rank.get(target[0], (0,))[0] < rank.get(node[0], (0,))[0]:
+                    up += 1
+                visit(target, left | {node[0]})
+            else:
+                visit(target, left)
+
+    sys.setrecursionlimit(10000)
+    visit(starts[0], frozenset())
+    print('%s: %d functions in %d files; %d moves between files, %d of them back '
+          'into a file already left; %d up the layers'
+          % (root, len(seen), len(files), moves, back, up))
     return 0
 
 
