@@ -451,14 +451,32 @@ not_builtin(Oid funcid, void *context pg_attribute_unused())
 /*
  * builtin_immutable_walker
  *		expression_tree_walker callback: true on a node that calls a
- *		function that is not built in, or on a subquery.
+ *		function that is not built in, or on a subquery, but that of an
+ *		EXISTS, IN or ANY that the planner pulls up into a semi- or
+ *		anti-join (a plain subquery whose conditions pass too).
  */
+static bool builtin_immutable(Node *node);
+
 static bool
 builtin_immutable_walker(Node *node, void *context)
 {
 	if (node == NULL)
 		return false;
-	if (IsA(node, SubLink) || IsA(node, Query))
+	if (IsA(node, SubLink))
+	{
+		SubLink    *sl = (SubLink *) node;
+		Query	   *sub = (Query *) sl->subselect;
+
+		if ((sl->subLinkType != EXISTS_SUBLINK && sl->subLinkType != ANY_SUBLINK) ||
+			sub->hasAggs || sub->groupClause != NIL || sub->havingQual != NULL ||
+			sub->hasWindowFuncs || sub->hasTargetSRFs || sub->setOperations != NULL ||
+			sub->limitCount != NULL || sub->limitOffset != NULL ||
+			sub->cteList != NIL)
+			return true;
+		return !builtin_immutable(sub->jointree->quals) ||
+			!builtin_immutable(sl->testexpr);
+	}
+	if (IsA(node, Query))
 		return true;
 	if (check_functions_in_node(node, not_builtin, NULL))
 		return true;
@@ -517,25 +535,83 @@ is_async_fdw_table(Oid relid)
 }
 
 /*
- * async_partitioned_tables
- *		How many partitioned tables of QUERY's range table have a partition
- *		of async_fdw, at any depth.
+ * partitioned_relids_walker
+ *		expression_tree_walker callback: add to *RELIDS (a List of OIDs) the
+ *		partitioned tables of the subquery of each EXISTS, IN or ANY under
+ *		NODE (a level's conditions), and of theirs: the planner pulls such a
+ *		subquery up into a semi- or anti-join of the level, where its tables
+ *		join the level's own.
  */
-static int
-async_partitioned_tables(Query *query)
+static bool
+partitioned_relids_walker(Node *node, List **relids)
 {
+	if (node == NULL)
+		return false;
+	if (IsA(node, SubLink))
+	{
+		SubLink    *sl = (SubLink *) node;
+
+		if (sl->subLinkType == EXISTS_SUBLINK || sl->subLinkType == ANY_SUBLINK)
+		{
+			Query	   *sub = (Query *) sl->subselect;
+			ListCell   *lc;
+
+			foreach(lc, sub->rtable)
+			{
+				RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+
+				if (rte->rtekind == RTE_RELATION &&
+					rte->relkind == RELKIND_PARTITIONED_TABLE)
+					*relids = lappend_oid(*relids, rte->relid);
+			}
+			(void) partitioned_relids_walker(sub->jointree->quals, relids);
+		}
+		return partitioned_relids_walker(sl->testexpr, relids);
+	}
+	if (IsA(node, Query))
+		return false;
+	return expression_tree_walker(node, partitioned_relids_walker, relids);
+}
+
+/*
+ * partitioned_relids
+ *		The partitioned tables that QUERY's level may join: those of its
+ *		range table, and those of the subqueries of its EXISTS, IN and ANY
+ *		conditions (partitioned_relids_walker), each once per reference.
+ */
+static List *
+partitioned_relids(Query *query)
+{
+	List	   *relids = NIL;
 	ListCell   *lc;
-	int			count = 0;
 
 	foreach(lc, query->rtable)
 	{
 		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
-		List	   *children;
+
+		if (rte->rtekind == RTE_RELATION && rte->relkind == RELKIND_PARTITIONED_TABLE)
+			relids = lappend_oid(relids, rte->relid);
+	}
+	(void) partitioned_relids_walker((Node *) query->jointree, &relids);
+	return relids;
+}
+
+/*
+ * async_partitioned_tables
+ *		How many of the partitioned tables RELIDS have a partition of
+ *		async_fdw, at any depth.
+ */
+static int
+async_partitioned_tables(List *relids)
+{
+	ListCell   *lc;
+	int			count = 0;
+
+	foreach(lc, relids)
+	{
+		List	   *children = find_all_inheritors(lfirst_oid(lc), NoLock, NULL);
 		ListCell   *lc2;
 
-		if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_PARTITIONED_TABLE)
-			continue;
-		children = find_all_inheritors(rte->relid, NoLock, NULL);
 		foreach(lc2, children)
 		{
 			if (is_async_fdw_table(lfirst_oid(lc2)))
@@ -573,20 +649,16 @@ search_query(Node *node, PartialSearch *ps)
 	{
 		Query	   *q = (Query *) node;
 		bool		aggregates = (q->hasAggs || q->groupClause != NIL);
-		int			partitioned = 0;
-		ListCell   *lc;
+		List	   *relids = partitioned_relids(q);
+		int			partitioned = list_length(relids);
 
-		/* The partitions are looked at only where they could matter. */
-		foreach(lc, q->rtable)
-		{
-			RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
-
-			if (rte->rtekind == RTE_RELATION &&
-				rte->relkind == RELKIND_PARTITIONED_TABLE)
-				partitioned++;
-		}
+		/*
+		 * The partitions are looked at only where they could matter: two
+		 * tables that may join (an EXISTS's or IN's subquery joins the
+		 * level once the planner pulls it up), or one aggregated.
+		 */
 		if (partitioned >= 2 || (partitioned == 1 && aggregates))
-			partitioned = async_partitioned_tables(q);
+			partitioned = async_partitioned_tables(relids);
 		else
 			partitioned = 0;
 

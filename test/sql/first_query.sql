@@ -36,3 +36,26 @@ SHOW enable_partitionwise_aggregate;
 SELECT count(*) FROM ag WHERE id < 0;
 SHOW enable_partitionwise_aggregate;
 DROP TABLE fq_broken;
+
+-- An EXISTS, IN or NOT EXISTS over co-located partitioned tables: the
+-- planner pulls the subquery up into a semi- or anti-join, so the planner
+-- hook turns partitionwise join and aggregation on for it as for a join.
+-- The session's first query (too late for the hook) and every later one,
+-- plain and prepared, after other queries, get the same plan: each
+-- partition's semi-join and partial count sent to its server.
+\c
+EXPLAIN (COSTS OFF) SELECT a % 3, count(*) FROM jp1 WHERE EXISTS (SELECT 1 FROM jp2 WHERE jp2.id = jp1.id AND b > 1) GROUP BY 1;
+SELECT count(*) FROM ag;
+EXPLAIN (COSTS OFF) SELECT a % 3, count(*) FROM jp1 WHERE EXISTS (SELECT 1 FROM jp2 WHERE jp2.id = jp1.id AND b > 1) GROUP BY 1;
+SHOW enable_partitionwise_join;
+PREPARE fq_in AS SELECT a % 3, count(*) FROM jp1 WHERE id IN (SELECT id FROM jp2 WHERE b > 1) GROUP BY 1 ORDER BY 1;
+EXPLAIN (COSTS OFF) EXECUTE fq_in;
+EXPLAIN (COSTS OFF) EXECUTE fq_in;
+EXPLAIN (COSTS OFF) SELECT a % 3, count(*) FROM jp1 WHERE NOT EXISTS (SELECT 1 FROM jp2 WHERE jp2.id = jp1.id) GROUP BY 1;
+SELECT rows_same($$SELECT a % 3, count(*) FROM jp1 WHERE EXISTS (SELECT 1 FROM jp2 WHERE jp2.id = jp1.id AND b > 1) GROUP BY 1$$,
+                 $$SELECT a % 3, count(*) FROM remote.jt1 WHERE EXISTS (SELECT 1 FROM remote.jt2 WHERE jt2.id = jt1.id AND b > 1) GROUP BY 1$$);
+EXECUTE fq_in;
+SELECT a % 3, count(*) FROM remote.jt1 WHERE id IN (SELECT id FROM remote.jt2 WHERE b > 1) GROUP BY 1 ORDER BY 1;
+SELECT rows_same($$SELECT a % 3, count(*) FROM jp1 WHERE NOT EXISTS (SELECT 1 FROM jp2 WHERE jp2.id = jp1.id) GROUP BY 1$$,
+                 $$SELECT a % 3, count(*) FROM remote.jt1 WHERE NOT EXISTS (SELECT 1 FROM remote.jt2 WHERE jt2.id = jt1.id) GROUP BY 1$$);
+DEALLOCATE fq_in;
