@@ -423,9 +423,11 @@ typedef enum AfdwPartialForm
 	AFDW_PARTIAL_NONE,			/* it cannot */
 	AFDW_PARTIAL_SAME,			/* the aggregate itself */
 	AFDW_PARTIAL_AVG_ARRAY,		/* ARRAY[count(x), coalesce(sum(x), 0)] */
-	AFDW_PARTIAL_INT8_STATE		/* int8send(count(x)), then the bytes of
+	AFDW_PARTIAL_INT8_STATE,	/* int8send(count(x)), then the bytes of
 								 * numeric_send(coalesce(sum(x), 0)) in
 								 * the serial form of the state */
+	AFDW_PARTIAL_FLOAT8_ARRAY	/* ARRAY[count(x), coalesce(sum(x::float8),
+								 * 0), 0 or NaN]::float8[] */
 } AfdwPartialForm;
 
 /* shippable.c */

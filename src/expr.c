@@ -26,6 +26,7 @@
 #include "catalog/pg_ts_config.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
+#include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "utils/builtins.h"
@@ -126,8 +127,14 @@ afdw_case_when_value(CaseWhen *cw)
  * with four bytes for each of its four header fields (its number of
  * digits, weight, sign and scale) instead of two.  min and
  * max of a type whose text form depends on a setting of the session
- * (money) are left out.  Floating-point sums are never exact across
- * orders of addition, and numeric states are internal: both stay local.
+ * (money) are left out.  sum of float4 and float8 is the aggregate's own
+ * result; avg of them is the array {count, sum, sum of squared
+ * deviations} of float8, whose last item only the variance reads: the
+ * remote sends 0 there (NaN after an infinite or NaN input, as
+ * float8_accum).  Floating-point sums depend on the order of
+ * addition, which an asynchronous Append does not fix either: a
+ * partial sum is no less exact than a local one.  numeric states stay
+ * local.
  */
 AfdwPartialForm
 afdw_partial_form(Aggref *agg)
@@ -187,6 +194,12 @@ afdw_partial_form(Aggref *agg)
 		case F_SUM_INT8:
 		case F_AVG_INT8:
 			return AFDW_PARTIAL_INT8_STATE;
+		case F_SUM_FLOAT4:
+		case F_SUM_FLOAT8:
+			return AFDW_PARTIAL_SAME;
+		case F_AVG_FLOAT4:
+		case F_AVG_FLOAT8:
+			return AFDW_PARTIAL_FLOAT8_ARRAY;
 		default:
 			return AFDW_PARTIAL_NONE;
 	}
@@ -716,6 +729,34 @@ deparse_aggref(Aggref *agg, DeparseContext *cxt)
 									 sum.data, 2 * field + 1);
 				appendStringInfo(buf, " || substr(%s, 9))", sum.data);
 				pfree(sum.data);
+				break;
+			}
+		case AFDW_PARTIAL_FLOAT8_ARRAY:
+			{
+				/*
+				 * float4_accum adds in float8: so does the remote sum, of
+				 * the argument cast to float8.  The third item is NaN, as
+				 * float8_accum leaves it, once an input is infinite or NaN
+				 * (the sum is then not finite): float8_combine would take
+				 * a 0 beside an infinite sum for an overflow.
+				 */
+				Aggref	   *sum = copyObject(agg);
+				TargetEntry *arg = linitial_node(TargetEntry, sum->args);
+
+				if (exprType((Node *) arg->expr) == FLOAT4OID)
+					arg->expr = (Expr *) makeFuncExpr(F_FLOAT8_FLOAT4, FLOAT8OID,
+													  list_make1(arg->expr),
+													  InvalidOid, InvalidOid,
+													  COERCE_EXPLICIT_CAST);
+				appendStringInfoString(buf, "ARRAY[(");
+				deparse_agg_call(agg, "count", cxt);
+				appendStringInfoString(buf, ")::float8, COALESCE(");
+				deparse_agg_call(sum, "sum", cxt);
+				appendStringInfoString(buf, ", 0), CASE WHEN COALESCE(");
+				deparse_agg_call(sum, "sum", cxt);
+				appendStringInfoString(buf, " - ");
+				deparse_agg_call(sum, "sum", cxt);
+				appendStringInfoString(buf, ", 0) = 0 THEN 0::float8 ELSE 'NaN'::float8 END]::float8[]");
 				break;
 			}
 		case AFDW_PARTIAL_NONE:

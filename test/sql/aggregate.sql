@@ -94,10 +94,47 @@ SELECT count(*), sum(i8), avg(i8) FROM ag WHERE id < 0;
 SELECT rows_same($$SELECT id / 100 AS k, sum(i8) FROM ag GROUP BY 1 ORDER BY 2 DESC LIMIT 3$$,
                $$SELECT id / 100 AS k, sum(i8) FROM ag_local GROUP BY 1 ORDER BY 2 DESC LIMIT 3$$);
 
+-- Floating-point sums and averages: sum's state is its result, avg's the
+-- float8 array {count, sum, 0} (float4 added in float8, as locally).
+-- Quarters add exactly in any order; NaN, infinities, NULLs, an empty
+-- partition and no row at all.
+CREATE TABLE remote.agf1 (id int, g int, r float4, d float8);
+CREATE TABLE remote.agf2 (LIKE remote.agf1);
+CREATE TABLE remote.agf3 (LIKE remote.agf1);
+INSERT INTO remote.agf1 SELECT x, x % 3, x / 4.0, x / 8.0 FROM generate_series(1, 300) x;
+INSERT INTO remote.agf2 SELECT x, x % 3, CASE WHEN x % 5 = 0 THEN NULL ELSE -x / 4.0 END, x * 0.5
+  FROM generate_series(301, 600) x;
+INSERT INTO remote.agf2 VALUES (601, 1, 'NaN', 'Infinity'), (602, 2, '-Infinity', '-Infinity'),
+  (603, 2, 'Infinity', 'NaN');
+CREATE TABLE agf_local AS
+  SELECT * FROM remote.agf1 UNION ALL SELECT * FROM remote.agf2 UNION ALL SELECT * FROM remote.agf3;
+CREATE TABLE agf (id int, g int, r float4, d float8) PARTITION BY RANGE (id);
+CREATE FOREIGN TABLE agf_p1 PARTITION OF agf FOR VALUES FROM (1) TO (301)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'agf1');
+CREATE FOREIGN TABLE agf_p2 PARTITION OF agf FOR VALUES FROM (301) TO (1000)
+  SERVER loopback2 OPTIONS (schema_name 'remote', table_name 'agf2');
+CREATE FOREIGN TABLE agf_p3 PARTITION OF agf FOR VALUES FROM (1000) TO (2000)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'agf3');
+ANALYZE agf_p1, agf_p2, agf_p3;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT g, sum(r), sum(d), avg(r), avg(d) FROM agf GROUP BY g;
+SELECT rows_same($$SELECT g, sum(r), sum(d), avg(r), avg(d), count(r) FROM agf GROUP BY g$$,
+               $$SELECT g, sum(r), sum(d), avg(r), avg(d), count(r) FROM agf_local GROUP BY g$$);
+SELECT rows_same($$SELECT sum(r), avg(r) FILTER (WHERE g = 0), avg(d) FILTER (WHERE id < 300) FROM agf$$,
+               $$SELECT sum(r), avg(r) FILTER (WHERE g = 0), avg(d) FILTER (WHERE id < 300) FROM agf_local$$);
+SELECT sum(r), sum(d), avg(r), avg(d) FROM agf WHERE id > 5000;
+SELECT rows_same($$SELECT g, avg(r) FROM agf WHERE id > 400 GROUP BY g$$,
+               $$SELECT g, avg(r) FROM agf_local WHERE id > 400 GROUP BY g$$);
+-- An infinite partial sum beside a finite one (NaN in the third item).
+SELECT rows_same($$SELECT g, avg(d), avg(r) FROM agf WHERE id <> 603 GROUP BY g$$,
+               $$SELECT g, avg(d), avg(r) FROM agf_local WHERE id <> 603 GROUP BY g$$);
+-- The variance reads the third item: it stays local.
+EXPLAIN (COSTS OFF) SELECT avg(d), variance(d) FROM agf;
+DROP TABLE agf, agf_local, remote.agf1, remote.agf2, remote.agf3;
+
 -- 4. An aggregate without a partial form keeps the plan that pulls rows,
 -- through the asynchronous Append; so does async_fdw.partitionwise_aggregate
 -- off.  enable_partitionwise_aggregate on makes the same choice.
-EXPLAIN (COSTS OFF) SELECT count(*), sum(f) FROM ag;
+EXPLAIN (COSTS OFF) SELECT count(*), stddev(f) FROM ag;
 EXPLAIN (COSTS OFF) SELECT count(DISTINCT t) FROM ag;
 SELECT rows_same($$SELECT count(*), sum(n), count(DISTINCT t) FROM ag$$,
                $$SELECT count(*), sum(n), count(DISTINCT t) FROM ag_local$$);
