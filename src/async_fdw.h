@@ -426,8 +426,10 @@ typedef enum AfdwPartialForm
 	AFDW_PARTIAL_INT8_STATE,	/* int8send(count(x)), then the bytes of
 								 * numeric_send(coalesce(sum(x), 0)) in
 								 * the serial form of the state */
-	AFDW_PARTIAL_FLOAT8_ARRAY	/* ARRAY[count(x), coalesce(sum(x::float8),
+	AFDW_PARTIAL_FLOAT8_ARRAY,	/* ARRAY[count(x), coalesce(sum(x::float8),
 								 * 0), 0 or NaN]::float8[] */
+	AFDW_PARTIAL_NUMERIC_STATE	/* the serial form of numeric's state, from
+								 * counts, the finite sum and scales */
 } AfdwPartialForm;
 
 /* shippable.c */

@@ -133,8 +133,14 @@ afdw_case_when_value(CaseWhen *cw)
  * remote sends 0 there (NaN after an infinite or NaN input, as
  * float8_accum).  Floating-point sums depend on the order of
  * addition, which an asynchronous Append does not fix either: a
- * partial sum is no less exact than a local one.  numeric states stay
- * local.
+ * partial sum is no less exact than a local one.  That of sum and avg of
+ * numeric is internal, its serial form (the same in 15, 17 and 18): the
+ * count of non-null inputs, the sum of the finite ones as the bigint
+ * state writes it, the largest scale among them as int4send and how many
+ * have it as int8send (only the inverse transition of a moving
+ * aggregate reads that count, never a combined state: the remote sends
+ * the count of inputs), then the counts of NaN, Infinity and -Infinity
+ * (deparse_numeric_state).
  */
 AfdwPartialForm
 afdw_partial_form(Aggref *agg)
@@ -200,6 +206,9 @@ afdw_partial_form(Aggref *agg)
 		case F_AVG_FLOAT4:
 		case F_AVG_FLOAT8:
 			return AFDW_PARTIAL_FLOAT8_ARRAY;
+		case F_SUM_NUMERIC:
+		case F_AVG_NUMERIC:
+			return AFDW_PARTIAL_NUMERIC_STATE;
 		default:
 			return AFDW_PARTIAL_NONE;
 	}
@@ -681,6 +690,65 @@ deparse_agg_call(Aggref *agg, const char *name, DeparseContext *cxt)
 }
 
 /*
+ * append_widened_numeric
+ *		Append the remote expression of the bytes of NUMERIC_SEND (a remote
+ *		numeric_send(...)) with its four header fields widened from two
+ *		bytes to four, sign-extended: the number of digits, the weight
+ *		(negative below 1), the sign and the display scale.
+ */
+static void
+append_widened_numeric(StringInfo buf, const char *numeric_send)
+{
+	for (int field = 0; field < 4; field++)
+		appendStringInfo(buf,
+						 "CASE WHEN get_byte(%s, %d) >= 128 THEN decode('ffff', 'hex') ELSE decode('0000', 'hex') END || substr(%s, %d, 2) || ",
+						 numeric_send, 2 * field, numeric_send, 2 * field + 1);
+	appendStringInfo(buf, "substr(%s, 9)", numeric_send);
+}
+
+/*
+ * deparse_numeric_state
+ *		Append the serial form of the transition state of AGG, a sum or avg
+ *		of numeric (see afdw_partial_form), from its count and sum.
+ *
+ * A sum that is not finite says all the state's finalization needs: NaN
+ * (a NaN, or both infinities), Infinity or -Infinity, sent as one NaN or
+ * infinity counted, the finite sum then 0; a finite sum has no NaN or
+ * infinity beside it, and its scale is the largest of its inputs'.  So
+ * the remote server computes the same two aggregates as for the result.
+ */
+static void
+deparse_numeric_state(Aggref *agg, DeparseContext *cxt)
+{
+	StringInfo	buf = cxt->buf;
+	DeparseContext sub = *cxt;
+	StringInfoData sum;
+	StringInfoData send;
+
+	initStringInfo(&sum);
+	sub.buf = &sum;
+	deparse_agg_call(agg, "sum", &sub);
+	cxt->guc_level = sub.guc_level;
+
+	initStringInfo(&send);
+	appendStringInfo(&send, "numeric_send(CASE WHEN %s - %s = 0 THEN %s ELSE 0 END)",
+					 sum.data, sum.data, sum.data);
+
+	appendStringInfoString(buf, "(int8send(");
+	deparse_agg_call(agg, "count", cxt);
+	appendStringInfoString(buf, ") || ");
+	append_widened_numeric(buf, send.data);
+	appendStringInfo(buf, " || int4send(COALESCE(scale(%s), 0)) || int8send(", sum.data);
+	deparse_agg_call(agg, "count", cxt);
+	appendStringInfo(buf, ") || int8send(CASE WHEN %s = 'NaN' THEN 1 ELSE 0 END)"
+					 " || int8send(CASE WHEN %s = 'Infinity' THEN 1 ELSE 0 END)"
+					 " || int8send(CASE WHEN %s = '-Infinity' THEN 1 ELSE 0 END))",
+					 sum.data, sum.data, sum.data);
+	pfree(sum.data);
+	pfree(send.data);
+}
+
+/*
  * deparse_aggref
  *		Append aggregate AGG, or its transition state in the form
  *		afdw_partial_form chose when the context asks for partial
@@ -759,6 +827,9 @@ deparse_aggref(Aggref *agg, DeparseContext *cxt)
 				appendStringInfoString(buf, ", 0) = 0 THEN 0::float8 ELSE 'NaN'::float8 END]::float8[]");
 				break;
 			}
+		case AFDW_PARTIAL_NUMERIC_STATE:
+			deparse_numeric_state(agg, cxt);
+			break;
 		case AFDW_PARTIAL_NONE:
 			elog(ERROR, "aggregate %u has no partial form", agg->aggfnoid);
 	}

@@ -131,6 +131,42 @@ SELECT rows_same($$SELECT g, avg(d), avg(r) FROM agf WHERE id <> 603 GROUP BY g$
 EXPLAIN (COSTS OFF) SELECT avg(d), variance(d) FROM agf;
 DROP TABLE agf, agf_local, remote.agf1, remote.agf2, remote.agf3;
 
+-- numeric sums and averages: the state's serial form built remotely from
+-- the count, the sum of the finite values and the counts of NaN and
+-- infinities; values below 1 (negative weights), negative ones, mixed
+-- scales, NaN, infinities, NULLs, FILTER, an empty partition, no row.
+CREATE TABLE remote.agn1 (id int, g int, n numeric);
+CREATE TABLE remote.agn2 (LIKE remote.agn1);
+CREATE TABLE remote.agn3 (LIKE remote.agn1);
+INSERT INTO remote.agn1
+  SELECT x, x % 3, CASE WHEN x % 7 = 0 THEN -x * 1.25 ELSE x / 1000.0 END FROM generate_series(1, 300) x;
+INSERT INTO remote.agn2
+  SELECT x, x % 3, CASE WHEN x % 5 = 0 THEN NULL ELSE x * 0.000001 + 12345678901234567890 END
+  FROM generate_series(301, 600) x;
+INSERT INTO remote.agn2 VALUES (601, 1, 'NaN'), (602, 2, 'Infinity'), (603, 2, '-Infinity'),
+  (604, 0, 'Infinity'), (605, 0, 0.00);
+CREATE TABLE agn_local AS
+  SELECT * FROM remote.agn1 UNION ALL SELECT * FROM remote.agn2 UNION ALL SELECT * FROM remote.agn3;
+CREATE TABLE agn (id int, g int, n numeric) PARTITION BY RANGE (id);
+CREATE FOREIGN TABLE agn_p1 PARTITION OF agn FOR VALUES FROM (1) TO (301)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'agn1');
+CREATE FOREIGN TABLE agn_p2 PARTITION OF agn FOR VALUES FROM (301) TO (1000)
+  SERVER loopback2 OPTIONS (schema_name 'remote', table_name 'agn2');
+CREATE FOREIGN TABLE agn_p3 PARTITION OF agn FOR VALUES FROM (1000) TO (2000)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'agn3');
+ANALYZE agn_p1, agn_p2, agn_p3;
+EXPLAIN (COSTS OFF) SELECT g, sum(n), avg(n) FROM agn GROUP BY g;
+SELECT g, sum(n), avg(n), count(n) FROM agn GROUP BY g ORDER BY g;
+SELECT g, sum(n), avg(n), count(n) FROM agn_local GROUP BY g ORDER BY g;
+SELECT rows_same($$SELECT g, sum(n), avg(n) FROM agn WHERE id < 601 OR id = 605 GROUP BY g$$,
+               $$SELECT g, sum(n), avg(n) FROM agn_local WHERE id < 601 OR id = 605 GROUP BY g$$);
+SELECT rows_same($$SELECT sum(n) FILTER (WHERE g = 1), avg(n * 2 - 1) FILTER (WHERE id % 2 = 0), avg(n) FROM agn WHERE id <> 601$$,
+               $$SELECT sum(n) FILTER (WHERE g = 1), avg(n * 2 - 1) FILTER (WHERE id % 2 = 0), avg(n) FROM agn_local WHERE id <> 601$$);
+SELECT rows_same($$SELECT g, avg(n), sum(n) FROM agn WHERE id BETWEEN 290 AND 310 GROUP BY g$$,
+               $$SELECT g, avg(n), sum(n) FROM agn_local WHERE id BETWEEN 290 AND 310 GROUP BY g$$);
+SELECT sum(n), avg(n) FROM agn WHERE id > 5000;
+DROP TABLE agn, agn_local, remote.agn1, remote.agn2, remote.agn3;
+
 -- 4. An aggregate without a partial form keeps the plan that pulls rows,
 -- through the asynchronous Append; so does async_fdw.partitionwise_aggregate
 -- off.  enable_partitionwise_aggregate on makes the same choice.
