@@ -56,3 +56,20 @@ PROVE_TESTS = test/t/*.pl
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# make dist: async_fdw-<version>.tar.gz, a source tarball of the committed
+# tree (HEAD, through git archive: no .git, nothing uncommitted) for PGXN
+# and packagers.  The version is the control file's default_version with
+# three parts (1.4 -> 1.4.0), as META.json and debian/changelog give it.
+EXT_VERSION := $(shell sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" $(srcdir)/async_fdw.control)
+DIST_VERSION := $(if $(word 3,$(subst ., ,$(EXT_VERSION))),$(EXT_VERSION),$(EXT_VERSION).0)
+DIST_NAME = async_fdw-$(DIST_VERSION)
+
+.PHONY: dist
+dist:
+	@grep -q '^   "version": "$(DIST_VERSION)",' $(srcdir)/META.json || \
+		{ echo "META.json's version is not $(DIST_VERSION)" >&2; exit 1; }
+	@head -n 1 $(srcdir)/debian/changelog | grep -q '($(DIST_VERSION)[-)]' || \
+		{ echo "debian/changelog's version is not $(DIST_VERSION)" >&2; exit 1; }
+	git -C $(srcdir) archive --format=tar.gz --prefix=$(DIST_NAME)/ -o $(CURDIR)/$(DIST_NAME).tar.gz HEAD
+	@echo "wrote $(DIST_NAME).tar.gz"
