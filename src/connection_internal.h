@@ -95,7 +95,7 @@ struct AfdwConn
 	 * says or auto found (never AFDW_POOLER_AUTO once connected); and
 	 * whether the server refused the options of a startup packet, which
 	 * auto remembers across reconnections, in this entry and in slot 0's
-	 * (read by afdw_acquire_connection), until the server or user mapping
+	 * (read by afdw_pool_acquire), until the server or user mapping
 	 * changes.
 	 */
 	AfdwPooler	pooler;
@@ -255,6 +255,36 @@ struct AfdwConn
 	int			can_prepare;
 };
 
+/*
+ * How long cleanup may wait for remote servers: after an abort, for all of
+ * them together (xact.c); for the answer to a COMMIT that was not waited
+ * for, for one (connection.c).
+ */
+#define AFDW_CLEANUP_TIMEOUT_MS		30000
+
+/*
+ * What the wire (connect.c, connection.c, remote.c) tells the session layer
+ * (xact.c, snapshot.c, statements.c, twophase.c) above it, which it cannot
+ * call: the session hands these to afdw_connection_init before the first
+ * connection exists (xact.c), so every connection has them.
+ *
+ * result: RES is the next result of CONN's command in flight (NULL: its
+ * end), whoever reads it: the session follows the commands it sent ahead of
+ * the caller's (the savepoint around a scan's command, a PREPARE).
+ * export: RES is the result of the snapshot export that rode ahead of
+ * CONN's command, to keep (it frees RES); with RAISE an unusable one raises
+ * an error, else it returns false.
+ * forget: CONN's remote session is gone or about to be opened: what the
+ * session layer kept of the one before (its remote transaction, prepared
+ * statements, a deferred write, a prepared transaction's name) is over.
+ */
+typedef struct AfdwSessionHooks
+{
+	void		(*result) (AfdwConn *conn, PGresult *res);
+	bool		(*export) (AfdwConn *conn, PGresult *res, bool raise);
+	void		(*forget) (AfdwConn *conn);
+} AfdwSessionHooks;
+
 /* budget.c */
 extern bool afdw_budget_charge(AfdwConn *entry, ForeignServer *server,
 							   bool optional);
@@ -274,6 +304,12 @@ extern bool afdw_budget_wanted(Oid serverid);
  */
 extern HTAB *afdw_conn_hash;
 extern MemoryContext afdw_conn_cxt;
+extern const AfdwSessionHooks *afdw_session_hooks;
+
+extern void afdw_connection_init(const AfdwSessionHooks *hooks);
+extern AfdwConn *afdw_pool_acquire(UserMapping *user);
+extern AfdwConn *afdw_find_writer(Oid umid);
+extern void afdw_take_open(AfdwConn *entry);
 
 extern bool afdw_connection_alive(AfdwConn *entry);
 extern void afdw_disconnect_entry(AfdwConn *entry);
@@ -314,14 +350,6 @@ extern void afdw_twophase_prepare(void);
 extern void afdw_twophase_end(bool committed);
 
 /* xact.c */
-extern void afdw_note_xact_connection(void);
-extern void afdw_track_wrap(AfdwConn *conn, PGresult *res);
 extern void afdw_reset_xact_state(AfdwConn *entry, int level);
-extern void afdw_finish_commit(AfdwConn *entry);
-extern void afdw_flush_deferred(AfdwConn *entry);
-extern void afdw_drop_deferred(AfdwConn *entry);
-extern void afdw_xact_callback(XactEvent event, void *arg);
-extern void afdw_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-								  SubTransactionId parentSubid, void *arg);
 
 #endif							/* CONNECTION_INTERNAL_H */
