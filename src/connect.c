@@ -559,7 +559,7 @@ afdw_connect_start(AfdwConn *entry, UserMapping *user, bool optional)
 	/* A new session has nothing in flight and no remote transaction. */
 	entry->invalidated = false;
 	entry->changing_xact_state = false;
-	entry->busy = false;
+	afdw_forget_in_flight(entry);
 	entry->idle_since = 0;
 	afdw_session_hooks->forget(entry);
 

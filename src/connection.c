@@ -242,7 +242,7 @@ afdw_pool_acquire(UserMapping *user)
 	/* One being opened is taken as it is: its handshake goes on. */
 	if (entry->conn != NULL && entry->connecting == NULL)
 	{
-		if (entry->commit_pending)
+		if (entry->in_flight == AFDW_IN_FLIGHT_COMMIT)
 			finish_commit(entry);
 		if (entry->xact_depth == 0 && !entry->busy && !usable_idle(entry))
 			afdw_disconnect_entry(entry);
@@ -297,7 +297,7 @@ finish_commit(AfdwConn *entry)
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													   AFDW_CLEANUP_TIMEOUT_MS);
 
-	entry->commit_pending = false;
+	afdw_set_in_flight(entry, AFDW_IN_FLIGHT_PLAIN);
 	entry->busy = false;
 
 	/*
@@ -1001,15 +1001,7 @@ afdw_disconnect_entry(AfdwConn *entry)
 	afdw_budget_release(entry);
 
 	/* What was in flight went with the session. */
-	if (entry->held_result != NULL)
-	{
-		PQclear(entry->held_result);
-		entry->held_result = NULL;
-	}
-	entry->export_pending = false;
-	entry->busy = false;
-	entry->commit_pending = false;
-	entry->copy_in = false;
+	afdw_forget_in_flight(entry);
 
 	/*
 	 * So did its remote transaction, its prepared statements, a write
@@ -1078,7 +1070,7 @@ inval_callback(Datum arg pg_attribute_unused(), int cacheid, uint32 hashvalue)
 		 * the backend's life, since no later scan takes its slot.
 		 */
 		if (entry->xact_depth == 0 && entry->nusers == 0 &&
-			(!entry->busy || entry->commit_pending))
+			(!entry->busy || entry->in_flight == AFDW_IN_FLIGHT_COMMIT))
 			afdw_disconnect_entry(entry);
 		else
 			entry->invalidated = true;

@@ -36,6 +36,22 @@ typedef enum AfdwWrap
 	AFDW_WRAP_OPEN				/* it came; the command's end has not */
 } AfdwWrap;
 
+/*
+ * What the command in flight on a connection is, beyond having results to
+ * be read (AfdwConn's busy): afdw_set_in_flight (remote.c) moves it, and
+ * asserts that each move is one of these; afdw_forget_in_flight resets it
+ * with the rest of what is in flight when the session goes.
+ */
+typedef enum AfdwInFlight
+{
+	AFDW_IN_FLIGHT_PLAIN,		/* none, or one read as its results come */
+	AFDW_IN_FLIGHT_COMMIT,		/* a COMMIT not waited for (xact.c): its
+								 * answer is read before the next use */
+	AFDW_IN_FLIGHT_COPY_AWAITED,	/* a COPY FROM STDIN (afdw_send_write),
+									 * its CopyInResponse still to come */
+	AFDW_IN_FLIGHT_COPY_IN		/* it came: the COPY data is being sent */
+} AfdwInFlight;
+
 /* A connection being opened: its handshake's state (connect.c). */
 typedef struct AfdwConnecting AfdwConnecting;
 
@@ -111,7 +127,6 @@ struct AfdwConn
 	struct RemoteCursor *cursors;
 	int			ncursors;
 	int			maxcursors;
-	bool		commit_pending; /* COMMIT sent, answer not read yet */
 	bool		locks_rows;		/* a scan of this transaction locks remote
 								 * rows: its COMMIT is waited for */
 	bool		streaming;		/* a scan streams on it: not to be shared */
@@ -156,6 +171,7 @@ struct AfdwConn
 	bool		busy;
 	void	   *owner;
 	AfdwDrainFn drain;
+	AfdwInFlight in_flight;		/* what that command is */
 
 	/*
 	 * What waits on the socket: the latch, postmaster death and the socket,
@@ -218,14 +234,10 @@ struct AfdwConn
 	 * mapping goes through one connection of its pool, the writer; once
 	 * it wrote, every later command of the mapping goes through it too
 	 * (connections that imported the shared snapshot could not see the
-	 * writes), and its COMMIT is waited for.  copy_expected: the command
-	 * in flight is a COPY FROM STDIN whose CopyInResponse is awaited;
-	 * copy_in: the COPY data is being sent.
+	 * writes), and its COMMIT is waited for.
 	 */
 	bool		writer;
 	bool		wrote;
-	bool		copy_expected;
-	bool		copy_in;
 
 	/*
 	 * A write not sent yet, with what opens its remote transaction
@@ -335,6 +347,8 @@ extern bool afdw_wait_cleanup(AfdwConn *entry, TimestampTz deadline,
 							  bool ignore_errors, char *failed_state);
 extern bool afdw_copy_abandon(AfdwConn *entry, TimestampTz deadline);
 extern PGresult *afdw_pop_result(AfdwConn *conn, bool *is_export);
+extern void afdw_set_in_flight(AfdwConn *conn, AfdwInFlight state);
+extern void afdw_forget_in_flight(AfdwConn *conn);
 
 /* snapshot.c */
 extern bool afdw_store_export(AfdwConn *conn, PGresult *res);

@@ -294,10 +294,11 @@ wait_readable(AfdwConn *entry, long timeout)
 		entry->waitset_sock = sock;
 	}
 	if (WaitEventSetWait(entry->waitset, timeout, &event, 1,
-						 afdw_wait_event(entry->commit_pending ||
+						 afdw_wait_event(entry->in_flight == AFDW_IN_FLIGHT_COMMIT ||
 										 entry->changing_xact_state ?
 										 AFDW_WAIT_COMMIT :
-										 entry->copy_in ? AFDW_WAIT_COPY_ROOM :
+										 entry->in_flight == AFDW_IN_FLIGHT_COPY_IN ?
+										 AFDW_WAIT_COPY_ROOM :
 										 AFDW_WAIT_RESULT)) == 0)
 		return WL_TIMEOUT;
 	return event.events;
@@ -473,11 +474,10 @@ afdw_pop_result(AfdwConn *conn, bool *is_export)
 	}
 	res = PQgetResult(conn->conn);
 	if (res != NULL && PQresultStatus(res) == PGRES_COPY_IN &&
-		conn->copy_expected)
+		conn->in_flight == AFDW_IN_FLIGHT_COPY_AWAITED)
 	{
 		/* The COPY FROM STDIN that afdw_send_write sent: data may go. */
-		conn->copy_expected = false;
-		conn->copy_in = true;
+		afdw_set_in_flight(conn, AFDW_IN_FLIGHT_COPY_IN);
 	}
 	else if (res != NULL && (PQresultStatus(res) == PGRES_COPY_IN ||
 							 PQresultStatus(res) == PGRES_COPY_BOTH))
@@ -528,8 +528,61 @@ afdw_set_owner(AfdwConn *conn, void *owner, AfdwDrainFn drain)
 }
 
 /*
+ * afdw_set_in_flight
+ *		Note that the command in flight on CONN is now STATE (see
+ *		AfdwInFlight); each state is entered from those listed.
+ */
+void
+afdw_set_in_flight(AfdwConn *conn, AfdwInFlight state)
+{
+#ifdef USE_ASSERT_CHECKING
+	switch (state)
+	{
+		case AFDW_IN_FLIGHT_PLAIN:
+			/*
+			 * From any other: the command's results are all read, a COPY's
+			 * data is over, or it failed or was abandoned.
+			 */
+			Assert(conn->in_flight != AFDW_IN_FLIGHT_PLAIN);
+			break;
+		case AFDW_IN_FLIGHT_COMMIT:
+		case AFDW_IN_FLIGHT_COPY_AWAITED:
+			/* Just sent. */
+			Assert(conn->in_flight == AFDW_IN_FLIGHT_PLAIN && conn->busy);
+			break;
+		case AFDW_IN_FLIGHT_COPY_IN:
+			Assert(conn->in_flight == AFDW_IN_FLIGHT_COPY_AWAITED);
+			break;
+	}
+#endif
+	conn->in_flight = state;
+}
+
+/*
+ * afdw_forget_in_flight
+ *		CONN's remote session is gone, or a new one is being opened: nothing
+ *		is in flight on it any more, and no result is held back.
+ */
+void
+afdw_forget_in_flight(AfdwConn *conn)
+{
+	if (conn->held_result != NULL)
+	{
+		PQclear(conn->held_result);
+		conn->held_result = NULL;
+	}
+	conn->export_pending = false;
+	conn->busy = false;
+	conn->owner = NULL;
+	conn->drain = NULL;
+	conn->in_flight = AFDW_IN_FLIGHT_PLAIN;
+}
+
+/*
  * afdw_set_idle
- *		Note that every result of the command on CONN has been read.
+ *		Note that every result of the command on CONN has been read: what
+ *		it was is over too (a COPY whose CopyInResponse never came did not
+ *		begin).
  */
 void
 afdw_set_idle(AfdwConn *conn)
@@ -537,6 +590,8 @@ afdw_set_idle(AfdwConn *conn)
 	conn->busy = false;
 	conn->owner = NULL;
 	conn->drain = NULL;
+	if (conn->in_flight != AFDW_IN_FLIGHT_PLAIN)
+		afdw_set_in_flight(conn, AFDW_IN_FLIGHT_PLAIN);
 }
 
 /*
@@ -1030,7 +1085,7 @@ copy_failed(AfdwConn *conn, const char *sql)
 {
 	PGresult   *res;
 
-	conn->copy_in = false;
+	afdw_set_in_flight(conn, AFDW_IN_FLIGHT_PLAIN);
 	(void) PQsetnonblocking(conn->conn, 0);
 	res = afdw_wait_result(conn, sql);
 	afdw_set_idle(conn);
@@ -1071,7 +1126,7 @@ afdw_await_copy_in(AfdwConn *conn, const char *sql)
 			PGresult   *rest;
 
 			/* The rest of the command is skipped: read its end. */
-			conn->copy_expected = false;
+			afdw_set_in_flight(conn, AFDW_IN_FLIGHT_PLAIN);
 			if (!afdw_result_lost(conn, res))
 			{
 				rest = afdw_wait_result(conn, sql);
@@ -1110,7 +1165,7 @@ afdw_put_copy(AfdwConn *conn, const char *data, int len, const char *sql)
 bool
 afdw_copy_open(AfdwConn *conn)
 {
-	return conn->copy_in;
+	return conn->in_flight == AFDW_IN_FLIGHT_COPY_IN;
 }
 
 /*
@@ -1128,7 +1183,7 @@ afdw_copy_done(AfdwConn *conn, const char *sql)
 	if (rc < 0)
 		copy_failed(conn, sql);
 	flush_copy(conn, true, sql);
-	conn->copy_in = false;
+	afdw_set_in_flight(conn, AFDW_IN_FLIGHT_PLAIN);
 	if (PQsetnonblocking(conn->conn, 0) != 0)
 		afdw_report_remote_error(NULL, conn, sql);
 }
@@ -1144,7 +1199,7 @@ afdw_copy_result(AfdwConn *conn, const char *sql)
 {
 	PGresult   *res;
 
-	Assert(!conn->copy_in);
+	Assert(conn->in_flight != AFDW_IN_FLIGHT_COPY_IN);
 	res = afdw_wait_result(conn, sql);
 	afdw_set_idle(conn);
 	if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
@@ -1164,7 +1219,7 @@ afdw_copy_abandon(AfdwConn *entry, TimestampTz deadline)
 {
 	bool		queued = false;
 
-	entry->copy_in = false;
+	afdw_set_in_flight(entry, AFDW_IN_FLIGHT_PLAIN);
 	for (;;)
 	{
 		long		wait;

@@ -384,8 +384,9 @@ afdw_send_write(AfdwConn *conn, const char *sql, bool copy, void *owner,
 	check_xact_failed(conn);
 	prefix = xact_prefix(conn, false, &nstatements);
 	full = prefix[0] ? psprintf("%s; %s", prefix, sql) : pstrdup(sql);
-	conn->copy_expected = copy;
 	afdw_send_query(conn, full, 0, NULL);
+	if (copy)
+		afdw_set_in_flight(conn, AFDW_IN_FLIGHT_COPY_AWAITED);
 	if (owner != NULL)
 		afdw_set_owner(conn, owner, drain);
 	conn->wrote = true;
@@ -490,7 +491,8 @@ drop_deferred(AfdwConn *entry)
 static bool
 reader_in_use(AfdwConn *entry, bool *locks_held)
 {
-	*locks_held = entry->wrote || entry->locks_rows || entry->copy_in ||
+	*locks_held = entry->wrote || entry->locks_rows ||
+		entry->in_flight == AFDW_IN_FLIGHT_COPY_IN ||
 		entry->changing_xact_state;
 	if (*locks_held)
 		return true;
@@ -862,10 +864,11 @@ forget_closes(AfdwConn *entry)
  * leaves these to the transaction (a failure before it, row locks taken
  * outside it, or the writer's place, still count).
  *
- * Not reset here: the command in flight (busy, commit_pending,
- * export_pending, held_result, copy_in) and the health of the session
- * (changing_xact_state, invalidated, violation), by which callers decide
- * whether the connection can be kept; afdw_disconnect_entry resets them.
+ * Not reset here: the command in flight (busy, in_flight but for a COPY
+ * that never began, export_pending, held_result) and the health of the
+ * session (changing_xact_state, invalidated, violation), by which callers
+ * decide whether the connection can be kept; afdw_disconnect_entry resets
+ * them (afdw_forget_in_flight).
  */
 void
 afdw_reset_xact_state(AfdwConn *entry, int level)
@@ -886,7 +889,9 @@ afdw_reset_xact_state(AfdwConn *entry, int level)
 	entry->locks_rows = false;
 	entry->writer = false;
 	entry->wrote = false;
-	entry->copy_expected = false;
+	/* A COPY that never began is over; a COMMIT's answer is still read. */
+	if (entry->in_flight == AFDW_IN_FLIGHT_COPY_AWAITED)
+		afdw_set_in_flight(entry, AFDW_IN_FLIGHT_PLAIN);
 	forget_wrap(entry);
 }
 
@@ -1001,7 +1006,7 @@ commit_all(void)
 		 */
 		if (!IsolationIsSerializable() && !entry->locks_rows && !entry->wrote)
 		{
-			entry->commit_pending = true;
+			afdw_set_in_flight(entry, AFDW_IN_FLIGHT_COMMIT);
 			entry->changing_xact_state = false;
 			entry->xact_depth = 0;
 		}
@@ -1010,7 +1015,8 @@ commit_all(void)
 	hash_seq_init(&scan, afdw_conn_hash);
 	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
 	{
-		if (entry->conn == NULL || entry->xact_depth == 0 || entry->commit_pending)
+		if (entry->conn == NULL || entry->xact_depth == 0 ||
+			entry->in_flight == AFDW_IN_FLIGHT_COMMIT)
 			continue;
 		wait_commit(entry, &scan);
 	}
@@ -1138,7 +1144,8 @@ finish_in_flight(AfdwConn *entry, TimestampTz deadline)
 	if (PQtransactionStatus(entry->conn) != PQTRANS_ACTIVE)
 		return true;
 	/* A COPY FROM STDIN cut short is failed first, which ends it. */
-	if (entry->copy_in && !afdw_copy_abandon(entry, deadline))
+	if (entry->in_flight == AFDW_IN_FLIGHT_COPY_IN &&
+		!afdw_copy_abandon(entry, deadline))
 		return false;
 	(void) afdw_wait_cleanup(entry, deadline, true, NULL);
 	return PQtransactionStatus(entry->conn) != PQTRANS_ACTIVE;
@@ -1173,8 +1180,7 @@ abort_send(AfdwConn *entry, const char *sql, TimestampTz deadline)
 	entry->wrap = AFDW_WRAP_NONE;
 	if (!finish_in_flight(entry, deadline))
 		return false;
-	entry->busy = false;
-	entry->owner = NULL;
+	afdw_set_idle(entry);
 	return PQsendQuery(entry->conn, sql) != 0;
 }
 
@@ -1272,7 +1278,8 @@ xact_callback(XactEvent event, void *arg pg_attribute_unused())
 			afdw_disconnect_entry(entry);
 			continue;
 		}
-		if (entry->commit_pending && entry->keep && !entry->invalidated)
+		if (entry->in_flight == AFDW_IN_FLIGHT_COMMIT && entry->keep &&
+			!entry->invalidated)
 			continue;
 		if (entry->busy || entry->changing_xact_state || entry->invalidated ||
 			!entry->keep || PQstatus(entry->conn) != CONNECTION_OK ||
