@@ -287,15 +287,12 @@ typedef struct AfdwConnInfo
 								 * 0, or -1 when not known yet */
 } AfdwConnInfo;
 
-extern AfdwConn *afdw_acquire_connection(UserMapping *user);
-extern AfdwConn *afdw_acquire_writer(UserMapping *user);
 extern AfdwConn *afdw_current_writer(AfdwConn *conn);
 extern AfdwConn *afdw_route_to_writer(AfdwConn *conn);
 extern void afdw_release_connection(AfdwConn *conn);
 extern bool afdw_is_connecting(AfdwConn *conn);
 extern AfdwConn *afdw_connection_ready(AfdwConn *conn);
 extern AfdwConn *afdw_renew_idle(AfdwConn *conn);
-extern AfdwConn *afdw_get_connection(UserMapping *user);
 extern int	afdw_conn_users(AfdwConn *conn);
 extern List *afdw_list_connections(bool check_closed);
 extern bool afdw_close_connection(Oid umid, int slot);
@@ -401,8 +398,10 @@ extern void afdw_prepare_snapshot(AfdwConn *conn);
 extern AfdwConn *afdw_join_target(AfdwConn *conn);
 
 /* xact.c */
+extern AfdwConn *afdw_acquire_connection(UserMapping *user);
+extern AfdwConn *afdw_acquire_writer(UserMapping *user);
+extern AfdwConn *afdw_get_connection(UserMapping *user);
 extern bool afdw_cancel_harmless(AfdwConn *conn);
-extern void afdw_begin_xact(AfdwConn *conn);
 extern void afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner,
 							  AfdwDrainFn drain, bool nested);
 extern void afdw_send_write(AfdwConn *conn, const char *sql, bool copy,

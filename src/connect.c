@@ -559,9 +559,9 @@ afdw_connect_start(AfdwConn *entry, UserMapping *user, bool optional)
 	/* A new session has nothing in flight and no remote transaction. */
 	entry->invalidated = false;
 	entry->changing_xact_state = false;
-	entry->busy = false;
+	afdw_forget_in_flight(entry);
 	entry->idle_since = 0;
-	afdw_reset_xact_state(entry, 1);
+	afdw_session_hooks->forget(entry);
 
 	cxt = AllocSetContextCreate(afdw_conn_cxt, "async_fdw connection attempt",
 								ALLOCSET_SMALL_SIZES);
@@ -848,7 +848,7 @@ connect_failed(AfdwConn *entry)
 
 		/*
 		 * Through a transaction pooler a pool has one connection unless
-		 * max_connections says otherwise (see afdw_acquire_connection): a
+		 * max_connections says otherwise (see afdw_pool_acquire): a
 		 * further one started before the pooler was known is given up,
 		 * and its scans share the first.
 		 */

@@ -12,15 +12,22 @@
  * the connections open.  A connection whose server or user mapping
  * changed, or that broke, is replaced once no remote transaction needs it.
  * In a local transaction one connection per user mapping writes (the
- * writer, afdw_acquire_writer), and once it wrote, the mapping's later
- * scans go through it (afdw_route_to_writer).
+ * writer, chosen by xact.c's afdw_acquire_writer), and once it wrote, the
+ * mapping's later scans go through it (afdw_route_to_writer).  The answer
+ * to a COMMIT left unread is read before a connection is reused.
+ *
+ * This file is part of the wire layer (with connect.c, remote.c and
+ * budget.c), which calls nothing above it: the session layer makes the
+ * pool (afdw_connection_init) with the hooks through which it learns that
+ * a remote session is gone (AfdwSessionHooks, connection_internal.h), and
+ * takes connections for scans (xact.c, afdw_acquire_connection, over
+ * afdw_pool_acquire).
  *
  * Neighbours: connect.c opens one connection (settings, password rules,
  * application_name, refusals); statements.c keeps what is prepared in each
  * remote session; remote.c sends commands and reads results on these
- * connections, xact.c runs the remote transactions on them (and finishes a
- * COMMIT left unread before a connection is reused), snapshot.c shares a
- * snapshot among the connections to one server.  They share struct
+ * connections, xact.c runs the remote transactions on them, snapshot.c
+ * shares a snapshot among the connections to one server.  They share struct
  * AfdwConn through connection_internal.h; scan.c and async_fdw.c see it
  * through async_fdw.h only, and so does funcs.c, which shows and closes
  * connections through afdw_list_connections and afdw_close_connection.
@@ -51,6 +58,7 @@
 /* The connections of this backend (connection_internal.h). */
 HTAB	   *afdw_conn_hash = NULL;
 MemoryContext afdw_conn_cxt = NULL;
+const AfdwSessionHooks *afdw_session_hooks = NULL;
 
 static AfdwConn *open_or_share(AfdwConn *entry, UserMapping *user,
 							   ForeignServer *server);
@@ -61,20 +69,23 @@ static AfdwConn *least_used_open(Oid umid);
 static bool reserve_fd(bool optional);
 static void inval_callback(Datum arg, int cacheid, uint32 hashvalue);
 static afdw_noreturn void report_lost_transaction(AfdwConn *entry);
-static void connection_init(void);
+static void finish_commit(AfdwConn *entry);
 
 /*
- * connection_init
- *		Create the connection hash and register the callbacks, once.
+ * afdw_connection_init
+ *		Create the connection hash and register the invalidation callbacks,
+ *		once; HOOKS is what the wire tells the session layer (see
+ *		AfdwSessionHooks), given before the first connection exists.
  */
-static void
-connection_init(void)
+void
+afdw_connection_init(const AfdwSessionHooks *hooks)
 {
 	HASHCTL		ctl;
 
 	if (afdw_conn_hash != NULL)
 		return;
 
+	afdw_session_hooks = hooks;
 	ctl.keysize = sizeof(AfdwConnKey);
 	ctl.entrysize = sizeof(AfdwConn);
 	afdw_conn_cxt = AllocSetContextCreate(TopMemoryContext, "async_fdw connections",
@@ -83,8 +94,6 @@ connection_init(void)
 	afdw_conn_hash = hash_create("async_fdw connections", 16, &ctl,
 							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 
-	RegisterXactCallback(afdw_xact_callback, NULL);
-	RegisterSubXactCallback(afdw_subxact_callback, NULL);
 	CacheRegisterSyscacheCallback(FOREIGNSERVEROID, inval_callback, (Datum) 0);
 	CacheRegisterSyscacheCallback(USERMAPPINGOID, inval_callback, (Datum) 0);
 }
@@ -144,9 +153,10 @@ near_idle_timeout(AfdwConn *entry)
 }
 
 /*
- * afdw_acquire_connection
+ * afdw_pool_acquire
  *		A connection of USER's pool for one scan, until
- *		afdw_release_connection.
+ *		afdw_release_connection (the session layer's afdw_acquire_connection
+ *		takes it so, having made the pool).
  *
  * Each scan gets a connection of its own while the pool has fewer than
  * the server's max_connections; past that, scans share the connections
@@ -155,7 +165,7 @@ near_idle_timeout(AfdwConn *entry)
  * transaction is open on it.
  */
 AfdwConn *
-afdw_acquire_connection(UserMapping *user)
+afdw_pool_acquire(UserMapping *user)
 {
 	ForeignServer *server = GetForeignServer(user->serverid);
 	int			configured = afdw_int_option(server->options, "max_connections", 0);
@@ -176,8 +186,7 @@ afdw_acquire_connection(UserMapping *user)
 	max = (configured > 0) ? Min(configured, AFDW_MAX_MAX_CONNECTIONS) :
 		(pooled ? 1 : AFDW_DEFAULT_MAX_CONNECTIONS);
 
-	connection_init();
-	afdw_note_xact_connection();
+	Assert(afdw_conn_hash != NULL);
 
 	/*
 	 * An unused open connection, else an unused slot, else the least used
@@ -233,8 +242,8 @@ afdw_acquire_connection(UserMapping *user)
 	/* One being opened is taken as it is: its handshake goes on. */
 	if (entry->conn != NULL && entry->connecting == NULL)
 	{
-		if (entry->commit_pending)
-			afdw_finish_commit(entry);
+		if (entry->in_flight == AFDW_IN_FLIGHT_COMMIT)
+			finish_commit(entry);
 		if (entry->xact_depth == 0 && !entry->busy && !usable_idle(entry))
 			afdw_disconnect_entry(entry);
 	}
@@ -276,6 +285,34 @@ report_lost_transaction(AfdwConn *entry)
 }
 
 /*
+ * finish_commit
+ *		Read the answer to a COMMIT that was not waited for, before ENTRY is
+ *		used again.  It was the commit of a transaction that only read:
+ *		whatever it says, nothing is lost, but a connection that fails here
+ *		is replaced.
+ */
+static void
+finish_commit(AfdwConn *entry)
+{
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   AFDW_CLEANUP_TIMEOUT_MS);
+
+	afdw_set_in_flight(entry, AFDW_IN_FLIGHT_PLAIN);
+	entry->busy = false;
+
+	/*
+	 * The wait serves interrupts: if one cuts it short, the answer is still
+	 * on its way, and the end of the transaction drops the connection.
+	 */
+	entry->changing_xact_state = true;
+	if (!afdw_wait_cleanup(entry, deadline, true, NULL) ||
+		PQtransactionStatus(entry->conn) != PQTRANS_IDLE)
+		afdw_disconnect_entry(entry);
+	else
+		entry->changing_xact_state = false;
+}
+
+/*
  * afdw_renew_idle
  *		The connection that a scan holding CONN is to send its first command
  *		of the local transaction on: CONN, with its session opened again if
@@ -284,7 +321,7 @@ report_lost_transaction(AfdwConn *entry)
  *		pool that the scan shares instead (CONN is then given back, and the
  *		one returned taken).
  *
- * afdw_acquire_connection checks the idle time when the scan takes the
+ * afdw_pool_acquire checks the idle time when the scan takes the
  * connection, but a scan may send its first command long after (a
  * parameterized scan when the outer side gives it a row, a subplan when it
  * is evaluated), while the remote idle_session_timeout runs on.  Nothing
@@ -391,7 +428,7 @@ open_or_share(AfdwConn *entry, UserMapping *user, ForeignServer *server)
 	AfdwConn   *shared = least_used_open(user->umid);
 	AfdwConn   *first = afdw_slot_zero(user->umid);
 
-	Assert(first != NULL);		/* afdw_acquire_connection made slot 0 */
+	Assert(first != NULL);		/* afdw_pool_acquire made slot 0 */
 
 	if (shared != NULL && first->refused_at != 0 &&
 		!TimestampDifferenceExceeds(first->refused_at, GetCurrentTimestamp(),
@@ -596,26 +633,12 @@ afdw_release_connection(AfdwConn *conn)
 }
 
 /*
- * afdw_get_connection
- *		A connection of USER's pool with the remote transaction open, for
- *		one-off work such as ANALYZE; release it when done.
- */
-AfdwConn *
-afdw_get_connection(UserMapping *user)
-{
-	AfdwConn   *conn = afdw_connection_ready(afdw_acquire_connection(user));
-
-	afdw_begin_xact(conn);
-	return conn;
-}
-
-/*
- * find_writer
+ * afdw_find_writer
  *		The writer of user mapping UMID in the current local transaction
  *		(see AfdwConn), or NULL if none was chosen.
  */
-static AfdwConn *
-find_writer(Oid umid)
+AfdwConn *
+afdw_find_writer(Oid umid)
 {
 	HASH_SEQ_STATUS scan;
 	AfdwConn   *entry;
@@ -635,57 +658,20 @@ find_writer(Oid umid)
 }
 
 /*
- * afdw_acquire_writer
- *		The connection of USER's pool through which the current local
- *		transaction writes, taken like afdw_acquire_connection's (give it
- *		back with afdw_release_connection), open and ready.
- *
- * The first write of a mapping in a local transaction chooses it: the
- * connection that leads the server's remote transaction when there is one
- * and it exported no snapshot (it needs no import, so it never has to
- * move), else another connection of the pool, which imports the snapshot
- * or leads: a transaction that exported a snapshot cannot be prepared for
- * a two-phase commit, and the writer never exports one.  The scan of an
- * UPDATE's or DELETE's target takes it too, so that the rows it locks are
- * changed on the same remote transaction.
+ * afdw_take_open
+ *		Take ENTRY, an open connection that a remote transaction of the
+ *		current local one runs on, for one more scan, until
+ *		afdw_release_connection; raise the loss of the remote transaction
+ *		if its session broke.
  */
-AfdwConn *
-afdw_acquire_writer(UserMapping *user)
+void
+afdw_take_open(AfdwConn *entry)
 {
-	AfdwConn   *entry = find_writer(user->umid);
-	AfdwConn   *exporter = NULL;
-
-	connection_init();
-	afdw_note_xact_connection();
-	if (entry == NULL)
-	{
-		entry = afdw_snapshot_leader(user->serverid, user->umid);
-		/* One that exported cannot be prepared: another one writes. */
-		if (entry != NULL && afdw_snapshot_exporter(entry))
-		{
-			exporter = entry;
-			entry = NULL;
-		}
-	}
-	if (entry != NULL)
-	{
-		if (entry->conn == NULL || entry->changing_xact_state ||
-			PQstatus(entry->conn) != CONNECTION_OK)
-			report_lost_transaction(entry);
-		afdw_budget_in_use(entry);
-		entry->nusers++;
-	}
-	else
-	{
-		/* Held meanwhile, so that the pool hands out another if it can. */
-		if (exporter != NULL)
-			exporter->nusers++;
-		entry = afdw_connection_ready(afdw_acquire_connection(user));
-		if (exporter != NULL)
-			exporter->nusers--;
-	}
-	entry->writer = true;
-	return entry;
+	if (entry->conn == NULL || entry->changing_xact_state ||
+		PQstatus(entry->conn) != CONNECTION_OK)
+		report_lost_transaction(entry);
+	afdw_budget_in_use(entry);
+	entry->nusers++;
 }
 
 /*
@@ -701,7 +687,7 @@ afdw_current_writer(AfdwConn *conn)
 
 	if (conn->writer)
 		return conn;
-	writer = find_writer(conn->key.umid);
+	writer = afdw_find_writer(conn->key.umid);
 	return writer != NULL ? writer : conn;
 }
 
@@ -1015,26 +1001,14 @@ afdw_disconnect_entry(AfdwConn *entry)
 	afdw_budget_release(entry);
 
 	/* What was in flight went with the session. */
-	if (entry->held_result != NULL)
-	{
-		PQclear(entry->held_result);
-		entry->held_result = NULL;
-	}
-	entry->export_pending = false;
-	entry->busy = false;
-	entry->commit_pending = false;
-	entry->copy_in = false;
-	afdw_drop_deferred(entry);
-	/* A prepared transaction of the session is left to recovery. */
-	if (entry->prepared_gid != NULL)
-	{
-		pfree(entry->prepared_gid);
-		entry->prepared_gid = NULL;
-	}
+	afdw_forget_in_flight(entry);
 
-	/* So did its prepared statements and its remote transaction. */
-	afdw_forget_statements(entry);
-	afdw_reset_xact_state(entry, 1);
+	/*
+	 * So did its remote transaction, its prepared statements, a write
+	 * deferred for its COMMIT (a prepared transaction of the session is
+	 * left to recovery): the session layer forgets them.
+	 */
+	afdw_session_hooks->forget(entry);
 
 	/* The next session starts trusted. */
 	entry->changing_xact_state = false;
@@ -1096,7 +1070,7 @@ inval_callback(Datum arg pg_attribute_unused(), int cacheid, uint32 hashvalue)
 		 * the backend's life, since no later scan takes its slot.
 		 */
 		if (entry->xact_depth == 0 && entry->nusers == 0 &&
-			(!entry->busy || entry->commit_pending))
+			(!entry->busy || entry->in_flight == AFDW_IN_FLIGHT_COMMIT))
 			afdw_disconnect_entry(entry);
 		else
 			entry->invalidated = true;

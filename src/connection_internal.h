@@ -36,6 +36,22 @@ typedef enum AfdwWrap
 	AFDW_WRAP_OPEN				/* it came; the command's end has not */
 } AfdwWrap;
 
+/*
+ * What the command in flight on a connection is, beyond having results to
+ * be read (AfdwConn's busy): afdw_set_in_flight (remote.c) moves it, and
+ * asserts that each move is one of these; afdw_forget_in_flight resets it
+ * with the rest of what is in flight when the session goes.
+ */
+typedef enum AfdwInFlight
+{
+	AFDW_IN_FLIGHT_PLAIN,		/* none, or one read as its results come */
+	AFDW_IN_FLIGHT_COMMIT,		/* a COMMIT not waited for (xact.c): its
+								 * answer is read before the next use */
+	AFDW_IN_FLIGHT_COPY_AWAITED,	/* a COPY FROM STDIN (afdw_send_write),
+									 * its CopyInResponse still to come */
+	AFDW_IN_FLIGHT_COPY_IN		/* it came: the COPY data is being sent */
+} AfdwInFlight;
+
 /* A connection being opened: its handshake's state (connect.c). */
 typedef struct AfdwConnecting AfdwConnecting;
 
@@ -95,7 +111,7 @@ struct AfdwConn
 	 * says or auto found (never AFDW_POOLER_AUTO once connected); and
 	 * whether the server refused the options of a startup packet, which
 	 * auto remembers across reconnections, in this entry and in slot 0's
-	 * (read by afdw_acquire_connection), until the server or user mapping
+	 * (read by afdw_pool_acquire), until the server or user mapping
 	 * changes.
 	 */
 	AfdwPooler	pooler;
@@ -111,7 +127,6 @@ struct AfdwConn
 	struct RemoteCursor *cursors;
 	int			ncursors;
 	int			maxcursors;
-	bool		commit_pending; /* COMMIT sent, answer not read yet */
 	bool		locks_rows;		/* a scan of this transaction locks remote
 								 * rows: its COMMIT is waited for */
 	bool		streaming;		/* a scan streams on it: not to be shared */
@@ -156,6 +171,7 @@ struct AfdwConn
 	bool		busy;
 	void	   *owner;
 	AfdwDrainFn drain;
+	AfdwInFlight in_flight;		/* what that command is */
 
 	/*
 	 * What waits on the socket: the latch, postmaster death and the socket,
@@ -218,14 +234,10 @@ struct AfdwConn
 	 * mapping goes through one connection of its pool, the writer; once
 	 * it wrote, every later command of the mapping goes through it too
 	 * (connections that imported the shared snapshot could not see the
-	 * writes), and its COMMIT is waited for.  copy_expected: the command
-	 * in flight is a COPY FROM STDIN whose CopyInResponse is awaited;
-	 * copy_in: the COPY data is being sent.
+	 * writes), and its COMMIT is waited for.
 	 */
 	bool		writer;
 	bool		wrote;
-	bool		copy_expected;
-	bool		copy_in;
 
 	/*
 	 * A write not sent yet, with what opens its remote transaction
@@ -255,6 +267,36 @@ struct AfdwConn
 	int			can_prepare;
 };
 
+/*
+ * How long cleanup may wait for remote servers: after an abort, for all of
+ * them together (xact.c); for the answer to a COMMIT that was not waited
+ * for, for one (connection.c).
+ */
+#define AFDW_CLEANUP_TIMEOUT_MS		30000
+
+/*
+ * What the wire (connect.c, connection.c, remote.c) tells the session layer
+ * (xact.c, snapshot.c, statements.c, twophase.c) above it, which it cannot
+ * call: the session hands these to afdw_connection_init before the first
+ * connection exists (xact.c), so every connection has them.
+ *
+ * result: RES is the next result of CONN's command in flight (NULL: its
+ * end), whoever reads it: the session follows the commands it sent ahead of
+ * the caller's (the savepoint around a scan's command, a PREPARE).
+ * export: RES is the result of the snapshot export that rode ahead of
+ * CONN's command, to keep (it frees RES); with RAISE an unusable one raises
+ * an error, else it returns false.
+ * forget: CONN's remote session is gone or about to be opened: what the
+ * session layer kept of the one before (its remote transaction, prepared
+ * statements, a deferred write, a prepared transaction's name) is over.
+ */
+typedef struct AfdwSessionHooks
+{
+	void		(*result) (AfdwConn *conn, PGresult *res);
+	bool		(*export) (AfdwConn *conn, PGresult *res, bool raise);
+	void		(*forget) (AfdwConn *conn);
+} AfdwSessionHooks;
+
 /* budget.c */
 extern bool afdw_budget_charge(AfdwConn *entry, ForeignServer *server,
 							   bool optional);
@@ -274,6 +316,12 @@ extern bool afdw_budget_wanted(Oid serverid);
  */
 extern HTAB *afdw_conn_hash;
 extern MemoryContext afdw_conn_cxt;
+extern const AfdwSessionHooks *afdw_session_hooks;
+
+extern void afdw_connection_init(const AfdwSessionHooks *hooks);
+extern AfdwConn *afdw_pool_acquire(UserMapping *user);
+extern AfdwConn *afdw_find_writer(Oid umid);
+extern void afdw_take_open(AfdwConn *entry);
 
 extern bool afdw_connection_alive(AfdwConn *entry);
 extern void afdw_disconnect_entry(AfdwConn *entry);
@@ -299,6 +347,8 @@ extern bool afdw_wait_cleanup(AfdwConn *entry, TimestampTz deadline,
 							  bool ignore_errors, char *failed_state);
 extern bool afdw_copy_abandon(AfdwConn *entry, TimestampTz deadline);
 extern PGresult *afdw_pop_result(AfdwConn *conn, bool *is_export);
+extern void afdw_set_in_flight(AfdwConn *conn, AfdwInFlight state);
+extern void afdw_forget_in_flight(AfdwConn *conn);
 
 /* snapshot.c */
 extern bool afdw_store_export(AfdwConn *conn, PGresult *res);
@@ -314,14 +364,6 @@ extern void afdw_twophase_prepare(void);
 extern void afdw_twophase_end(bool committed);
 
 /* xact.c */
-extern void afdw_note_xact_connection(void);
-extern void afdw_track_wrap(AfdwConn *conn, PGresult *res);
 extern void afdw_reset_xact_state(AfdwConn *entry, int level);
-extern void afdw_finish_commit(AfdwConn *entry);
-extern void afdw_flush_deferred(AfdwConn *entry);
-extern void afdw_drop_deferred(AfdwConn *entry);
-extern void afdw_xact_callback(XactEvent event, void *arg);
-extern void afdw_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-								  SubTransactionId parentSubid, void *arg);
 
 #endif							/* CONNECTION_INTERNAL_H */

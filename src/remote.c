@@ -8,24 +8,31 @@
  * (its owner) reads its results; when someone else needs the connection,
  * the owner is asked to read them (its drain function), and results whose
  * owner is gone are read and thrown away.  Every result goes through
- * afdw_get_result (afdw_pop_result), which also follows the savepoint that
- * wraps a scan's command (xact.c), notes statements being prepared
- * (connection.c) and takes in a snapshot export riding ahead of the
- * command (snapshot.c).  The lines of a COPY TO STDOUT are read here too,
- * for a stream (afdw_get_copy_line) or to throw them away, and the data of
- * a bulk load's COPY FROM STDIN sent (afdw_await_copy_in, afdw_put_copy,
- * afdw_copy_done, afdw_copy_result), the connection non-blocking while it
- * runs so that a full socket is waited on like any other wait.  Waits serve
+ * afdw_get_result (afdw_pop_result), which hands it to the session layer
+ * through its result hook (AfdwSessionHooks: xact.c follows the savepoint
+ * that wraps a scan's command, statements.c a PREPARE), and a snapshot
+ * export riding ahead of the command through its export hook (snapshot.c).
+ * A write the session deferred for its COMMIT is sent first, alone, before
+ * any other command (afdw_send_query).  The lines of a COPY TO STDOUT are
+ * read here too, for a stream (afdw_get_copy_line) or to throw them away,
+ * and the data of a bulk load's COPY FROM STDIN sent (afdw_await_copy_in,
+ * afdw_put_copy, afdw_copy_done, afdw_copy_result), the connection
+ * non-blocking while it runs so that a full socket is waited on like any
+ * other wait.  Waits serve
  * interrupts and watch for postmaster death; the waits of cleanup have a
  * deadline, and under EXPLAIN ANALYZE their time is summed for the scans
- * (afdw_wait_time).  This is the only file that reads or writes a
- * connection's socket.
+ * (afdw_wait_time).  This file reads and writes the sockets of open
+ * connections; connection.c only checks idle ones and cuts broken ones,
+ * and connect.c waits on handshakes.
  *
- * Neighbours: connection.c opens and cuts the connections; xact.c and
- * snapshot.c send their commands through this file; the scan files
- * (request.c, stream.c, scan.c) run their queries with it, and the write
- * files (modify.c, direct.c, truncate.c) their statements and loads,
- * through async_fdw.h.
+ * This is the wire layer, with connect.c, connection.c and budget.c: it
+ * calls nothing above it.
+ *
+ * Neighbours: connection.c opens and cuts the connections; xact.c,
+ * snapshot.c and twophase.c send their commands through this file; the
+ * scan files (request.c, stream.c, scan.c) run their queries with it, and
+ * the write files (modify.c, direct.c, truncate.c) their statements and
+ * loads, through async_fdw.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -55,6 +62,7 @@ static void refuse_copy_in(AfdwConn *entry, ExecStatusType status);
 static void wait_writable(AfdwConn *conn, const char *sql);
 static void flush_copy(AfdwConn *conn, bool all, const char *sql);
 static afdw_noreturn void copy_failed(AfdwConn *conn, const char *sql);
+static void send_deferred(AfdwConn *conn);
 
 /*
  * afdw_send_query
@@ -74,7 +82,7 @@ afdw_send_query(AfdwConn *conn, const char *sql, int nparams,
 	afdw_make_idle(conn);
 	/* A write kept for the COMMIT goes first, alone (xact.c). */
 	if (conn->deferred != NULL)
-		afdw_flush_deferred(conn);
+		send_deferred(conn);
 	if (nparams > 0)
 		ok = PQsendQueryParams(conn->conn, sql, nparams, NULL, values,
 							   NULL, NULL, 0);
@@ -86,6 +94,23 @@ afdw_send_query(AfdwConn *conn, const char *sql, int nparams,
 	conn->busy = true;
 	conn->owner = NULL;
 	conn->wrap = AFDW_WRAP_NONE;
+}
+
+/*
+ * send_deferred
+ *		Send CONN's deferred write (afdw_defer_write, xact.c) now and wait
+ *		for it, raising its remote error: another command is to follow it.
+ */
+static void
+send_deferred(AfdwConn *conn)
+{
+	/* In the caller's memory, which an error frees. */
+	char	   *sql = pstrdup(conn->deferred);
+
+	pfree(conn->deferred);
+	conn->deferred = NULL;
+	afdw_run_command(conn, sql);
+	pfree(sql);
 }
 
 /*
@@ -269,10 +294,11 @@ wait_readable(AfdwConn *entry, long timeout)
 		entry->waitset_sock = sock;
 	}
 	if (WaitEventSetWait(entry->waitset, timeout, &event, 1,
-						 afdw_wait_event(entry->commit_pending ||
+						 afdw_wait_event(entry->in_flight == AFDW_IN_FLIGHT_COMMIT ||
 										 entry->changing_xact_state ?
 										 AFDW_WAIT_COMMIT :
-										 entry->copy_in ? AFDW_WAIT_COPY_ROOM :
+										 entry->in_flight == AFDW_IN_FLIGHT_COPY_IN ?
+										 AFDW_WAIT_COPY_ROOM :
 										 AFDW_WAIT_RESULT)) == 0)
 		return WL_TIMEOUT;
 	return event.events;
@@ -390,7 +416,7 @@ afdw_wait_cleanup(AfdwConn *entry, TimestampTz deadline, bool ignore_errors,
 			 * Keep the snapshot (a rollback to a savepoint leaves the
 			 * transaction running), without an error here.
 			 */
-			(void) afdw_store_export(entry, res);
+			(void) afdw_session_hooks->export(entry, res, false);
 			continue;
 		}
 		if (res == NULL)
@@ -448,18 +474,15 @@ afdw_pop_result(AfdwConn *conn, bool *is_export)
 	}
 	res = PQgetResult(conn->conn);
 	if (res != NULL && PQresultStatus(res) == PGRES_COPY_IN &&
-		conn->copy_expected)
+		conn->in_flight == AFDW_IN_FLIGHT_COPY_AWAITED)
 	{
 		/* The COPY FROM STDIN that afdw_send_write sent: data may go. */
-		conn->copy_expected = false;
-		conn->copy_in = true;
+		afdw_set_in_flight(conn, AFDW_IN_FLIGHT_COPY_IN);
 	}
 	else if (res != NULL && (PQresultStatus(res) == PGRES_COPY_IN ||
 							 PQresultStatus(res) == PGRES_COPY_BOTH))
 		refuse_copy_in(conn, PQresultStatus(res));
-	afdw_track_wrap(conn, res);
-	if (conn->preparing != 0)
-		afdw_note_prepare(conn, res);
+	afdw_session_hooks->result(conn, res);
 	if (conn->export_pending &&
 		(res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK))
 	{
@@ -483,7 +506,7 @@ afdw_get_result(AfdwConn *conn)
 
 	if (!is_export)
 		return res;
-	afdw_take_export(conn, res);
+	(void) afdw_session_hooks->export(conn, res, true);
 	res = PQmakeEmptyPGresult(conn->conn, PGRES_COMMAND_OK);
 	if (res == NULL)
 		ereport(ERROR,
@@ -505,8 +528,61 @@ afdw_set_owner(AfdwConn *conn, void *owner, AfdwDrainFn drain)
 }
 
 /*
+ * afdw_set_in_flight
+ *		Note that the command in flight on CONN is now STATE (see
+ *		AfdwInFlight); each state is entered from those listed.
+ */
+void
+afdw_set_in_flight(AfdwConn *conn, AfdwInFlight state)
+{
+#ifdef USE_ASSERT_CHECKING
+	switch (state)
+	{
+		case AFDW_IN_FLIGHT_PLAIN:
+			/*
+			 * From any other: the command's results are all read, a COPY's
+			 * data is over, or it failed or was abandoned.
+			 */
+			Assert(conn->in_flight != AFDW_IN_FLIGHT_PLAIN);
+			break;
+		case AFDW_IN_FLIGHT_COMMIT:
+		case AFDW_IN_FLIGHT_COPY_AWAITED:
+			/* Just sent. */
+			Assert(conn->in_flight == AFDW_IN_FLIGHT_PLAIN && conn->busy);
+			break;
+		case AFDW_IN_FLIGHT_COPY_IN:
+			Assert(conn->in_flight == AFDW_IN_FLIGHT_COPY_AWAITED);
+			break;
+	}
+#endif
+	conn->in_flight = state;
+}
+
+/*
+ * afdw_forget_in_flight
+ *		CONN's remote session is gone, or a new one is being opened: nothing
+ *		is in flight on it any more, and no result is held back.
+ */
+void
+afdw_forget_in_flight(AfdwConn *conn)
+{
+	if (conn->held_result != NULL)
+	{
+		PQclear(conn->held_result);
+		conn->held_result = NULL;
+	}
+	conn->export_pending = false;
+	conn->busy = false;
+	conn->owner = NULL;
+	conn->drain = NULL;
+	conn->in_flight = AFDW_IN_FLIGHT_PLAIN;
+}
+
+/*
  * afdw_set_idle
- *		Note that every result of the command on CONN has been read.
+ *		Note that every result of the command on CONN has been read: what
+ *		it was is over too (a COPY whose CopyInResponse never came did not
+ *		begin).
  */
 void
 afdw_set_idle(AfdwConn *conn)
@@ -514,6 +590,8 @@ afdw_set_idle(AfdwConn *conn)
 	conn->busy = false;
 	conn->owner = NULL;
 	conn->drain = NULL;
+	if (conn->in_flight != AFDW_IN_FLIGHT_PLAIN)
+		afdw_set_in_flight(conn, AFDW_IN_FLIGHT_PLAIN);
 }
 
 /*
@@ -1007,7 +1085,7 @@ copy_failed(AfdwConn *conn, const char *sql)
 {
 	PGresult   *res;
 
-	conn->copy_in = false;
+	afdw_set_in_flight(conn, AFDW_IN_FLIGHT_PLAIN);
 	(void) PQsetnonblocking(conn->conn, 0);
 	res = afdw_wait_result(conn, sql);
 	afdw_set_idle(conn);
@@ -1048,7 +1126,7 @@ afdw_await_copy_in(AfdwConn *conn, const char *sql)
 			PGresult   *rest;
 
 			/* The rest of the command is skipped: read its end. */
-			conn->copy_expected = false;
+			afdw_set_in_flight(conn, AFDW_IN_FLIGHT_PLAIN);
 			if (!afdw_result_lost(conn, res))
 			{
 				rest = afdw_wait_result(conn, sql);
@@ -1087,7 +1165,7 @@ afdw_put_copy(AfdwConn *conn, const char *data, int len, const char *sql)
 bool
 afdw_copy_open(AfdwConn *conn)
 {
-	return conn->copy_in;
+	return conn->in_flight == AFDW_IN_FLIGHT_COPY_IN;
 }
 
 /*
@@ -1105,7 +1183,7 @@ afdw_copy_done(AfdwConn *conn, const char *sql)
 	if (rc < 0)
 		copy_failed(conn, sql);
 	flush_copy(conn, true, sql);
-	conn->copy_in = false;
+	afdw_set_in_flight(conn, AFDW_IN_FLIGHT_PLAIN);
 	if (PQsetnonblocking(conn->conn, 0) != 0)
 		afdw_report_remote_error(NULL, conn, sql);
 }
@@ -1121,7 +1199,7 @@ afdw_copy_result(AfdwConn *conn, const char *sql)
 {
 	PGresult   *res;
 
-	Assert(!conn->copy_in);
+	Assert(conn->in_flight != AFDW_IN_FLIGHT_COPY_IN);
 	res = afdw_wait_result(conn, sql);
 	afdw_set_idle(conn);
 	if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
@@ -1141,7 +1219,7 @@ afdw_copy_abandon(AfdwConn *entry, TimestampTz deadline)
 {
 	bool		queued = false;
 
-	entry->copy_in = false;
+	afdw_set_in_flight(entry, AFDW_IN_FLIGHT_PLAIN);
 	for (;;)
 	{
 		long		wait;

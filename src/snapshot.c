@@ -18,10 +18,11 @@
  *
  * Neighbours: xact.c opens the remote transactions and calls
  * afdw_share_snapshot for the commands that give each its snapshot;
- * remote.c hands the export's result over as it reads results; scan.c
+ * remote.c hands the export's result over as it reads results (through
+ * xact.c's hook, session_export); xact.c chooses the writer, the
+ * leader when there is one (afdw_acquire_writer); scan.c
  * asks where a scan's first command goes (afdw_join_target), which is the
- * writer once the mapping wrote (connection.c), and the writer is the
- * leader when there is one (afdw_snapshot_leader); xact.c hands the lead
+ * writer once the mapping wrote (connection.c); xact.c hands the lead
  * to the writer when it ends the leader's transaction early
  * (afdw_pass_leadership).
  *
@@ -82,7 +83,7 @@ server_snapshot(AfdwConn *conn)
 	{
 		HASHCTL		ctl;
 
-		/* Dies with the transaction; afdw_xact_callback forgets the pointer. */
+		/* Dies with the transaction; xact.c's callback forgets the pointer. */
 		ctl.keysize = sizeof(SnapshotKey);
 		ctl.entrysize = sizeof(ServerSnapshot);
 		ctl.hcxt = TopTransactionContext;

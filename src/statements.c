@@ -9,13 +9,13 @@
  * (request.c) and EXECUTEs it at each rescan; this file remembers, per
  * connection, the statement of each text, at most AFDW_MAX_PREPARED of
  * them.  A statement counts as prepared only once its PREPARE is seen to
- * succeed, whoever reads the results (afdw_note_prepare, called by
- * remote.c).  Through a transaction pooler nothing is kept.
+ * succeed, whoever reads the results (afdw_note_prepare, which remote.c
+ * reaches through xact.c's result hook).  Through a transaction pooler nothing is kept.
  *
  * Neighbours: request.c asks for and remembers statements; remote.c notes
  * PREPAREs among the results it reads; xact.c sends the queued DEALLOCATEs
- * with the commands that end or open remote transactions; connection.c
- * forgets them all when a remote session goes.  The per-connection fields
+ * with the commands that end or open remote transactions, and forgets
+ * them all when connection.c reports a remote session gone.  The per-connection fields
  * are in struct AfdwConn (connection_internal.h).
  *
  *-------------------------------------------------------------------------

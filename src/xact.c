@@ -9,7 +9,7 @@
  * one, with savepoints mirroring local subtransactions, and the transaction
  * callbacks end it with the local transaction, whatever happens.  Every
  * command of a scan runs in a savepoint of its own (afdw_send_in_xact,
- * afdw_track_wrap), so that a failure the query may never need leaves the
+ * track_wrap), so that a failure the query may never need leaves the
  * remote transaction usable.  Cursors no scan needs are closed with a
  * later command.  Writes run without such a savepoint (afdw_send_write):
  * their failure is the statement's.  The small write of a statement that
@@ -17,13 +17,20 @@
  * (afdw_defer_write).  COMMITs of many connections overlap, and that of a
  * transaction that only read is not waited for.  When a remote transaction
  * or savepoint is over, afdw_reset_xact_state forgets what the connection
- * kept for it.
+ * kept for it.  Scans take their connections here (afdw_acquire_connection,
+ * afdw_acquire_writer, afdw_get_connection), which makes the pool and
+ * registers the transaction callbacks at the first one.
  *
- * Neighbours: connection.c holds the connections (and has a COMMIT left
- * unread finished, afdw_finish_commit, before reusing one); remote.c sends
- * and waits; snapshot.c gives each remote transaction its server's shared
- * snapshot; scan.c sends its commands through afdw_send_in_xact, and
- * modify.c, direct.c and truncate.c theirs through afdw_send_write;
+ * This is the session layer's front; the wire below it (connect.c,
+ * connection.c, remote.c, budget.c) calls nothing here: what it must tell
+ * this layer (each result read, a snapshot export's result, a session gone)
+ * goes through the hooks given to afdw_connection_init (session_hooks).
+ *
+ * Neighbours: connection.c holds the connections (and reads a COMMIT left
+ * unread before reusing one); remote.c sends and waits; snapshot.c gives
+ * each remote transaction its server's shared snapshot; scan.c sends its
+ * commands through afdw_send_in_xact, and modify.c, direct.c and
+ * truncate.c theirs through afdw_send_write;
  * truncate.c ends the other remote transactions of a server that only
  * read before its TRUNCATE (afdw_end_read_transactions).
  *
@@ -38,13 +45,6 @@
 
 #include "async_fdw.h"
 #include "connection_internal.h"
-
-/*
- * How long cleanup may wait for remote servers: after an abort, for all of
- * them together; for the answer to a COMMIT that was not waited for, for
- * one.
- */
-#define AFDW_CLEANUP_TIMEOUT_MS		30000
 
 /* A cursor of a remote transaction. */
 typedef struct RemoteCursor
@@ -62,17 +62,168 @@ static bool abort_send(AfdwConn *entry, const char *sql, TimestampTz deadline);
 static bool abort_wait(AfdwConn *entry, TimestampTz deadline);
 static void wait_commit(AfdwConn *entry, HASH_SEQ_STATUS *scan);
 static void append_closes(AfdwConn *entry, StringInfo sql);
+static void begin_xact(AfdwConn *conn);
 static void set_savepoint_op(AfdwConn *conn, const char *sql, int level);
+static void track_wrap(AfdwConn *conn, PGresult *res);
+static void drop_deferred(AfdwConn *entry);
+static void xact_callback(XactEvent event, void *arg);
+static void subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+							 SubTransactionId parentSubid, void *arg);
+static void session_result(AfdwConn *conn, PGresult *res);
+static bool session_export(AfdwConn *conn, PGresult *res, bool raise);
+static void session_forget(AfdwConn *entry);
+
+/* What the wire tells this layer (connection_internal.h). */
+static const AfdwSessionHooks session_hooks = {
+	.result = session_result,
+	.export = session_export,
+	.forget = session_forget,
+};
 
 /*
- * afdw_note_xact_connection
- *		A connection is used in the current local transaction: the
- *		transaction callbacks have work to do at its end.
+ * session_start
+ *		A connection is about to be taken in the current local transaction:
+ *		make the pool, with what the wire tells this layer, and register the
+ *		transaction callbacks, once; and note that the callbacks have work
+ *		to do at the transaction's end.
  */
-void
-afdw_note_xact_connection(void)
+static void
+session_start(void)
 {
+	static bool registered = false;
+
+	if (!registered)
+	{
+		afdw_connection_init(&session_hooks);
+		RegisterXactCallback(xact_callback, NULL);
+		RegisterSubXactCallback(subxact_callback, NULL);
+		registered = true;
+	}
 	xact_got_connection = true;
+}
+
+/*
+ * afdw_acquire_connection
+ *		A connection of USER's pool for one scan, until
+ *		afdw_release_connection (see afdw_pool_acquire); its remote
+ *		transaction ends with the local one.
+ */
+AfdwConn *
+afdw_acquire_connection(UserMapping *user)
+{
+	session_start();
+	return afdw_pool_acquire(user);
+}
+
+/*
+ * afdw_get_connection
+ *		A connection of USER's pool with the remote transaction open, for
+ *		one-off work such as ANALYZE; release it when done.
+ */
+AfdwConn *
+afdw_get_connection(UserMapping *user)
+{
+	AfdwConn   *conn = afdw_connection_ready(afdw_acquire_connection(user));
+
+	begin_xact(conn);
+	return conn;
+}
+
+/*
+ * afdw_acquire_writer
+ *		The connection of USER's pool through which the current local
+ *		transaction writes, taken like afdw_acquire_connection's (give it
+ *		back with afdw_release_connection), open and ready.
+ *
+ * The first write of a mapping in a local transaction chooses it: the
+ * connection that leads the server's remote transaction when there is one
+ * and it exported no snapshot (it needs no import, so it never has to
+ * move), else another connection of the pool, which imports the snapshot
+ * or leads: a transaction that exported a snapshot cannot be prepared for
+ * a two-phase commit, and the writer never exports one.  The scan of an
+ * UPDATE's or DELETE's target takes it too, so that the rows it locks are
+ * changed on the same remote transaction.
+ */
+AfdwConn *
+afdw_acquire_writer(UserMapping *user)
+{
+	AfdwConn   *entry;
+	AfdwConn   *exporter = NULL;
+
+	session_start();
+	entry = afdw_find_writer(user->umid);
+	if (entry == NULL)
+	{
+		entry = afdw_snapshot_leader(user->serverid, user->umid);
+		/* One that exported cannot be prepared: another one writes. */
+		if (entry != NULL && afdw_snapshot_exporter(entry))
+		{
+			exporter = entry;
+			entry = NULL;
+		}
+	}
+	if (entry != NULL)
+		afdw_take_open(entry);
+	else
+	{
+		/* Held meanwhile, so that the pool hands out another if it can. */
+		if (exporter != NULL)
+			exporter->nusers++;
+		entry = afdw_connection_ready(afdw_pool_acquire(user));
+		if (exporter != NULL)
+			exporter->nusers--;
+	}
+	entry->writer = true;
+	return entry;
+}
+
+/*
+ * session_result
+ *		RES is the next result of CONN's command in flight, NULL at its end
+ *		(the wire's result hook): follow the savepoint around a scan's
+ *		command and a PREPARE riding ahead of it.
+ */
+static void
+session_result(AfdwConn *conn, PGresult *res)
+{
+	track_wrap(conn, res);
+	if (conn->preparing != 0)
+		afdw_note_prepare(conn, res);
+}
+
+/*
+ * session_export
+ *		RES is the result of the snapshot export that rode ahead of CONN's
+ *		command (the wire's export hook): keep it; with RAISE, an unusable
+ *		one raises an error, else false is returned.
+ */
+static bool
+session_export(AfdwConn *conn, PGresult *res, bool raise)
+{
+	if (!raise)
+		return afdw_store_export(conn, res);
+	afdw_take_export(conn, res);
+	return true;
+}
+
+/*
+ * session_forget
+ *		ENTRY's remote session is gone, or a new one is being opened (the
+ *		wire's forget hook): its deferred write, its prepared transaction's
+ *		name (the transaction is left to recovery), its prepared statements
+ *		and its remote transaction are over.
+ */
+static void
+session_forget(AfdwConn *entry)
+{
+	drop_deferred(entry);
+	if (entry->prepared_gid != NULL)
+	{
+		pfree(entry->prepared_gid);
+		entry->prepared_gid = NULL;
+	}
+	afdw_forget_statements(entry);
+	afdw_reset_xact_state(entry, 1);
 }
 
 /*
@@ -156,11 +307,11 @@ check_xact_failed(AfdwConn *conn)
 }
 
 /*
- * afdw_begin_xact
+ * begin_xact
  *		Open the remote transaction (and savepoints) on CONN now.
  */
-void
-afdw_begin_xact(AfdwConn *conn)
+static void
+begin_xact(AfdwConn *conn)
 {
 	char	   *prefix;
 	int			nstatements;
@@ -183,7 +334,7 @@ afdw_begin_xact(AfdwConn *conn)
  *
  * A failure inside the savepoint is the scan's to report when it needs
  * the rows; the connection rolls the savepoint back with its next command
- * (afdw_track_wrap), so that the remote transaction and its exported snapshot
+ * (track_wrap), so that the remote transaction and its exported snapshot
  * stay usable for the rest of the query.
  */
 void
@@ -234,8 +385,9 @@ afdw_send_write(AfdwConn *conn, const char *sql, bool copy, void *owner,
 	check_xact_failed(conn);
 	prefix = xact_prefix(conn, false, &nstatements);
 	full = prefix[0] ? psprintf("%s; %s", prefix, sql) : pstrdup(sql);
-	conn->copy_expected = copy;
 	afdw_send_query(conn, full, 0, NULL);
+	if (copy)
+		afdw_set_in_flight(conn, AFDW_IN_FLIGHT_COPY_AWAITED);
 	if (owner != NULL)
 		afdw_set_owner(conn, owner, drain);
 	conn->wrote = true;
@@ -266,7 +418,7 @@ afdw_run_write(AfdwConn *conn, const char *sql)
  * block, no subtransaction) whose write is the first use of CONN in it:
  * the COMMIT follows the statement at once, so the client sees the write's
  * error as the statement's.  Any other command on CONN before then sends
- * the write first, alone (afdw_flush_deferred).
+ * the write first, alone (remote.c, afdw_send_query).
  */
 bool
 afdw_defer_write(AfdwConn *conn, const char *sql)
@@ -308,30 +460,13 @@ afdw_defer_write(AfdwConn *conn, const char *sql)
 }
 
 /*
- * afdw_flush_deferred
- *		Send ENTRY's deferred write (afdw_defer_write) now and wait for it,
- *		raising its remote error: another command is to follow it.
- */
-void
-afdw_flush_deferred(AfdwConn *entry)
-{
-	/* In the caller's memory, which an error frees. */
-	char	   *sql = pstrdup(entry->deferred);
-
-	pfree(entry->deferred);
-	entry->deferred = NULL;
-	afdw_run_command(entry, sql);
-	pfree(sql);
-}
-
-/*
- * afdw_drop_deferred
+ * drop_deferred
  *		Forget ENTRY's deferred write: never sent (its transaction is over
  *		or its session gone; nothing was started remotely for it), or sent
  *		with the COMMIT, whose answer came.
  */
-void
-afdw_drop_deferred(AfdwConn *entry)
+static void
+drop_deferred(AfdwConn *entry)
 {
 	if (entry->deferred_sent != NULL)
 	{
@@ -357,7 +492,8 @@ afdw_drop_deferred(AfdwConn *entry)
 static bool
 reader_in_use(AfdwConn *entry, bool *locks_held)
 {
-	*locks_held = entry->wrote || entry->locks_rows || entry->copy_in ||
+	*locks_held = entry->wrote || entry->locks_rows ||
+		entry->in_flight == AFDW_IN_FLIGHT_COPY_IN ||
 		entry->changing_xact_state;
 	if (*locks_held)
 		return true;
@@ -430,7 +566,7 @@ afdw_end_read_transactions(AfdwConn *writer, const char *what)
 		return;
 
 	if (writer->xact_depth == 0)
-		afdw_begin_xact(writer);
+		begin_xact(writer);
 
 	/* The COMMITs of all of them overlap. */
 	foreach(lc, readers)
@@ -492,15 +628,15 @@ afdw_cancel_harmless(AfdwConn *conn)
 }
 
 /*
- * afdw_track_wrap
+ * track_wrap
  *		Follow RES, the next result of CONN's command in flight, through the
  *		savepoint that wraps a scan's command (see AfdwConn): when the
  *		command fails inside it, have the savepoint rolled back before the
  *		connection's next command; when a statement before it fails, note
  *		that the remote transaction failed.
  */
-void
-afdw_track_wrap(AfdwConn *conn, PGresult *res)
+static void
+track_wrap(AfdwConn *conn, PGresult *res)
 {
 	ExecStatusType status;
 
@@ -729,10 +865,11 @@ forget_closes(AfdwConn *entry)
  * leaves these to the transaction (a failure before it, row locks taken
  * outside it, or the writer's place, still count).
  *
- * Not reset here: the command in flight (busy, commit_pending,
- * export_pending, held_result, copy_in) and the health of the session
- * (changing_xact_state, invalidated, violation), by which callers decide
- * whether the connection can be kept; afdw_disconnect_entry resets them.
+ * Not reset here: the command in flight (busy, in_flight but for a COPY
+ * that never began, export_pending, held_result) and the health of the
+ * session (changing_xact_state, invalidated, violation), by which callers
+ * decide whether the connection can be kept; afdw_disconnect_entry resets
+ * them (afdw_forget_in_flight).
  */
 void
 afdw_reset_xact_state(AfdwConn *entry, int level)
@@ -753,7 +890,9 @@ afdw_reset_xact_state(AfdwConn *entry, int level)
 	entry->locks_rows = false;
 	entry->writer = false;
 	entry->wrote = false;
-	entry->copy_expected = false;
+	/* A COPY that never began is over; a COMMIT's answer is still read. */
+	if (entry->in_flight == AFDW_IN_FLIGHT_COPY_AWAITED)
+		afdw_set_in_flight(entry, AFDW_IN_FLIGHT_PLAIN);
 	forget_wrap(entry);
 }
 
@@ -868,7 +1007,7 @@ commit_all(void)
 		 */
 		if (!IsolationIsSerializable() && !entry->locks_rows && !entry->wrote)
 		{
-			entry->commit_pending = true;
+			afdw_set_in_flight(entry, AFDW_IN_FLIGHT_COMMIT);
 			entry->changing_xact_state = false;
 			entry->xact_depth = 0;
 		}
@@ -877,7 +1016,8 @@ commit_all(void)
 	hash_seq_init(&scan, afdw_conn_hash);
 	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
 	{
-		if (entry->conn == NULL || entry->xact_depth == 0 || entry->commit_pending)
+		if (entry->conn == NULL || entry->xact_depth == 0 ||
+			entry->in_flight == AFDW_IN_FLIGHT_COMMIT)
 			continue;
 		wait_commit(entry, &scan);
 	}
@@ -900,40 +1040,13 @@ wait_commit(AfdwConn *entry, HASH_SEQ_STATUS *scan)
 			pstrdup(entry->deferred_sent) : "COMMIT TRANSACTION";
 
 		hash_seq_term(scan);
-		afdw_drop_deferred(entry);
+		drop_deferred(entry);
 		afdw_report_remote_error(res, entry, sql);
 	}
 	PQclear(res);
-	afdw_drop_deferred(entry);
+	drop_deferred(entry);
 	entry->changing_xact_state = false;
 	entry->xact_depth = 0;
-}
-
-/*
- * afdw_finish_commit
- *		Read the answer to a COMMIT that was not waited for.  It was the
- *		commit of a transaction that only read: whatever it says, nothing
- *		is lost, but a connection that fails here is replaced.
- */
-void
-afdw_finish_commit(AfdwConn *entry)
-{
-	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													   AFDW_CLEANUP_TIMEOUT_MS);
-
-	entry->commit_pending = false;
-	entry->busy = false;
-
-	/*
-	 * The wait serves interrupts: if one cuts it short, the answer is still
-	 * on its way, and the end of the transaction drops the connection.
-	 */
-	entry->changing_xact_state = true;
-	if (!afdw_wait_cleanup(entry, deadline, true, NULL) ||
-		PQtransactionStatus(entry->conn) != PQTRANS_IDLE)
-		afdw_disconnect_entry(entry);
-	else
-		entry->changing_xact_state = false;
 }
 
 /*
@@ -985,7 +1098,7 @@ abort_all(void)
 		StringInfoData sql;
 
 		/* A deferred write was never sent: there is nothing to roll back. */
-		afdw_drop_deferred(entry);
+		drop_deferred(entry);
 		if (entry->conn == NULL || entry->xact_depth == 0)
 			continue;
 		/* Statements no longer used go after the end of the transaction. */
@@ -1032,7 +1145,8 @@ finish_in_flight(AfdwConn *entry, TimestampTz deadline)
 	if (PQtransactionStatus(entry->conn) != PQTRANS_ACTIVE)
 		return true;
 	/* A COPY FROM STDIN cut short is failed first, which ends it. */
-	if (entry->copy_in && !afdw_copy_abandon(entry, deadline))
+	if (entry->in_flight == AFDW_IN_FLIGHT_COPY_IN &&
+		!afdw_copy_abandon(entry, deadline))
 		return false;
 	(void) afdw_wait_cleanup(entry, deadline, true, NULL);
 	return PQtransactionStatus(entry->conn) != PQTRANS_ACTIVE;
@@ -1067,8 +1181,7 @@ abort_send(AfdwConn *entry, const char *sql, TimestampTz deadline)
 	entry->wrap = AFDW_WRAP_NONE;
 	if (!finish_in_flight(entry, deadline))
 		return false;
-	entry->busy = false;
-	entry->owner = NULL;
+	afdw_set_idle(entry);
 	return PQsendQuery(entry->conn, sql) != 0;
 }
 
@@ -1087,11 +1200,11 @@ abort_wait(AfdwConn *entry, TimestampTz deadline)
 }
 
 /*
- * afdw_xact_callback
+ * xact_callback
  *		Commit or roll back the remote transactions with the local one.
  */
-void
-afdw_xact_callback(XactEvent event, void *arg pg_attribute_unused())
+static void
+xact_callback(XactEvent event, void *arg pg_attribute_unused())
 {
 	HASH_SEQ_STATUS scan;
 	AfdwConn   *entry;
@@ -1166,7 +1279,8 @@ afdw_xact_callback(XactEvent event, void *arg pg_attribute_unused())
 			afdw_disconnect_entry(entry);
 			continue;
 		}
-		if (entry->commit_pending && entry->keep && !entry->invalidated)
+		if (entry->in_flight == AFDW_IN_FLIGHT_COMMIT && entry->keep &&
+			!entry->invalidated)
 			continue;
 		if (entry->busy || entry->changing_xact_state || entry->invalidated ||
 			!entry->keep || PQstatus(entry->conn) != CONNECTION_OK ||
@@ -1180,15 +1294,15 @@ afdw_xact_callback(XactEvent event, void *arg pg_attribute_unused())
 }
 
 /*
- * afdw_subxact_callback
+ * subxact_callback
  *		Release or roll back the remote savepoint of the subtransaction that
  *		ends.
  */
-void
-afdw_subxact_callback(SubXactEvent event,
-					  SubTransactionId mySubid pg_attribute_unused(),
-					  SubTransactionId parentSubid pg_attribute_unused(),
-					  void *arg pg_attribute_unused())
+static void
+subxact_callback(SubXactEvent event,
+				 SubTransactionId mySubid pg_attribute_unused(),
+				 SubTransactionId parentSubid pg_attribute_unused(),
+				 void *arg pg_attribute_unused())
 {
 	HASH_SEQ_STATUS scan;
 	AfdwConn   *entry;
