@@ -29,6 +29,7 @@
 #include "nodes/nodeFuncs.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -302,35 +303,69 @@ scan_cleanup(void *arg)
 }
 
 /*
- * find_async_parent_in
- *		The Append plan under PLAN that has CHILD among its subplans, or
- *		NULL.
+ * The Append parents of the asynchronous ForeignScans of one executor,
+ * found by one walk of its plan at the first such scan's Begin and kept
+ * in its query context until that context goes (forget_async_parents):
+ * starting N scans under one Append walks the plan once, not N times.
+ * Executors nest (a function's query starts inside another's), hence a
+ * list, one entry per executor that has such scans.
  */
-static Plan *
-find_async_parent_in(Plan *plan, Plan *child)
+typedef struct AsyncParentEntry
+{
+	Plan	   *child;			/* hash key: an async-capable ForeignScan */
+	Plan	   *parent;			/* the first Append that has it as a child */
+} AsyncParentEntry;
+
+typedef struct AsyncParentMap
+{
+	EState	   *estate;
+	HTAB	   *parents;		/* of AsyncParentEntry */
+	MemoryContextCallback forget;
+	dlist_node	node;			/* in async_parent_maps */
+} AsyncParentMap;
+
+static dlist_head async_parent_maps = DLIST_STATIC_INIT(async_parent_maps);
+
+/*
+ * record_async_parents
+ *		Enter in MAP each async-capable ForeignScan that is a child of an
+ *		Append under PLAN, with that Append.  The walk goes in the order of
+ *		a search from the root (an Append's own children before anything
+ *		below them) and keeps a child's first Append, so a child is given
+ *		the Append that such a search for it would find first.
+ */
+static void
+record_async_parents(Plan *plan, HTAB *map)
 {
 	List	   *children = NIL;
+	Plan	   *only = NULL;
 	ListCell   *lc;
-	Plan	   *found;
 
 	check_stack_depth();
 	if (plan == NULL)
-		return NULL;
+		return;
 	switch (nodeTag(plan))
 	{
 		case T_Append:
-			foreach(lc, ((Append *) plan)->appendplans)
-			{
-				if (lfirst(lc) == child)
-					return plan;
-			}
 			children = ((Append *) plan)->appendplans;
+			foreach(lc, children)
+			{
+				Plan	   *child = lfirst(lc);
+				AsyncParentEntry *entry;
+				bool		found;
+
+				if (!IsA(child, ForeignScan) || !child->async_capable)
+					continue;
+				entry = hash_search(map, &child, HASH_ENTER, &found);
+				if (!found)
+					entry->parent = plan;
+			}
 			break;
 		case T_MergeAppend:
 			children = ((MergeAppend *) plan)->mergeplans;
 			break;
 		case T_SubqueryScan:
-			children = list_make1(((SubqueryScan *) plan)->subplan);
+			only = ((SubqueryScan *) plan)->subplan;
 			break;
 		case T_CustomScan:
 			children = ((CustomScan *) plan)->custom_plans;
@@ -339,32 +374,73 @@ find_async_parent_in(Plan *plan, Plan *child)
 			break;
 	}
 	foreach(lc, children)
-	{
-		if ((found = find_async_parent_in(lfirst(lc), child)) != NULL)
-			return found;
-	}
-	if ((found = find_async_parent_in(plan->lefttree, child)) != NULL)
-		return found;
-	return find_async_parent_in(plan->righttree, child);
+		record_async_parents(lfirst(lc), map);
+	record_async_parents(only, map);
+	record_async_parents(plan->lefttree, map);
+	record_async_parents(plan->righttree, map);
+}
+
+/*
+ * forget_async_parents
+ *		Memory context callback: the executor of an AsyncParentMap is
+ *		ending, drop the map from the list.
+ */
+static void
+forget_async_parents(void *arg)
+{
+	AsyncParentMap *map = (AsyncParentMap *) arg;
+
+	dlist_delete(&map->node);
 }
 
 /*
  * find_async_parent
- *		The Append of STMT whose asynchronous child CHILD is, or NULL.
+ *		The Append of ESTATE's plan whose asynchronous child CHILD is, or
+ *		NULL.  The first call of an executor walks its whole plan, main
+ *		tree then subplans; later ones look the answer up.
  */
 static Plan *
-find_async_parent(PlannedStmt *stmt, Plan *child)
+find_async_parent(EState *estate, Plan *child)
 {
-	Plan	   *found = find_async_parent_in(stmt->planTree, child);
-	ListCell   *lc;
+	AsyncParentMap *map = NULL;
+	AsyncParentEntry *entry;
+	dlist_iter	iter;
 
-	foreach(lc, stmt->subplans)
+	dlist_foreach(iter, &async_parent_maps)
 	{
-		if (found != NULL)
+		AsyncParentMap *m = dlist_container(AsyncParentMap, node, iter.cur);
+
+		if (m->estate == estate)
+		{
+			map = m;
 			break;
-		found = find_async_parent_in(lfirst(lc), child);
+		}
 	}
-	return found;
+	if (map == NULL)
+	{
+		PlannedStmt *stmt = estate->es_plannedstmt;
+		HASHCTL		ctl;
+		ListCell   *lc;
+
+		map = MemoryContextAllocZero(estate->es_query_cxt, sizeof(AsyncParentMap));
+		map->estate = estate;
+		ctl.keysize = sizeof(Plan *);
+		ctl.entrysize = sizeof(AsyncParentEntry);
+		ctl.hcxt = estate->es_query_cxt;
+		map->parents = hash_create("async_fdw Append parents", 64, &ctl,
+								   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		record_async_parents(stmt->planTree, map->parents);
+		foreach(lc, stmt->subplans)
+			record_async_parents(lfirst(lc), map->parents);
+
+		/* Nothing below can fail: listed exactly while the context lives. */
+		dlist_push_head(&async_parent_maps, &map->node);
+		map->forget.func = forget_async_parents;
+		map->forget.arg = map;
+		MemoryContextRegisterResetCallback(estate->es_query_cxt, &map->forget);
+	}
+	entry = hash_search(map->parents, &child, HASH_FIND, NULL);
+	return entry != NULL ? entry->parent : NULL;
 }
 
 /*
@@ -533,8 +609,7 @@ begin_scan(ForeignScanState *node)
 
 	if (plan->scan.plan.async_capable && estate->es_epq_active == NULL &&
 		stream && st->nparams == 0)
-		st->async_parent = find_async_parent(estate->es_plannedstmt,
-											 (Plan *) plan);
+		st->async_parent = find_async_parent(estate, (Plan *) plan);
 
 	/*
 	 * SELECT ... FOR UPDATE/SHARE: the remote rows stay locked until the
