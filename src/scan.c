@@ -29,7 +29,6 @@
 #include "nodes/nodeFuncs.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
-#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -307,19 +306,25 @@ scan_cleanup(void *arg)
  * found by one walk of its plan at the first such scan's Begin and kept
  * in its query context until that context goes (forget_async_parents):
  * starting N scans under one Append walks the plan once, not N times.
- * Executors nest (a function's query starts inside another's), hence a
- * list, one entry per executor that has such scans.
+ * The pairs go into a small open-addressing table keyed by the child's
+ * address, which costs less than a dynahash table for the few children
+ * of most Appends.  Executors nest (a function's query starts inside
+ * another's), hence a list, one entry per executor that has such scans.
  */
-typedef struct AsyncParentEntry
+typedef struct AsyncParent
 {
-	Plan	   *child;			/* hash key: an async-capable ForeignScan */
-	Plan	   *parent;			/* the first Append that has it as a child */
-} AsyncParentEntry;
+	Plan	   *child;			/* an async-capable ForeignScan; NULL: free */
+	Plan	   *parent;			/* the first Append found with it as a child */
+} AsyncParent;
 
 typedef struct AsyncParentMap
 {
 	EState	   *estate;
-	HTAB	   *parents;		/* of AsyncParentEntry */
+	AsyncParent *pairs;			/* found by the walk, in its order */
+	int			npairs;
+	int			maxpairs;
+	AsyncParent *slots;			/* the table: 2^bits slots, at most half used */
+	int			bits;
 	MemoryContextCallback forget;
 	dlist_node	node;			/* in async_parent_maps */
 } AsyncParentMap;
@@ -327,23 +332,32 @@ typedef struct AsyncParentMap
 static dlist_head async_parent_maps = DLIST_STATIC_INIT(async_parent_maps);
 
 /*
+ * async_parent_slot
+ *		The first slot of MAP's table to probe for CHILD (Fibonacci
+ *		hashing of its address; the low bits of an address are zero).
+ */
+static inline uint32
+async_parent_slot(AsyncParentMap *map, Plan *child)
+{
+	return (uint32) ((((uint64) (uintptr_t) child >> 3) *
+					  UINT64CONST(0x9E3779B97F4A7C15)) >> (64 - map->bits));
+}
+
+/*
  * record_async_parents
- *		Enter in MAP each async-capable ForeignScan that is a child of an
- *		Append under PLAN, with that Append.  The walk goes in the order of
- *		a search from the root (an Append's own children before anything
- *		below them) and keeps a child's first Append, so a child is given
- *		the Append that such a search for it would find first.
+ *		Add to MAP's pairs each async-capable ForeignScan that is a child
+ *		of an Append under PLAN (not NULL), with that Append, in the order
+ *		of a search from the root (an Append's own children before
+ *		anything below them).
  */
 static void
-record_async_parents(Plan *plan, HTAB *map)
+record_async_parents(Plan *plan, AsyncParentMap *map)
 {
 	List	   *children = NIL;
 	Plan	   *only = NULL;
 	ListCell   *lc;
 
 	check_stack_depth();
-	if (plan == NULL)
-		return;
 	switch (nodeTag(plan))
 	{
 		case T_Append:
@@ -351,14 +365,18 @@ record_async_parents(Plan *plan, HTAB *map)
 			foreach(lc, children)
 			{
 				Plan	   *child = lfirst(lc);
-				AsyncParentEntry *entry;
-				bool		found;
 
 				if (!IsA(child, ForeignScan) || !child->async_capable)
 					continue;
-				entry = hash_search(map, &child, HASH_ENTER, &found);
-				if (!found)
-					entry->parent = plan;
+				if (map->npairs == map->maxpairs)
+				{
+					map->maxpairs *= 2;
+					map->pairs = repalloc(map->pairs,
+										  sizeof(AsyncParent) * map->maxpairs);
+				}
+				map->pairs[map->npairs].child = child;
+				map->pairs[map->npairs].parent = plan;
+				map->npairs++;
 			}
 			break;
 		case T_MergeAppend:
@@ -374,10 +392,16 @@ record_async_parents(Plan *plan, HTAB *map)
 			break;
 	}
 	foreach(lc, children)
-		record_async_parents(lfirst(lc), map);
-	record_async_parents(only, map);
-	record_async_parents(plan->lefttree, map);
-	record_async_parents(plan->righttree, map);
+	{
+		if (lfirst(lc) != NULL)
+			record_async_parents(lfirst(lc), map);
+	}
+	if (only != NULL)
+		record_async_parents(only, map);
+	if (plan->lefttree != NULL)
+		record_async_parents(plan->lefttree, map);
+	if (plan->righttree != NULL)
+		record_async_parents(plan->righttree, map);
 }
 
 /*
@@ -394,17 +418,69 @@ forget_async_parents(void *arg)
 }
 
 /*
+ * build_async_parents
+ *		The AsyncParentMap of ESTATE: its plan walked (main tree, then
+ *		subplans), its table filled, listed until its query context goes.
+ */
+static AsyncParentMap *
+build_async_parents(EState *estate)
+{
+	PlannedStmt *stmt = estate->es_plannedstmt;
+	MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
+	AsyncParentMap *map = palloc0(sizeof(AsyncParentMap));
+	ListCell   *lc;
+
+	map->estate = estate;
+	map->maxpairs = 16;
+	map->pairs = palloc(sizeof(AsyncParent) * map->maxpairs);
+	if (stmt->planTree != NULL)
+		record_async_parents(stmt->planTree, map);
+	foreach(lc, stmt->subplans)
+	{
+		if (lfirst(lc) != NULL)
+			record_async_parents(lfirst(lc), map);
+	}
+	map->bits = 2;
+	while ((1 << map->bits) < 2 * map->npairs)
+		map->bits++;
+	map->slots = palloc0(sizeof(AsyncParent) << map->bits);
+	MemoryContextSwitchTo(old);
+
+	/* Of a child found twice, the first found stays (see above). */
+	for (int i = 0; i < map->npairs; i++)
+	{
+		uint32		mask = (1U << map->bits) - 1;
+		uint32		slot = async_parent_slot(map, map->pairs[i].child);
+
+		while (map->slots[slot].child != NULL &&
+			   map->slots[slot].child != map->pairs[i].child)
+			slot = (slot + 1) & mask;
+		if (map->slots[slot].child == NULL)
+			map->slots[slot] = map->pairs[i];
+	}
+
+	/* Nothing below can fail: listed exactly while the context lives. */
+	dlist_push_head(&async_parent_maps, &map->node);
+	map->forget.func = forget_async_parents;
+	map->forget.arg = map;
+	MemoryContextRegisterResetCallback(estate->es_query_cxt, &map->forget);
+	return map;
+}
+
+/*
  * find_async_parent
  *		The Append of ESTATE's plan whose asynchronous child CHILD is, or
- *		NULL.  The first call of an executor walks its whole plan, main
- *		tree then subplans; later ones look the answer up.
+ *		NULL: the first found searching the main tree, then the subplans.
+ *		The first call of an executor walks its whole plan; later ones
+ *		look the answer up.
  */
 static Plan *
 find_async_parent(EState *estate, Plan *child)
 {
 	AsyncParentMap *map = NULL;
-	AsyncParentEntry *entry;
 	dlist_iter	iter;
+	uint32		mask;
+	uint32		slot;
 
 	dlist_foreach(iter, &async_parent_maps)
 	{
@@ -417,30 +493,15 @@ find_async_parent(EState *estate, Plan *child)
 		}
 	}
 	if (map == NULL)
+		map = build_async_parents(estate);
+	mask = (1U << map->bits) - 1;
+	for (slot = async_parent_slot(map, child); map->slots[slot].child != NULL;
+		 slot = (slot + 1) & mask)
 	{
-		PlannedStmt *stmt = estate->es_plannedstmt;
-		HASHCTL		ctl;
-		ListCell   *lc;
-
-		map = MemoryContextAllocZero(estate->es_query_cxt, sizeof(AsyncParentMap));
-		map->estate = estate;
-		ctl.keysize = sizeof(Plan *);
-		ctl.entrysize = sizeof(AsyncParentEntry);
-		ctl.hcxt = estate->es_query_cxt;
-		map->parents = hash_create("async_fdw Append parents", 64, &ctl,
-								   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-		record_async_parents(stmt->planTree, map->parents);
-		foreach(lc, stmt->subplans)
-			record_async_parents(lfirst(lc), map->parents);
-
-		/* Nothing below can fail: listed exactly while the context lives. */
-		dlist_push_head(&async_parent_maps, &map->node);
-		map->forget.func = forget_async_parents;
-		map->forget.arg = map;
-		MemoryContextRegisterResetCallback(estate->es_query_cxt, &map->forget);
+		if (map->slots[slot].child == child)
+			return map->slots[slot].parent;
 	}
-	entry = hash_search(map->parents, &child, HASH_FIND, NULL);
-	return entry != NULL ? entry->parent : NULL;
+	return NULL;
 }
 
 /*
