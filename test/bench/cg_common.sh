@@ -12,7 +12,9 @@ set -eu
 PG_CONFIG=${PG_CONFIG:-pg_config}
 BINDIR=$("$PG_CONFIG" --bindir)
 PORT_BASE=${PORT_BASE:-56250}
+# shellcheck disable=SC2034  # used by the scripts that source this file
 COORD_PORT=$PORT_BASE
+# shellcheck disable=SC2034
 REMOTE_PORT=$((PORT_BASE + 1))
 WORK=$(mktemp -d /tmp/afdw_cg.XXXXXX)
 chmod 777 "$WORK"
@@ -24,7 +26,9 @@ psql_at() { as_pg "$BINDIR/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$WORK/sock" -U
 
 cg_cleanup() {
 	for d in "$WORK"/data_*; do
-		[ -f "$d/postmaster.pid" ] && as_pg "$BINDIR/pg_ctl" -D "$d" -m immediate -w stop >/dev/null 2>&1 || true
+		if [ -f "$d/postmaster.pid" ]; then
+			as_pg "$BINDIR/pg_ctl" -D "$d" -m immediate -w stop >/dev/null 2>&1 || true
+		fi
 	done
 	if [ -z "${KEEP:-}" ]; then rm -rf "$WORK"; else echo "kept $WORK" >&2; fi
 }

@@ -30,6 +30,7 @@ PARTS=${PARTS:-64 1024}
 RUNS=${RUNS:-7}
 CG_RUNS=${CG_RUNS:-3}
 MAX_RATIO=${MAX_RATIO:-1.3}
+# shellcheck disable=SC2086  # PARTS is a list
 maxn=$(printf '%s\n' $PARTS | sort -n | tail -1)
 
 init_cluster remote "$REMOTE_PORT"
@@ -103,6 +104,7 @@ done
 stop_cluster coord
 
 if [ -n "${CHECK:-}" ]; then
+	# shellcheck disable=SC2086
 	minn=$(printf '%s\n' $PARTS | sort -n | head -1)
 	if awk -v a="${per_part[$minn]}" -v b="${per_part[$maxn]}" -v r="$MAX_RATIO" 'BEGIN { exit !(b > a * r) }'; then
 		echo "FAIL: ExecutorStart per partition ${per_part[$maxn]} at $maxn partitions, ${per_part[$minn]} at $minn (more than ${MAX_RATIO}x)"
