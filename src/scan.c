@@ -302,35 +302,88 @@ scan_cleanup(void *arg)
 }
 
 /*
- * find_async_parent_in
- *		The Append plan under PLAN that has CHILD among its subplans, or
- *		NULL.
+ * The Append parents of the asynchronous ForeignScans of one executor,
+ * found by one walk of its plan at the first such scan's Begin and kept
+ * in its query context until that context goes (forget_async_parents):
+ * starting N scans under one Append walks the plan once, not N times.
+ * The pairs go into a small open-addressing table keyed by the child's
+ * address, which costs less than a dynahash table for the few children
+ * of most Appends.  Executors nest (a function's query starts inside
+ * another's), hence a list, one entry per executor that has such scans.
  */
-static Plan *
-find_async_parent_in(Plan *plan, Plan *child)
+typedef struct AsyncParent
+{
+	Plan	   *child;			/* an async-capable ForeignScan; NULL: free */
+	Plan	   *parent;			/* the first Append found with it as a child */
+} AsyncParent;
+
+typedef struct AsyncParentMap
+{
+	EState	   *estate;
+	AsyncParent *pairs;			/* found by the walk, in its order */
+	int			npairs;
+	int			maxpairs;
+	AsyncParent *slots;			/* the table: 2^bits slots, at most half used */
+	int			bits;
+	MemoryContextCallback forget;
+	dlist_node	node;			/* in async_parent_maps */
+} AsyncParentMap;
+
+static dlist_head async_parent_maps = DLIST_STATIC_INIT(async_parent_maps);
+
+/*
+ * async_parent_slot
+ *		The first slot of MAP's table to probe for CHILD (Fibonacci
+ *		hashing of its address; the low bits of an address are zero).
+ */
+static inline uint32
+async_parent_slot(AsyncParentMap *map, Plan *child)
+{
+	return (uint32) ((((uint64) (uintptr_t) child >> 3) *
+					  UINT64CONST(0x9E3779B97F4A7C15)) >> (64 - map->bits));
+}
+
+/*
+ * record_async_parents
+ *		Add to MAP's pairs each async-capable ForeignScan that is a child
+ *		of an Append under PLAN (not NULL), with that Append, in the order
+ *		of a search from the root (an Append's own children before
+ *		anything below them).
+ */
+static void
+record_async_parents(Plan *plan, AsyncParentMap *map)
 {
 	List	   *children = NIL;
+	Plan	   *only = NULL;
 	ListCell   *lc;
-	Plan	   *found;
 
 	check_stack_depth();
-	if (plan == NULL)
-		return NULL;
 	switch (nodeTag(plan))
 	{
 		case T_Append:
-			foreach(lc, ((Append *) plan)->appendplans)
-			{
-				if (lfirst(lc) == child)
-					return plan;
-			}
 			children = ((Append *) plan)->appendplans;
+			foreach(lc, children)
+			{
+				Plan	   *child = lfirst(lc);
+
+				if (!IsA(child, ForeignScan) || !child->async_capable)
+					continue;
+				if (map->npairs == map->maxpairs)
+				{
+					map->maxpairs *= 2;
+					map->pairs = repalloc(map->pairs,
+										  sizeof(AsyncParent) * map->maxpairs);
+				}
+				map->pairs[map->npairs].child = child;
+				map->pairs[map->npairs].parent = plan;
+				map->npairs++;
+			}
 			break;
 		case T_MergeAppend:
 			children = ((MergeAppend *) plan)->mergeplans;
 			break;
 		case T_SubqueryScan:
-			children = list_make1(((SubqueryScan *) plan)->subplan);
+			only = ((SubqueryScan *) plan)->subplan;
 			break;
 		case T_CustomScan:
 			children = ((CustomScan *) plan)->custom_plans;
@@ -340,31 +393,115 @@ find_async_parent_in(Plan *plan, Plan *child)
 	}
 	foreach(lc, children)
 	{
-		if ((found = find_async_parent_in(lfirst(lc), child)) != NULL)
-			return found;
+		if (lfirst(lc) != NULL)
+			record_async_parents(lfirst(lc), map);
 	}
-	if ((found = find_async_parent_in(plan->lefttree, child)) != NULL)
-		return found;
-	return find_async_parent_in(plan->righttree, child);
+	if (only != NULL)
+		record_async_parents(only, map);
+	if (plan->lefttree != NULL)
+		record_async_parents(plan->lefttree, map);
+	if (plan->righttree != NULL)
+		record_async_parents(plan->righttree, map);
+}
+
+/*
+ * forget_async_parents
+ *		Memory context callback: the executor of an AsyncParentMap is
+ *		ending, drop the map from the list.
+ */
+static void
+forget_async_parents(void *arg)
+{
+	AsyncParentMap *map = (AsyncParentMap *) arg;
+
+	dlist_delete(&map->node);
+}
+
+/*
+ * build_async_parents
+ *		The AsyncParentMap of ESTATE: its plan walked (main tree, then
+ *		subplans), its table filled, listed until its query context goes.
+ */
+static AsyncParentMap *
+build_async_parents(EState *estate)
+{
+	PlannedStmt *stmt = estate->es_plannedstmt;
+	MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
+	AsyncParentMap *map = palloc0(sizeof(AsyncParentMap));
+	ListCell   *lc;
+
+	map->estate = estate;
+	map->maxpairs = 16;
+	map->pairs = palloc(sizeof(AsyncParent) * map->maxpairs);
+	if (stmt->planTree != NULL)
+		record_async_parents(stmt->planTree, map);
+	foreach(lc, stmt->subplans)
+	{
+		if (lfirst(lc) != NULL)
+			record_async_parents(lfirst(lc), map);
+	}
+	map->bits = 2;
+	while ((1 << map->bits) < 2 * map->npairs)
+		map->bits++;
+	map->slots = palloc0(sizeof(AsyncParent) << map->bits);
+	MemoryContextSwitchTo(old);
+
+	/* Of a child found twice, the first found stays (see above). */
+	for (int i = 0; i < map->npairs; i++)
+	{
+		uint32		mask = (1U << map->bits) - 1;
+		uint32		slot = async_parent_slot(map, map->pairs[i].child);
+
+		while (map->slots[slot].child != NULL &&
+			   map->slots[slot].child != map->pairs[i].child)
+			slot = (slot + 1) & mask;
+		if (map->slots[slot].child == NULL)
+			map->slots[slot] = map->pairs[i];
+	}
+
+	/* Nothing below can fail: listed exactly while the context lives. */
+	dlist_push_head(&async_parent_maps, &map->node);
+	map->forget.func = forget_async_parents;
+	map->forget.arg = map;
+	MemoryContextRegisterResetCallback(estate->es_query_cxt, &map->forget);
+	return map;
 }
 
 /*
  * find_async_parent
- *		The Append of STMT whose asynchronous child CHILD is, or NULL.
+ *		The Append of ESTATE's plan whose asynchronous child CHILD is, or
+ *		NULL: the first found searching the main tree, then the subplans.
+ *		The first call of an executor walks its whole plan; later ones
+ *		look the answer up.
  */
 static Plan *
-find_async_parent(PlannedStmt *stmt, Plan *child)
+find_async_parent(EState *estate, Plan *child)
 {
-	Plan	   *found = find_async_parent_in(stmt->planTree, child);
-	ListCell   *lc;
+	AsyncParentMap *map = NULL;
+	dlist_iter	iter;
+	uint32		mask;
+	uint32		slot;
 
-	foreach(lc, stmt->subplans)
+	dlist_foreach(iter, &async_parent_maps)
 	{
-		if (found != NULL)
+		AsyncParentMap *m = dlist_container(AsyncParentMap, node, iter.cur);
+
+		if (m->estate == estate)
+		{
+			map = m;
 			break;
-		found = find_async_parent_in(lfirst(lc), child);
+		}
 	}
-	return found;
+	if (map == NULL)
+		map = build_async_parents(estate);
+	mask = (1U << map->bits) - 1;
+	for (slot = async_parent_slot(map, child); map->slots[slot].child != NULL;
+		 slot = (slot + 1) & mask)
+	{
+		if (map->slots[slot].child == child)
+			return map->slots[slot].parent;
+	}
+	return NULL;
 }
 
 /*
@@ -533,8 +670,7 @@ begin_scan(ForeignScanState *node)
 
 	if (plan->scan.plan.async_capable && estate->es_epq_active == NULL &&
 		stream && st->nparams == 0)
-		st->async_parent = find_async_parent(estate->es_plannedstmt,
-											 (Plan *) plan);
+		st->async_parent = find_async_parent(estate, (Plan *) plan);
 
 	/*
 	 * SELECT ... FOR UPDATE/SHARE: the remote rows stay locked until the
