@@ -42,6 +42,8 @@ if [ "$layers_rc" -eq 2 ] && [ "${CI:-}" != true ]; then
 elif [ "$layers_rc" -ne 0 ]; then
 	exit 1
 fi
+# Every relative link of the documentation leads somewhere.
+python3 "$here/scripts/check_links.py" "$here"
 log "installing async_fdw"
 install_extension "$here"
 
