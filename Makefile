@@ -8,13 +8,13 @@ OBJS = \
 	src/async_fdw.o \
 	src/budget.o \
 	src/connect.o \
-	src/connection.o \
 	src/convert.o \
 	src/deparse.o \
 	src/direct.o \
 	src/direct_plan.o \
 	src/explain.o \
 	src/expr.o \
+	src/fetch.o \
 	src/funcs.o \
 	src/import.o \
 	src/join.o \
@@ -23,8 +23,8 @@ OBJS = \
 	src/ordered.o \
 	src/path.o \
 	src/plan_private.o \
+	src/pool.o \
 	src/remote.o \
-	src/request.o \
 	src/scan.o \
 	src/shippable.o \
 	src/snapshot.o \

@@ -29,10 +29,10 @@ import sys
 LAYERS = [
     ('entry', ['async_fdw', 'funcs', 'twophase_worker']),
     ('planner', ['path', 'join', 'upper', 'ordered', 'shippable', 'direct_plan']),
-    ('execution', ['scan', 'request', 'stream', 'convert', 'modify', 'direct',
+    ('execution', ['scan', 'fetch', 'stream', 'convert', 'modify', 'direct',
                    'explain', 'analyze', 'truncate', 'import']),
     ('session', ['xact', 'snapshot', 'statements', 'twophase']),
-    ('wire', ['connect', 'connection', 'remote', 'budget']),
+    ('wire', ['connect', 'pool', 'remote', 'budget']),
     ('common', ['option', 'deparse', 'expr', 'plan_private']),
 ]
 

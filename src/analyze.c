@@ -5,7 +5,7 @@
  *
  * The remote server samples the rows when it can (the analyze_sampling
  * option, as postgres_fdw 16's), and they are read through a cursor on a
- * connection of the pool (connection.c) and sampled again as they come,
+ * connection of the pool (pool.c) and sampled again as they come,
  * down to the rows ANALYZE asks for (Vitter's reservoir algorithm);
  * convert.c turns the sampled ones into heap tuples.  scan.c registers
  * the callback.

@@ -180,7 +180,7 @@ typedef struct AfdwRelInfo
 } AfdwRelInfo;
 
 /*
- * Opaque handle of a pooled remote connection (connection.c); its fields
+ * Opaque handle of a pooled remote connection (pool.c); its fields
  * are for the connection-side files only (connection_internal.h).
  */
 typedef struct AfdwConn AfdwConn;
@@ -259,7 +259,7 @@ extern bool afdw_budget_figures(ForeignServer *server, int *limit, int *held,
 /* connect.c */
 extern void afdw_connect_finish(AfdwConn **entries, int n);
 
-/* connection.c */
+/* pool.c */
 
 /*
  * One open connection of this backend, as afdw_list_connections describes

@@ -24,7 +24,7 @@
  * allows the connection: point 1 of the pool (optional connections shared
  * when the server refuses them) still holds.
  *
- * Neighbours: connection.c (the pool) calls afdw_budget_charge,
+ * Neighbours: pool.c (the pool) calls afdw_budget_charge,
  * afdw_budget_release and the idle calls, and reads afdw_budget_wanted at
  * the end of a transaction; async_fdw.c calls afdw_budget_preload from
  * _PG_init; funcs.c shows the figures through afdw_budget_figures.  It

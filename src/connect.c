@@ -18,11 +18,11 @@
  * handshake ended later, together with the others a query needs, in one
  * wait on all their sockets (afdw_connect_finish): they open in parallel.
  *
- * Neighbours: connection.c keeps the pool and decides which connections
+ * Neighbours: pool.c keeps the pool and decides which connections
  * to open and whether one is optional (it alone calls afdw_connect_start),
  * and asks afdw_room_wanted before it opens or keeps a further one;
  * scan.c ends the handshakes of a statement's scans together with
- * afdw_connect_finish, and connection.c that of a connection needed at
+ * afdw_connect_finish, and pool.c that of a connection needed at
  * once; remote.c runs the session settings' command; option.c reads the
  * options.
  *

@@ -4,7 +4,7 @@
  *		The remote connection as the connection-side files of async_fdw
  *		share it.
  *
- * Included only by connection.c (the pool, invalidation), statements.c
+ * Included only by pool.c (the pool, invalidation), statements.c
  * (the statements prepared in a remote session), connect.c (opening one
  * connection), remote.c (send, wait, results, cancel, remote errors),
  * snapshot.c (the shared snapshot of a server), xact.c (the remote
@@ -270,12 +270,12 @@ struct AfdwConn
 /*
  * How long cleanup may wait for remote servers: after an abort, for all of
  * them together (xact.c); for the answer to a COMMIT that was not waited
- * for, for one (connection.c).
+ * for, for one (pool.c).
  */
 #define AFDW_CLEANUP_TIMEOUT_MS		30000
 
 /*
- * What the wire (connect.c, connection.c, remote.c) tells the session layer
+ * What the wire (connect.c, pool.c, remote.c) tells the session layer
  * (xact.c, snapshot.c, statements.c, twophase.c) above it, which it cannot
  * call: the session hands these to afdw_connection_init before the first
  * connection exists (xact.c), so every connection has them.
@@ -306,7 +306,7 @@ extern bool afdw_budget_idle_expired(AfdwConn *entry);
 extern void afdw_budget_in_use(AfdwConn *entry);
 extern bool afdw_budget_wanted(Oid serverid);
 
-/* connection.c */
+/* pool.c */
 
 /*
  * All connections of this backend.  The hash and its entries live in

@@ -8,7 +8,7 @@
  * scan's slot (afdw_store_row, once per row, called by afdwIterateForeignScan)
  * or a heap tuple (afdw_make_tuple, for analyze.c), through the local
  * types' input or receive functions, the commonest types read inline.
- * Streams may use the binary format once a remote check (sent by request.c,
+ * Streams may use the binary format once a remote check (sent by fetch.c,
  * answered in stream.c) found the remote columns of the local types: the
  * answers are cached here per foreign table.
  *

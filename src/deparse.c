@@ -9,7 +9,7 @@
  * sampling query, and parameters bound into a statement.  The expressions
  * in them are written by expr.c (deparse_internal.h is the shared state).
  *
- * The planner (path.c, join.c, upper.c) builds the SELECTs here; request.c
+ * The planner (path.c, join.c, upper.c) builds the SELECTs here; fetch.c
  * binds parameters into them, wraps them in a binary COPY and asks for the
  * remote type check with the helpers below, and analyze.c gets its
  * sampling query.

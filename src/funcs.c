@@ -12,11 +12,11 @@
  * scans hold it and how they read, the remote process, when it opened).
  * They act on the calling backend's connections only.
  *
- * Neighbours: connection.c owns the pool and hands out what this file
+ * Neighbours: pool.c owns the pool and hands out what this file
  * shows and closes (afdw_list_connections, afdw_close_connection), and
  * budget.c the shared figures of the budget (afdw_budget_figures); this
  * file sees connections through async_fdw.h only, not
- * connection_internal.h, so the pool's invariants stay in connection.c.
+ * connection_internal.h, so the pool's invariants stay in pool.c.
  * async_fdw--1.0--1.1.sql declares the functions (1.2--1.3 adds a
  * column of async_fdw_get_connections, 1.3--1.4 gives it postgres_fdw
  * 18's argument and first columns).

@@ -14,7 +14,7 @@
  * keeps them pointing at the same remote objects.  Partitions are left out
  * unless LIMIT TO names them: their partitioned table brings their rows.
  *
- * Neighbours: async_fdw.c registers afdwImportForeignSchema; connection.c
+ * Neighbours: async_fdw.c registers afdwImportForeignSchema; pool.c
  * lends the connection, remote.c runs the catalog query.
  *
  *-------------------------------------------------------------------------

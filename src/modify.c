@@ -6,7 +6,7 @@
  *		and DELETE of the rows a scan read, located by ctid.
  *
  * Every write of a user mapping goes through its writer connection
- * (connection.c), in the local transaction's remote transaction.  Values
+ * (pool.c), in the local transaction's remote transaction.  Values
  * travel as literals in the statement's text, so that a statement is one
  * message whatever opens the remote transaction before it, and nothing is
  * left prepared in a remote session (which a transaction pooler would

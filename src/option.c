@@ -6,7 +6,7 @@
  * The names follow postgres_fdw so that moving a table from postgres_fdw is
  * a change of the wrapper's name.  The libpq connection options are taken
  * from libpq itself at run time, so a newer libpq brings its new options.
- * The planner (path.c), connection.c and analyze.c read the values
+ * The planner (path.c), pool.c and analyze.c read the values
  * through the lookups here.  afdw_server_is_ours says whether a server is
  * async_fdw's, for every caller.
  *

@@ -445,7 +445,7 @@ afdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
  * take from it.  Not with a LIMIT that is not a constant, WITH TIES (a tie
  * past the limit counts), row locks, or a parameterized scan; nor with
  * parameters in the remote query, whose executions have a LIMIT of their
- * own (request.c).
+ * own (fetch.c).
  */
 static bool
 limit_to_send(PlannerInfo *root, RelOptInfo *baserel, ForeignPath *path,

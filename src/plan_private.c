@@ -65,7 +65,7 @@ afdw_make_scan_private(const char *sql, List *retrieved_attrs, int fetch_size,
  *		Note in SCAN's fdw_private that its remote SELECT ends with the
  *		LIMIT and OFFSET of ROOT's query, and how many rows that lets it
  *		return at most, when both are constants: no other LIMIT may be
- *		appended to it (a prepared statement's, request.c).
+ *		appended to it (a prepared statement's, fetch.c).
  */
 void
 afdw_mark_own_limit(PlannerInfo *root, ForeignScan *scan)

@@ -22,15 +22,15 @@
  * interrupts and watch for postmaster death; the waits of cleanup have a
  * deadline, and under EXPLAIN ANALYZE their time is summed for the scans
  * (afdw_wait_time).  This file reads and writes the sockets of open
- * connections; connection.c only checks idle ones and cuts broken ones,
+ * connections; pool.c only checks idle ones and cuts broken ones,
  * and connect.c waits on handshakes.
  *
- * This is the wire layer, with connect.c, connection.c and budget.c: it
+ * This is the wire layer, with connect.c, pool.c and budget.c: it
  * calls nothing above it.
  *
- * Neighbours: connection.c opens and cuts the connections; xact.c,
+ * Neighbours: pool.c opens and cuts the connections; xact.c,
  * snapshot.c and twophase.c send their commands through this file; the
- * scan files (request.c, stream.c, scan.c) run their queries with it, and
+ * scan files (fetch.c, stream.c, scan.c) run their queries with it, and
  * the write files (modify.c, direct.c, truncate.c) their statements and
  * loads, through async_fdw.h.
  *

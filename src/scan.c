@@ -7,7 +7,7 @@
  * the eager start of queries (every scan of a statement sends its query at
  * the first fetch of any of them), and the row loop (next_batch) that takes
  * batches from where the scan reads its query: a COPY stream (stream.c), a
- * queue of FETCH or EXECUTE results (request.c).  convert.c turns each row
+ * queue of FETCH or EXECUTE results (fetch.c).  convert.c turns each row
  * into a tuple; analyze.c holds ANALYZE, registered here.
  *
  * Under an asynchronous Append, a scan waits on its connection's socket;

@@ -3,7 +3,7 @@
  * scan_internal.h
  *		The state of one foreign scan, shared by the files that run scans.
  *
- * Included only by scan.c (executor and asynchronous callbacks), request.c
+ * Included only by scan.c (executor and asynchronous callbacks), fetch.c
  * (remote commands and their results), stream.c (COPY streams), convert.c
  * (rows to tuples, the remote type check), analyze.c (ANALYZE),
  * explain.c (EXPLAIN) and modify.c (a RETURNING row into a tuple, with a
@@ -340,7 +340,7 @@ extern void afdw_drop_batch(AfdwScanState *st);
 extern void afdw_wake_append(AfdwScanState *st);
 extern void afdw_scan_error_context(void *arg);
 
-/* request.c */
+/* fetch.c */
 extern void afdw_clear_queue(AfdwScanState *st);
 extern void afdw_send_start(AfdwScanState *st);
 extern void afdw_send_fetch(AfdwScanState *st);

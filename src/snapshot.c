@@ -22,7 +22,7 @@
  * xact.c's hook, session_export); xact.c chooses the writer, the
  * leader when there is one (afdw_acquire_writer); scan.c
  * asks where a scan's first command goes (afdw_join_target), which is the
- * writer once the mapping wrote (connection.c); xact.c hands the lead
+ * writer once the mapping wrote (pool.c); xact.c hands the lead
  * to the writer when it ends the leader's transaction early
  * (afdw_pass_leadership).
  *

@@ -6,16 +6,16 @@
  *		no longer used, queued to ride with a later command.
  *
  * A parameterized scan prepares its query once per remote session
- * (request.c) and EXECUTEs it at each rescan; this file remembers, per
+ * (fetch.c) and EXECUTEs it at each rescan; this file remembers, per
  * connection, the statement of each text, at most AFDW_MAX_PREPARED of
  * them.  A statement counts as prepared only once its PREPARE is seen to
  * succeed, whoever reads the results (afdw_note_prepare, which remote.c
  * reaches through xact.c's result hook).  Through a transaction pooler nothing is kept.
  *
- * Neighbours: request.c asks for and remembers statements; remote.c notes
+ * Neighbours: fetch.c asks for and remembers statements; remote.c notes
  * PREPAREs among the results it reads; xact.c sends the queued DEALLOCATEs
  * with the commands that end or open remote transactions, and forgets
- * them all when connection.c reports a remote session gone.  The per-connection fields
+ * them all when pool.c reports a remote session gone.  The per-connection fields
  * are in struct AfdwConn (connection_internal.h).
  *
  *-------------------------------------------------------------------------

@@ -13,7 +13,7 @@
  * (afdw_spill_stream); one stopped early is cancelled
  * (afdw_abandon_stream).  Asynchronous siblings under one Append may
  * stream on a connection they share, one after the other
- * (afdw_hand_over).  request.c sends the COPY and reads its first result.
+ * (afdw_hand_over).  fetch.c sends the COPY and reads its first result.
  *
  *-------------------------------------------------------------------------
  */

@@ -18,7 +18,7 @@
  * statement never waits for its own session.
  *
  * Neighbours: async_fdw.c registers afdwExecForeignTruncate; option.c
- * reads truncatable; deparse.c names the remote tables; connection.c lends
+ * reads truncatable; deparse.c names the remote tables; pool.c lends
  * the writer; xact.c runs the statement in the remote transaction.
  *
  *-------------------------------------------------------------------------

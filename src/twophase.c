@@ -34,7 +34,7 @@
  *
  * Neighbours: xact.c calls afdw_twophase_prepare at the start of its
  * pre-commit and the end functions from its transaction callback;
- * connection.c lends the connections; remote.c sends and waits.
+ * pool.c lends the connections; remote.c sends and waits.
  *
  *-------------------------------------------------------------------------
  */

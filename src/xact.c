@@ -22,11 +22,11 @@
  * registers the transaction callbacks at the first one.
  *
  * This is the session layer's front; the wire below it (connect.c,
- * connection.c, remote.c, budget.c) calls nothing here: what it must tell
+ * pool.c, remote.c, budget.c) calls nothing here: what it must tell
  * this layer (each result read, a snapshot export's result, a session gone)
  * goes through the hooks given to afdw_connection_init (session_hooks).
  *
- * Neighbours: connection.c holds the connections (and reads a COMMIT left
+ * Neighbours: pool.c holds the connections (and reads a COMMIT left
  * unread before reusing one); remote.c sends and waits; snapshot.c gives
  * each remote transaction its server's shared snapshot; scan.c sends its
  * commands through afdw_send_in_xact, and modify.c, direct.c and
@@ -1265,7 +1265,7 @@ xact_callback(XactEvent event, void *arg pg_attribute_unused())
 		/*
 		 * Its remote idle time starts now if this transaction used it;
 		 * else it runs on from the transaction that last did, as the
-		 * server's timer does (near_idle_timeout, connection.c).
+		 * server's timer does (near_idle_timeout, pool.c).
 		 */
 		if (entry->idle_since == 0)
 			entry->idle_since = now;

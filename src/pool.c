@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * connection.c
+ * pool.c
  *		The pool of remote connections of async_fdw: taking and giving
  *		back connections, which ones are required or optional, dropping
  *		connections, invalidation.

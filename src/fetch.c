@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * request.c
+ * fetch.c
  *		The remote commands of a scan, and the reading of their results.
  *
  * The query of a scan is sent (afdw_send_start) as a cursor's DECLARE and
@@ -10,7 +10,7 @@
  * FETCHes follow ahead of need (afdw_send_fetch).  Results arrive into a
  * queue of batches (afdw_read_request), which next_batch (scan.c) takes one
  * at a time (afdw_take_batch); convert.c turns their rows into tuples.
- * Commands go through the connection's calls (connection.c), which wrap
+ * Commands go through the connection's calls (pool.c), which wrap
  * each in a savepoint.
  *
  * Work may be asked for before it is needed (a FETCH ahead, a query
