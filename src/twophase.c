@@ -48,6 +48,8 @@
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "postmaster/interrupt.h"
+#include "storage/latch.h"
 #include "storage/procarray.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -56,6 +58,7 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
+#include "utils/wait_event.h"
 
 #include "async_fdw.h"
 #include "connection_internal.h"
@@ -76,7 +79,8 @@ static int	two_phase_commit = AFDW_2PC_AUTO;
 /*
  * async_fdw.debug_two_phase_pause: a developer setting, for tests that
  * crash a server at a given moment of a two-phase commit: where the
- * backend sleeps for AFDW_DEBUG_PAUSE_MS.  Off outside such tests.
+ * backend pauses for AFDW_DEBUG_PAUSE_MS (see debug_pause_at).  Off outside
+ * such tests.
  */
 typedef enum AfdwDebugPause
 {
@@ -161,7 +165,7 @@ afdw_twophase_init(void)
 							 0,
 							 NULL, NULL, NULL);
 	DefineCustomEnumVariable("async_fdw.debug_two_phase_pause",
-							 "Developer setting: sleeps 30 s at a step of two-phase commit or of its recovery, for crash tests.",
+							 "Developer setting: pauses up to 30 s at a step of two-phase commit or of its recovery, for crash tests; a reload, cancel or termination ends the pause.",
 							 NULL,
 							 &debug_pause,
 							 AFDW_PAUSE_OFF,
@@ -172,13 +176,23 @@ afdw_twophase_init(void)
 }
 
 /*
- * debug_sleep
- *		Sleep AFDW_DEBUG_PAUSE_MS if async_fdw.debug_two_phase_pause says
- *		so at step AT: a crash test kills a server meanwhile.
+ * debug_pause_at
+ *		Pause up to AFDW_DEBUG_PAUSE_MS if async_fdw.debug_two_phase_pause
+ *		says so at step AT: a crash test kills a server meanwhile.  A reload
+ *		(SIGHUP) ends the pause, which is how tests go on at once.
+ *
+ * The pause serves interrupts as any wait does: where an error may be
+ * raised (CAN_ERROR: before the local commit, and in recovery), a cancel
+ * or a termination ends it with its error.  After the local commit, where
+ * no error may be raised and interrupts are held off, either only ends the
+ * pause, and is served once the commit is over.  Postmaster death ends the
+ * backend.
  */
 static void
-debug_sleep(AfdwDebugPause at)
+debug_pause_at(AfdwDebugPause at, bool can_error)
 {
+	TimestampTz end;
+
 	if (debug_pause != (int) at)
 		return;
 	for (const struct config_enum_entry *opt = debug_pause_options; opt->name; opt++)
@@ -186,7 +200,24 @@ debug_sleep(AfdwDebugPause at)
 		if (opt->val == (int) at)
 			elog(LOG, "async_fdw: pausing two-phase commit (%s)", opt->name);
 	}
-	pg_usleep(AFDW_DEBUG_PAUSE_MS * 1000L);
+	end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), AFDW_DEBUG_PAUSE_MS);
+	for (;;)
+	{
+		long		left;
+
+		if (can_error)
+			CHECK_FOR_INTERRUPTS();
+		else if (ProcDiePending || QueryCancelPending)
+			break;
+		if (ConfigReloadPending)
+			break;				/* left set: the backend reloads as usual */
+		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), end);
+		if (left <= 0)
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 left, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
 }
 
 /*
@@ -298,7 +329,7 @@ afdw_twophase_prepare(void)
 		entry->changing_xact_state = false;
 		afdw_reset_xact_state(entry, 1);
 	}
-	debug_sleep(AFDW_PAUSE_AFTER_PREPARE);
+	debug_pause_at(AFDW_PAUSE_AFTER_PREPARE, true);
 }
 
 /*
@@ -502,7 +533,7 @@ afdw_twophase_end(bool committed)
 		return;
 	prepares_sent = false;
 	if (committed)
-		debug_sleep(AFDW_PAUSE_BEFORE_COMMIT_PREPARED);
+		debug_pause_at(AFDW_PAUSE_BEFORE_COMMIT_PREPARED, false);
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 										   AFDW_FINISH_TIMEOUT_MS);
 
@@ -828,7 +859,7 @@ recover_server(Oid serverid, const char *servername, RecordTable *tbl,
 	res = afdw_run_query(conn, sql.data, 0, NULL);
 	afdw_release_connection(conn);
 	if (first)
-		debug_sleep(AFDW_PAUSE_RECOVERY_AFTER_LISTING);
+		debug_pause_at(AFDW_PAUSE_RECOVERY_AFTER_LISTING, true);
 
 	plan = SPI_prepare(psprintf("SELECT 1 FROM %s WHERE gid = $1", tbl->name), 1, argtypes);
 	if (plan == NULL)
