@@ -874,6 +874,7 @@ recover_server(Oid serverid, const char *servername, RecordTable *tbl,
 	List	   *mappings = NIL;
 	List	   *remaining = NIL;
 	AfdwConn   *conn = NULL;
+	UserMapping *user;
 	PGresult   *res;
 	StringInfoData sql;
 	SPIPlanPtr	plan;
@@ -899,8 +900,15 @@ recover_server(Oid serverid, const char *servername, RecordTable *tbl,
 	if (mappings == NIL)
 		return;
 
-	/* The prepared transactions of this coordinator's database. */
-	conn = afdw_connection_ready(afdw_acquire_connection(mapping_of(linitial_oid(mappings))));
+	/*
+	 * The prepared transactions of this coordinator's database.  The
+	 * mapping may have been dropped since the listing (whose snapshot is
+	 * older than the catalog's): then there is nothing to list either.
+	 */
+	user = mapping_of(linitial_oid(mappings));
+	if (user == NULL)
+		return;
+	conn = afdw_connection_ready(afdw_acquire_connection(user));
 	if (conn->xact_depth > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
