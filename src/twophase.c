@@ -32,8 +32,15 @@
  * transactions no longer prepared there are deleted, if they committed
  * before the listing (a later one may name a transaction prepared after it).
  *
+ * Recovery decides with enums (AfdwLocalState, AfdwRecoveryAction) and
+ * hands each outcome to a callback: the SQL function words it into a row
+ * (local_state_word, action_word: the only place the words live), the
+ * worker counts it.
+ *
  * Neighbours: xact.c calls afdw_twophase_prepare at the start of its
  * pre-commit and the end functions from its transaction callback;
+ * twophase_worker.c calls afdw_recovery_servers and afdw_recover_prepared;
+ * option.c says which servers are ours (afdw_server_is_ours);
  * connection.c lends the connections; remote.c sends and waits.
  *
  *-------------------------------------------------------------------------
