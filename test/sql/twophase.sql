@@ -118,8 +118,8 @@ SELECT x FROM tp.a WHERE x >= 100 UNION ALL SELECT x FROM tp.b WHERE x >= 100;
 SELECT tp_records();
 -- Left alone: one whose local transaction is in progress (here the
 -- prepared transaction itself, named after its own id), and one whose user
--- mapping is gone (no mapping has OID 1; both servers reach this database,
--- so both list it).
+-- mapping is gone (no mapping has OID 1; every server of this database lists
+-- it: those of other test files too, left out here).
 BEGIN; INSERT INTO tp.a VALUES (102);
 SELECT :'prefix' || pg_current_xact_id() || '_' || :'umid1' AS gid3 \gset
 PREPARE TRANSACTION :'gid3';
@@ -127,7 +127,8 @@ SELECT :'prefix' || '2_1' AS gid4 \gset
 BEGIN; INSERT INTO tp.b VALUES (103);
 PREPARE TRANSACTION :'gid4';
 SELECT server_name, gid = :'gid3' AS third, local_state, action
-  FROM async_fdw_recover_prepared_transactions() ORDER BY 1, 2;
+  FROM async_fdw_recover_prepared_transactions()
+ WHERE server_name IN ('loopback', 'loopback2') ORDER BY 1, 2;
 SELECT count(*) FROM pg_prepared_xacts;
 ROLLBACK PREPARED :'gid3';
 ROLLBACK PREPARED :'gid4';
