@@ -503,7 +503,56 @@ extern void afdw_reset_transmission_modes(int nestlevel);
 extern void afdw_scan_routines(FdwRoutine *routine);
 
 /* twophase.c */
+
+/*
+ * What recovery found of a remote transaction's local transaction: the
+ * column local_state of async_fdw_recover_prepared_transactions, in words
+ * only there (twophase.c's local_state_word).
+ */
+typedef enum AfdwLocalState
+{
+	AFDW_LOCAL_ABORTED,			/* no record: rolled back, or never committed */
+	AFDW_LOCAL_IN_PROGRESS,		/* still running: left alone */
+	AFDW_LOCAL_COMMITTED		/* its record is there */
+} AfdwLocalState;
+
+/*
+ * What recovery did with a remote transaction (or a server): decided and
+ * counted as these values, turned into the column action of
+ * async_fdw_recover_prepared_transactions only where a row is built
+ * (twophase.c's action_word).
+ */
+typedef enum AfdwRecoveryAction
+{
+	AFDW_RECOVERY_LEFT,			/* its local transaction is in progress */
+	AFDW_RECOVERY_WOULD_COMMIT, /* dry run, committed locally */
+	AFDW_RECOVERY_WOULD_ROLL_BACK,	/* dry run, aborted locally */
+	AFDW_RECOVERY_COMMITTED,	/* COMMIT PREPARED succeeded */
+	AFDW_RECOVERY_ROLLED_BACK,	/* ROLLBACK PREPARED succeeded */
+	AFDW_RECOVERY_FINISHED_BY_SESSION,	/* gone when recovery came */
+	AFDW_RECOVERY_LEFT_NO_MAPPING,	/* its user mapping was dropped */
+	AFDW_RECOVERY_LEFT_FINISHING,	/* its own session is finishing it */
+	AFDW_RECOVERY_FAILED		/* it, or the whole server, failed: see
+								 * failure */
+} AfdwRecoveryAction;
+
+/* One outcome of recovery, as afdw_recover_prepared reports it. */
+typedef struct AfdwRecoveryOutcome
+{
+	const char *server;			/* the server's name */
+	const char *gid;			/* NULL: the server could not be recovered */
+	AfdwLocalState state;		/* only with a gid */
+	AfdwRecoveryAction action;
+	const char *failure;		/* AFDW_RECOVERY_FAILED: why */
+} AfdwRecoveryOutcome;
+
+typedef void (*AfdwRecoveryReport) (const AfdwRecoveryOutcome *outcome,
+									void *arg);
+
 extern void afdw_twophase_init(void);
+extern List *afdw_recovery_servers(void);
+extern bool afdw_recover_prepared(Oid only, bool dry_run,
+								  AfdwRecoveryReport report, void *arg);
 
 /* twophase_worker.c */
 extern void afdw_recovery_worker_init(void);

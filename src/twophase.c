@@ -32,8 +32,15 @@
  * transactions no longer prepared there are deleted, if they committed
  * before the listing (a later one may name a transaction prepared after it).
  *
+ * Recovery decides with enums (AfdwLocalState, AfdwRecoveryAction) and
+ * hands each outcome to a callback: the SQL function words it into a row
+ * (local_state_word, action_word: the only place the words live), the
+ * worker counts it.
+ *
  * Neighbours: xact.c calls afdw_twophase_prepare at the start of its
  * pre-commit and the end functions from its transaction callback;
+ * twophase_worker.c calls afdw_recovery_servers and afdw_recover_prepared;
+ * option.c says which servers are ours (afdw_server_is_ours);
  * pool.c lends the connections; remote.c sends and waits.
  *
  *-------------------------------------------------------------------------
@@ -48,6 +55,8 @@
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "postmaster/interrupt.h"
+#include "storage/latch.h"
 #include "storage/procarray.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -56,6 +65,7 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
+#include "utils/wait_event.h"
 
 #include "async_fdw.h"
 #include "connection_internal.h"
@@ -76,7 +86,8 @@ static int	two_phase_commit = AFDW_2PC_AUTO;
 /*
  * async_fdw.debug_two_phase_pause: a developer setting, for tests that
  * crash a server at a given moment of a two-phase commit: where the
- * backend sleeps for AFDW_DEBUG_PAUSE_MS.  Off outside such tests.
+ * backend pauses for AFDW_DEBUG_PAUSE_MS (see debug_pause_at).  Off outside
+ * such tests.
  */
 typedef enum AfdwDebugPause
 {
@@ -142,7 +153,7 @@ static afdw_noreturn void report_prepare_error(PGresult *res, AfdwConn *entry,
 								 const char *sql);
 static void recover_server_caught(Oid serverid, const char *servername,
 								  RecordTable *tbl, bool dry_run, bool first,
-								  ReturnSetInfo *rsinfo);
+								  AfdwRecoveryReport report, void *arg);
 
 /*
  * afdw_twophase_init
@@ -161,7 +172,7 @@ afdw_twophase_init(void)
 							 0,
 							 NULL, NULL, NULL);
 	DefineCustomEnumVariable("async_fdw.debug_two_phase_pause",
-							 "Developer setting: sleeps 30 s at a step of two-phase commit or of its recovery, for crash tests.",
+							 "Developer setting: pauses up to 30 s at a step of two-phase commit or of its recovery, for crash tests; a reload, cancel or termination ends the pause.",
 							 NULL,
 							 &debug_pause,
 							 AFDW_PAUSE_OFF,
@@ -172,13 +183,23 @@ afdw_twophase_init(void)
 }
 
 /*
- * debug_sleep
- *		Sleep AFDW_DEBUG_PAUSE_MS if async_fdw.debug_two_phase_pause says
- *		so at step AT: a crash test kills a server meanwhile.
+ * debug_pause_at
+ *		Pause up to AFDW_DEBUG_PAUSE_MS if async_fdw.debug_two_phase_pause
+ *		says so at step AT: a crash test kills a server meanwhile.  A reload
+ *		(SIGHUP) ends the pause, which is how tests go on at once.
+ *
+ * The pause serves interrupts as any wait does: where an error may be
+ * raised (CAN_ERROR: before the local commit, and in recovery), a cancel
+ * or a termination ends it with its error.  After the local commit, where
+ * no error may be raised and interrupts are held off, either only ends the
+ * pause, and is served once the commit is over.  Postmaster death ends the
+ * backend.
  */
 static void
-debug_sleep(AfdwDebugPause at)
+debug_pause_at(AfdwDebugPause at, bool can_error)
 {
+	TimestampTz end;
+
 	if (debug_pause != (int) at)
 		return;
 	for (const struct config_enum_entry *opt = debug_pause_options; opt->name; opt++)
@@ -186,7 +207,24 @@ debug_sleep(AfdwDebugPause at)
 		if (opt->val == (int) at)
 			elog(LOG, "async_fdw: pausing two-phase commit (%s)", opt->name);
 	}
-	pg_usleep(AFDW_DEBUG_PAUSE_MS * 1000L);
+	end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), AFDW_DEBUG_PAUSE_MS);
+	for (;;)
+	{
+		long		left;
+
+		if (can_error)
+			CHECK_FOR_INTERRUPTS();
+		else if (ProcDiePending || QueryCancelPending)
+			break;
+		if (ConfigReloadPending)
+			break;				/* left set: the backend reloads as usual */
+		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), end);
+		if (left <= 0)
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 left, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
 }
 
 /*
@@ -298,7 +336,7 @@ afdw_twophase_prepare(void)
 		entry->changing_xact_state = false;
 		afdw_reset_xact_state(entry, 1);
 	}
-	debug_sleep(AFDW_PAUSE_AFTER_PREPARE);
+	debug_pause_at(AFDW_PAUSE_AFTER_PREPARE, true);
 }
 
 /*
@@ -502,7 +540,7 @@ afdw_twophase_end(bool committed)
 		return;
 	prepares_sent = false;
 	if (committed)
-		debug_sleep(AFDW_PAUSE_BEFORE_COMMIT_PREPARED);
+		debug_pause_at(AFDW_PAUSE_BEFORE_COMMIT_PREPARED, false);
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 										   AFDW_FINISH_TIMEOUT_MS);
 
@@ -766,20 +804,84 @@ run_finishing(AfdwConn *conn, const char *sql, int *sqlerrcode)
 }
 
 /*
+ * finish_prepared
+ *		COMMIT PREPARED (COMMIT) or ROLLBACK PREPARED the remote transaction
+ *		GID of user mapping UMID; what came of it, the reason of a failure in
+ *		*FAILURE.
+ */
+static AfdwRecoveryAction
+finish_prepared(const char *gid, Oid umid, bool commit, const char **failure)
+{
+	UserMapping *user = mapping_of(umid);
+	AfdwConn   *conn;
+	int			sqlerrcode = 0;
+	char	   *cmd;
+
+	if (user == NULL)
+		return AFDW_RECOVERY_LEFT_NO_MAPPING;
+	cmd = psprintf("%s %s", commit ? "COMMIT PREPARED" : "ROLLBACK PREPARED",
+				   quote_literal_cstr(gid));
+	conn = afdw_connection_ready(afdw_acquire_connection(user));
+	*failure = (conn->xact_depth > 0) ?
+		"its connection is in a transaction" :
+		run_finishing(conn, cmd, &sqlerrcode);
+	afdw_release_connection(conn);
+	pfree(cmd);
+
+	/*
+	 * Gone or busy: its own session finished it after the listing, or is
+	 * finishing it now; that is no failure.
+	 */
+	if (*failure == NULL)
+		return commit ? AFDW_RECOVERY_COMMITTED : AFDW_RECOVERY_ROLLED_BACK;
+	if (sqlerrcode == ERRCODE_UNDEFINED_OBJECT)
+		return AFDW_RECOVERY_FINISHED_BY_SESSION;
+	if (sqlerrcode == ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE)
+		return AFDW_RECOVERY_LEFT_FINISHING;
+	return AFDW_RECOVERY_FAILED;
+}
+
+/*
+ * action_finished
+ *		Whether after ACTION the remote transaction is no longer prepared,
+ *		so that its record may go.
+ */
+static bool
+action_finished(AfdwRecoveryAction action)
+{
+	switch (action)
+	{
+		case AFDW_RECOVERY_COMMITTED:
+		case AFDW_RECOVERY_ROLLED_BACK:
+		case AFDW_RECOVERY_FINISHED_BY_SESSION:
+			return true;
+		case AFDW_RECOVERY_LEFT:
+		case AFDW_RECOVERY_WOULD_COMMIT:
+		case AFDW_RECOVERY_WOULD_ROLL_BACK:
+		case AFDW_RECOVERY_LEFT_NO_MAPPING:
+		case AFDW_RECOVERY_LEFT_FINISHING:
+		case AFDW_RECOVERY_FAILED:
+			return false;
+	}
+	return false;
+}
+
+/*
  * recover_server
  *		Recover the prepared transactions this database left on server
- *		SERVERID (SERVERNAME), reading the records of table TBL; one result
- *		row per remote transaction into RSINFO.  FIRST: the first server of
- *		the call (the only one the debug pause stops at).
+ *		SERVERID (SERVERNAME), reading the records of table TBL; REPORT gets
+ *		one outcome per remote transaction.  FIRST: the first server of the
+ *		call (the only one the debug pause stops at).
  */
 static void
 recover_server(Oid serverid, const char *servername, RecordTable *tbl,
-			   bool dry_run, bool first, ReturnSetInfo *rsinfo)
+			   bool dry_run, bool first, AfdwRecoveryReport report, void *arg)
 {
 	char	   *prefix = prefix_of();
 	List	   *mappings = NIL;
 	List	   *remaining = NIL;
 	AfdwConn   *conn = NULL;
+	UserMapping *user;
 	PGresult   *res;
 	StringInfoData sql;
 	SPIPlanPtr	plan;
@@ -805,8 +907,15 @@ recover_server(Oid serverid, const char *servername, RecordTable *tbl,
 	if (mappings == NIL)
 		return;
 
-	/* The prepared transactions of this coordinator's database. */
-	conn = afdw_connection_ready(afdw_acquire_connection(mapping_of(linitial_oid(mappings))));
+	/*
+	 * The prepared transactions of this coordinator's database.  The
+	 * mapping may have been dropped since the listing (whose snapshot is
+	 * older than the catalog's): then there is nothing to list either.
+	 */
+	user = mapping_of(linitial_oid(mappings));
+	if (user == NULL)
+		return;
+	conn = afdw_connection_ready(afdw_acquire_connection(user));
 	if (conn->xact_depth > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
@@ -828,7 +937,7 @@ recover_server(Oid serverid, const char *servername, RecordTable *tbl,
 	res = afdw_run_query(conn, sql.data, 0, NULL);
 	afdw_release_connection(conn);
 	if (first)
-		debug_sleep(AFDW_PAUSE_RECOVERY_AFTER_LISTING);
+		debug_pause_at(AFDW_PAUSE_RECOVERY_AFTER_LISTING, true);
 
 	plan = SPI_prepare(psprintf("SELECT 1 FROM %s WHERE gid = $1", tbl->name), 1, argtypes);
 	if (plan == NULL)
@@ -841,11 +950,9 @@ recover_server(Oid serverid, const char *servername, RecordTable *tbl,
 		uint64		xid64;
 		Oid			umid;
 		TransactionId xid;
-		const char *state;
-		char	   *action = NULL;
-		Datum		values[4];
-		bool		nulls[4] = {false, false, false, false};
-		Datum		arg[1];
+		AfdwRecoveryOutcome out = {servername, gid, AFDW_LOCAL_ABORTED,
+		AFDW_RECOVERY_LEFT, NULL};
+		Datum		gidarg[1];
 
 		if (sscanf(gid + strlen(prefix), UINT64_FORMAT "_%u", &xid64, &umid) != 2)
 			continue;			/* not of the form async_fdw gives */
@@ -866,68 +973,31 @@ recover_server(Oid serverid, const char *servername, RecordTable *tbl,
 		 */
 		if (FullTransactionIdFollowsOrEquals(FullTransactionIdFromU64(xid64),
 											 ReadNextFullTransactionId()))
-			state = "aborted";
+			out.state = AFDW_LOCAL_ABORTED;
 		else if (TransactionIdIsInProgress(xid))
-			state = "in progress";
+			out.state = AFDW_LOCAL_IN_PROGRESS;
 		else
 		{
-			arg[0] = CStringGetTextDatum(gid);
-			rc = SPI_execute_snapshot(plan, arg, NULL, GetLatestSnapshot(),
+			gidarg[0] = CStringGetTextDatum(gid);
+			rc = SPI_execute_snapshot(plan, gidarg, NULL, GetLatestSnapshot(),
 									  InvalidSnapshot, true, false, 1);
 			if (rc != SPI_OK_SELECT)
 				elog(ERROR, "could not look up a record: %s",
 					 SPI_result_code_string(rc));
-			state = (SPI_processed > 0) ? "committed" : "aborted";
+			out.state = (SPI_processed > 0) ? AFDW_LOCAL_COMMITTED : AFDW_LOCAL_ABORTED;
 		}
 
-		if (strcmp(state, "in progress") == 0)
-			action = "left";
+		if (out.state == AFDW_LOCAL_IN_PROGRESS)
+			out.action = AFDW_RECOVERY_LEFT;
 		else if (dry_run)
-			action = (strcmp(state, "committed") == 0) ? "would commit" : "would roll back";
+			out.action = (out.state == AFDW_LOCAL_COMMITTED) ?
+				AFDW_RECOVERY_WOULD_COMMIT : AFDW_RECOVERY_WOULD_ROLL_BACK;
 		else
-		{
-			UserMapping *user = mapping_of(umid);
-			char	   *failure;
-			int			sqlerrcode = 0;
-
-			if (user == NULL)
-				action = "left: its user mapping is gone";
-			else
-			{
-				char	   *cmd = psprintf("%s %s",
-										   strcmp(state, "committed") == 0 ?
-										   "COMMIT PREPARED" : "ROLLBACK PREPARED",
-										   quote_literal_cstr(gid));
-
-				conn = afdw_connection_ready(afdw_acquire_connection(user));
-				failure = (conn->xact_depth > 0) ?
-					"its connection is in a transaction" :
-					run_finishing(conn, cmd, &sqlerrcode);
-				afdw_release_connection(conn);
-
-				/*
-				 * Gone or busy: its own session finished it after the
-				 * listing, or is finishing it now; that is no failure.
-				 */
-				if (failure == NULL)
-					action = (strcmp(state, "committed") == 0) ? "committed" : "rolled back";
-				else if (sqlerrcode == ERRCODE_UNDEFINED_OBJECT)
-					action = "finished by its session";
-				else if (sqlerrcode == ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE)
-					action = "left: its session is finishing it";
-				else
-					action = psprintf("failed: %s", failure);
-			}
-		}
-		if (strcmp(action, "committed") != 0 && strcmp(action, "rolled back") != 0 &&
-			strcmp(action, "finished by its session") != 0)
+			out.action = finish_prepared(gid, umid, out.state == AFDW_LOCAL_COMMITTED,
+										 &out.failure);
+		if (!action_finished(out.action))
 			remaining = lappend(remaining, pstrdup(gid));
-
-		values[0] = CStringGetTextDatum(servername);
-		values[1] = CStringGetTextDatum(gid);
-		values[2] = CStringGetTextDatum(state);
-		values[3] = CStringGetTextDatum(action);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		report(&out, arg);
 	}
 	PQclear(res);
 
@@ -963,7 +1033,8 @@ recover_server(Oid serverid, const char *servername, RecordTable *tbl,
  */
 static void
 recover_server_caught(Oid serverid, const char *servername, RecordTable *tbl,
-					  bool dry_run, bool first, ReturnSetInfo *rsinfo)
+					  bool dry_run, bool first, AfdwRecoveryReport report,
+					  void *arg)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
@@ -972,22 +1043,21 @@ recover_server_caught(Oid serverid, const char *servername, RecordTable *tbl,
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
 	{
-		recover_server(serverid, servername, tbl, dry_run, first, rsinfo);
+		recover_server(serverid, servername, tbl, dry_run, first, report, arg);
 		ReleaseCurrentSubTransaction();
 	}
 	PG_CATCH();
 	{
 		ErrorData  *edata;
-		Datum		values[4];
-		bool		nulls[4] = {false, true, true, false};
+		AfdwRecoveryOutcome out = {servername, NULL, AFDW_LOCAL_ABORTED,
+		AFDW_RECOVERY_FAILED, NULL};
 
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
 		FlushErrorState();
 		RollbackAndReleaseCurrentSubTransaction();
-		values[0] = CStringGetTextDatum(servername);
-		values[3] = CStringGetTextDatum(psprintf("failed: %s", edata->message));
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		out.failure = edata->message;
+		report(&out, arg);
 	}
 	PG_END_TRY();
 	MemoryContextSwitchTo(cxt);
@@ -995,76 +1065,110 @@ recover_server_caught(Oid serverid, const char *servername, RecordTable *tbl,
 }
 
 /*
- * async_fdw_recover_prepared_transactions
- *		SQL-callable: recover, on every async_fdw server of this database or
- *		on the one named SERVER, the remote transactions two-phase commit
- *		left prepared (see the banner); with DRY_RUN, only say what would be
- *		done.  One row per remote transaction: server, identifier, local
- *		state, action.
- *
- * Not strict: SERVER is NULL by default, for all servers.
+ * list_servers
+ *		The async_fdw servers of this database (afdw_server_is_ours), by
+ *		name: their OIDs into *OIDS, their names into *NAMES.  Within SPI.
  */
-Datum
-async_fdw_recover_prepared_transactions(PG_FUNCTION_ARGS)
+static void
+list_servers(List **oids, List **names)
 {
-	bool		dry_run;
-	Oid			only = InvalidOid;
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			rc;
+
+	rc = SPI_execute("SELECT oid, srvname FROM pg_catalog.pg_foreign_server"
+					 " ORDER BY srvname", true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not list servers: %s", SPI_result_code_string(rc));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Oid			serverid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+															  SPI_tuptable->tupdesc,
+															  1, &isnull));
+
+		if (!afdw_server_is_ours(serverid))
+			continue;
+		*oids = lappend_oid(*oids, serverid);
+		*names = lappend(*names, SPI_getvalue(SPI_tuptable->vals[i],
+											  SPI_tuptable->tupdesc, 2));
+	}
+}
+
+/*
+ * afdw_recovery_servers
+ *		The names of the servers the recovery worker visits (in the caller's
+ *		memory context): every async_fdw server of this database, by name;
+ *		none if async_fdw 1.2, which keeps the records, is not installed
+ *		here.  Needs an active snapshot.
+ */
+List *
+afdw_recovery_servers(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	RecordTable tbl;
+	List	   *oids = NIL;
+	List	   *names = NIL;
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	SPI_connect();
+	if (record_table(&tbl, true))
+		list_servers(&oids, &names);
+	foreach(lc, names)
+	{
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		result = lappend(result, pstrdup((char *) lfirst(lc)));
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	return result;
+}
+
+/*
+ * afdw_recover_prepared
+ *		Recover, on every async_fdw server of this database or on the one
+ *		whose OID is ONLY, the remote transactions two-phase commit left
+ *		prepared (see the banner); with DRY_RUN, only find out what would be
+ *		done.  REPORT (with ARG) gets each outcome, a server that cannot be
+ *		reached as one outcome of its own.  False if async_fdw 1.2, which
+ *		keeps the records, is not installed in this database: nothing was
+ *		done.  Needs an active snapshot.
+ */
+bool
+afdw_recover_prepared(Oid only, bool dry_run, AfdwRecoveryReport report,
+					  void *arg)
+{
 	RecordTable tbl;
 	List	   *servers = NIL;
 	List	   *names = NIL;
 	ListCell   *lc;
 	ListCell   *lc2;
-	StringInfoData sql;
 	int			rc;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("dry_run must not be null")));
-	dry_run = PG_GETARG_BOOL(0);
-	if (!PG_ARGISNULL(1))
-		only = GetForeignServerByName(text_to_cstring(PG_GETARG_TEXT_PP(1)),
-									  false)->serverid;
-
-	InitMaterializedSRF(fcinfo, 0);
 	SPI_connect();
 	if (!record_table(&tbl, true))
 	{
 		SPI_finish();
-		PG_RETURN_VOID();
+		return false;
 	}
-	initStringInfo(&sql);
-	appendStringInfoString(&sql, "SELECT s.oid, s.srvname FROM pg_catalog.pg_foreign_server s"
-						   " JOIN pg_catalog.pg_foreign_data_wrapper w ON w.oid = s.srvfdw"
-						   " JOIN pg_catalog.pg_proc p ON p.oid = w.fdwhandler"
-						   " JOIN pg_catalog.pg_extension e ON e.extnamespace = p.pronamespace"
-						   " WHERE e.extname = 'async_fdw' AND p.proname = 'async_fdw_handler'");
 	if (OidIsValid(only))
-		appendStringInfo(&sql, " AND s.oid = %u", only);
-	appendStringInfoString(&sql, " ORDER BY s.srvname");
-	rc = SPI_execute(sql.data, true, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "could not list servers: %s", SPI_result_code_string(rc));
-	if (OidIsValid(only) && SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("server \"%s\" is not an async_fdw server",
-						text_to_cstring(PG_GETARG_TEXT_PP(1))),
-				 errhint("Name a server of a foreign-data wrapper whose handler is async_fdw_handler, or none for all.")));
-	for (uint64 i = 0; i < SPI_processed; i++)
 	{
-		bool		isnull;
+		ForeignServer *server = GetForeignServer(only);
 
-		servers = lappend_oid(servers,
-							  DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-															 SPI_tuptable->tupdesc, 1, &isnull)));
-		names = lappend(names, SPI_getvalue(SPI_tuptable->vals[i],
-											SPI_tuptable->tupdesc, 2));
+		if (!afdw_server_is_ours(only))
+			ereport(ERROR,
+					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					 errmsg("server \"%s\" is not an async_fdw server",
+							server->servername),
+					 errhint("Name a server of a foreign-data wrapper whose handler is async_fdw_handler, or none for all.")));
+		servers = list_make1_oid(only);
+		names = list_make1(server->servername);
 	}
+	else
+		list_servers(&servers, &names);
 	forboth(lc, servers, lc2, names)
 		recover_server_caught(lfirst_oid(lc), (char *) lfirst(lc2), &tbl,
-							  dry_run, lc == list_head(servers), rsinfo);
+							  dry_run, lc == list_head(servers), report, arg);
 
 	/* The records of servers dropped since: nothing can reach them. */
 	if (!dry_run)
@@ -1076,5 +1180,115 @@ async_fdw_recover_prepared_transactions(PG_FUNCTION_ARGS)
 			elog(ERROR, "could not delete records: %s", SPI_result_code_string(rc));
 	}
 	SPI_finish();
+	return true;
+}
+
+/*
+ * local_state_word
+ *		STATE as the column local_state shows it.
+ */
+static const char *
+local_state_word(AfdwLocalState state)
+{
+	switch (state)
+	{
+		case AFDW_LOCAL_ABORTED:
+			return "aborted";
+		case AFDW_LOCAL_IN_PROGRESS:
+			return "in progress";
+		case AFDW_LOCAL_COMMITTED:
+			return "committed";
+	}
+	elog(ERROR, "unknown local state %d", (int) state);
+	return NULL;				/* keep the compiler quiet */
+}
+
+/*
+ * action_word
+ *		ACTION as the column action shows it (a failure's reason follows
+ *		"failed: ").
+ */
+static const char *
+action_word(AfdwRecoveryAction action)
+{
+	switch (action)
+	{
+		case AFDW_RECOVERY_LEFT:
+			return "left";
+		case AFDW_RECOVERY_WOULD_COMMIT:
+			return "would commit";
+		case AFDW_RECOVERY_WOULD_ROLL_BACK:
+			return "would roll back";
+		case AFDW_RECOVERY_COMMITTED:
+			return "committed";
+		case AFDW_RECOVERY_ROLLED_BACK:
+			return "rolled back";
+		case AFDW_RECOVERY_FINISHED_BY_SESSION:
+			return "finished by its session";
+		case AFDW_RECOVERY_LEFT_NO_MAPPING:
+			return "left: its user mapping is gone";
+		case AFDW_RECOVERY_LEFT_FINISHING:
+			return "left: its session is finishing it";
+		case AFDW_RECOVERY_FAILED:
+			return "failed";
+	}
+	elog(ERROR, "unknown recovery action %d", (int) action);
+	return NULL;				/* keep the compiler quiet */
+}
+
+/*
+ * put_row
+ *		AfdwRecoveryReport of the SQL function: OUTCOME as a row of the
+ *		result set ARG, in words.
+ */
+static void
+put_row(const AfdwRecoveryOutcome *outcome, void *arg)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) arg;
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
+	const char *action = action_word(outcome->action);
+
+	values[0] = CStringGetTextDatum(outcome->server);
+	if (outcome->gid != NULL)
+	{
+		values[1] = CStringGetTextDatum(outcome->gid);
+		values[2] = CStringGetTextDatum(local_state_word(outcome->state));
+	}
+	else
+		nulls[1] = nulls[2] = true;
+	if (outcome->action == AFDW_RECOVERY_FAILED)
+		action = psprintf("%s: %s", action, outcome->failure);
+	values[3] = CStringGetTextDatum(action);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/*
+ * async_fdw_recover_prepared_transactions
+ *		SQL-callable: afdw_recover_prepared over every async_fdw server of
+ *		this database or the one named SERVER; with DRY_RUN, only say what
+ *		would be done.  One row per remote transaction: server, identifier,
+ *		local state, action.
+ *
+ * Not strict: SERVER is NULL by default, for all servers.
+ */
+Datum
+async_fdw_recover_prepared_transactions(PG_FUNCTION_ARGS)
+{
+	bool		dry_run;
+	Oid			only = InvalidOid;
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dry_run must not be null")));
+	dry_run = PG_GETARG_BOOL(0);
+	if (!PG_ARGISNULL(1))
+		only = GetForeignServerByName(text_to_cstring(PG_GETARG_TEXT_PP(1)),
+									  false)->serverid;
+
+	InitMaterializedSRF(fcinfo, 0);
+	(void) afdw_recover_prepared(only, dry_run, put_row, rsinfo);
 	PG_RETURN_VOID();
 }

@@ -10,9 +10,9 @@
  * and is no template, starts a short-lived dynamic worker and waits for it
  * to exit before the next: one extra process at a time.  The worker
  * connects to its database as the bootstrap superuser, and, if async_fdw
- * 1.2 or later is installed there, runs its recovery function once per
- * async_fdw server, each in a transaction of its own with a time limit,
- * logs what it finished and exits.  A server that cannot be reached, or
+ * 1.2 or later is installed there, recovers each async_fdw server in a
+ * transaction of its own with a time limit, logs what it finished and
+ * exits.  A server that cannot be reached, or
  * does not answer in time, is left to the next round; the other servers
  * and databases are recovered all the same.  The launcher restarts
  * after a crash; async_fdw.recovery_interval = 0 keeps it idle until a
@@ -25,9 +25,10 @@
  * DATABASE from it waits, then fails.
  *
  * Neighbours: async_fdw.c calls afdw_recovery_worker_init from _PG_init;
- * the worker calls the SQL function of twophase.c
- * (async_fdw_recover_prepared_transactions), and only through SQL, so that
- * a database without the extension's 1.2 objects is left alone.
+ * the worker calls the recovery of twophase.c (afdw_recovery_servers,
+ * afdw_recover_prepared), the core of async_fdw_recover_prepared_transactions,
+ * and counts its outcomes as they come, not its words; a database without
+ * the extension's 1.2 objects (its table of records) is left alone.
  *
  *-------------------------------------------------------------------------
  */
@@ -42,7 +43,6 @@
 #include "access/xact.h"
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
-#include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -68,6 +68,14 @@
 /* The least time a worker gives one server (see recover_server_in_worker). */
 #define AFDW_SERVER_MIN_TIMEOUT_MS	10000
 
+/* What a worker finished, and what it could not, in its database. */
+typedef struct RecoveryCounts
+{
+	int64		committed;
+	int64		rolled_back;
+	int64		not_finished;
+} RecoveryCounts;
+
 /* A database the launcher visits. */
 typedef struct RecoveryDb
 {
@@ -89,8 +97,8 @@ static void recovery_round(void);
 static List *list_databases(void);
 static bool recover_database(RecoveryDb *db);
 static void fill_worker(BackgroundWorker *w, const char *function);
-static void recover_server_in_worker(const char *schema, const char *server,
-									 int64 *counts);
+static void recover_server_in_worker(const char *server, RecoveryCounts *counts);
+static void count_outcome(const AfdwRecoveryOutcome *outcome, void *arg);
 
 /*
  * afdw_recovery_worker_init
@@ -314,11 +322,10 @@ void
 afdw_recovery_worker_main(Datum arg)
 {
 	char	   *dbname;
-	char	   *schema = NULL;
-	List	   *servers = NIL;
+	List	   *servers;
 	ListCell   *lc;
-	int64		counts[3] = {0, 0, 0};
-	int			rc;
+	RecoveryCounts counts = {0, 0, 0};
+	MemoryContext old;
 
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
@@ -330,120 +337,102 @@ afdw_recovery_worker_main(Datum arg)
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "async_fdw recovery of prepared transactions");
-	dbname = MemoryContextStrdup(TopMemoryContext, get_database_name(MyDatabaseId));
-
-	/* The function of the extension itself (pg_depend), not a namesake. */
-	rc = SPI_execute("SELECT pg_catalog.quote_ident(n.nspname)"
-					 " FROM pg_catalog.pg_extension e"
-					 " JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace"
-					 " JOIN pg_catalog.pg_depend d"
-					 "   ON d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass"
-					 "  AND d.refobjid = e.oid AND d.deptype = 'e'"
-					 "  AND d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass"
-					 " JOIN pg_catalog.pg_proc p ON p.oid = d.objid"
-					 " WHERE e.extname = 'async_fdw'"
-					 "   AND p.proname = 'async_fdw_recover_prepared_transactions'"
-					 "   AND p.pronamespace = e.extnamespace",
-					 true, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "could not look up extension async_fdw: %s",
-			 SPI_result_code_string(rc));
-	if (SPI_processed > 0)
-	{
-		schema = MemoryContextStrdup(TopMemoryContext,
-									 SPI_getvalue(SPI_tuptable->vals[0],
-												  SPI_tuptable->tupdesc, 1));
-
-		/* async_fdw's servers, as the budget function (1.1) lists them. */
-		rc = SPI_execute(psprintf("SELECT server_name FROM %s.async_fdw_connection_budget()"
-								  " ORDER BY 1", schema), true, 0);
-		if (rc != SPI_OK_SELECT)
-			elog(ERROR, "could not list the servers of async_fdw: %s",
-				 SPI_result_code_string(rc));
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-			servers = lappend(servers, SPI_getvalue(SPI_tuptable->vals[i],
-													SPI_tuptable->tupdesc, 1));
-			MemoryContextSwitchTo(old);
-		}
-	}
-	SPI_finish();
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	dbname = get_database_name(MyDatabaseId);
+	servers = afdw_recovery_servers();
+	MemoryContextSwitchTo(old);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 
 	foreach(lc, servers)
-		recover_server_in_worker(schema, (char *) lfirst(lc), counts);
+		recover_server_in_worker((char *) lfirst(lc), &counts);
 	pgstat_report_activity(STATE_IDLE, NULL);
 
 	/*
 	 * Only what changed, and what could not be finished: such a remote
 	 * transaction holds its locks on the shard until a later round.
 	 */
-	if (counts[0] > 0 || counts[1] > 0 || counts[2] > 0)
+	if (counts.committed > 0 || counts.rolled_back > 0 || counts.not_finished > 0)
 		ereport(LOG,
 				(errmsg("recovery of the prepared remote transactions of database \"%s\": " INT64_FORMAT " committed, " INT64_FORMAT " rolled back, " INT64_FORMAT " not finished",
-						dbname, counts[0], counts[1], counts[2]),
-				 counts[2] > 0 ?
+						dbname, counts.committed, counts.rolled_back,
+						counts.not_finished),
+				 counts.not_finished > 0 ?
 				 errhint("Run async_fdw_recover_prepared_transactions() in that database to see why.") : 0));
 	proc_exit(0);
 }
 
 /*
+ * count_outcome
+ *		AfdwRecoveryReport of the worker: count OUTCOME into the
+ *		RecoveryCounts ARG.  Every action is named, so that a new one must
+ *		be placed here.
+ */
+static void
+count_outcome(const AfdwRecoveryOutcome *outcome, void *arg)
+{
+	RecoveryCounts *counts = (RecoveryCounts *) arg;
+
+	switch (outcome->action)
+	{
+		case AFDW_RECOVERY_COMMITTED:
+			counts->committed++;
+			break;
+		case AFDW_RECOVERY_ROLLED_BACK:
+			counts->rolled_back++;
+			break;
+		case AFDW_RECOVERY_FAILED:
+			counts->not_finished++;
+			break;
+		case AFDW_RECOVERY_LEFT:
+		case AFDW_RECOVERY_WOULD_COMMIT:
+		case AFDW_RECOVERY_WOULD_ROLL_BACK:
+		case AFDW_RECOVERY_FINISHED_BY_SESSION:
+		case AFDW_RECOVERY_LEFT_NO_MAPPING:
+		case AFDW_RECOVERY_LEFT_FINISHING:
+			break;
+	}
+}
+
+/*
  * recover_server_in_worker
- *		Recover server SERVER through the function in schema SCHEMA, in a
- *		transaction of its own that may last Max(recovery_interval,
- *		AFDW_SERVER_MIN_TIMEOUT_MS); add to COUNTS what was committed, rolled
- *		back and not finished.
+ *		Recover server SERVER, in a transaction of its own that may last
+ *		Max(recovery_interval, AFDW_SERVER_MIN_TIMEOUT_MS); add to COUNTS
+ *		what was committed, rolled back and not finished, once the
+ *		transaction has committed.
  *
  * Why a time limit: a server that accepts connections and never answers
  * (and has no connect_timeout) would hold the worker, and with it every
  * later server and database, for good.  The limit is a statement timeout:
- * the function reports it as that server's failure.  Any other error
- * (the server dropped meanwhile) is logged and counts as not finished.
+ * the recovery reports it as that server's failure.  Any other error (the
+ * server dropped meanwhile) is logged and counts as not finished.
  */
 static void
-recover_server_in_worker(const char *schema, const char *server, int64 *counts)
+recover_server_in_worker(const char *server, RecoveryCounts *counts)
 {
 	MemoryContext cxt = CurrentMemoryContext;
-	char	   *sql;
+	RecoveryCounts these = {0, 0, 0};
 
-	sql = psprintf("SELECT count(*) FILTER (WHERE action = 'committed'),"
-				   " count(*) FILTER (WHERE action = 'rolled back'),"
-				   " count(*) FILTER (WHERE starts_with(action, 'failed'))"
-				   " FROM %s.async_fdw_recover_prepared_transactions(false, %s)",
-				   schema, quote_literal_cstr(server));
 	PG_TRY();
 	{
-		int			rc;
-
 		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
-		SPI_connect();
 		PushActiveSnapshot(GetTransactionSnapshot());
-		pgstat_report_activity(STATE_RUNNING, sql);
+		pgstat_report_activity(STATE_RUNNING,
+							   psprintf("async_fdw recovery of the prepared transactions of server \"%s\"",
+										server));
 		enable_timeout_after(STATEMENT_TIMEOUT,
 							 Max(recovery_interval, AFDW_SERVER_MIN_TIMEOUT_MS));
-		rc = SPI_execute(sql, false, 0);
+		(void) afdw_recover_prepared(GetForeignServerByName(server, false)->serverid,
+									 false, count_outcome, &these);
 		disable_timeout(STATEMENT_TIMEOUT, false);
-		if (rc != SPI_OK_SELECT || SPI_processed != 1)
-			elog(ERROR, "could not run async_fdw_recover_prepared_transactions: %s",
-				 SPI_result_code_string(rc));
-		for (int i = 0; i < 3; i++)
-		{
-			bool		isnull;
-
-			counts[i] += DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-													 SPI_tuptable->tupdesc, i + 1,
-													 &isnull));
-		}
-		SPI_finish();
 		PopActiveSnapshot();
 		CommitTransactionCommand();
+		counts->committed += these.committed;
+		counts->rolled_back += these.rolled_back;
+		counts->not_finished += these.not_finished;
 	}
 	PG_CATCH();
 	{
@@ -454,8 +443,7 @@ recover_server_in_worker(const char *schema, const char *server, int64 *counts)
 		FlushErrorState();
 		RESUME_INTERRUPTS();
 		MemoryContextSwitchTo(cxt);
-		counts[2]++;
+		counts->not_finished++;
 	}
 	PG_END_TRY();
-	pfree(sql);
 }

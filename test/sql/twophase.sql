@@ -116,6 +116,22 @@ SELECT server_name, gid = :'gid1' AS first, local_state, action
 SELECT count(*) FROM pg_prepared_xacts;
 SELECT x FROM tp.a WHERE x >= 100 UNION ALL SELECT x FROM tp.b WHERE x >= 100;
 SELECT tp_records();
+-- Left alone: one whose local transaction is in progress (here the
+-- prepared transaction itself, named after its own id), and one whose user
+-- mapping is gone (no mapping has OID 1; every server of this database lists
+-- it: those of other test files too, left out here).
+BEGIN; INSERT INTO tp.a VALUES (102);
+SELECT :'prefix' || pg_current_xact_id() || '_' || :'umid1' AS gid3 \gset
+PREPARE TRANSACTION :'gid3';
+SELECT :'prefix' || '2_1' AS gid4 \gset
+BEGIN; INSERT INTO tp.b VALUES (103);
+PREPARE TRANSACTION :'gid4';
+SELECT server_name, gid = :'gid3' AS third, local_state, action
+  FROM async_fdw_recover_prepared_transactions()
+ WHERE server_name IN ('loopback', 'loopback2') ORDER BY 1, 2;
+SELECT count(*) FROM pg_prepared_xacts;
+ROLLBACK PREPARED :'gid3';
+ROLLBACK PREPARED :'gid4';
 
 -- A server that cannot be reached is reported; the others are recovered.
 CREATE SERVER tp_down FOREIGN DATA WRAPPER async_fdw
@@ -131,6 +147,16 @@ SELECT * FROM async_fdw_recover_prepared_transactions(server => 'tp_nowhere');
 SELECT * FROM async_fdw_recover_prepared_transactions(server => 'tp_other');
 SELECT * FROM async_fdw_recover_prepared_transactions(NULL);
 DROP FOREIGN DATA WRAPPER tp_other_fdw CASCADE;
+-- A wrapper of another name whose handler is async_fdw's (by another SQL
+-- name): its server is async_fdw's, and recovered (no user mapping: nothing
+-- to list).
+CREATE FUNCTION tp_alias_handler() RETURNS fdw_handler
+  AS '$libdir/async_fdw', 'async_fdw_handler' LANGUAGE C STRICT;
+CREATE FOREIGN DATA WRAPPER tp_alias_fdw HANDLER tp_alias_handler;
+CREATE SERVER tp_alias FOREIGN DATA WRAPPER tp_alias_fdw;
+SELECT * FROM async_fdw_recover_prepared_transactions(server => 'tp_alias');
+DROP FOREIGN DATA WRAPPER tp_alias_fdw CASCADE;
+DROP FUNCTION tp_alias_handler();
 
 -- Only superusers may recover (it finishes other users' transactions), and
 -- nobody but async_fdw writes the records.

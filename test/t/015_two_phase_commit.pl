@@ -9,9 +9,10 @@
 #   TRANSACTION refused.  After each case every server agrees with the
 #   coordinator, no row is lost or doubled, nothing stays prepared and the
 #   records table is empty.  The moments of the crashes come from the
-#   developer setting async_fdw.debug_two_phase_pause (a 30 s sleep), as
-#   does a recovery that runs while a transaction commits (its records must
-#   survive it).
+#   developer setting async_fdw.debug_two_phase_pause (a pause of up to
+#   30 s that a reload ends), as does a recovery that runs while a
+#   transaction commits (its records must survive it); a cancel or a
+#   termination in the pause is served at once.
 
 use strict;
 use warnings;
@@ -475,6 +476,61 @@ my $four_shards = join "\n", map { "shard$_|%s|%s" } 1 .. 4;
 	unlike($r->{out}, qr/failed/, '(k) and no failure');
 	$items{$_} = 11 for @k1, @k2;
 	check_agree('(k) the session commits after the recovery listed it');
+}
+
+# (l) The pause serves interrupts.  After the PREPAREs, before the local
+# commit, a cancel fails the COMMIT at once, and the abort rolls back every
+# prepared transaction: nothing is written anywhere.  (A pause that only
+# slept woke from the signal and committed.)
+{
+	my @k1 = keys_on(1, 2, 160);
+	my @k4 = keys_on(4, 2, 160);
+	my $at = -s $coord->logfile;
+	my $x = start_xact('after_prepare',
+		'BEGIN',
+		"INSERT INTO items VALUES ($k1[0], 12), ($k1[1], 12), ($k4[0], 12), ($k4[1], 12)",
+		"INSERT INTO ledger VALUES (12, 'l')",
+		'COMMIT');
+	$coord->wait_for_log(qr/pausing two-phase commit \(after_prepare\)/, $at);
+	my $t0 = time;
+	$coord->safe_psql('postgres', q{
+		SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+		WHERE state = 'active' AND pid <> pg_backend_pid() AND query = 'COMMIT'});
+	ok(!$x->{run}->finish, '(l) a cancel in the pause after the PREPAREs fails the COMMIT');
+	cmp_ok(time - $t0, '<', 15, '(l) at once, not at the end of the 30 s pause');
+	like($x->{err}, qr/ERROR:  canceling statement due to user request/,
+		'(l) with the cancel\'s error');
+	check_agree('(l) a cancel in the pause after the PREPAREs');
+}
+
+# (m) After the local commit no error may be raised: a termination only
+# ends the pause, and the backend exits once the commit is over; the
+# transaction stays committed (what the backend could not finish, recovery
+# does).
+{
+	my @k2 = keys_on(2, 2, 180);
+	my @k3 = keys_on(3, 2, 180);
+	my $at = -s $coord->logfile;
+	my $x = start_xact('before_commit_prepared',
+		'BEGIN',
+		"INSERT INTO items VALUES ($k2[0], 13), ($k2[1], 13), ($k3[0], 13), ($k3[1], 13)",
+		"INSERT INTO ledger VALUES (13, 'm')",
+		'COMMIT');
+	$coord->wait_for_log(qr/pausing two-phase commit \(before_commit_prepared\)/, $at);
+	my $pid = $coord->safe_psql('postgres', q{
+		SELECT pid FROM pg_stat_activity
+		WHERE state = 'active' AND pid <> pg_backend_pid() AND query = 'COMMIT'});
+	my $t0 = time;
+	$coord->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
+	$x->{run}->finish;
+	ok($coord->poll_query_until('postgres',
+			"SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = $pid"),
+		'(m) a termination in the pause after the local commit ends the backend');
+	cmp_ok(time - $t0, '<', 15, '(m) at once, not at the end of the 30 s pause');
+	unlike(recover('false'), qr/failed/, '(m) recovery finishes what is left');
+	$items{$_} = 13 for @k2, @k3;
+	$ledger{13} = 1;
+	check_agree('(m) a termination in the pause after the local commit');
 }
 
 # (h) PREPARE TRANSACTION of a local transaction that used async_fdw still
