@@ -109,8 +109,8 @@ if ! as_user PGHOST="$sock" PGPORT="$port" PGUSER=postgres \
 		log "$f (last 30 lines)"
 		tail -n 30 "$f"
 	done
-	# pg_regress reads test/sql and test/expected (--inputdir=test) but
-	# writes results/ and regression.diffs in the directory it runs in.
+	# pg_regress reads sql/ and expected/ and writes results/ and
+	# regression.diffs in the directory it runs in.
 	if [ -f "$work/src/regression.diffs" ]; then
 		log "regression.diffs"
 		cat "$work/src/regression.diffs"

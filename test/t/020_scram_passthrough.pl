@@ -6,7 +6,7 @@
 #   Without the option (or with the mapping's false over the server's
 #   true) the password rules refuse the connection (2F003); a shard that
 #   does not ask for SCRAM is refused by libpq (require_auth).  Before 18
-#   the option does not exist (test/sql/options.sql checks the refusal).
+#   the option does not exist (sql/options.sql checks the refusal).
 
 use strict;
 use warnings;

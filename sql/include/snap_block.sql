@@ -1,4 +1,4 @@
--- test/sql/include/snap_block.sql
+-- sql/include/snap_block.sql
 --   xact.sql's checks of the one snapshot per local transaction, included
 --   (\i) once per fetch mode.  xact.sql sets the mode of ft_snap, opens the
 --   dblink connection 'other' and sets :round (1, 2, 3) so that each round

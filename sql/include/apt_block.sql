@@ -1,4 +1,4 @@
--- test/sql/include/apt_block.sql
+-- sql/include/apt_block.sql
 --   async.sql's checks of connections and snapshots over the partitioned
 --   table apt, included (\i) once per fetch mode.  async.sql sets the mode
 --   of servers loopback and loopback2, opens the dblink connection 'writer'
