@@ -267,6 +267,23 @@ DELETE FROM dm1 WHERE dm_user_fn(id) = 11;
 ROLLBACK;
 SELECT rows_same($$SELECT * FROM remote.dm1$$, $$SELECT * FROM dm1_local$$);
 
+-- RETURNING rows are converted as a scan's rows are (convert.c): a
+-- remote value the local type cannot hold names the column and the table;
+-- over a remote join, the other table's columns too.
+CREATE TABLE remote.dm_wide (id int PRIMARY KEY, v bigint);
+INSERT INTO remote.dm_wide VALUES (1, 5), (2, 10000000000);
+CREATE FOREIGN TABLE dm_narrow (id int, v int)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'dm_wide');
+CREATE FOREIGN TABLE dm_narrow2 (id int, v int)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'dm_wide');
+EXPLAIN (VERBOSE, COSTS OFF) UPDATE dm_narrow SET id = id WHERE id = 2 RETURNING v;
+UPDATE dm_narrow SET id = id WHERE id = 1 RETURNING id, v;
+UPDATE dm_narrow SET id = id WHERE id = 2 RETURNING v;
+UPDATE dm_narrow n SET id = n.id FROM dm_narrow2 m WHERE n.id = m.id AND m.id = 1 RETURNING n.v, m.v;
+UPDATE dm_narrow n SET id = n.id FROM dm_narrow2 m WHERE n.id = m.id - 1 AND m.id = 2 RETURNING n.v, m.v;
+DROP FOREIGN TABLE dm_narrow, dm_narrow2;
+DROP TABLE remote.dm_wide;
+
 DROP FUNCTION dm_user_fn(int);
 DROP FUNCTION dm_count(text);
 DROP FUNCTION dm_trig();

@@ -6,7 +6,8 @@
  * A row arrives as text values (a FETCH's result, a line of a text COPY
  * stream) or as a binary COPY row; it becomes a virtual tuple in the
  * scan's slot (afdw_store_row, once per row, called by afdwIterateForeignScan)
- * or a heap tuple (afdw_make_tuple, for analyze.c), through the local
+ * or a heap tuple (afdw_make_tuple for analyze.c and modify.c,
+ * afdw_make_tuple_at for direct.c's RETURNING), through the local
  * types' input or receive functions, the commonest types read inline.
  * Streams may use the binary format once a remote check (sent by fetch.c,
  * answered in stream.c) found the remote columns of the local types: the
@@ -413,21 +414,21 @@ form_tuple(RowBuilder *rb, int nfields, MemoryContext cxt)
 
 /*
  * fields_of_result
- *		Point RB->fields at the values of row ROW of RES; returns how many.
+ *		Point RB->fields at the NFIELDS values of row ROW of RES from column
+ *		FIRST on; returns NFIELDS.
  */
 static int
-fields_of_result(RowBuilder *rb, PGresult *res, int row)
+fields_of_result(RowBuilder *rb, PGresult *res, int row, int first, int nfields)
 {
-	int			nfields = PQnfields(res);
-
-	if (nfields > rb->max_fields)
+	if (nfields > rb->max_fields || first + nfields > PQnfields(res))
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
 				 errmsg("remote query of foreign table \"%s\" returned %d columns, expected %d",
-						rb->relname, nfields,
+						rb->relname, PQnfields(res) - first,
 						list_length(rb->retrieved_attrs))));
 	for (int i = 0; i < nfields; i++)
-		rb->fields[i] = PQgetisnull(res, row, i) ? NULL : PQgetvalue(res, row, i);
+		rb->fields[i] = PQgetisnull(res, row, first + i) ? NULL :
+			PQgetvalue(res, row, first + i);
 	return nfields;
 }
 
@@ -438,7 +439,23 @@ fields_of_result(RowBuilder *rb, PGresult *res, int row)
 HeapTuple
 afdw_make_tuple(RowBuilder *rb, PGresult *res, int row, MemoryContext cxt)
 {
-	return form_tuple(rb, fields_of_result(rb, res, row), cxt);
+	return form_tuple(rb, fields_of_result(rb, res, row, 0, PQnfields(res)), cxt);
+}
+
+/*
+ * afdw_make_tuple_at
+ *		A local heap tuple, built in CXT, from the columns of row ROW of RES
+ *		that RB reads, from column FIRST on: a result that holds more than
+ *		one relation's row (RETURNING of a remote join: the target's, then
+ *		the join's scan tuple).
+ */
+HeapTuple
+afdw_make_tuple_at(RowBuilder *rb, PGresult *res, int row, int first,
+				   MemoryContext cxt)
+{
+	return form_tuple(rb, fields_of_result(rb, res, row, first,
+										   list_length(rb->retrieved_attrs)),
+					  cxt);
 }
 
 /*
@@ -602,7 +619,8 @@ afdw_store_row(AfdwScanState *st, TupleTableSlot *slot)
 	else
 	{
 		if (st->batch_res != NULL)
-			nfields = fields_of_result(rb, st->batch_res, row);
+			nfields = fields_of_result(rb, st->batch_res, row, 0,
+									   PQnfields(st->batch_res));
 		else
 		{
 			int			len = st->lines.lens[row];

@@ -42,6 +42,7 @@
 
 #include "async_fdw.h"
 #include "deparse_internal.h"
+#include "scan_internal.h"
 
 /* Executor state of a direct modification. */
 typedef struct AfdwDirectState
@@ -68,13 +69,11 @@ typedef struct AfdwDirectState
 	int			next_row;		/* next RETURNING row to hand over */
 	uint64		nrows;			/* rows changed (as many RETURNING rows) */
 
-	AttInMetadata *attinmeta;	/* RETURNING rows to tuples */
+	RowBuilder	rb;				/* RETURNING rows to the table's tuples */
 	bool		join;			/* over a remote join: the scan tuple holds
 								 * the other tables' columns */
 	int			join_cols;		/* its columns, after the target's */
-	AttInMetadata *join_attinmeta;	/* ... to the scan tuple */
-	char	  **join_values;	/* ... one row's text values */
-	char	  **values;			/* one row's text values, by column */
+	RowBuilder	join_rb;		/* ... to the scan tuple */
 	MemoryContext row_cxt;		/* a RETURNING tuple; reset per row */
 	MemoryContextCallback cleanup;
 } AfdwDirectState;
@@ -147,22 +146,27 @@ afdwBeginDirectModify(ForeignScanState *node, int eflags)
 		}
 	}
 	st->join = plan->scan.scanrelid == 0;
-	if (st->returning && st->join)
-	{
-		TupleDesc	scan_desc = node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
-
-		st->join_cols = intVal(list_nth(plan->fdw_private, AFDW_DIRECT_JOIN_COLS));
-		Assert(st->join_cols == scan_desc->natts);
-		st->join_attinmeta = TupleDescGetAttInMetadata(scan_desc);
-		st->join_values = palloc0(sizeof(char *) * Max(st->join_cols, 1));
-	}
 	if (st->returning)
 	{
-		st->attinmeta = TupleDescGetAttInMetadata(RelationGetDescr(st->rel));
-		st->values = palloc0(sizeof(char *) * Max(RelationGetDescr(st->rel)->natts, 1));
 		st->row_cxt = AllocSetContextCreate(estate->es_query_cxt,
 											"async_fdw returning",
 											ALLOCSET_SMALL_SIZES);
+		afdw_init_row_builder(&st->rb, RelationGetDescr(st->rel),
+							  RelationGetRelationName(st->rel), false,
+							  st->retrieved_attrs, st->row_cxt);
+	}
+	if (st->returning && st->join)
+	{
+		TupleDesc	scan_desc = node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
+		List	   *columns = NIL;
+
+		st->join_cols = intVal(list_nth(plan->fdw_private, AFDW_DIRECT_JOIN_COLS));
+		Assert(st->join_cols == scan_desc->natts);
+		for (int col = 1; col <= st->join_cols; col++)
+			columns = lappend_int(columns, col);
+		afdw_init_row_builder(&st->join_rb, scan_desc,
+							  RelationGetRelationName(st->rel), true,
+							  columns, st->row_cxt);
 	}
 
 	st->conn = afdw_acquire_writer(direct_user(node, st->rel));
@@ -277,10 +281,7 @@ afdwIterateDirectModify(ForeignScanState *node)
 	ResultRelInfo *rinfo = node->resultRelInfo;
 	TupleTableSlot *slot;
 	HeapTuple	tuple;
-	MemoryContext oldcxt;
 	ErrorContextCallback errcb;
-	int			i = 0;
-	ListCell   *lc;
 
 	errcb.callback = direct_error_context;
 	errcb.arg = st;
@@ -313,16 +314,7 @@ afdwIterateDirectModify(ForeignScanState *node)
 	slot = ExecGetReturningSlot(node->ss.ps.state, rinfo);
 	ExecClearTuple(slot);
 	MemoryContextReset(st->row_cxt);
-	memset(st->values, 0, sizeof(char *) * RelationGetDescr(st->rel)->natts);
-	foreach(lc, st->retrieved_attrs)
-	{
-		if (!PQgetisnull(st->res, st->next_row, i))
-			st->values[lfirst_int(lc) - 1] = PQgetvalue(st->res, st->next_row, i);
-		i++;
-	}
-	oldcxt = MemoryContextSwitchTo(st->row_cxt);
-	tuple = BuildTupleFromCStrings(st->attinmeta, st->values);
-	MemoryContextSwitchTo(oldcxt);
+	tuple = afdw_make_tuple_at(&st->rb, st->res, st->next_row, 0, st->row_cxt);
 	ExecForceStoreHeapTuple(tuple, slot, false);
 	/* A row of the table: its tableoid is the table's (RETURNING reads it). */
 	slot->tts_tableOid = RelationGetRelid(st->rel);
@@ -334,12 +326,8 @@ afdwIterateDirectModify(ForeignScanState *node)
 	 */
 	if (st->join)
 	{
-		for (int j = 0; j < st->join_cols; j++)
-			st->join_values[j] = PQgetisnull(st->res, st->next_row, i + j) ? NULL :
-				PQgetvalue(st->res, st->next_row, i + j);
-		oldcxt = MemoryContextSwitchTo(st->row_cxt);
-		tuple = BuildTupleFromCStrings(st->join_attinmeta, st->join_values);
-		MemoryContextSwitchTo(oldcxt);
+		tuple = afdw_make_tuple_at(&st->join_rb, st->res, st->next_row,
+								   list_length(st->retrieved_attrs), st->row_cxt);
 		slot = node->ss.ss_ScanTupleSlot;
 		ExecForceStoreHeapTuple(tuple, slot, false);
 		/*

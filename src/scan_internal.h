@@ -366,6 +366,8 @@ extern void afdw_init_row_builder(RowBuilder *rb, TupleDesc tupdesc,
 								  List *retrieved_attrs, MemoryContext row_cxt);
 extern HeapTuple afdw_make_tuple(RowBuilder *rb, PGresult *res, int row,
 								 MemoryContext cxt);
+extern HeapTuple afdw_make_tuple_at(RowBuilder *rb, PGresult *res, int row,
+								   int first, MemoryContext cxt);
 extern TupleTableSlot *afdw_store_row(AfdwScanState *st, TupleTableSlot *slot);
 extern bool afdw_prepare_binary(AfdwScanState *st);
 extern bool afdw_binary_allowed(AfdwScanState *st);
