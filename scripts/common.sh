@@ -96,3 +96,20 @@ choose_runuser() {
 		as_user() { env PATH="$bindir:$PATH" "$@"; }
 	fi
 }
+
+# host_mirror: the first Debian mirror of the host's apt sources (deb822
+# .sources files or the one-line format), not its security archive.
+host_mirror() {
+	local f uri
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -f "$f" ] || continue
+		uri=$(awk '/^URIs:/ { for (i = 2; i <= NF; i++) if ($i !~ /security/) { print $i; exit } }' "$f")
+		if [ -n "$uri" ]; then echo "$uri"; return 0; fi
+	done
+	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+		[ -f "$f" ] || continue
+		uri=$(awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { if ($i !~ /security/) { print $i; exit } else break } }' "$f")
+		if [ -n "$uri" ]; then echo "$uri"; return 0; fi
+	done
+	return 1
+}

@@ -93,22 +93,6 @@ dpkg -c "$deb" | awk '{ print $NF }' | grep -E '\.(so|control|sql)$'
 
 # 2. The clean root, made once: no PostgreSQL installed, its packages and
 # the package lists in place so that apt resolves the .deb's dependencies.
-# host_mirror as in scripts/pgroot.sh: the first Debian mirror of the host's
-# apt sources, not its security archive.
-host_mirror() {
-	local f uri
-	for f in /etc/apt/sources.list.d/*.sources; do
-		[ -f "$f" ] || continue
-		uri=$(awk '/^URIs:/ { for (i = 2; i <= NF; i++) if ($i !~ /security/) { print $i; exit } }' "$f")
-		if [ -n "$uri" ]; then echo "$uri"; return 0; fi
-	done
-	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-		[ -f "$f" ] || continue
-		uri=$(awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { if ($i !~ /security/) { print $i; exit } else break } }' "$f")
-		if [ -n "$uri" ]; then echo "$uri"; return 0; fi
-	done
-	return 1
-}
 dir=${PGROOT_DIR:-/var/tmp/async_fdw-roots}
 base=$dir/$suite-pkg
 in_root() { chroot "$1" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \

@@ -20,6 +20,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/common.sh
+. "$here/scripts/common.sh"
 major=${1:?usage: pgroot.sh MAJOR COMMAND...}
 shift
 [ $# -gt 0 ] || set -- bash
@@ -42,23 +44,6 @@ case "${PGROOT_SUITE:-$major}" in
 esac
 dir=${PGROOT_DIR:-/var/tmp/async_fdw-roots}
 root=$dir/$suite
-
-# host_mirror: the first Debian mirror of the host's apt sources (deb822
-# .sources files or the one-line format), not its security archive.
-host_mirror() {
-	local f uri
-	for f in /etc/apt/sources.list.d/*.sources; do
-		[ -f "$f" ] || continue
-		uri=$(awk '/^URIs:/ { for (i = 2; i <= NF; i++) if ($i !~ /security/) { print $i; exit } }' "$f")
-		if [ -n "$uri" ]; then echo "$uri"; return 0; fi
-	done
-	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-		[ -f "$f" ] || continue
-		uri=$(awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { if ($i !~ /security/) { print $i; exit } else break } }' "$f")
-		if [ -n "$uri" ]; then echo "$uri"; return 0; fi
-	done
-	return 1
-}
 
 make_root() {
 	local mirror script=() tmp=$root.partial
