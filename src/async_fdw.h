@@ -403,7 +403,8 @@ extern AfdwConn *afdw_acquire_writer(UserMapping *user);
 extern AfdwConn *afdw_get_connection(UserMapping *user);
 extern bool afdw_cancel_harmless(AfdwConn *conn);
 extern void afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner,
-							  AfdwDrainFn drain, bool nested);
+							  AfdwDrainFn drain, bool nested, bool last);
+extern bool afdw_statement_is_transaction(void);
 extern void afdw_send_write(AfdwConn *conn, const char *sql, bool copy,
 							void *owner, AfdwDrainFn drain);
 extern PGresult *afdw_run_write(AfdwConn *conn, const char *sql);

@@ -159,6 +159,12 @@ struct AfdwConn
 	 */
 	int			wrap_skip;
 	AfdwWrap	wrap;
+
+	/*
+	 * The command in flight ends with the COMMIT of the remote transaction
+	 * it opened (afdw_send_in_xact), whose result has not come yet.
+	 */
+	bool		commit_rides;
 	int			wrap_level;		/* local nesting level of the savepoint */
 	char		xact_failed_state[6];
 	char	   *xact_failed_msg;
@@ -355,6 +361,7 @@ extern bool afdw_store_export(AfdwConn *conn, PGresult *res);
 extern void afdw_take_export(AfdwConn *conn, PGresult *res);
 extern void afdw_share_snapshot(AfdwConn *entry, bool nested, StringInfo sql);
 extern void afdw_forget_snapshots(void);
+extern void afdw_snapshot_ended(AfdwConn *conn);
 extern AfdwConn *afdw_snapshot_leader(Oid serverid, Oid umid);
 extern bool afdw_snapshot_exporter(AfdwConn *conn);
 extern void afdw_pass_leadership(AfdwConn *gone, AfdwConn *heir);

@@ -200,6 +200,7 @@ afdw_send_start(AfdwScanState *st)
 {
 	StringInfoData sql;
 	bool		stream;
+	bool		last = false;
 
 	/* Its first run, a rerun after a rescan, or a rerun by cursor. */
 	Assert(!afdw_query_sent(st) || st->phase == PHASE_OVERFLOW);
@@ -246,6 +247,7 @@ afdw_send_start(AfdwScanState *st)
 			st->checking = (status == BINARY_UNKNOWN);
 		}
 		st->mode = binary ? READ_BINARY_STREAM : READ_TEXT_STREAM;
+		last = st->one_shot;
 		st->header_pending = binary;
 		st->cursor_number = 0;
 		appendStringInfoString(&sql, "COPY (");
@@ -253,10 +255,27 @@ afdw_send_start(AfdwScanState *st)
 		appendStringInfoString(&sql, binary ? ") TO STDOUT (FORMAT binary)" :
 							   ") TO STDOUT");
 	}
+	else if (st->one_shot && st->nparams == 0 && !st->may_stream)
+	{
+		/*
+		 * All the rows in one command, or one more than fetch_size to tell
+		 * that there are more (the query then runs again with a cursor).
+		 * Not prepared: without parameters its text changes with its
+		 * values.
+		 */
+		st->mode = READ_EXECUTE;
+		st->cursor_number = 0;
+		if (st->own_limit)
+			appendStringInfoString(&sql, st->sql);
+		else
+			appendStringInfo(&sql, "%s LIMIT %d", st->sql, st->fetch_size + 1);
+		last = true;
+	}
 	else if (st->may_prepare && append_execute(st, &sql))
 	{
 		st->mode = READ_EXECUTE;
 		st->cursor_number = 0;
+		last = st->one_shot;
 	}
 	else
 	{
@@ -275,7 +294,7 @@ afdw_send_start(AfdwScanState *st)
 		appendStringInfoString(&sql, "; ");
 		afdw_deparse_type_check(&sql, st->rel);
 	}
-	afdw_send_in_xact(st->conn, sql.data, st, drain_scan, st->nested);
+	afdw_send_in_xact(st->conn, sql.data, st, drain_scan, st->nested, last);
 	st->stats.runs[st->mode]++;
 	st->stats.round_trips++;
 	st->stats.users = Max(st->stats.users, afdw_conn_users(st->conn));
@@ -307,7 +326,7 @@ afdw_send_fetch(AfdwScanState *st)
 						i > 0 ? "; " : "", st->fetch_size, st->cursor_number);
 	remember_sql(st, sql);
 	st->declaring = false;
-	afdw_send_in_xact(st->conn, sql, st, drain_scan, st->nested);
+	afdw_send_in_xact(st->conn, sql, st, drain_scan, st->nested, false);
 	st->stats.round_trips++;
 	afdw_set_phase(st, PHASE_IN_FLIGHT);
 }

@@ -302,81 +302,130 @@ scan_cleanup(void *arg)
 }
 
 /*
- * The Append parents of the asynchronous ForeignScans of one executor,
- * found by one walk of its plan at the first such scan's Begin and kept
- * in its query context until that context goes (forget_async_parents):
- * starting N scans under one Append walks the plan once, not N times.
- * The pairs go into a small open-addressing table keyed by the child's
- * address, which costs less than a dynahash table for the few children
- * of most Appends.  Executors nest (a function's query starts inside
- * another's), hence a list, one entry per executor that has such scans.
+ * Where the ForeignScans of one executor's plan stand, found by one walk
+ * of the plan at the first scan's Begin that asks, and kept in its query
+ * context until that context goes (forget_scan_census): starting N scans
+ * walks the plan once, not N times.  For each ForeignScan: the Append
+ * whose asynchronous child it is, and whether it is alone, that is, the
+ * only ForeignScan of its server in the statement, on a path of plan nodes
+ * that run it once (no nested loop's inner side, no subplan).  The places
+ * go into a small open-addressing table keyed by the node's address,
+ * which costs less than a dynahash table for the few scans of most plans.
+ * Executors nest (a function's query starts inside another's), hence a
+ * list, one census per executor that has asked.
  */
-typedef struct AsyncParent
+typedef struct ScanPlace
 {
-	Plan	   *child;			/* an async-capable ForeignScan; NULL: free */
-	Plan	   *parent;			/* the first Append found with it as a child */
-} AsyncParent;
+	Plan	   *scan;			/* a ForeignScan; NULL: a free slot */
+	Plan	   *parent;			/* the Append it is an asynchronous child of */
+	Oid			server;
+	bool		once;			/* run once per run of the plan */
+	bool		alone;			/* once, and its server's only ForeignScan */
+} ScanPlace;
 
-typedef struct AsyncParentMap
+typedef struct ScanCensus
 {
 	EState	   *estate;
-	AsyncParent *pairs;			/* found by the walk, in its order */
-	int			npairs;
-	int			maxpairs;
-	AsyncParent *slots;			/* the table: 2^bits slots, at most half used */
+	ScanPlace  *places;			/* found by the walk, in its order */
+	int			nplaces;
+	int			maxplaces;
+	ScanPlace  *slots;			/* the table: 2^bits slots, at most half used */
 	int			bits;
 	MemoryContextCallback forget;
-	dlist_node	node;			/* in async_parent_maps */
-} AsyncParentMap;
+	dlist_node	node;			/* in scan_censuses */
+} ScanCensus;
 
-static dlist_head async_parent_maps = DLIST_STATIC_INIT(async_parent_maps);
+static dlist_head scan_censuses = DLIST_STATIC_INIT(scan_censuses);
 
 /*
- * async_parent_slot
- *		The first slot of MAP's table to probe for CHILD (Fibonacci
+ * census_slot
+ *		The first slot of CENSUS's table to probe for SCAN (Fibonacci
  *		hashing of its address; the low bits of an address are zero).
  */
 static inline uint32
-async_parent_slot(AsyncParentMap *map, Plan *child)
+census_slot(ScanCensus *census, Plan *scan)
 {
-	return (uint32) ((((uint64) (uintptr_t) child >> 3) *
-					  UINT64CONST(0x9E3779B97F4A7C15)) >> (64 - map->bits));
+	return (uint32) ((((uint64) (uintptr_t) scan >> 3) *
+					  UINT64CONST(0x9E3779B97F4A7C15)) >> (64 - census->bits));
 }
 
 /*
- * record_async_parents
- *		Add to MAP's pairs each async-capable ForeignScan that is a child
- *		of an Append under PLAN (not NULL), with that Append, in the order
- *		of a search from the root (an Append's own children before
- *		anything below them).
+ * runs_children_once
+ *		Whether a plan node of type TAG, run once, runs each of its
+ *		children at most once: it never rescans them by itself.  Unknown
+ *		types say no.  A nested loop rescans its inner side (see
+ *		record_scans).
+ */
+static bool
+runs_children_once(NodeTag tag)
+{
+	switch (tag)
+	{
+		case T_Result:
+		case T_ProjectSet:
+		case T_Limit:
+		case T_Sort:
+		case T_IncrementalSort:
+		case T_Agg:
+		case T_Unique:
+		case T_WindowAgg:
+		case T_SetOp:
+		case T_Material:
+		case T_Hash:
+		case T_HashJoin:
+		case T_MergeJoin:
+		case T_Append:
+		case T_MergeAppend:
+		case T_SubqueryScan:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
+ * record_scans
+ *		Add to CENSUS each ForeignScan under PLAN (not NULL), in the order of
+ *		a search from the root (an Append's own children before anything
+ *		below them).  PARENT is the Append whose asynchronous child PLAN
+ *		is, or NULL; ONCE says that PLAN runs at most once.
  */
 static void
-record_async_parents(Plan *plan, AsyncParentMap *map)
+record_scans(Plan *plan, Plan *parent, bool once, ScanCensus *census)
 {
 	List	   *children = NIL;
 	Plan	   *only = NULL;
+	bool		below = once && runs_children_once(nodeTag(plan));
 	ListCell   *lc;
 
 	check_stack_depth();
 	switch (nodeTag(plan))
 	{
+		case T_ForeignScan:
+			if (census->nplaces == census->maxplaces)
+			{
+				census->maxplaces *= 2;
+				census->places = repalloc(census->places,
+										  sizeof(ScanPlace) * census->maxplaces);
+			}
+			census->places[census->nplaces].scan = plan;
+			census->places[census->nplaces].parent = parent;
+			census->places[census->nplaces].server = ((ForeignScan *) plan)->fs_server;
+			census->places[census->nplaces].once = once;
+			census->places[census->nplaces].alone = false;
+			census->nplaces++;
+			/* Its outer plan runs only to recheck rows. */
+			below = false;
+			break;
 		case T_Append:
-			children = ((Append *) plan)->appendplans;
-			foreach(lc, children)
+			foreach(lc, ((Append *) plan)->appendplans)
 			{
 				Plan	   *child = lfirst(lc);
 
-				if (!IsA(child, ForeignScan) || !child->async_capable)
-					continue;
-				if (map->npairs == map->maxpairs)
-				{
-					map->maxpairs *= 2;
-					map->pairs = repalloc(map->pairs,
-										  sizeof(AsyncParent) * map->maxpairs);
-				}
-				map->pairs[map->npairs].child = child;
-				map->pairs[map->npairs].parent = plan;
-				map->npairs++;
+				if (child != NULL)
+					record_scans(child,
+								 IsA(child, ForeignScan) && child->async_capable ?
+								 plan : NULL, below, census);
 			}
 			break;
 		case T_MergeAppend:
@@ -394,112 +443,154 @@ record_async_parents(Plan *plan, AsyncParentMap *map)
 	foreach(lc, children)
 	{
 		if (lfirst(lc) != NULL)
-			record_async_parents(lfirst(lc), map);
+			record_scans(lfirst(lc), NULL, below, census);
 	}
 	if (only != NULL)
-		record_async_parents(only, map);
+		record_scans(only, NULL, below, census);
 	if (plan->lefttree != NULL)
-		record_async_parents(plan->lefttree, map);
+		record_scans(plan->lefttree, NULL, below, census);
 	if (plan->righttree != NULL)
-		record_async_parents(plan->righttree, map);
+		record_scans(plan->righttree, NULL, below && !IsA(plan, NestLoop),
+					 census);
 }
 
 /*
- * forget_async_parents
- *		Memory context callback: the executor of an AsyncParentMap is
- *		ending, drop the map from the list.
+ * place_cmp
+ *		qsort comparator of ScanPlace pointers by server.
+ */
+static int
+place_cmp(const void *a, const void *b)
+{
+	Oid			x = (*(ScanPlace *const *) a)->server;
+	Oid			y = (*(ScanPlace *const *) b)->server;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * mark_alone
+ *		Mark the places of CENSUS that are their server's only one and run
+ *		once.
  */
 static void
-forget_async_parents(void *arg)
+mark_alone(ScanCensus *census)
 {
-	AsyncParentMap *map = (AsyncParentMap *) arg;
+	ScanPlace **sorted = palloc(sizeof(ScanPlace *) * census->nplaces);
+	int			i = 0;
 
-	dlist_delete(&map->node);
+	for (int k = 0; k < census->nplaces; k++)
+		sorted[k] = &census->places[k];
+	qsort(sorted, census->nplaces, sizeof(ScanPlace *), place_cmp);
+	while (i < census->nplaces)
+	{
+		int			j = i + 1;
+
+		while (j < census->nplaces && sorted[j]->server == sorted[i]->server)
+			j++;
+		if (j == i + 1)
+			sorted[i]->alone = sorted[i]->once;
+		i = j;
+	}
+	pfree(sorted);
 }
 
 /*
- * build_async_parents
- *		The AsyncParentMap of ESTATE: its plan walked (main tree, then
- *		subplans), its table filled, listed until its query context goes.
+ * forget_scan_census
+ *		Memory context callback: the executor of a ScanCensus is ending,
+ *		drop the census from the list.
  */
-static AsyncParentMap *
-build_async_parents(EState *estate)
+static void
+forget_scan_census(void *arg)
+{
+	ScanCensus *census = (ScanCensus *) arg;
+
+	dlist_delete(&census->node);
+}
+
+/*
+ * build_scan_census
+ *		The ScanCensus of ESTATE: its plan walked (main tree, then
+ *		subplans, which may run any number of times), its table filled,
+ *		listed until its query context goes.
+ */
+static ScanCensus *
+build_scan_census(EState *estate)
 {
 	PlannedStmt *stmt = estate->es_plannedstmt;
 	MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
-	AsyncParentMap *map = palloc0(sizeof(AsyncParentMap));
+	ScanCensus *census = palloc0(sizeof(ScanCensus));
 	ListCell   *lc;
 
-	map->estate = estate;
-	map->maxpairs = 16;
-	map->pairs = palloc(sizeof(AsyncParent) * map->maxpairs);
+	census->estate = estate;
+	census->maxplaces = 16;
+	census->places = palloc(sizeof(ScanPlace) * census->maxplaces);
 	if (stmt->planTree != NULL)
-		record_async_parents(stmt->planTree, map);
+		record_scans(stmt->planTree, NULL, true, census);
 	foreach(lc, stmt->subplans)
 	{
 		if (lfirst(lc) != NULL)
-			record_async_parents(lfirst(lc), map);
+			record_scans(lfirst(lc), NULL, false, census);
 	}
-	map->bits = 2;
-	while ((1 << map->bits) < 2 * map->npairs)
-		map->bits++;
-	map->slots = palloc0(sizeof(AsyncParent) << map->bits);
+	mark_alone(census);
+	census->bits = 2;
+	while ((1 << census->bits) < 2 * census->nplaces)
+		census->bits++;
+	census->slots = palloc0(sizeof(ScanPlace) << census->bits);
 	MemoryContextSwitchTo(old);
 
-	/* Of a child found twice, the first found stays (see above). */
-	for (int i = 0; i < map->npairs; i++)
+	/* Of a scan found twice, the first found stays (it is not alone). */
+	for (int i = 0; i < census->nplaces; i++)
 	{
-		uint32		mask = (1U << map->bits) - 1;
-		uint32		slot = async_parent_slot(map, map->pairs[i].child);
+		uint32		mask = (1U << census->bits) - 1;
+		uint32		slot = census_slot(census, census->places[i].scan);
 
-		while (map->slots[slot].child != NULL &&
-			   map->slots[slot].child != map->pairs[i].child)
+		while (census->slots[slot].scan != NULL &&
+			   census->slots[slot].scan != census->places[i].scan)
 			slot = (slot + 1) & mask;
-		if (map->slots[slot].child == NULL)
-			map->slots[slot] = map->pairs[i];
+		if (census->slots[slot].scan == NULL)
+			census->slots[slot] = census->places[i];
 	}
 
 	/* Nothing below can fail: listed exactly while the context lives. */
-	dlist_push_head(&async_parent_maps, &map->node);
-	map->forget.func = forget_async_parents;
-	map->forget.arg = map;
-	MemoryContextRegisterResetCallback(estate->es_query_cxt, &map->forget);
-	return map;
+	dlist_push_head(&scan_censuses, &census->node);
+	census->forget.func = forget_scan_census;
+	census->forget.arg = census;
+	MemoryContextRegisterResetCallback(estate->es_query_cxt, &census->forget);
+	return census;
 }
 
 /*
- * find_async_parent
- *		The Append of ESTATE's plan whose asynchronous child CHILD is, or
- *		NULL: the first found searching the main tree, then the subplans.
- *		The first call of an executor walks its whole plan; later ones
- *		look the answer up.
+ * find_scan_place
+ *		Where SCAN stands in ESTATE's plan (see ScanCensus), NULL if it is
+ *		not found.  The first call of an executor walks its whole plan;
+ *		later ones look the answer up.
  */
-static Plan *
-find_async_parent(EState *estate, Plan *child)
+static ScanPlace *
+find_scan_place(EState *estate, Plan *scan)
 {
-	AsyncParentMap *map = NULL;
+	ScanCensus *census = NULL;
 	dlist_iter	iter;
 	uint32		mask;
 	uint32		slot;
 
-	dlist_foreach(iter, &async_parent_maps)
+	dlist_foreach(iter, &scan_censuses)
 	{
-		AsyncParentMap *m = dlist_container(AsyncParentMap, node, iter.cur);
+		ScanCensus *c = dlist_container(ScanCensus, node, iter.cur);
 
-		if (m->estate == estate)
+		if (c->estate == estate)
 		{
-			map = m;
+			census = c;
 			break;
 		}
 	}
-	if (map == NULL)
-		map = build_async_parents(estate);
-	mask = (1U << map->bits) - 1;
-	for (slot = async_parent_slot(map, child); map->slots[slot].child != NULL;
+	if (census == NULL)
+		census = build_scan_census(estate);
+	mask = (1U << census->bits) - 1;
+	for (slot = census_slot(census, scan); census->slots[slot].scan != NULL;
 		 slot = (slot + 1) & mask)
 	{
-		if (map->slots[slot].child == child)
-			return map->slots[slot].parent;
+		if (census->slots[slot].scan == scan)
+			return &census->slots[slot];
 	}
 	return NULL;
 }
@@ -576,8 +667,9 @@ begin_scan(ForeignScanState *node)
 	bool		stream;
 	int			i = 0;
 	Index		rtindex;
-	int			own_bound;
+	int			own_bound = -1;
 	int			relid = -1;
+	bool		want_parent;
 
 	/* Rows an INSERT of this statement still keeps are read too. */
 	afdw_flush_kept_rows(plan->fs_server);
@@ -668,9 +760,8 @@ begin_scan(ForeignScanState *node)
 	st->nested = (debug_query_string == NULL || estate->es_sourceText == NULL ||
 				  strcmp(estate->es_sourceText, debug_query_string) != 0);
 
-	if (plan->scan.plan.async_capable && estate->es_epq_active == NULL &&
-		stream && st->nparams == 0)
-		st->async_parent = find_async_parent(estate, (Plan *) plan);
+	want_parent = (plan->scan.plan.async_capable && estate->es_epq_active == NULL &&
+				   stream && st->nparams == 0);
 
 	/*
 	 * SELECT ... FOR UPDATE/SHARE: the remote rows stay locked until the
@@ -706,6 +797,37 @@ begin_scan(ForeignScanState *node)
 			list_member_int(estate->es_plannedstmt->resultRelations, relid))
 			st->locks_rows = true;
 	}
+
+	/*
+	 * A statement that is its own transaction and only reads, whose scan
+	 * is its server's only one and runs once: its query goes in one
+	 * command that returns all the rows, with the remote COMMIT in the
+	 * same send (afdw_send_in_xact).  That is a stream, or, for a scan
+	 * expected to return at most fetch_size rows (a lookup), a query
+	 * bounded to one row more (which tells that there are more: the query
+	 * then runs again with a cursor).
+	 */
+	st->one_shot = (!st->nested && !st->locks_rows &&
+					plan->operation == CMD_SELECT &&
+					estate->es_plannedstmt->commandType == CMD_SELECT &&
+					estate->es_plannedstmt->rowMarks == NIL &&
+					!estate->es_plannedstmt->hasModifyingCTE &&
+					estate->es_epq_active == NULL &&
+					(stream ||
+					 (plan->scan.plan.plan_rows <= st->fetch_size &&
+					  (st->nparams > 0 ? st->may_prepare :
+					   !st->own_limit ||
+					   (own_bound >= 0 && own_bound <= st->fetch_size)))) &&
+					afdw_statement_is_transaction());
+	if (want_parent || st->one_shot)
+	{
+		ScanPlace  *place = find_scan_place(estate, (Plan *) plan);
+
+		if (want_parent && place != NULL)
+			st->async_parent = place->parent;
+		st->one_shot = st->one_shot && place != NULL && place->alone;
+	}
+
 	if (st->locks_rows)
 	{
 		st->conn = afdw_acquire_writer(scan_user(plan, estate, st->rel, rtindex));
@@ -1058,7 +1180,10 @@ next_batch(AfdwScanState *st, bool block)
 		{
 			/* More rows than a lookup: run it again with a cursor. */
 			if (st->phase == PHASE_OVERFLOW)
+			{
 				st->may_prepare = false;
+				st->one_shot = false;
+			}
 			afdw_send_start(st);
 		}
 	}
@@ -1143,6 +1268,8 @@ afdwReScanForeignScan(ForeignScanState *node)
 		return;
 	}
 
+	/* Runs after the first stay in the remote transaction. */
+	st->one_shot = false;
 	waited = afdw_wait_time;
 	afdw_finish_request(st);
 	add_wait_since(st, &waited);

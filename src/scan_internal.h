@@ -240,6 +240,13 @@ typedef struct AfdwScanState
 	/* The query runs inside another statement (see afdw_send_in_xact). */
 	bool		nested;
 
+	/*
+	 * The scan's query is the whole remote transaction: one command that
+	 * returns all its rows (or tells there are more), with the COMMIT (see
+	 * begin_scan).  Not after an overflow or a rescan.
+	 */
+	bool		one_shot;
+
 	/* SELECT ... FOR UPDATE/SHARE: the scan locks the remote rows. */
 	bool		locks_rows;
 

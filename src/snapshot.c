@@ -437,6 +437,22 @@ afdw_pass_leadership(AfdwConn *gone, AfdwConn *heir)
 }
 
 /*
+ * afdw_snapshot_ended
+ *		CONN's remote transaction ended with the statement's last command
+ *		(afdw_send_in_xact): if it led its server's, the server has no
+ *		snapshot in the local transaction any more, and its next connection
+ *		starts anew.
+ */
+void
+afdw_snapshot_ended(AfdwConn *conn)
+{
+	ServerSnapshot *ss = find_snapshot(conn->serverid, conn->key.umid);
+
+	if (ss != NULL && ss->leader == conn)
+		hash_search(snapshot_hash, &ss->key, HASH_REMOVE, NULL);
+}
+
+/*
  * afdw_share_snapshot
  *		Append to SQL, which starts ENTRY's remote transaction, what gives
  *		the transaction the snapshot that the connections to its server

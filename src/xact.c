@@ -65,6 +65,8 @@ static void append_closes(AfdwConn *entry, StringInfo sql);
 static void begin_xact(AfdwConn *conn);
 static void set_savepoint_op(AfdwConn *conn, const char *sql, int level);
 static void track_wrap(AfdwConn *conn, PGresult *res);
+static void note_xact_failed(AfdwConn *conn, PGresult *res);
+static void follow_riding_commit(AfdwConn *conn, PGresult *res);
 static void drop_deferred(AfdwConn *entry);
 static void xact_callback(XactEvent event, void *arg);
 static void subxact_callback(SubXactEvent event, SubTransactionId mySubid,
@@ -189,6 +191,8 @@ session_result(AfdwConn *conn, PGresult *res)
 	track_wrap(conn, res);
 	if (conn->preparing != 0)
 		afdw_note_prepare(conn, res);
+	if (conn->commit_rides)
+		follow_riding_commit(conn, res);
 }
 
 /*
@@ -324,6 +328,25 @@ begin_xact(AfdwConn *conn)
 }
 
 /*
+ * afdw_statement_is_transaction
+ *		Whether the running statement is, for remote transactions, the
+ *		whole local transaction: no transaction block (explicit, or the
+ *		implicit one of several statements in one message), no
+ *		subtransaction, and READ COMMITTED.
+ *
+ * A remote transaction of such a statement that only read may end with the
+ * statement's last command on its connection: the local transaction has
+ * nothing more to see (the next statement at READ COMMITTED takes a new
+ * snapshot anyway) and nothing to lose by an early COMMIT.
+ */
+bool
+afdw_statement_is_transaction(void)
+{
+	return !IsTransactionBlock() && GetCurrentTransactionNestLevel() == 1 &&
+		XactIsoLevel == XACT_READ_COMMITTED;
+}
+
+/*
  * afdw_send_in_xact
  *		Send a scan's SQL (no parameters) in the remote transaction without
  *		waiting, in the savepoint afdw_ra, with whatever opens the
@@ -331,31 +354,116 @@ begin_xact(AfdwConn *conn)
  *		when someone else needs the connection.  NESTED says that the query
  *		runs inside another statement (a function, say), so that more
  *		connections to the server may join the remote transaction later.
+ *		LAST says that the scan is its server's only one in the statement
+ *		and SQL returns all its rows (or tells that there are more): then,
+ *		when SQL opens the remote transaction of a statement that is its
+ *		own transaction, the transaction's COMMIT rides in the same send.
  *
  * A failure inside the savepoint is the scan's to report when it needs
  * the rows; the connection rolls the savepoint back with its next command
  * (track_wrap), so that the remote transaction and its exported snapshot
  * stay usable for the rest of the query.
+ *
+ * With the COMMIT riding along, a lookup costs one round trip: the next
+ * statement finds the connection idle, instead of waiting for the answer
+ * to a COMMIT sent after the rows came.  The command needs no savepoint
+ * then (nothing else runs in its transaction); the transaction ends when
+ * the COMMIT's result comes (follow_riding_commit), or, when a statement
+ * before it failed, with the local transaction as any other.
  */
 void
 afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner, AfdwDrainFn drain,
-				  bool nested)
+				  bool nested, bool last)
 {
 	char	   *prefix;
-	char	   *full;
+	StringInfoData full;
 	int			nstatements;
+	bool		commit;
 
 	afdw_make_idle(conn);
 	check_xact_failed(conn);
+	commit = (last && !nested && conn->xact_depth == 0 &&
+			  conn->savepoint_op == NULL && !conn->writer && !conn->locks_rows &&
+			  afdw_statement_is_transaction());
+	if (commit)
+	{
+		StringInfoData setting;
+		int			before = conn->idle_timeout;
+
+		/*
+		 * Not when the session's idle timeout is to change (its first
+		 * transaction, mostly): that setting follows the COMMIT, and must
+		 * not be taken for made when a failure skips both.
+		 */
+		initStringInfo(&setting);
+		afdw_append_idle_setting(conn, &setting);
+		if (setting.len > 0)
+		{
+			conn->idle_timeout = before;
+			commit = false;
+		}
+		pfree(setting.data);
+	}
 	prefix = xact_prefix(conn, nested, &nstatements);
-	full = psprintf("%s%sSAVEPOINT afdw_ra; %s", prefix, prefix[0] ? "; " : "", sql);
-	afdw_send_query(conn, full, 0, NULL);
+	initStringInfo(&full);
+	appendStringInfoString(&full, prefix);
+	if (prefix[0] != '\0')
+		appendStringInfoString(&full, "; ");
+	if (commit)
+		appendStringInfo(&full, "%s; COMMIT TRANSACTION", sql);
+	else
+		appendStringInfo(&full, "SAVEPOINT afdw_ra; %s", sql);
+	afdw_send_query(conn, full.data, 0, NULL);
 	afdw_set_owner(conn, owner, drain);
-	conn->wrap_skip = nstatements;
-	conn->wrap = AFDW_WRAP_PENDING;
-	conn->wrap_level = GetCurrentTransactionNestLevel();
-	pfree(full);
+	if (commit)
+	{
+		conn->commit_rides = true;
+		conn->wrap_skip = 0;
+		conn->wrap = AFDW_WRAP_NONE;
+	}
+	else
+	{
+		conn->wrap_skip = nstatements;
+		conn->wrap = AFDW_WRAP_PENDING;
+		conn->wrap_level = GetCurrentTransactionNestLevel();
+	}
+	pfree(full.data);
 	pfree(prefix);
+}
+
+/*
+ * follow_riding_commit
+ *		RES is the next result of CONN's command that carries the COMMIT of
+ *		its remote transaction, NULL at its end: when the COMMIT's comes,
+ *		the remote transaction is over (and its snapshot with it); when a
+ *		statement before it fails, the COMMIT never runs, and the remote
+ *		transaction, failed, ends with the local one.
+ */
+static void
+follow_riding_commit(AfdwConn *conn, PGresult *res)
+{
+	ExecStatusType status;
+
+	if (res == NULL)
+	{
+		conn->commit_rides = false;
+		return;
+	}
+	status = PQresultStatus(res);
+	if (status == PGRES_COMMAND_OK && strcmp(PQcmdStatus(res), "COMMIT") == 0)
+	{
+		conn->commit_rides = false;
+		conn->xact_depth = 0;
+		conn->cursor_number = 0;
+		afdw_snapshot_ended(conn);
+		return;
+	}
+	if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK &&
+		status != PGRES_COPY_OUT)
+	{
+		note_xact_failed(conn, res);
+		conn->commit_rides = false;
+	}
 }
 
 /*
@@ -663,17 +771,7 @@ track_wrap(AfdwConn *conn, PGresult *res)
 							 "ROLLBACK TO SAVEPOINT afdw_ra; RELEASE SAVEPOINT afdw_ra",
 							 conn->wrap_level);
 		else
-		{
-			const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-			const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
-
-			strlcpy(conn->xact_failed_state, state ? state : "08006",
-					sizeof(conn->xact_failed_state));
-			if (conn->xact_failed_msg != NULL)
-				pfree(conn->xact_failed_msg);
-			conn->xact_failed_msg = MemoryContextStrdup(afdw_conn_cxt,
-														msg ? msg : "unknown failure");
-		}
+			note_xact_failed(conn, res);
 		conn->wrap = AFDW_WRAP_NONE;
 		return;
 	}
@@ -684,6 +782,25 @@ track_wrap(AfdwConn *conn, PGresult *res)
 		else
 			conn->wrap = AFDW_WRAP_OPEN;
 	}
+}
+
+/*
+ * note_xact_failed
+ *		RES, an error, failed CONN's remote transaction: no command can run
+ *		in it any more (check_xact_failed).
+ */
+static void
+note_xact_failed(AfdwConn *conn, PGresult *res)
+{
+	const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+
+	strlcpy(conn->xact_failed_state, state ? state : "08006",
+			sizeof(conn->xact_failed_state));
+	if (conn->xact_failed_msg != NULL)
+		pfree(conn->xact_failed_msg);
+	conn->xact_failed_msg = MemoryContextStrdup(afdw_conn_cxt,
+												msg ? msg : "unknown failure");
 }
 
 /*
@@ -724,6 +841,7 @@ forget_wrap(AfdwConn *entry)
 {
 	entry->wrap_skip = 0;
 	entry->wrap = AFDW_WRAP_NONE;
+	entry->commit_rides = false;
 	if (entry->xact_failed_msg != NULL)
 	{
 		pfree(entry->xact_failed_msg);
@@ -958,6 +1076,9 @@ commit_all(void)
 		if (entry->conn == NULL || entry->xact_depth == 0)
 			continue;
 		afdw_make_idle(entry);
+		/* The results read may end with the COMMIT that rode along. */
+		if (entry->xact_depth == 0)
+			continue;
 		forget_closes(entry);
 		entry->changing_xact_state = true;
 

@@ -1,0 +1,155 @@
+--
+-- lookup_commit: a read-only statement that is its own transaction, whose
+-- scan is its server's only one and runs once, sends its query and the
+-- remote COMMIT in one message (one round trip); any other keeps the
+-- remote transaction open until the local one ends
+--
+
+-- The last message each remote session of async_fdw received, once all
+-- are idle (the answer to a COMMIT sent after the rows is not waited for):
+-- a query and its COMMIT in one message, a query alone (its COMMIT went
+-- later), or what else it was.
+CREATE FUNCTION afdw_last_messages() RETURNS SETOF text LANGUAGE plpgsql AS $$
+BEGIN
+  FOR i IN 1..1000 LOOP
+    PERFORM pg_stat_clear_snapshot();
+    EXIT WHEN NOT EXISTS (SELECT 1 FROM pg_stat_activity
+                           WHERE application_name = 'async_fdw'
+                             AND pid <> pg_backend_pid() AND state <> 'idle');
+    PERFORM pg_sleep(0.01);
+  END LOOP;
+  RETURN QUERY
+    SELECT CASE WHEN query LIKE 'START TRANSACTION %; COMMIT TRANSACTION'
+                THEN 'query and COMMIT in one message'
+                WHEN query LIKE 'START TRANSACTION %'
+                THEN 'query, its transaction still open'
+                ELSE query END
+      FROM pg_stat_activity
+     WHERE application_name = 'async_fdw' AND pid <> pg_backend_pid()
+     ORDER BY 1;
+END
+$$;
+
+CREATE TABLE remote.lc (id int PRIMARY KEY, v text);
+INSERT INTO remote.lc SELECT g, 'v' || g FROM generate_series(1, 200) g;
+ANALYZE remote.lc;
+CREATE FOREIGN TABLE ft_lc (id int, v text)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'lc');
+CREATE FOREIGN TABLE ft_lc2 (id int, v text)
+  SERVER loopback2 OPTIONS (schema_name 'remote', table_name 'lc');
+CREATE TABLE local_ids (id int);
+INSERT INTO local_ids VALUES (3), (5);
+ANALYZE local_ids;
+SELECT async_fdw_disconnect_all();
+
+-- A lookup: query and COMMIT in one message.  (The session's first
+-- transaction also sets its idle timeout after the COMMIT, so it is not
+-- one.)  With the COMMIT sent after the rows, the next statement would wait
+-- for its answer before sending its own query: two round trips.
+SELECT * FROM ft_lc WHERE id = 1;
+SELECT * FROM ft_lc WHERE id = 2;
+-- The remote session is idle as soon as the statement returns: the
+-- COMMIT's answer came with the rows.
+SELECT pg_stat_clear_snapshot();
+SELECT state FROM pg_stat_activity
+ WHERE application_name = 'async_fdw' AND pid <> pg_backend_pid();
+SELECT * FROM afdw_last_messages();
+-- A stream (the planner's choice for a whole table) too.
+SELECT count(*), max(v) FROM (SELECT * FROM ft_lc OFFSET 0) s;
+SELECT * FROM afdw_last_messages();
+-- A query bounded to fetch_size + 1 rows (a cursor would need a FETCH).
+ALTER FOREIGN TABLE ft_lc OPTIONS (ADD fetch_mode 'cursor');
+SELECT * FROM ft_lc WHERE id = 3;
+SELECT * FROM afdw_last_messages();
+ALTER FOREIGN TABLE ft_lc OPTIONS (DROP fetch_mode);
+-- Scans of two servers: each its own.
+SET enable_nestloop = off;
+SELECT a.v, b.v FROM ft_lc a JOIN ft_lc2 b ON a.id + 1 = b.id WHERE a.id = 4;
+SELECT a.v, b.v FROM ft_lc a JOIN ft_lc2 b ON a.id + 1 = b.id WHERE a.id = 5;
+RESET enable_nestloop;
+SELECT * FROM afdw_last_messages();
+SELECT async_fdw_disconnect('loopback2');
+
+-- More rows than the estimate allowed for (stale statistics): the bounded
+-- query tells that there are more, and the query runs again with a
+-- cursor, in a remote transaction of its own; all rows come back.
+ANALYZE ft_lc;
+UPDATE remote.lc SET v = 'same' WHERE id <= 50;
+ALTER FOREIGN TABLE ft_lc OPTIONS (ADD fetch_size '3', ADD fetch_mode 'cursor');
+EXPLAIN (COSTS OFF) SELECT id FROM ft_lc WHERE v = 'same';
+SELECT count(*), min(id), max(id) FROM (SELECT id FROM ft_lc WHERE v = 'same' OFFSET 0) s;
+SELECT * FROM afdw_last_messages();
+ALTER FOREIGN TABLE ft_lc OPTIONS (DROP fetch_size, DROP fetch_mode);
+UPDATE remote.lc SET v = 'v' || id WHERE id <= 50;
+
+-- A remote error: the COMMIT never runs, the local statement fails, the
+-- remote transaction is rolled back with the local one, and the next
+-- lookup is one round trip again.
+SELECT * FROM ft_lc WHERE id = 1 AND 1 / (id - 1) = 0;
+SELECT * FROM afdw_last_messages();
+SELECT * FROM ft_lc WHERE id = 9;
+SELECT * FROM afdw_last_messages();
+
+-- A stream stopped early: the COMMIT never runs either; the remote
+-- transaction ends with the local one.
+SELECT count(*) FROM (SELECT id FROM (SELECT * FROM ft_lc OFFSET 0) s
+                       WHERE id > 0 AND (random() >= 0) LIMIT 1) s;
+SELECT * FROM afdw_remote_states();
+SELECT * FROM ft_lc WHERE id = 10;
+SELECT * FROM afdw_last_messages();
+
+-- Not when the remote transaction must outlive the statement.
+-- In a transaction block:
+BEGIN;
+SELECT * FROM ft_lc WHERE id = 11;
+SELECT * FROM afdw_last_messages();
+COMMIT;
+-- In several statements of one message (an implicit transaction block):
+SELECT 1 \; SELECT * FROM ft_lc WHERE id = 12;
+SELECT * FROM afdw_last_messages();
+-- At REPEATABLE READ (a second statement of the transaction would need the
+-- same snapshot):
+SET default_transaction_isolation = 'repeatable read';
+SELECT * FROM ft_lc WHERE id = 13;
+SELECT * FROM afdw_last_messages();
+RESET default_transaction_isolation;
+-- Locking rows:
+SELECT * FROM ft_lc WHERE id = 14 FOR UPDATE;
+SELECT * FROM afdw_last_messages();
+-- Two scans of one server:
+SELECT v FROM ft_lc WHERE id = 15 UNION ALL SELECT v FROM ft_lc WHERE id = 16;
+SELECT * FROM afdw_last_messages();
+-- The inner side of a nested loop, run once per outer row:
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_material = off;
+EXPLAIN (COSTS OFF)
+SELECT l.id, f.v FROM local_ids l JOIN ft_lc f ON f.id = l.id;
+SELECT l.id, f.v FROM local_ids l JOIN ft_lc f ON f.id = l.id ORDER BY 1;
+SELECT * FROM afdw_last_messages();
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_material;
+-- An EXECUTE of a prepared statement, whose query is not the text the
+-- client sent (as in a function):
+PREPARE lk(int) AS SELECT * FROM ft_lc WHERE id = $1;
+EXECUTE lk(18);
+SELECT * FROM afdw_last_messages();
+DEALLOCATE lk;
+-- Inside a function (more statements may follow in its transaction):
+CREATE FUNCTION lc_lookup(int) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN (SELECT v FROM ft_lc WHERE id = $1);
+END
+$$;
+SELECT lc_lookup(17);
+SELECT * FROM afdw_last_messages();
+-- The lookups of a subquery run per outer row:
+SELECT id, (SELECT v FROM ft_lc f WHERE f.id = l.id) FROM local_ids l ORDER BY 1;
+SELECT * FROM afdw_last_messages();
+
+DROP FUNCTION lc_lookup(int);
+DROP FOREIGN TABLE ft_lc, ft_lc2;
+DROP TABLE remote.lc, local_ids;
+DROP FUNCTION afdw_last_messages();
+SELECT async_fdw_disconnect_all();
