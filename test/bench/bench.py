@@ -1042,23 +1042,48 @@ class Bench:
             L.append("## Point lookups through E (pgbench -T %d, `SELECT * FROM e WHERE a = :id`)"
                      % cfg.lookup_seconds)
             L.append("")
-            L.append("| RTT ms | clients | fdw | avg latency ms | tps |")
-            L.append("| ---: | ---: | --- | ---: | ---: |")
+            L.append("| RTT ms | clients | fdw | avg latency ms | tps | round trips |")
+            L.append("| ---: | ---: | --- | ---: | ---: | ---: |")
             for r in self.lookup_results:
                 label = FDW_LABEL.get(r["fdw"], r["fdw"])
                 if r["fdw"] == "async_fdw" and r["mode"] != "default":
                     label += " " + r["mode"]
-                L.append("| %s | %s | %s | %s | %s |" % (r["rtt_ms"], r["clients"], label,
-                                                         r["avg_latency_ms"], r["tps"]))
+                L.append("| %s | %s | %s | %s | %s | %s |" % (r["rtt_ms"], r["clients"], label,
+                                                              r["avg_latency_ms"], r["tps"],
+                                                              self.lookup_round_trips(r)))
             L.append("")
             L.append("\"direct to shard\" sends the same lookup straight to shard 1 "
-                     "(one round trip: the physical limit).")
+                     "(one round trip: the physical limit).  \"round trips\" at RTT > 0: "
+                     "(latency − the same figure's latency at 0 ms) ÷ (direct to shard's "
+                     "latency − its latency at 0 ms), that is, how many of the measured "
+                     "round trips one lookup waits for.")
             L.append("")
 
         if os.path.exists(os.path.join(cfg.results, "chart.png")):
             L.append("![chart](chart.png)")
             L.append("")
         return "\n".join(L)
+
+    def lookup_round_trips(self, r):
+        """lookup_round_trips: how many round trips the lookup figure R waits
+        for, from its latency and the direct one's at R's RTT and at 0 ms
+        (same clients, same fdw and mode); "" at 0 ms or without those."""
+        def latency(rtt, fdw, mode):
+            for x in self.lookup_results:
+                if (float(x["rtt_ms"]) == rtt and x["clients"] == r["clients"] and
+                        x["fdw"] == fdw and x["mode"] == mode):
+                    return float(x["avg_latency_ms"])
+            return None
+        rtt = float(r["rtt_ms"])
+        if rtt == 0:
+            return ""
+        here = float(r["avg_latency_ms"])
+        base = latency(0, r["fdw"], r["mode"])
+        d1 = latency(rtt, "direct", "-")
+        d0 = latency(0, "direct", "-")
+        if base is None or d1 is None or d0 is None or d1 <= d0:
+            return ""
+        return "%.2f" % ((here - base) / (d1 - d0))
 
     def load_markdown(self):
         """load_markdown: the lines of the load (L) section of the report."""

@@ -61,12 +61,14 @@ is( $coord->safe_psql('postgres', 'SELECT label FROM items WHERE id = 1500'),
 	'item 1500', 'a partition-pruned lookup');
 
 # What a query sends: the settings travel in the startup packet, so the
-# remote log shows no SET.  A scan read to the end streams: the transaction
-# start and the COPY, within a savepoint, go in one message, then COMMIT.
-# A scan that may stop early (a LIMIT) uses a cursor: the start, DECLARE (of
-# the query with its LIMIT) and the first FETCH in one message, then COMMIT,
-# which closes the cursor too.
-# The answer to a COMMIT is not waited for: the remote sessions are let
+# remote log shows no SET.  A statement that is its own transaction and
+# reads one scan per server sends the transaction's start, its query and
+# the COMMIT in one message: a scan read to the end streams with COPY; a
+# scan under a LIMIT within fetch_size runs as a query bounded by it.  A
+# scan that may stop early past fetch_size rows uses a cursor: the start,
+# DECLARE (of the query with its LIMIT) and the first FETCH in one message,
+# within a savepoint, then COMMIT, which closes the cursor too.
+# The answer to that COMMIT is not waited for: the remote sessions are let
 # settle before and after the query, so that the log holds all of it.
 sub settle
 {
@@ -92,21 +94,30 @@ is_deeply(
 	remote_statements($shards[0], 'SELECT count(*) FROM items_1 WHERE id < 10'),
 	[
 		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ; '
-		  . 'SAVEPOINT afdw_ra; '
-		  . 'COPY (SELECT count(*) FROM public.items WHERE ((id < 10))) TO STDOUT',
-		'COMMIT TRANSACTION'
+		  . 'COPY (SELECT count(*) FROM public.items WHERE ((id < 10))) TO STDOUT; '
+		  . 'COMMIT TRANSACTION'
 	],
 	'the remote statements of a streamed scan');
 is_deeply(
 	remote_statements($shards[0], 'SELECT id FROM items_1 WHERE id < 10 LIMIT 2'),
 	[
 		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ; '
+		  . 'SELECT id FROM public.items WHERE ((id < 10)) LIMIT 2::bigint; '
+		  . 'COMMIT TRANSACTION'
+	],
+	'the remote statements of a scan under a small LIMIT');
+my $cursor_statements =
+  remote_statements($shards[0], 'SELECT id FROM items_1 WHERE id < 900 LIMIT 500');
+is_deeply(
+	[ $cursor_statements->[0], $cursor_statements->[-1] ],
+	[
+		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ; '
 		  . 'SAVEPOINT afdw_ra; '
-		  . 'DECLARE c1 CURSOR FOR SELECT id FROM public.items WHERE ((id < 10)) LIMIT 2::bigint; '
+		  . 'DECLARE c1 CURSOR FOR SELECT id FROM public.items WHERE ((id < 900)) LIMIT 500::bigint; '
 		  . 'FETCH 100 FROM c1',
 		'COMMIT TRANSACTION'
 	],
-	'the remote statements of a scan under a LIMIT');
+	'the first and last remote statements of a scan under a LIMIT past fetch_size');
 
 # A transaction block: the first connection exports its snapshot (no
 # export is possible after a savepoint) in the same message as its first
