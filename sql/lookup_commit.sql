@@ -89,6 +89,13 @@ SELECT * FROM ft_lc WHERE id = 1 AND 1 / (id - 1) = 0;
 SELECT * FROM afdw_last_messages();
 SELECT * FROM ft_lc WHERE id = 9;
 SELECT * FROM afdw_last_messages();
+-- The same with the bounded query.
+ALTER FOREIGN TABLE ft_lc OPTIONS (ADD fetch_mode 'cursor');
+SELECT * FROM ft_lc WHERE id = 1 AND 1 / (id - 1) = 0;
+SELECT * FROM afdw_last_messages();
+SELECT * FROM ft_lc WHERE id = 9;
+SELECT * FROM afdw_last_messages();
+ALTER FOREIGN TABLE ft_lc OPTIONS (DROP fetch_mode);
 
 -- A stream stopped early: the COMMIT never runs either; the remote
 -- transaction ends with the local one.

@@ -468,7 +468,7 @@ afdw_read_request(AfdwScanState *st, bool block)
 			default:
 				/* Kept for when the rows are needed; nothing more comes. */
 				st->preparing = 0;	/* whether it was prepared is unknown */
-				if (st->mode == READ_EXECUTE)
+				if (st->mode == READ_EXECUTE && st->prepared_sql != NULL)
 					afdw_forget_statement(st->conn, st->prepared_sql);
 				/* The savepoint's rollback took the cursor declared in it. */
 				if (st->declaring)
