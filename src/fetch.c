@@ -484,6 +484,11 @@ afdw_read_request(AfdwScanState *st, bool block)
 			break;
 	}
 
+	/* A query run whole that gave no rows result: a broken server. */
+	if (st->mode == READ_EXECUTE && st->outcome == PHASE_OPEN && !lost)
+		refuse_answer(st, NULL,
+					  gettext_noop("It answered a query with no rows and no error."));
+
 	afdw_set_idle(st->conn);
 	stream_failed = (st->phase == PHASE_STREAM_FAILED);
 	afdw_set_phase(st, st->outcome);

@@ -188,6 +188,11 @@ for my $t (qw(cut_mid_row_stream cut_mid_row_cursor))
 		qr/lost connection to server "s_cut_mid_row".*\n.*DETAIL:  server closed the connection unexpectedly/);
 }
 
+# A query run whole (a lookup with its LIMIT) answered without rows.
+run_case('select_no_rows, auto LIMIT 2', 'SELECT * FROM select_no_rows_auto LIMIT 2', '08P01',
+	qr/protocol violation by server "s_select_no_rows".*\n.*DETAIL:  It answered a query with no rows and no error/);
+no_command_after('select_no_rows');
+
 run_case('short_datarow, cursor', 'SELECT * FROM short_datarow_cursor', '08006',
 	qr/lost connection to server "s_short_datarow".*\n.*DETAIL:  unexpected field count in "D" message/);
 

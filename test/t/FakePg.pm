@@ -41,7 +41,8 @@ my $BINARY_SIGNATURE = "PGCOPY\n\377\r\n\0";
 
 # The scenarios, by name.  Keys: data (the answer to a COPY or a FETCH),
 # copy (to a COPY only), binary and text (to a COPY in that format), fetch
-# (to a FETCH only), startup (the startup's end), explain (to an EXPLAIN),
+# (to a FETCH only), select (to a query run whole), startup (the startup's
+# end), explain (to an EXPLAIN),
 # and cancel: what a
 # session does when a cancel request names it, 'error' answering the
 # statement with "canceling statement" as a real server does, 'close' (the
@@ -88,6 +89,10 @@ my %scenarios = (
 
 	# A DataRow with fewer columns than its RowDescription.
 	short_datarow => { fetch => 'short_datarow' },
+
+	# A query run whole (SELECT) answered by CommandComplete alone, without
+	# its RowDescription.
+	select_no_rows => { select => 'no_rows' },
 
 	# A message of a type the protocol does not have, as the answer or
 	# after the first row of a COPY.
@@ -540,6 +545,20 @@ sub statement
 		my ($n, $cursor) = ($1, $2);
 		my $how = $spec->{data} // $spec->{fetch} // 'good';
 		return $self->fetch($how, $cursor, $out);
+	}
+	elsif ($stmt =~ /^SELECT\b.*\bFROM public\.t\b/i)
+	{
+		# A query run whole (a lookup bounded by its LIMIT): answered as
+		# the first FETCH of a cursor over it.
+		if (($spec->{select} // '') eq 'no_rows')
+		{
+			$$out .= FakePg::command_complete('SELECT 0');
+			return 'ok';
+		}
+		delete $self->{fetched}{''};
+		$self->{limit}{''} = $stmt =~ /\bLIMIT\s+(\d+)/i ? $1 : undef;
+		my $how = $spec->{data} // $spec->{fetch} // 'good';
+		return $self->fetch($how, '', $out);
 	}
 	else
 	{
