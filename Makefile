@@ -24,6 +24,7 @@ OBJS = \
 	src/path.o \
 	src/plan_private.o \
 	src/pool.o \
+	src/recovery.o \
 	src/remote.o \
 	src/scan.o \
 	src/shippable.o \

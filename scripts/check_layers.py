@@ -31,7 +31,7 @@ LAYERS = [
     ('planner', ['path', 'join', 'upper', 'ordered', 'shippable', 'direct_plan']),
     ('execution', ['scan', 'fetch', 'stream', 'convert', 'modify', 'direct',
                    'explain', 'analyze', 'truncate', 'import']),
-    ('session', ['xact', 'snapshot', 'statements', 'twophase']),
+    ('session', ['xact', 'snapshot', 'statements', 'twophase', 'recovery']),
     ('wire', ['connect', 'pool', 'remote', 'budget']),
     ('common', ['option', 'deparse', 'expr', 'plan_private']),
 ]

@@ -503,11 +503,17 @@ extern void afdw_reset_transmission_modes(int nestlevel);
 extern void afdw_scan_routines(FdwRoutine *routine);
 
 /* twophase.c */
+extern void afdw_twophase_init(void);
+extern char *afdw_twophase_gid_prefix(void);
+extern void afdw_twophase_pause_recovery(void);
+extern char *afdw_twophase_records_name(void);
+
+/* recovery.c */
 
 /*
  * What recovery found of a remote transaction's local transaction: the
  * column local_state of async_fdw_recover_prepared_transactions, in words
- * only there (twophase.c's local_state_word).
+ * only there (recovery.c's local_state_word).
  */
 typedef enum AfdwLocalState
 {
@@ -520,7 +526,7 @@ typedef enum AfdwLocalState
  * What recovery did with a remote transaction (or a server): decided and
  * counted as these values, turned into the column action of
  * async_fdw_recover_prepared_transactions only where a row is built
- * (twophase.c's action_word).
+ * (recovery.c's action_word).
  */
 typedef enum AfdwRecoveryAction
 {
@@ -549,7 +555,6 @@ typedef struct AfdwRecoveryOutcome
 typedef void (*AfdwRecoveryReport) (const AfdwRecoveryOutcome *outcome,
 									void *arg);
 
-extern void afdw_twophase_init(void);
 extern List *afdw_recovery_servers(void);
 extern bool afdw_recover_prepared(Oid only, bool dry_run,
 								  AfdwRecoveryReport report, void *arg);
