@@ -10,6 +10,7 @@ OBJS = \
 	src/connect.o \
 	src/convert.o \
 	src/deparse.o \
+	src/deparse_join.o \
 	src/direct.o \
 	src/direct_plan.o \
 	src/explain.o \

@@ -475,18 +475,11 @@ extern void afdw_deparse_grouped_select(StringInfo buf, PlannerInfo *root,
 										List *group_values, List *having,
 										bool partial,
 										List **params);
-extern void afdw_deparse_join_column(StringInfo buf, PlannerInfo *root,
-									 RelOptInfo *joinrel, Var *var);
-extern void afdw_deparse_join_select(StringInfo buf, PlannerInfo *root,
-									 RelOptInfo *joinrel, List *tlist,
-									 List **params);
 extern void afdw_deparse_relation(StringInfo buf, Relation rel);
 extern void afdw_deparse_limit(StringInfo buf, PlannerInfo *root,
 							   RelOptInfo *rel, Relation frel, List **params);
 extern bool afdw_deparse_locking_clause(StringInfo buf, PlannerInfo *root,
 										RelOptInfo *baserel);
-extern bool afdw_deparse_join_locking_clause(StringInfo buf, PlannerInfo *root,
-											 RelOptInfo *joinrel);
 extern void afdw_deparse_binary_select(StringInfo buf, const char *sql,
 									   const char *outer_order,
 									   Relation rel, List *retrieved_attrs);
@@ -498,6 +491,15 @@ extern void afdw_bind_params(StringInfo buf, const char *sql, int nparams,
 							 const char *const *values);
 extern int	afdw_set_transmission_modes(void);
 extern void afdw_reset_transmission_modes(int nestlevel);
+
+/* deparse_join.c */
+extern void afdw_deparse_join_column(StringInfo buf, PlannerInfo *root,
+									 RelOptInfo *joinrel, Var *var);
+extern void afdw_deparse_join_select(StringInfo buf, PlannerInfo *root,
+									 RelOptInfo *joinrel, List *tlist,
+									 List **params);
+extern bool afdw_deparse_join_locking_clause(StringInfo buf, PlannerInfo *root,
+											 RelOptInfo *joinrel);
 
 /* scan.c */
 extern void afdw_scan_routines(FdwRoutine *routine);
