@@ -10,6 +10,7 @@ OBJS = \
 	src/connect.o \
 	src/convert.o \
 	src/deparse.o \
+	src/deparse_join.o \
 	src/direct.o \
 	src/direct_plan.o \
 	src/explain.o \
@@ -24,6 +25,7 @@ OBJS = \
 	src/path.o \
 	src/plan_private.o \
 	src/pool.o \
+	src/recovery.o \
 	src/remote.o \
 	src/scan.o \
 	src/shippable.o \

@@ -31,9 +31,9 @@ LAYERS = [
     ('planner', ['path', 'join', 'upper', 'ordered', 'shippable', 'direct_plan']),
     ('execution', ['scan', 'fetch', 'stream', 'convert', 'modify', 'direct',
                    'explain', 'analyze', 'truncate', 'import']),
-    ('session', ['xact', 'snapshot', 'statements', 'twophase']),
+    ('session', ['xact', 'snapshot', 'statements', 'twophase', 'recovery']),
     ('wire', ['connect', 'pool', 'remote', 'budget']),
-    ('common', ['option', 'deparse', 'expr', 'plan_private']),
+    ('common', ['option', 'deparse', 'deparse_join', 'expr', 'plan_private']),
 ]
 
 # Upward calls not yet removed, each "file function file callee" on a line

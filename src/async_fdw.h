@@ -476,18 +476,11 @@ extern void afdw_deparse_grouped_select(StringInfo buf, PlannerInfo *root,
 										List *group_values, List *having,
 										bool partial,
 										List **params);
-extern void afdw_deparse_join_column(StringInfo buf, PlannerInfo *root,
-									 RelOptInfo *joinrel, Var *var);
-extern void afdw_deparse_join_select(StringInfo buf, PlannerInfo *root,
-									 RelOptInfo *joinrel, List *tlist,
-									 List **params);
 extern void afdw_deparse_relation(StringInfo buf, Relation rel);
 extern void afdw_deparse_limit(StringInfo buf, PlannerInfo *root,
 							   RelOptInfo *rel, Relation frel, List **params);
 extern bool afdw_deparse_locking_clause(StringInfo buf, PlannerInfo *root,
 										RelOptInfo *baserel);
-extern bool afdw_deparse_join_locking_clause(StringInfo buf, PlannerInfo *root,
-											 RelOptInfo *joinrel);
 extern void afdw_deparse_binary_select(StringInfo buf, const char *sql,
 									   const char *outer_order,
 									   Relation rel, List *retrieved_attrs);
@@ -500,15 +493,30 @@ extern void afdw_bind_params(StringInfo buf, const char *sql, int nparams,
 extern int	afdw_set_transmission_modes(void);
 extern void afdw_reset_transmission_modes(int nestlevel);
 
+/* deparse_join.c */
+extern void afdw_deparse_join_column(StringInfo buf, PlannerInfo *root,
+									 RelOptInfo *joinrel, Var *var);
+extern void afdw_deparse_join_select(StringInfo buf, PlannerInfo *root,
+									 RelOptInfo *joinrel, List *tlist,
+									 List **params);
+extern bool afdw_deparse_join_locking_clause(StringInfo buf, PlannerInfo *root,
+											 RelOptInfo *joinrel);
+
 /* scan.c */
 extern void afdw_scan_routines(FdwRoutine *routine);
 
 /* twophase.c */
+extern void afdw_twophase_init(void);
+extern char *afdw_twophase_gid_prefix(void);
+extern void afdw_twophase_pause_recovery(void);
+extern char *afdw_twophase_records_name(void);
+
+/* recovery.c */
 
 /*
  * What recovery found of a remote transaction's local transaction: the
  * column local_state of async_fdw_recover_prepared_transactions, in words
- * only there (twophase.c's local_state_word).
+ * only there (recovery.c's local_state_word).
  */
 typedef enum AfdwLocalState
 {
@@ -521,7 +529,7 @@ typedef enum AfdwLocalState
  * What recovery did with a remote transaction (or a server): decided and
  * counted as these values, turned into the column action of
  * async_fdw_recover_prepared_transactions only where a row is built
- * (twophase.c's action_word).
+ * (recovery.c's action_word).
  */
 typedef enum AfdwRecoveryAction
 {
@@ -550,7 +558,6 @@ typedef struct AfdwRecoveryOutcome
 typedef void (*AfdwRecoveryReport) (const AfdwRecoveryOutcome *outcome,
 									void *arg);
 
-extern void afdw_twophase_init(void);
 extern List *afdw_recovery_servers(void);
 extern bool afdw_recover_prepared(Oid only, bool dry_run,
 								  AfdwRecoveryReport report, void *arg);

@@ -5,9 +5,11 @@
  *
  * The SELECT of a scan with the conditions that shippable.c let through,
  * the grouped SELECT of a remote aggregate, their ORDER BY and locking
- * clause, the binary COPY wrapper and the remote type check, ANALYZE's
- * sampling query, and parameters bound into a statement.  The expressions
- * in them are written by expr.c (deparse_internal.h is the shared state).
+ * clause, the writes of a table, the binary COPY wrapper and the remote
+ * type check, ANALYZE's sampling query, and parameters bound into a
+ * statement.  The expressions in them are written by expr.c, the
+ * statements over a remote join by deparse_join.c (deparse_internal.h is
+ * the shared state, set up here).
  *
  * The planner (path.c, join.c, upper.c) builds the SELECTs here; fetch.c
  * binds parameters into them, wraps them in a binary COPY and asks for the
@@ -51,25 +53,6 @@ static void init_context(DeparseContext *cxt, StringInfo buf, PlannerInfo *root,
 static void end_context(DeparseContext *cxt);
 static void append_conditions(List *conds, DeparseContext *cxt);
 static void append_select_list(List *tlist, DeparseContext *cxt);
-static void deparse_join_from_where(RelOptInfo *joinrel, DeparseContext *cxt);
-static void deparse_from(RelOptInfo *rel, DeparseContext *cxt);
-static void append_whole_row(StringInfo buf, int varno, DeparseContext *cxt);
-static void collect_subqueries(RelOptInfo *rel, int parent, DeparseContext *cxt);
-
-/*
- * A side of a full join that is itself a join with WHERE conditions, read
- * as the subquery s<number>(c1, c2, ...): its select list is the columns
- * of its tables that the query reads above it (COLUMNS, Vars), which are
- * named there c<k>.  PARENT is the subquery it is written in (0: none).
- */
-typedef struct AfdwSubquery
-{
-	RelOptInfo *rel;
-	int			number;
-	int			parent;
-	List	   *columns;
-} AfdwSubquery;
-
 
 /*
  * afdw_set_transmission_modes
@@ -358,7 +341,7 @@ afdw_deparse_grouped_select(StringInfo buf, PlannerInfo *root, RelOptInfo *baser
 		append_conditions(extract_actual_clauses(remote_conds, false), &cxt);
 	}
 	else
-		deparse_join_from_where(baserel, &cxt);
+		afdw_deparse_join_from_where(baserel, &cxt);
 
 	/* By position: a constant's position is not the constant. */
 	first = true;
@@ -421,7 +404,7 @@ init_context(DeparseContext *cxt, StringInfo buf, PlannerInfo *root,
 	}
 	if (baserel->fdw_private != NULL &&
 		((AfdwRelInfo *) baserel->fdw_private)->outer_rel != NULL)
-		collect_subqueries(baserel, 0, cxt);
+		afdw_collect_subqueries(baserel, 0, cxt);
 }
 
 /*
@@ -485,324 +468,6 @@ append_conditions(List *conds, DeparseContext *cxt)
 }
 
 /*
- * side_is_subquery
- *		Whether REL, a side of a join of type JOINTYPE, is read as a
- *		subquery with a column list (AfdwSubquery): a full join filters
- *		its sides before joining them, and a join's WHERE conditions have
- *		no other place then.
- */
-static bool
-side_is_subquery(RelOptInfo *rel, JoinType jointype)
-{
-	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
-
-	return jointype == JOIN_FULL && fp->outer_rel != NULL && fp->where_conds != NIL;
-}
-
-/*
- * collect_subqueries
- *		Add to CXT's subqueries, numbered in the order met, the sides of
- *		REL (a join, or a base relation: none) and of the joins below it
- *		that are read as subqueries; PARENT is the subquery REL is in.
- */
-static void
-collect_subqueries(RelOptInfo *rel, int parent, DeparseContext *cxt)
-{
-	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
-	RelOptInfo *sides[2];
-
-	if (fp->outer_rel == NULL)
-		return;
-	sides[0] = fp->outer_rel;
-	sides[1] = fp->inner_rel;
-	for (int i = 0; i < 2; i++)
-	{
-		int			within = parent;
-
-		if (side_is_subquery(sides[i], fp->jointype))
-		{
-			AfdwSubquery *sq = palloc(sizeof(AfdwSubquery));
-
-			sq->rel = sides[i];
-			sq->number = list_length(cxt->subqueries) + 1;
-			sq->parent = parent;
-			sq->columns = pull_var_clause((Node *) sides[i]->reltarget->exprs,
-										  PVC_RECURSE_PLACEHOLDERS);
-			cxt->subqueries = lappend(cxt->subqueries, sq);
-			within = sq->number;
-		}
-		collect_subqueries(sides[i], within, cxt);
-	}
-}
-
-/*
- * afdw_deparse_subquery_column
- *		Append VAR as the column of the subquery it is read through where
- *		CXT is writing (s<n>.c<k>), and return true; false if its table is
- *		named directly there.
- */
-bool
-afdw_deparse_subquery_column(Var *var, DeparseContext *cxt)
-{
-	ListCell   *lc;
-
-	if (var->varlevelsup != 0)
-		return false;
-	foreach(lc, cxt->subqueries)
-	{
-		AfdwSubquery *sq = (AfdwSubquery *) lfirst(lc);
-		ListCell   *col;
-
-		if (sq->parent != cxt->scope || !bms_is_member(var->varno, sq->rel->relids))
-			continue;
-		foreach(col, sq->columns)
-		{
-			Var		   *c = lfirst_node(Var, col);
-
-			if (c->varno == var->varno && c->varattno == var->varattno)
-			{
-				appendStringInfo(cxt->buf, "s%d.c%d", sq->number,
-								 foreach_current_index(col) + 1);
-				return true;
-			}
-		}
-		elog(ERROR, "column %d of range table entry %d is not in remote subquery s%d",
-			 var->varattno, var->varno, sq->number);
-	}
-	return false;
-}
-
-/*
- * deparse_subquery
- *		Append SQ, a side of a full join, as a subquery: SELECT its columns
- *		FROM its join WHERE its conditions, aliased s<n>(c1, c2, ...).
- */
-static void
-deparse_subquery(AfdwSubquery *sq, DeparseContext *cxt)
-{
-	StringInfo	buf = cxt->buf;
-	int			outside = cxt->scope;
-	ListCell   *lc;
-
-	appendStringInfoString(buf, "(SELECT ");
-	cxt->scope = sq->number;
-	foreach(lc, sq->columns)
-	{
-		if (foreach_current_index(lc) > 0)
-			appendStringInfoString(buf, ", ");
-		afdw_deparse_expr((Expr *) lfirst(lc), cxt);
-	}
-	if (sq->columns == NIL)
-		appendStringInfoString(buf, "NULL");
-	appendStringInfoString(buf, " FROM ");
-	deparse_join_from_where(sq->rel, cxt);
-	cxt->scope = outside;
-	appendStringInfo(buf, ") s%d", sq->number);
-	foreach(lc, sq->columns)
-		appendStringInfo(buf, "%sc%d", foreach_current_index(lc) == 0 ? "(" : ", ",
-						 foreach_current_index(lc) + 1);
-	if (sq->columns != NIL)
-		appendStringInfoChar(buf, ')');
-}
-
-/*
- * deparse_join_side
- *		Append the FROM item of REL, a side of a join of type JOINTYPE.  A
- *		full join's side that is a base relation with conditions is read
- *		through a subquery that applies them before the join, under the
- *		same name r<n>, its columns keeping the remote names that the rest
- *		of the query uses (join.c places other sides' conditions); a join
- *		with conditions is read as a subquery with a column list
- *		(AfdwSubquery).
- */
-static void
-deparse_join_side(RelOptInfo *rel, JoinType jointype, DeparseContext *cxt)
-{
-	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
-	ListCell   *lc;
-
-	if (side_is_subquery(rel, jointype))
-	{
-		foreach(lc, cxt->subqueries)
-		{
-			AfdwSubquery *sq = (AfdwSubquery *) lfirst(lc);
-
-			if (sq->rel == rel && sq->parent == cxt->scope)
-			{
-				deparse_subquery(sq, cxt);
-				return;
-			}
-		}
-		elog(ERROR, "side of a remote full join has no subquery");
-	}
-	if (jointype != JOIN_FULL || fp->outer_rel != NULL || fp->remote_conds == NIL)
-	{
-		deparse_from(rel, cxt);
-		return;
-	}
-	appendStringInfoString(cxt->buf, "(SELECT * FROM ");
-	deparse_from(rel, cxt);
-	append_conditions(extract_actual_clauses(fp->remote_conds, false), cxt);
-	appendStringInfo(cxt->buf, ") r%d", rel->relid);
-}
-
-/*
- * deparse_from
- *		Append the FROM item of REL, a base relation of the join deparsed
- *		in CXT (r<n>), or a join of them with its ON clause.
- */
-static void
-deparse_from(RelOptInfo *rel, DeparseContext *cxt)
-{
-	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
-	StringInfo	buf = cxt->buf;
-	ListCell   *lc1;
-	ListCell   *lc2;
-	bool		first = true;
-
-	if (fp->outer_rel == NULL)
-	{
-		forboth(lc1, cxt->joined_relids, lc2, cxt->joined)
-		{
-			if (lfirst_int(lc1) == (int) rel->relid)
-				afdw_deparse_relation(buf, (Relation) lfirst(lc2));
-		}
-		appendStringInfo(buf, " r%d", rel->relid);
-		return;
-	}
-	appendStringInfoChar(buf, '(');
-	deparse_join_side(fp->outer_rel, fp->jointype, cxt);
-	switch (fp->jointype)
-	{
-		case JOIN_INNER:
-			appendStringInfoString(buf, " INNER JOIN ");
-			break;
-		case JOIN_LEFT:
-			appendStringInfoString(buf, " LEFT JOIN ");
-			break;
-		case JOIN_RIGHT:
-			appendStringInfoString(buf, " RIGHT JOIN ");
-			break;
-		case JOIN_FULL:
-			appendStringInfoString(buf, " FULL JOIN ");
-			break;
-		default:
-			elog(ERROR, "unexpected join type %d", (int) fp->jointype);
-	}
-	deparse_join_side(fp->inner_rel, fp->jointype, cxt);
-	appendStringInfoString(buf, " ON ");
-	foreach(lc1, fp->join_on)
-	{
-		if (!first)
-			appendStringInfoString(buf, " AND ");
-		first = false;
-		appendStringInfoChar(buf, '(');
-		afdw_deparse_expr((Expr *) lfirst(lc1), cxt);
-		appendStringInfoChar(buf, ')');
-	}
-	if (first)
-		appendStringInfoString(buf, "(TRUE)");
-	appendStringInfoChar(buf, ')');
-}
-
-/*
- * deparse_join_from_where
- *		Append the FROM item of JOINREL, a join of foreign tables on one
- *		server (join.c), and its WHERE conditions: a semi- or anti-join
- *		reads its outer side, with [NOT] EXISTS of its inner side under the
- *		join's conditions.
- */
-static void
-deparse_join_from_where(RelOptInfo *joinrel, DeparseContext *cxt)
-{
-	AfdwRelInfo *jfp = (AfdwRelInfo *) joinrel->fdw_private;
-	StringInfo	buf = cxt->buf;
-	bool		semi = (jfp->jointype == JOIN_SEMI || jfp->jointype == JOIN_ANTI);
-
-	deparse_from(semi ? jfp->outer_rel : joinrel, cxt);
-	append_conditions(jfp->where_conds, cxt);
-	if (semi)
-	{
-		appendStringInfo(buf, "%s%sEXISTS (SELECT NULL FROM ",
-						 jfp->where_conds == NIL ? " WHERE " : " AND ",
-						 jfp->jointype == JOIN_ANTI ? "NOT " : "");
-		deparse_from(jfp->inner_rel, cxt);
-		append_conditions(jfp->join_on, cxt);
-		appendStringInfoChar(buf, ')');
-	}
-}
-
-/*
- * append_join_select_list
- *		Append SELECT and the columns of TLIST (TargetEntries of Vars) of
- *		the join deparsed in CXT: a table's whole row (for a row mark, or
- *		the query's t.*) as a ROW() of its columns, null where an outer
- *		join found no row (append_whole_row), converted locally into
- *		the table's row type; its ctid as r<n>.ctid.
- */
-static void
-append_join_select_list(List *tlist, DeparseContext *cxt)
-{
-	ListCell   *lc;
-	bool		first = true;
-
-	appendStringInfoString(cxt->buf, "SELECT ");
-	foreach(lc, tlist)
-	{
-		Expr	   *expr = lfirst_node(TargetEntry, lc)->expr;
-
-		if (!first)
-			appendStringInfoString(cxt->buf, ", ");
-		first = false;
-		if (IsA(expr, Var) && ((Var *) expr)->varattno == 0 &&
-			((Var *) expr)->varlevelsup == 0)
-			append_whole_row(cxt->buf, ((Var *) expr)->varno, cxt);
-		else
-			afdw_deparse_expr(expr, cxt);
-	}
-	if (first)
-		appendStringInfoString(cxt->buf, "NULL");
-}
-
-/*
- * afdw_deparse_join_select
- *		The remote SELECT of JOINREL, a join of foreign tables on one
- *		server (join.c): the columns of TLIST (TargetEntries), each table
- *		named r<n> by its range table index, the join's conditions.
- *		*PARAMS gets the expressions sent as $1, $2, ...
- */
-void
-afdw_deparse_join_select(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel,
-						 List *tlist, List **params)
-{
-	DeparseContext cxt;
-
-	init_context(&cxt, buf, root, joinrel, NULL, params);
-	append_join_select_list(tlist, &cxt);
-	appendStringInfoString(buf, " FROM ");
-	deparse_join_from_where(joinrel, &cxt);
-	end_context(&cxt);
-}
-
-/*
- * afdw_deparse_join_column
- *		Append to BUF column VAR of a table of JOINREL, a remote join
- *		(join.c), as its remote SELECT names it (r<n>.column).
- */
-void
-afdw_deparse_join_column(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel,
-						 Var *var)
-{
-	DeparseContext cxt;
-	List	   *params = NIL;
-
-	init_context(&cxt, buf, root, joinrel, NULL, &params);
-	afdw_deparse_expr((Expr *) var, &cxt);
-	end_context(&cxt);
-	Assert(params == NIL);
-}
-
-/*
  * afdw_deparse_locking_clause
  *		Append to BUF the locking clause the remote SELECT of BASEREL needs
  *		when the query locks the relation's rows (SELECT ... FOR UPDATE or
@@ -849,60 +514,6 @@ afdw_deparse_locking_clause(StringInfo buf, PlannerInfo *root,
 			return true;
 	}
 	return false;
-}
-
-/*
- * afdw_deparse_join_locking_clause
- *		Append to BUF the locking clause of the remote SELECT of JOINREL, a
- *		remote join, that the query's row marks ask for: FOR UPDATE OF r<n>
- *		or FOR SHARE OF r<n> for each table the query locks (as
- *		afdw_deparse_locking_clause decides for a scan); true if any.
- *		With BUF NULL, only say whether there is one.
- *		The query's other tables have row marks that lock nothing (their
- *		rows are copied for rechecks, in the join's whole-row columns).
- */
-bool
-afdw_deparse_join_locking_clause(StringInfo buf, PlannerInfo *root,
-								 RelOptInfo *joinrel)
-{
-	int			relid = -1;
-	bool		any = false;
-
-	while ((relid = bms_next_member(joinrel->relids, relid)) >= 0)
-	{
-		PlanRowMark *rc = get_plan_rowmark(root->rowMarks, relid);
-
-		/* The target of an UPDATE or DELETE, changed by ctid (join.c). */
-		if ((root->parse->commandType == CMD_UPDATE ||
-			 root->parse->commandType == CMD_DELETE) &&
-			bms_is_member(relid, root->all_result_relids))
-		{
-			if (buf != NULL)
-				appendStringInfo(buf, " FOR UPDATE OF r%d", relid);
-			any = true;
-			continue;
-		}
-		if (rc == NULL)
-			continue;
-		switch (rc->strength)
-		{
-			case LCS_NONE:
-				break;
-			case LCS_FORKEYSHARE:
-			case LCS_FORSHARE:
-				if (buf != NULL)
-					appendStringInfo(buf, " FOR SHARE OF r%d", relid);
-				any = true;
-				break;
-			case LCS_FORNOKEYUPDATE:
-			case LCS_FORUPDATE:
-				if (buf != NULL)
-					appendStringInfo(buf, " FOR UPDATE OF r%d", relid);
-				any = true;
-				break;
-		}
-	}
-	return any;
 }
 
 /*
@@ -1158,6 +769,19 @@ afdw_init_deparse(DeparseContext *cxt, StringInfo buf, RelOptInfo *baserel,
 }
 
 /*
+ * afdw_init_join_deparse
+ *		Set CXT up, as init_context does, to write a statement over JOINREL,
+ *		a remote join (deparse_join.c), whose tables stay open until
+ *		afdw_end_deparse.
+ */
+void
+afdw_init_join_deparse(DeparseContext *cxt, StringInfo buf, PlannerInfo *root,
+					   RelOptInfo *joinrel, List **params)
+{
+	init_context(cxt, buf, root, joinrel, NULL, params);
+}
+
+/*
  * afdw_end_deparse
  *		Undo afdw_init_deparse.
  */
@@ -1201,216 +825,3 @@ afdw_deparse_conditions(List *conds, DeparseContext *cxt)
 	append_conditions(conds, cxt);
 }
 
-/*
- * from_without_target
- *		Append to CXT's buffer (none: only check) the FROM item of REL, a
- *		remote join holding the range table entry TARGET, without TARGET:
- *		the FROM (or USING) list of a remote UPDATE (or DELETE) of TARGET.
- *		The ON conditions of the inner joins on the way to TARGET go to
- *		*CONDS, for the WHERE clause, where they may name TARGET.  False if
- *		the join cannot be written so: TARGET on the nullable side of an
- *		outer join (its rows without a match would not be changed), an
- *		outer join whose ON clause names TARGET, a semi- or anti-join.
- */
-static bool
-from_without_target(RelOptInfo *rel, Index target, List **conds,
-					DeparseContext *cxt)
-{
-	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
-	bool		in_outer = bms_is_member(target, fp->outer_rel->relids);
-	RelOptInfo *with = in_outer ? fp->outer_rel : fp->inner_rel;
-	RelOptInfo *other = in_outer ? fp->inner_rel : fp->outer_rel;
-	bool		alone = bms_membership(with->relids) == BMS_SINGLETON;
-	ListCell   *lc;
-	bool		first = true;
-
-	switch (fp->jointype)
-	{
-		case JOIN_INNER:
-			/* Its ON clause is a condition like any other. */
-			*conds = list_concat(*conds, fp->join_on);
-			if (alone)
-			{
-				if (cxt != NULL)
-					deparse_from(other, cxt);
-				return true;
-			}
-			if (cxt != NULL)
-				appendStringInfoChar(cxt->buf, '(');
-			if (!from_without_target(with, target, conds, cxt))
-				return false;
-			if (cxt != NULL)
-			{
-				appendStringInfoString(cxt->buf, " INNER JOIN ");
-				deparse_from(other, cxt);
-				appendStringInfoString(cxt->buf, " ON (TRUE))");
-			}
-			return true;
-		case JOIN_LEFT:
-		case JOIN_RIGHT:
-			if (alone || in_outer != (fp->jointype == JOIN_LEFT) ||
-				bms_is_member(target, pull_varnos(NULL, (Node *) fp->join_on)))
-				return false;
-			break;
-		default:
-			return false;
-	}
-
-	/* An outer join whose preserved side holds TARGET. */
-	if (cxt != NULL)
-		appendStringInfoChar(cxt->buf, '(');
-	if (!from_without_target(with, target, conds, cxt))
-		return false;
-	if (cxt == NULL)
-		return true;
-	appendStringInfoString(cxt->buf, fp->jointype == JOIN_LEFT ?
-						   " LEFT JOIN " : " RIGHT JOIN ");
-	deparse_from(other, cxt);
-	appendStringInfoString(cxt->buf, " ON ");
-	foreach(lc, fp->join_on)
-	{
-		if (!first)
-			appendStringInfoString(cxt->buf, " AND ");
-		first = false;
-		appendStringInfoChar(cxt->buf, '(');
-		afdw_deparse_expr((Expr *) lfirst(lc), cxt);
-		appendStringInfoChar(cxt->buf, ')');
-	}
-	if (first)
-		appendStringInfoString(cxt->buf, "(TRUE)");
-	appendStringInfoChar(cxt->buf, ')');
-	return true;
-}
-
-/*
- * append_whole_row
- *		Append to BUF the whole row of the table r<VARNO> of the join
- *		deparsed in CXT, as a ROW() of its columns in the local table's
- *		order, read by the row type's input function; null where an outer
- *		join found no row.
- */
-static void
-append_whole_row(StringInfo buf, int varno, DeparseContext *cxt)
-{
-	Relation	rel = NULL;
-	TupleDesc	tupdesc;
-	ListCell   *lc1;
-	ListCell   *lc2;
-	bool		first = true;
-
-	forboth(lc1, cxt->joined_relids, lc2, cxt->joined)
-	{
-		if (lfirst_int(lc1) == varno)
-			rel = (Relation) lfirst(lc2);
-	}
-	Assert(rel != NULL);
-	tupdesc = RelationGetDescr(rel);
-	appendStringInfo(buf, "CASE WHEN (r%d.*)::text IS NOT NULL THEN ROW(", varno);
-	for (int i = 1; i <= tupdesc->natts; i++)
-	{
-		if (TupleDescAttr(tupdesc, i - 1)->attisdropped)
-			continue;
-		appendStringInfo(buf, "%sr%d.%s", first ? "" : ", ", varno,
-						 quote_identifier(afdw_remote_column_name(rel, i)));
-		first = false;
-	}
-	appendStringInfoString(buf, ") END");
-}
-
-/*
- * afdw_join_modify_ok
- *		Whether JOINREL, a remote join holding TARGET with no condition
- *		checked locally, can be the source of a remote UPDATE ... FROM or
- *		DELETE ... USING of TARGET (see from_without_target).
- */
-bool
-afdw_join_modify_ok(RelOptInfo *joinrel, Index target)
-{
-	AfdwRelInfo *jfp = (AfdwRelInfo *) joinrel->fdw_private;
-	List	   *conds = NIL;
-
-	if (jfp == NULL || jfp->outer_rel == NULL || jfp->local_conds != NIL ||
-		!bms_is_member(target, joinrel->relids))
-		return false;
-	return from_without_target(joinrel, target, &conds, NULL);
-}
-
-/*
- * afdw_deparse_join_modify
- *		Append to BUF the remote UPDATE (setting the columns COLNOS to the
- *		expressions of the TargetEntries TARGETS) or DELETE of TARGET, a
- *		table of JOINREL, a join of foreign tables on one server, for each
- *		row of the join: UPDATE ... FROM or DELETE ... USING the other
- *		tables, each named r<n> by its range table index.  With RETURNING,
- *		TARGET's columns RET_ATTRS (offset by
- *		FirstLowInvalidHeapAttributeNumber; whole row: all), listed by
- *		number in *RETRIEVED_ATTRS, then the other tables' columns
- *		JOIN_VARS (Vars).  *PARAMS gets the expressions sent as $1, $2, ...
- */
-void
-afdw_deparse_join_modify(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel,
-						 Index target, CmdType operation, List *targets,
-						 List *colnos, bool returning, Bitmapset *ret_attrs,
-						 List *join_vars, List **retrieved_attrs, List **params)
-{
-	AfdwRelInfo *jfp = (AfdwRelInfo *) joinrel->fdw_private;
-	DeparseContext cxt;
-	Relation	rel = NULL;
-	TupleDesc	tupdesc;
-	List	   *conds = list_copy(jfp->where_conds);
-	bool		all = bms_is_member(0 - FirstLowInvalidHeapAttributeNumber,
-									ret_attrs);
-	bool		first = true;
-	ListCell   *lc;
-	ListCell   *lc2;
-
-	init_context(&cxt, buf, root, joinrel, NULL, params);
-	forboth(lc, cxt.joined_relids, lc2, cxt.joined)
-	{
-		if (lfirst_int(lc) == (int) target)
-			rel = (Relation) lfirst(lc2);
-	}
-	Assert(rel != NULL);
-	tupdesc = RelationGetDescr(rel);
-
-	appendStringInfoString(buf, operation == CMD_UPDATE ? "UPDATE " : "DELETE FROM ");
-	afdw_deparse_relation(buf, rel);
-	appendStringInfo(buf, " r%u", target);
-	afdw_deparse_set_list(targets, colnos, rel, &cxt);
-	appendStringInfoString(buf, operation == CMD_UPDATE ? " FROM " : " USING ");
-	if (!from_without_target(joinrel, target, &conds, &cxt))
-		elog(ERROR, "remote join cannot be the source of a remote %s",
-			 operation == CMD_UPDATE ? "UPDATE" : "DELETE");
-	append_conditions(conds, &cxt);
-
-	*retrieved_attrs = NIL;
-	if (returning)
-	{
-		first = true;
-		for (int i = 1; i <= tupdesc->natts; i++)
-		{
-			if (TupleDescAttr(tupdesc, i - 1)->attisdropped ||
-				(!all && !bms_is_member(i - FirstLowInvalidHeapAttributeNumber,
-										ret_attrs)))
-				continue;
-			appendStringInfo(buf, "%sr%u.%s", first ? " RETURNING " : ", ", target,
-							 quote_identifier(afdw_remote_column_name(rel, i)));
-			first = false;
-			*retrieved_attrs = lappend_int(*retrieved_attrs, i);
-		}
-		/* Then the other tables' columns that RETURNING reads. */
-		foreach(lc, join_vars)
-		{
-			Var		   *var = lfirst_node(Var, lc);
-
-			appendStringInfoString(buf, first ? " RETURNING " : ", ");
-			first = false;
-			if (var->varattno == 0)
-				append_whole_row(buf, var->varno, &cxt);
-			else
-				afdw_deparse_expr((Expr *) var, &cxt);
-		}
-		/* None (a constant, tableoid): the row count gives the rows. */
-	}
-	end_context(&cxt);
-}

@@ -2,8 +2,9 @@
  *
  * deparse_internal.h
  *		The state of writing remote SQL, shared by the files that write
- *		it: deparse.c (statements), direct.c (a pushed UPDATE or DELETE)
- *		and expr.c (expressions).
+ *		it: deparse.c (statements), deparse_join.c (statements over a
+ *		remote join), direct.c and direct_plan.c (a pushed UPDATE or
+ *		DELETE) and expr.c (expressions).
  *
  *-------------------------------------------------------------------------
  */
@@ -24,7 +25,7 @@ typedef struct DeparseContext
 	List	   *joined;			/* a join's base relations (Relations)... */
 	List	   *joined_relids;	/* ... and their range table indexes */
 	List	   *subqueries;		/* a join's sides read as subqueries
-								 * (deparse.c's AfdwSubquery)... */
+								 * (deparse_join.c's AfdwSubquery)... */
 	int			scope;			/* ... and the one being written (0: none) */
 	bool		partial;		/* aggregates give their transition states */
 	List	  **params;			/* expressions sent as $1, $2, ... */
@@ -35,10 +36,19 @@ typedef struct DeparseContext
 /* deparse.c */
 extern void afdw_init_deparse(DeparseContext *cxt, StringInfo buf,
 							  RelOptInfo *baserel, Relation rel, List **params);
+extern void afdw_init_join_deparse(DeparseContext *cxt, StringInfo buf,
+								   PlannerInfo *root, RelOptInfo *joinrel,
+								   List **params);
 extern void afdw_end_deparse(DeparseContext *cxt);
 extern void afdw_deparse_conditions(List *conds, DeparseContext *cxt);
 extern void afdw_deparse_set_list(List *targets, List *colnos, Relation rel,
 								  DeparseContext *cxt);
+
+/* deparse_join.c */
+extern void afdw_collect_subqueries(RelOptInfo *rel, int parent,
+									DeparseContext *cxt);
+extern void afdw_deparse_join_from_where(RelOptInfo *joinrel,
+										 DeparseContext *cxt);
 extern bool afdw_deparse_subquery_column(Var *var, DeparseContext *cxt);
 extern bool afdw_join_modify_ok(RelOptInfo *joinrel, Index target);
 extern void afdw_deparse_join_modify(StringInfo buf, PlannerInfo *root,

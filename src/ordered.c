@@ -687,6 +687,29 @@ row_marks_copy_only(PlannerInfo *root)
 }
 
 /*
+ * add_limited_path
+ *		Add to FINAL the path of REL (of target TARGET, in the order
+ *		PATHKEYS) with the query's LIMIT and OFFSET in its remote query:
+ *		ROWS, STARTUP and TOTAL, those of the path without them, bounded as
+ *		a Limit node bounds them (EXTRA's estimates).  LESS_HANDING: less
+ *		the Limit's handing on of each row, which the path saves.
+ */
+static void
+add_limited_path(PlannerInfo *root, RelOptInfo *final, RelOptInfo *rel,
+				 PathTarget *target, double rows, Cost startup, Cost total,
+				 List *pathkeys, bool less_handing, FinalPathExtraData *extra)
+{
+	adjust_limit_rows_costs(&rows, &startup, &total, extra->offset_est,
+							extra->count_est);
+	if (less_handing)
+		total -= cpu_tuple_cost * rows;
+	startup = Min(startup, total);
+	add_path(final, (Path *)
+			 afdw_upper_path(root, rel, target, rows, startup, total, pathkeys,
+							 NULL, list_make1(makeBoolean(true))));
+}
+
+/*
  * afdw_add_final_path
  *		Add to FINAL, the query's final relation, whose input INPUT needs
  *		only the LIMIT (and OFFSET) after a foreign scan, remote join or
@@ -719,9 +742,6 @@ afdw_add_final_path(PlannerInfo *root, RelOptInfo *input, RelOptInfo *final,
 	{
 		Path	   *path = (Path *) lfirst(lc);
 		Path	   *scan = path;
-		double		rows;
-		Cost		startup;
-		Cost		total;
 
 		/* The final target may have been put in a projection over it. */
 		if (IsA(scan, ProjectionPath))
@@ -732,17 +752,9 @@ afdw_add_final_path(PlannerInfo *root, RelOptInfo *input, RelOptInfo *final,
 			!limit_value_ok(root, scan->parent, parse->limitCount) ||
 			!limit_value_ok(root, scan->parent, parse->limitOffset))
 			continue;
-		rows = path->rows;
-		startup = path->startup_cost;
-		total = path->total_cost;
-		adjust_limit_rows_costs(&rows, &startup, &total, extra->offset_est,
-								extra->count_est);
-		total -= cpu_tuple_cost * rows;
-		startup = Min(startup, total);
-		add_path(final, (Path *)
-				 afdw_upper_path(root, scan->parent, path->pathtarget,
-								 rows, startup, total, scan->pathkeys,
-								 NULL, list_make1(makeBoolean(true))));
+		add_limited_path(root, final, scan->parent, path->pathtarget,
+						 path->rows, path->startup_cost, path->total_cost,
+						 scan->pathkeys, true, extra);
 		return;
 	}
 	add_kept_final_path(root, final, extra);
@@ -826,9 +838,6 @@ add_kept_final_path(PlannerInfo *root, RelOptInfo *final,
 	Query	   *parse = root->parse;
 	RelOptInfo *rel = query_input_rel(root);
 	AfdwRelInfo *fp;
-	double		rows;
-	Cost		startup;
-	Cost		total;
 
 	/* Not a relation of another wrapper's (its fdw_private is not ours). */
 	if (rel == NULL || rel->fdwroutine != final->fdwroutine ||
@@ -840,16 +849,9 @@ add_kept_final_path(PlannerInfo *root, RelOptInfo *final,
 		!limit_value_ok(root, rel, parse->limitCount) ||
 		!limit_value_ok(root, rel, parse->limitOffset))
 		return false;
-	rows = fp->final_rows;
-	startup = fp->final_startup;
-	total = fp->final_total;
-	adjust_limit_rows_costs(&rows, &startup, &total, extra->offset_est,
-							extra->count_est);
-	startup = Min(startup, total);
-	add_path(final, (Path *)
-			 afdw_upper_path(root, rel, root->upper_targets[UPPERREL_FINAL],
-							 rows, startup, total, fp->final_pathkeys,
-							 NULL, list_make1(makeBoolean(true))));
+	add_limited_path(root, final, rel, root->upper_targets[UPPERREL_FINAL],
+					 fp->final_rows, fp->final_startup, fp->final_total,
+					 fp->final_pathkeys, false, extra);
 	return true;
 }
 

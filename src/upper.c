@@ -592,7 +592,9 @@ partitioned_relids(Query *query)
 		if (rte->rtekind == RTE_RELATION && rte->relkind == RELKIND_PARTITIONED_TABLE)
 			relids = lappend_oid(relids, rte->relid);
 	}
-	(void) partitioned_relids_walker((Node *) query->jointree, &relids);
+	/* No SubLink at this level (most queries): nothing to pull up, no walk. */
+	if (query->hasSubLinks)
+		(void) partitioned_relids_walker((Node *) query->jointree, &relids);
 	return relids;
 }
 

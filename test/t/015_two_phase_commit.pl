@@ -167,6 +167,24 @@ sub start_xact
 	return \%h;
 }
 
+# paused_xact(PAUSE, S1, S2, FROM, VALUE[, LEDGER]): start a transaction
+# writing VALUE under two keys above FROM of each of shards S1 and S2 (and
+# with LEDGER, the ledger row VALUE), under the debug pause PAUSE, and wait
+# until it pauses there: its run (start_xact) and its keys.
+sub paused_xact
+{
+	my ($pause, $s1, $s2, $from, $value, $ledger) = @_;
+	my @keys = (keys_on($s1, 2, $from), keys_on($s2, 2, $from));
+	my $at = -s $coord->logfile;
+	my $x = start_xact($pause,
+		'BEGIN',
+		'INSERT INTO items VALUES ' . join(', ', map { "($_, $value)" } @keys),
+		(defined $ledger ? ("INSERT INTO ledger VALUES ($value, '$ledger')") : ()),
+		'COMMIT');
+	$coord->wait_for_log(qr/pausing two-phase commit \($pause\)/, $at);
+	return ($x, @keys);
+}
+
 # every_shard_prepared(N): wait until each shard shows N prepared transactions.
 sub every_shard_prepared
 {
@@ -425,21 +443,14 @@ my $four_shards = join "\n", map { "shard$_|%s|%s" } 1 .. 4;
 # COMMIT PREPAREDs (the backend paused there): the backend's COMMIT then
 # finds nothing to commit, which is no failure: no warning.
 {
-	my @k1 = keys_on(1, 2, 950);
-	my @k3 = keys_on(3, 2, 950);
-	my $at = -s $coord->logfile;
-	my $x = start_xact('before_commit_prepared',
-		'BEGIN',
-		"INSERT INTO items VALUES ($k1[0], 10), ($k1[1], 10), ($k3[0], 10), ($k3[1], 10)",
-		'COMMIT');
-	$coord->wait_for_log(qr/pausing two-phase commit \(before_commit_prepared\)/, $at);
+	my ($x, @k) = paused_xact('before_commit_prepared', 1, 3, 950, 10);
 	is(recover('false'), "shard1|committed|committed\nshard3|committed|committed",
 		'(j) recovery commits the transaction whose backend has not yet');
 	# A reload wakes the backend from its pause.
 	$coord->safe_psql('postgres', 'SELECT pg_reload_conf()');
 	ok($x->{run}->finish, '(j) the COMMIT succeeds');
 	unlike($x->{err}, qr/WARNING/, '(j) without a warning');
-	$items{$_} = 10 for @k1, @k3;
+	$items{$_} = 10 for @k;
 	check_agree('(j) recovery before the COMMIT PREPAREDs');
 }
 
@@ -448,15 +459,8 @@ my $four_shards = join "\n", map { "shard$_|%s|%s" } 1 .. 4;
 # recovery reports it as finished by its session, no failure, and keeps no
 # record of it.
 {
-	my @k1 = keys_on(1, 2, 970);
-	my @k2 = keys_on(2, 2, 970);
+	my ($x, @k) = paused_xact('before_commit_prepared', 1, 2, 970, 11);
 	my $at = -s $coord->logfile;
-	my $x = start_xact('before_commit_prepared',
-		'BEGIN',
-		"INSERT INTO items VALUES ($k1[0], 11), ($k1[1], 11), ($k2[0], 11), ($k2[1], 11)",
-		'COMMIT');
-	$coord->wait_for_log(qr/pausing two-phase commit \(before_commit_prepared\)/, $at);
-	$at = -s $coord->logfile;
 	my $r = start_xact('recovery_after_listing',
 		q{SELECT server_name || '|' || local_state || '|' || action
 		  FROM async_fdw_recover_prepared_transactions() ORDER BY server_name});
@@ -474,7 +478,7 @@ my $four_shards = join "\n", map { "shard$_|%s|%s" } 1 .. 4;
 	like($r->{out}, qr/^\s*shard1\|committed\|finished by its session$/m,
 		'(k) recovery reports the transaction finished by its session');
 	unlike($r->{out}, qr/failed/, '(k) and no failure');
-	$items{$_} = 11 for @k1, @k2;
+	$items{$_} = 11 for @k;
 	check_agree('(k) the session commits after the recovery listed it');
 }
 
@@ -483,15 +487,7 @@ my $four_shards = join "\n", map { "shard$_|%s|%s" } 1 .. 4;
 # prepared transaction: nothing is written anywhere.  (A pause that only
 # slept woke from the signal and committed.)
 {
-	my @k1 = keys_on(1, 2, 160);
-	my @k4 = keys_on(4, 2, 160);
-	my $at = -s $coord->logfile;
-	my $x = start_xact('after_prepare',
-		'BEGIN',
-		"INSERT INTO items VALUES ($k1[0], 12), ($k1[1], 12), ($k4[0], 12), ($k4[1], 12)",
-		"INSERT INTO ledger VALUES (12, 'l')",
-		'COMMIT');
-	$coord->wait_for_log(qr/pausing two-phase commit \(after_prepare\)/, $at);
+	my ($x) = paused_xact('after_prepare', 1, 4, 160, 12, 'l');
 	my $t0 = time;
 	$coord->safe_psql('postgres', q{
 		SELECT pg_cancel_backend(pid) FROM pg_stat_activity
@@ -508,15 +504,7 @@ my $four_shards = join "\n", map { "shard$_|%s|%s" } 1 .. 4;
 # transaction stays committed (what the backend could not finish, recovery
 # does).
 {
-	my @k2 = keys_on(2, 2, 180);
-	my @k3 = keys_on(3, 2, 180);
-	my $at = -s $coord->logfile;
-	my $x = start_xact('before_commit_prepared',
-		'BEGIN',
-		"INSERT INTO items VALUES ($k2[0], 13), ($k2[1], 13), ($k3[0], 13), ($k3[1], 13)",
-		"INSERT INTO ledger VALUES (13, 'm')",
-		'COMMIT');
-	$coord->wait_for_log(qr/pausing two-phase commit \(before_commit_prepared\)/, $at);
+	my ($x, @k) = paused_xact('before_commit_prepared', 2, 3, 180, 13, 'm');
 	my $pid = $coord->safe_psql('postgres', q{
 		SELECT pid FROM pg_stat_activity
 		WHERE state = 'active' AND pid <> pg_backend_pid() AND query = 'COMMIT'});
@@ -528,7 +516,7 @@ my $four_shards = join "\n", map { "shard$_|%s|%s" } 1 .. 4;
 		'(m) a termination in the pause after the local commit ends the backend');
 	cmp_ok(time - $t0, '<', 15, '(m) at once, not at the end of the 30 s pause');
 	unlike(recover('false'), qr/failed/, '(m) recovery finishes what is left');
-	$items{$_} = 13 for @k2, @k3;
+	$items{$_} = 13 for @k;
 	$ledger{13} = 1;
 	check_agree('(m) a termination in the pause after the local commit');
 }
