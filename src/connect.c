@@ -557,11 +557,8 @@ afdw_connect_start(AfdwConn *entry, UserMapping *user, bool optional)
 	/* No idle timeout before its first transaction ends (xact.c). */
 	entry->idle_timeout = 0;
 	/* A new session has nothing in flight and no remote transaction. */
-	entry->invalidated = false;
-	entry->changing_xact_state = false;
-	afdw_forget_in_flight(entry);
+	afdw_reset_session(entry);
 	entry->idle_since = 0;
-	afdw_session_hooks->forget(entry);
 
 	cxt = AllocSetContextCreate(afdw_conn_cxt, "async_fdw connection attempt",
 								ALLOCSET_SMALL_SIZES);

@@ -37,20 +37,67 @@ typedef enum AfdwWrap
 } AfdwWrap;
 
 /*
- * What the command in flight on a connection is, beyond having results to
- * be read (AfdwConn's busy): afdw_set_in_flight (remote.c) moves it, and
- * asserts that each move is one of these; afdw_forget_in_flight resets it
- * with the rest of what is in flight when the session goes.
+ * What is in flight on a connection (AfdwConn's in_flight): nothing, or a
+ * command whose results are not all read yet, and what kind.  It moves only
+ * through afdw_set_in_flight (remote.c), which asserts that each move is one
+ * of those listed: remote.c's sends and reads move it, and the session layer
+ * names what it just sent (a COPY FROM STDIN, a COMMIT not waited for);
+ * afdw_forget_in_flight resets it with the rest of what is in flight when
+ * the session goes.
  */
 typedef enum AfdwInFlight
 {
-	AFDW_IN_FLIGHT_PLAIN,		/* none, or one read as its results come */
+	AFDW_IN_FLIGHT_NONE,		/* nothing: the connection is idle */
+	AFDW_IN_FLIGHT_PLAIN,		/* a command read as its results come */
 	AFDW_IN_FLIGHT_COMMIT,		/* a COMMIT not waited for (xact.c): its
 								 * answer is read before the next use */
 	AFDW_IN_FLIGHT_COPY_AWAITED,	/* a COPY FROM STDIN (afdw_send_write),
 									 * its CopyInResponse still to come */
 	AFDW_IN_FLIGHT_COPY_IN		/* it came: the COPY data is being sent */
 } AfdwInFlight;
+
+/*
+ * Whether the state of a connection's remote transaction is known
+ * (AfdwConn's xact_state): xact_depth says what is open while it is.
+ * xact.c moves it, one function per move (afdw_xact_changing,
+ * afdw_xact_changed, xact_lost), and the session layer's reset
+ * (its forget hook) sets it known again for a new session; the wire
+ * only reads it, and tells the session layer a cut session through its
+ * lost hook (AfdwSessionHooks).
+ */
+typedef enum AfdwXactState
+{
+	AFDW_XACT_KNOWN,			/* as xact_depth says: none (0), or open */
+	AFDW_XACT_CHANGING,			/* a command that ends the transaction or
+								 * a savepoint is in flight: until its
+								 * answer the state is not known, and an
+								 * error that cuts the wait short leaves
+								 * it so */
+	AFDW_XACT_LOST				/* not known: a cleanup failed or was not
+								 * tried, or the session was cut; only a
+								 * command that settles it (ROLLBACK
+								 * PREPARED) makes it known again, else the
+								 * connection is dropped at the end of the
+								 * local transaction */
+} AfdwXactState;
+
+/*
+ * The part of a connection in its user mapping's writes of the current
+ * local transaction (AfdwConn's role): afdw_set_role (pool.c) moves it and
+ * asserts each move.  In a local transaction every write of a user mapping
+ * goes through one connection of its pool, the writer; once it wrote,
+ * every later command of the mapping goes through it too (connections
+ * that imported the shared snapshot could not see the writes), and its
+ * COMMIT is waited for.
+ */
+typedef enum AfdwRole
+{
+	AFDW_ROLE_READER,			/* not the writer */
+	AFDW_ROLE_WRITER,			/* chosen to write, wrote nothing yet: the
+								 * role may still move to another
+								 * connection */
+	AFDW_ROLE_WROTE				/* the writer, and it wrote */
+} AfdwRole;
 
 /* A connection being opened: its handshake's state (connect.c). */
 typedef struct AfdwConnecting AfdwConnecting;
@@ -83,8 +130,7 @@ struct AfdwConn
 	uint32		mapping_hash;
 	int			xact_depth;		/* 0: no remote transaction; 1: one is
 								 * open; n > 1: savepoints s2 .. sn too */
-	bool		changing_xact_state;	/* a transaction command was cut
-										 * short: the remote state is unknown */
+	AfdwXactState xact_state;	/* whether xact_depth is known */
 	bool		invalidated;	/* server or mapping changed: reconnect */
 	bool		keep;			/* keep_connections */
 	bool		parallel_commit;	/* parallel_commit: COMMIT sent with the
@@ -128,8 +174,14 @@ struct AfdwConn
 	int			ncursors;
 	int			maxcursors;
 	bool		locks_rows;		/* a scan of this transaction locks remote
-								 * rows: its COMMIT is waited for */
-	bool		streaming;		/* a scan streams on it: not to be shared */
+								 * rows: its COMMIT is waited for (a fact
+								 * of the transaction: afdw_note_row_locks
+								 * sets it, afdw_reset_xact_state clears
+								 * it) */
+	bool		streaming;		/* a scan streams on it: not to be shared
+								 * (a fact of the scan: afdw_set_streaming
+								 * sets it, afdw_reset_xact_state clears
+								 * it with the scans of the level) */
 	char	   *savepoint_op;	/* RELEASE or ROLLBACK TO of the savepoint
 								 * around the last stream, to send first
 								 * with the next command */
@@ -140,8 +192,11 @@ struct AfdwConn
 	/*
 	 * The command in flight starts with a snapshot export (the transaction
 	 * leader's, in the same send as its first command), whose result has
-	 * not been read yet.  afdw_get_result takes it in; held_result keeps an
-	 * error that await_export read ahead of the export, for the owner.
+	 * not been read yet.  afdw_expect_export sets it, afdw_pop_result clears
+	 * it when the export's result comes (afdw_get_result takes it in), and
+	 * afdw_forget_in_flight with the session (all in remote.c);
+	 * held_result keeps an error that await_export read ahead of the
+	 * export, for the owner.
 	 */
 	bool		export_pending;
 	PGresult   *held_result;
@@ -170,14 +225,14 @@ struct AfdwConn
 	char	   *xact_failed_msg;
 
 	/*
-	 * A command whose results are not all read yet.  Its owner, if still
-	 * there, reads them through drain(); otherwise they are thrown away
-	 * before the connection's next use.
+	 * What is in flight (AFDW_IN_FLIGHT_NONE: nothing; else a command
+	 * whose results are not all read yet).  Its owner, if still there,
+	 * reads them through drain(); otherwise they are thrown away before
+	 * the connection's next use.
 	 */
-	bool		busy;
+	AfdwInFlight in_flight;
 	void	   *owner;
 	AfdwDrainFn drain;
-	AfdwInFlight in_flight;		/* what that command is */
 
 	/*
 	 * What waits on the socket: the latch, postmaster death and the socket,
@@ -235,15 +290,7 @@ struct AfdwConn
 	Oid			charged_server;
 	TimestampTz idle_until;
 
-	/*
-	 * Writes (modify.c).  In a local transaction, every write of a user
-	 * mapping goes through one connection of its pool, the writer; once
-	 * it wrote, every later command of the mapping goes through it too
-	 * (connections that imported the shared snapshot could not see the
-	 * writes), and its COMMIT is waited for.
-	 */
-	bool		writer;
-	bool		wrote;
+	AfdwRole	role;			/* in its user mapping's writes (AfdwRole) */
 
 	/*
 	 * A write not sent yet, with what opens its remote transaction
@@ -293,14 +340,18 @@ struct AfdwConn
  * CONN's command, to keep (it frees RES); with RAISE an unusable one raises
  * an error, else it returns false.
  * forget: CONN's remote session is gone or about to be opened: what the
- * session layer kept of the one before (its remote transaction, prepared
- * statements, a deferred write, a prepared transaction's name) is over.
+ * session layer kept of the one before (its remote transaction and its
+ * state, prepared statements, a deferred write, a prepared transaction's
+ * name) is over.
+ * lost: CONN's remote session was cut (afdw_break_connection): the state
+ * of its remote transaction is not known any more.
  */
 typedef struct AfdwSessionHooks
 {
 	void		(*result) (AfdwConn *conn, PGresult *res);
 	bool		(*export) (AfdwConn *conn, PGresult *res, bool raise);
 	void		(*forget) (AfdwConn *conn);
+	void		(*lost) (AfdwConn *conn);
 } AfdwSessionHooks;
 
 /* budget.c */
@@ -331,8 +382,10 @@ extern void afdw_take_open(AfdwConn *entry);
 
 extern bool afdw_connection_alive(AfdwConn *entry);
 extern void afdw_disconnect_entry(AfdwConn *entry);
+extern void afdw_reset_session(AfdwConn *entry);
 extern void afdw_break_connection(AfdwConn *entry, const char *violation);
 extern AfdwConn *afdw_slot_zero(Oid umid);
+extern void afdw_set_role(AfdwConn *conn, AfdwRole role);
 extern void afdw_trim_idle_pools(void);
 extern void afdw_append_idle_setting(AfdwConn *entry, StringInfo sql);
 
@@ -355,6 +408,8 @@ extern bool afdw_copy_abandon(AfdwConn *entry, TimestampTz deadline);
 extern PGresult *afdw_pop_result(AfdwConn *conn, bool *is_export);
 extern void afdw_set_in_flight(AfdwConn *conn, AfdwInFlight state);
 extern void afdw_forget_in_flight(AfdwConn *conn);
+extern bool afdw_send_cleanup(AfdwConn *entry, const char *sql);
+extern void afdw_expect_export(AfdwConn *conn);
 
 /* snapshot.c */
 extern bool afdw_store_export(AfdwConn *conn, PGresult *res);
@@ -372,5 +427,7 @@ extern void afdw_twophase_end(bool committed);
 
 /* xact.c */
 extern void afdw_reset_xact_state(AfdwConn *entry, int level);
+extern void afdw_xact_changing(AfdwConn *entry);
+extern void afdw_xact_changed(AfdwConn *entry);
 
 #endif							/* CONNECTION_INTERNAL_H */

@@ -126,7 +126,7 @@ socket_has_data(PGconn *conn)
 static bool
 usable_idle(AfdwConn *entry)
 {
-	return !entry->invalidated && !entry->changing_xact_state &&
+	return !entry->invalidated && entry->xact_state == AFDW_XACT_KNOWN &&
 		!afdw_budget_idle_expired(entry) &&
 		PQstatus(entry->conn) == CONNECTION_OK &&
 		PQtransactionStatus(entry->conn) == PQTRANS_IDLE &&
@@ -244,12 +244,14 @@ afdw_pool_acquire(UserMapping *user)
 	{
 		if (entry->in_flight == AFDW_IN_FLIGHT_COMMIT)
 			finish_commit(entry);
-		if (entry->xact_depth == 0 && !entry->busy && !usable_idle(entry))
+		if (entry->xact_depth == 0 && entry->in_flight == AFDW_IN_FLIGHT_NONE &&
+			!usable_idle(entry))
 			afdw_disconnect_entry(entry);
 	}
 
 	if (entry->conn != NULL && entry->connecting == NULL &&
-		(entry->changing_xact_state || PQstatus(entry->conn) != CONNECTION_OK))
+		(entry->xact_state != AFDW_XACT_KNOWN ||
+		 PQstatus(entry->conn) != CONNECTION_OK))
 		report_lost_transaction(entry);
 
 	/* An unused slot: connect it, or share an open connection instead. */
@@ -276,7 +278,8 @@ report_lost_transaction(AfdwConn *entry)
 	 * 08006.
 	 */
 	ereport(ERROR,
-			(errcode(entry->changing_xact_state ? ERRCODE_CONNECTION_EXCEPTION :
+			(errcode(entry->xact_state != AFDW_XACT_KNOWN ?
+					 ERRCODE_CONNECTION_EXCEPTION :
 					 ERRCODE_CONNECTION_FAILURE),
 			 errmsg("lost connection to server \"%s\"",
 					NameStr(entry->servername)),
@@ -297,19 +300,15 @@ finish_commit(AfdwConn *entry)
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													   AFDW_CLEANUP_TIMEOUT_MS);
 
-	afdw_set_in_flight(entry, AFDW_IN_FLIGHT_PLAIN);
-	entry->busy = false;
-
 	/*
-	 * The wait serves interrupts: if one cuts it short, the answer is still
-	 * on its way, and the end of the transaction drops the connection.
+	 * Read now, by no owner.  The wait serves interrupts: if one cuts it
+	 * short, the answer is still on its way, and the end of the
+	 * transaction drops the connection, which has a command in flight.
 	 */
-	entry->changing_xact_state = true;
+	afdw_set_in_flight(entry, AFDW_IN_FLIGHT_PLAIN);
 	if (!afdw_wait_cleanup(entry, deadline, true, NULL) ||
 		PQtransactionStatus(entry->conn) != PQTRANS_IDLE)
 		afdw_disconnect_entry(entry);
-	else
-		entry->changing_xact_state = false;
 }
 
 /*
@@ -333,22 +332,23 @@ AfdwConn *
 afdw_renew_idle(AfdwConn *conn)
 {
 	AfdwConn   *entry;
-	bool		writer;
+	AfdwRole	role;
 
 	/* Another scan's renewal of CONN was refused: share as it did. */
 	if (conn->conn == NULL && conn->connecting == NULL)
 		return afdw_connection_ready(conn);
-	if (conn->xact_depth > 0 || conn->busy || conn->connecting != NULL ||
-		!near_idle_timeout(conn))
+	if (conn->xact_depth > 0 || conn->in_flight != AFDW_IN_FLIGHT_NONE ||
+		conn->connecting != NULL || !near_idle_timeout(conn))
 		return conn;
 
-	writer = conn->writer;
+	/* A writer that wrote nothing yet moves with its users. */
+	role = conn->role;
+	Assert(role != AFDW_ROLE_WROTE);
 	afdw_disconnect_entry(conn);
 	entry = open_or_share(conn, GetUserMapping(conn->userid, conn->serverid),
 						  GetForeignServer(conn->serverid));
-	/* A writer that wrote nothing yet may move with its users. */
-	conn->writer = false;
-	entry->writer = writer;
+	if (role == AFDW_ROLE_WRITER && entry->role == AFDW_ROLE_READER)
+		afdw_set_role(entry, AFDW_ROLE_WRITER);
 	if (entry != conn)
 	{
 		afdw_release_connection(conn);
@@ -589,10 +589,11 @@ least_used_open(Oid umid)
 	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
 	{
 		if (entry->key.umid != umid || entry->conn == NULL ||
-			entry->changing_xact_state)
+			entry->xact_state != AFDW_XACT_KNOWN)
 			continue;
 		/* An idle one the server closed (idle_timeout) is dropped. */
-		if (entry->nusers == 0 && entry->xact_depth == 0 && !entry->busy &&
+		if (entry->nusers == 0 && entry->xact_depth == 0 &&
+			entry->in_flight == AFDW_IN_FLIGHT_NONE &&
 			entry->connecting == NULL && !usable_idle(entry))
 		{
 			afdw_disconnect_entry(entry);
@@ -648,7 +649,7 @@ afdw_find_writer(Oid umid)
 	hash_seq_init(&scan, afdw_conn_hash);
 	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
 	{
-		if (entry->key.umid == umid && entry->writer)
+		if (entry->key.umid == umid && entry->role != AFDW_ROLE_READER)
 		{
 			hash_seq_term(&scan);
 			return entry;
@@ -667,7 +668,7 @@ afdw_find_writer(Oid umid)
 void
 afdw_take_open(AfdwConn *entry)
 {
-	if (entry->conn == NULL || entry->changing_xact_state ||
+	if (entry->conn == NULL || entry->xact_state != AFDW_XACT_KNOWN ||
 		PQstatus(entry->conn) != CONNECTION_OK)
 		report_lost_transaction(entry);
 	afdw_budget_in_use(entry);
@@ -685,7 +686,7 @@ afdw_current_writer(AfdwConn *conn)
 {
 	AfdwConn   *writer;
 
-	if (conn->writer)
+	if (conn->role != AFDW_ROLE_READER)
 		return conn;
 	writer = afdw_find_writer(conn->key.umid);
 	return writer != NULL ? writer : conn;
@@ -702,7 +703,7 @@ afdw_route_to_writer(AfdwConn *conn)
 {
 	AfdwConn   *writer = afdw_current_writer(conn);
 
-	if (writer == conn || !writer->wrote)
+	if (writer == conn || writer->role != AFDW_ROLE_WROTE)
 		return conn;
 	if (conn->nusers > 0)
 		conn->nusers--;
@@ -790,8 +791,8 @@ afdw_list_connections(bool check_closed)
 		if (entry->conn == NULL)
 			continue;
 		/* An idle one the server closed (idle_timeout) is dropped. */
-		if (entry->nusers == 0 && entry->xact_depth == 0 && !entry->busy &&
-			!usable_idle(entry))
+		if (entry->nusers == 0 && entry->xact_depth == 0 &&
+			entry->in_flight == AFDW_IN_FLIGHT_NONE && !usable_idle(entry))
 		{
 			afdw_disconnect_entry(entry);
 			continue;
@@ -999,21 +1000,54 @@ afdw_disconnect_entry(AfdwConn *entry)
 	}
 	afdw_connect_forget(entry);
 	afdw_budget_release(entry);
+	afdw_reset_session(entry);
+}
 
-	/* What was in flight went with the session. */
+/*
+ * afdw_reset_session
+ *		ENTRY's remote session is gone, or a new one is being opened: the
+ *		one reset of what a connection kept of its session.  The wire's
+ *		part here (what was in flight, whether the session was to be
+ *		dropped or broke the protocol), the session layer's through its
+ *		forget hook: the remote transaction and its state, prepared
+ *		statements, a write deferred for its COMMIT (a prepared transaction
+ *		of the session is left to recovery).
+ */
+void
+afdw_reset_session(AfdwConn *entry)
+{
 	afdw_forget_in_flight(entry);
-
-	/*
-	 * So did its remote transaction, its prepared statements, a write
-	 * deferred for its COMMIT (a prepared transaction of the session is
-	 * left to recovery): the session layer forgets them.
-	 */
 	afdw_session_hooks->forget(entry);
-
 	/* The next session starts trusted. */
-	entry->changing_xact_state = false;
 	entry->invalidated = false;
 	entry->violation = NULL;
+}
+
+/*
+ * afdw_set_role
+ *		Move CONN to ROLE in its user mapping's writes (see AfdwRole): to
+ *		the writer when chosen, to wrote at each write, back to a reader at
+ *		the end of the transaction or when the role moves to another
+ *		connection before a write.
+ */
+void
+afdw_set_role(AfdwConn *conn, AfdwRole role)
+{
+#ifdef USE_ASSERT_CHECKING
+	switch (role)
+	{
+		case AFDW_ROLE_READER:
+			/* From any: the transaction or the session is over. */
+			break;
+		case AFDW_ROLE_WRITER:
+			Assert(conn->role == AFDW_ROLE_READER);
+			break;
+		case AFDW_ROLE_WROTE:
+			Assert(conn->role != AFDW_ROLE_READER);
+			break;
+	}
+#endif
+	conn->role = role;
 }
 
 /*
@@ -1031,7 +1065,7 @@ afdw_break_connection(AfdwConn *entry, const char *violation)
 
 	if (violation != NULL && entry->violation == NULL)
 		entry->violation = violation;
-	entry->changing_xact_state = true;
+	afdw_session_hooks->lost(entry);
 	if (sock != PGINVALID_SOCKET)
 		(void) shutdown(sock, SHUT_RDWR);
 }
@@ -1070,7 +1104,8 @@ inval_callback(Datum arg pg_attribute_unused(), int cacheid, uint32 hashvalue)
 		 * the backend's life, since no later scan takes its slot.
 		 */
 		if (entry->xact_depth == 0 && entry->nusers == 0 &&
-			(!entry->busy || entry->in_flight == AFDW_IN_FLIGHT_COMMIT))
+			(entry->in_flight == AFDW_IN_FLIGHT_NONE ||
+			 entry->in_flight == AFDW_IN_FLIGHT_COMMIT))
 			afdw_disconnect_entry(entry);
 		else
 			entry->invalidated = true;

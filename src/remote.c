@@ -91,9 +91,28 @@ afdw_send_query(AfdwConn *conn, const char *sql, int nparams,
 
 	if (!ok)
 		afdw_report_remote_error(NULL, conn, sql);
-	conn->busy = true;
+	afdw_set_in_flight(conn, AFDW_IN_FLIGHT_PLAIN);
 	conn->owner = NULL;
 	conn->wrap = AFDW_WRAP_NONE;
+}
+
+/*
+ * afdw_send_cleanup
+ *		Send SQL on ENTRY, idle, without waiting and never raising an error:
+ *		a command of cleanup (an ABORT, a COMMIT or ROLLBACK PREPARED),
+ *		whose answer afdw_wait_cleanup reads.  False if it could not be
+ *		sent (the connection is then to be dropped).
+ */
+bool
+afdw_send_cleanup(AfdwConn *entry, const char *sql)
+{
+	Assert(entry->in_flight == AFDW_IN_FLIGHT_NONE);
+	if (!PQsendQuery(entry->conn, sql))
+		return false;
+	afdw_set_in_flight(entry, AFDW_IN_FLIGHT_PLAIN);
+	entry->owner = NULL;
+	entry->drain = NULL;
+	return true;
 }
 
 /*
@@ -293,9 +312,11 @@ wait_readable(AfdwConn *entry, long timeout)
 		entry->waitset = set;
 		entry->waitset_sock = sock;
 	}
+	/* Cleanup (a timeout) reads the answers of transaction commands. */
 	if (WaitEventSetWait(entry->waitset, timeout, &event, 1,
-						 afdw_wait_event(entry->in_flight == AFDW_IN_FLIGHT_COMMIT ||
-										 entry->changing_xact_state ?
+						 afdw_wait_event(timeout >= 0 ||
+										 entry->in_flight == AFDW_IN_FLIGHT_COMMIT ||
+										 entry->xact_state != AFDW_XACT_KNOWN ?
 										 AFDW_WAIT_COMMIT :
 										 entry->in_flight == AFDW_IN_FLIGHT_COPY_IN ?
 										 AFDW_WAIT_COPY_ROOM :
@@ -383,7 +404,9 @@ afdw_wait_socket(AfdwConn *conn, const char *sql)
  *
  * Used while aborting, when an error must not be thrown and interrupts are
  * held off (a cancel then ends the wait with false), and for the answer to
- * a COMMIT, where interrupts are served.
+ * a COMMIT, where interrupts are served.  Once the last result is read,
+ * nothing is in flight any more; a wait cut short leaves the command in
+ * flight.
  */
 bool
 afdw_wait_cleanup(AfdwConn *entry, TimestampTz deadline, bool ignore_errors,
@@ -420,7 +443,10 @@ afdw_wait_cleanup(AfdwConn *entry, TimestampTz deadline, bool ignore_errors,
 			continue;
 		}
 		if (res == NULL)
+		{
+			afdw_set_idle(entry);
 			break;
+		}
 		if (PQresultStatus(res) == PGRES_COPY_OUT)
 		{
 			PQclear(res);
@@ -522,7 +548,7 @@ afdw_get_result(AfdwConn *conn)
 void
 afdw_set_owner(AfdwConn *conn, void *owner, AfdwDrainFn drain)
 {
-	conn->busy = true;
+	Assert(conn->in_flight != AFDW_IN_FLIGHT_NONE);
 	conn->owner = owner;
 	conn->drain = drain;
 }
@@ -538,17 +564,22 @@ afdw_set_in_flight(AfdwConn *conn, AfdwInFlight state)
 #ifdef USE_ASSERT_CHECKING
 	switch (state)
 	{
+		case AFDW_IN_FLIGHT_NONE:
+			/* From any: every result of the command is read. */
+			break;
 		case AFDW_IN_FLIGHT_PLAIN:
 			/*
-			 * From any other: the command's results are all read, a COPY's
-			 * data is over, or it failed or was abandoned.
+			 * From none: a command is sent (afdw_send_query sends a deferred
+			 * write first, alone, and waits for it).  From any other kind:
+			 * its answer is read now (a COMMIT's), a COPY's data is over, or
+			 * it failed or was abandoned.
 			 */
 			Assert(conn->in_flight != AFDW_IN_FLIGHT_PLAIN);
 			break;
 		case AFDW_IN_FLIGHT_COMMIT:
 		case AFDW_IN_FLIGHT_COPY_AWAITED:
 			/* Just sent. */
-			Assert(conn->in_flight == AFDW_IN_FLIGHT_PLAIN && conn->busy);
+			Assert(conn->in_flight == AFDW_IN_FLIGHT_PLAIN);
 			break;
 		case AFDW_IN_FLIGHT_COPY_IN:
 			Assert(conn->in_flight == AFDW_IN_FLIGHT_COPY_AWAITED);
@@ -572,10 +603,21 @@ afdw_forget_in_flight(AfdwConn *conn)
 		conn->held_result = NULL;
 	}
 	conn->export_pending = false;
-	conn->busy = false;
 	conn->owner = NULL;
 	conn->drain = NULL;
-	conn->in_flight = AFDW_IN_FLIGHT_PLAIN;
+	conn->in_flight = AFDW_IN_FLIGHT_NONE;
+}
+
+/*
+ * afdw_expect_export
+ *		The next command sent on CONN starts with a snapshot export
+ *		(snapshot.c), whose result afdw_pop_result is to tell apart.
+ */
+void
+afdw_expect_export(AfdwConn *conn)
+{
+	Assert(conn->in_flight == AFDW_IN_FLIGHT_NONE && !conn->export_pending);
+	conn->export_pending = true;
 }
 
 /*
@@ -587,11 +629,9 @@ afdw_forget_in_flight(AfdwConn *conn)
 void
 afdw_set_idle(AfdwConn *conn)
 {
-	conn->busy = false;
 	conn->owner = NULL;
 	conn->drain = NULL;
-	if (conn->in_flight != AFDW_IN_FLIGHT_PLAIN)
-		afdw_set_in_flight(conn, AFDW_IN_FLIGHT_PLAIN);
+	afdw_set_in_flight(conn, AFDW_IN_FLIGHT_NONE);
 }
 
 /*
@@ -616,7 +656,7 @@ afdw_forget_owner(AfdwConn *conn, void *owner)
 bool
 afdw_is_owner(AfdwConn *conn, void *owner)
 {
-	return conn->busy && conn->owner == owner;
+	return conn->in_flight != AFDW_IN_FLIGHT_NONE && conn->owner == owner;
 }
 
 /*
@@ -626,7 +666,7 @@ afdw_is_owner(AfdwConn *conn, void *owner)
 void *
 afdw_conn_owner(AfdwConn *conn)
 {
-	return conn->busy ? conn->owner : NULL;
+	return conn->in_flight != AFDW_IN_FLIGHT_NONE ? conn->owner : NULL;
 }
 
 /*
@@ -636,7 +676,7 @@ afdw_conn_owner(AfdwConn *conn)
 bool
 afdw_is_busy(AfdwConn *conn)
 {
-	return conn->busy;
+	return conn->in_flight != AFDW_IN_FLIGHT_NONE;
 }
 
 /*
@@ -647,13 +687,13 @@ afdw_is_busy(AfdwConn *conn)
 void
 afdw_make_idle(AfdwConn *conn)
 {
-	if (!conn->busy)
+	if (conn->in_flight == AFDW_IN_FLIGHT_NONE)
 		return;
 
 	if (conn->owner != NULL)
 	{
 		conn->drain(conn->owner);
-		Assert(!conn->busy);
+		Assert(conn->in_flight == AFDW_IN_FLIGHT_NONE);
 	}
 	else
 	{

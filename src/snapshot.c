@@ -208,7 +208,6 @@ afdw_store_export(AfdwConn *conn, PGresult *res)
 					  !PQgetisnull(res, 0, 0));
 	ServerSnapshot *ss = NULL;
 
-	conn->export_pending = false;
 	ss = find_snapshot(conn->serverid, conn->key.umid);
 	if (ok && ss != NULL && ss->leader == conn)
 	{
@@ -245,7 +244,7 @@ afdw_take_export(AfdwConn *conn, PGresult *res)
 static void
 check_leader(AfdwConn *leader)
 {
-	if (!leader->changing_xact_state && afdw_connection_alive(leader))
+	if (leader->xact_state == AFDW_XACT_KNOWN && afdw_connection_alive(leader))
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_CONNECTION_FAILURE),
@@ -319,8 +318,8 @@ afdw_prepare_snapshot(AfdwConn *conn)
 	if (ss->leader->export_pending)
 		return;
 	/* Not possible now: the joining scan shares the leader instead. */
-	if ((ss->leader->busy && ss->leader->streaming) || ss->leader->xact_depth != 1 ||
-		ss->leader->writer)
+	if ((afdw_is_busy(ss->leader) && ss->leader->streaming) ||
+		ss->leader->xact_depth != 1 || ss->leader->role != AFDW_ROLE_READER)
 		return;
 	afdw_make_idle(ss->leader);
 	if (ss->leader->savepoint_op != NULL)
@@ -365,17 +364,18 @@ afdw_join_target(AfdwConn *conn)
 	leader = ss->leader;
 	if (leader->export_pending)
 		return conn;
-	if (leader->conn != NULL && leader->xact_depth == 1 && !leader->writer &&
-		!(leader->busy && leader->streaming))
+	if (leader->conn != NULL && leader->xact_depth == 1 &&
+		leader->role == AFDW_ROLE_READER &&
+		!(afdw_is_busy(leader) && leader->streaming))
 		return conn;
 	if (conn->nusers > 0)
 		conn->nusers--;
 	leader->nusers++;
 	/* The writer moves too: the leader's transaction is where it writes. */
-	if (conn->writer && !leader->writer)
+	if (conn->role == AFDW_ROLE_WRITER && leader->role == AFDW_ROLE_READER)
 	{
-		conn->writer = false;
-		leader->writer = true;
+		afdw_set_role(conn, AFDW_ROLE_READER);
+		afdw_set_role(leader, AFDW_ROLE_WRITER);
 	}
 	return leader;
 }
@@ -479,10 +479,10 @@ afdw_share_snapshot(AfdwConn *entry, bool nested, StringInfo sql)
 		 * open or while a stream runs.  The export rides in the same
 		 * send as the command; afdw_get_result reads its result.
 		 */
-		if (!entry->writer && export_wanted(entry, nested))
+		if (entry->role == AFDW_ROLE_READER && export_wanted(entry, nested))
 		{
 			appendStringInfoString(sql, "; SELECT pg_catalog.pg_export_snapshot()");
-			entry->export_pending = true;
+			afdw_expect_export(entry);
 		}
 		return;
 	}

@@ -265,7 +265,8 @@ afdw_twophase_prepare(void)
 	hash_seq_init(&scan, afdw_conn_hash);
 	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
 	{
-		if (entry->conn != NULL && entry->xact_depth > 0 && entry->wrote)
+		if (entry->conn != NULL && entry->xact_depth > 0 &&
+			entry->role == AFDW_ROLE_WROTE)
 			writers = lappend(writers, entry);
 	}
 	if (writers == NIL || !wants_two_phase(writers))
@@ -319,7 +320,7 @@ afdw_twophase_prepare(void)
 		/* From now on its abort is a ROLLBACK PREPARED, whatever comes. */
 		entry->prepared_gid = MemoryContextStrdup(afdw_conn_cxt, (char *) lfirst(lc2));
 		prepares_sent = true;
-		entry->changing_xact_state = true;
+		afdw_xact_changing(entry);
 		afdw_send_query(entry, sql.data, 0, NULL);
 		sqls = lappend(sqls, sql.data);
 	}
@@ -334,7 +335,7 @@ afdw_twophase_prepare(void)
 		PQclear(res);
 		entry->can_prepare = 1;
 		/* The remote session is outside any transaction now. */
-		entry->changing_xact_state = false;
+		afdw_xact_changed(entry);
 		afdw_reset_xact_state(entry, 1);
 	}
 	debug_pause_at(AFDW_PAUSE_AFTER_PREPARE, true);
@@ -553,17 +554,13 @@ afdw_twophase_end(bool committed)
 
 		if (entry->prepared_gid == NULL)
 			continue;
-		entry->changing_xact_state = true;
+		afdw_xact_changing(entry);
 		if (entry->conn == NULL || PQstatus(entry->conn) != CONNECTION_OK ||
-			(entry->busy && !afdw_wait_cleanup(entry, deadline, true, NULL)))
+			(afdw_is_busy(entry) &&
+			 !afdw_wait_cleanup(entry, deadline, true, NULL)))
 			continue;
-		entry->busy = false;
-		entry->owner = NULL;
 		sql = psprintf("%s %s", verb, quote_literal_cstr(entry->prepared_gid));
-		if (!PQsendQuery(entry->conn, sql))
-			entry->busy = false;
-		else
-			entry->busy = true;
+		(void) afdw_send_cleanup(entry, sql);
 		pfree(sql);
 	}
 
@@ -576,7 +573,8 @@ afdw_twophase_end(bool committed)
 		if (entry->prepared_gid == NULL)
 			continue;
 		/* Rolled back: a PREPARE that failed left nothing to roll back. */
-		ok = entry->busy && afdw_wait_cleanup(entry, deadline, !committed, state);
+		ok = afdw_is_busy(entry) &&
+			afdw_wait_cleanup(entry, deadline, !committed, state);
 
 		/*
 		 * Committed, and the server no longer has it: a recovery, which
@@ -586,8 +584,8 @@ afdw_twophase_end(bool committed)
 			ok = true;
 		if (ok)
 		{
-			entry->busy = false;
-			entry->changing_xact_state = false;
+			/* Every result was read: nothing is in flight any more. */
+			afdw_xact_changed(entry);
 			if (committed)
 			{
 				/* Kept past this transaction: in TopMemoryContext. */

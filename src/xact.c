@@ -74,12 +74,15 @@ static void subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 static void session_result(AfdwConn *conn, PGresult *res);
 static bool session_export(AfdwConn *conn, PGresult *res, bool raise);
 static void session_forget(AfdwConn *entry);
+static void session_lost(AfdwConn *entry);
+static void xact_lost(AfdwConn *entry);
 
 /* What the wire tells this layer (connection_internal.h). */
 static const AfdwSessionHooks session_hooks = {
 	.result = session_result,
 	.export = session_export,
 	.forget = session_forget,
+	.lost = session_lost,
 };
 
 /*
@@ -175,7 +178,8 @@ afdw_acquire_writer(UserMapping *user)
 		if (exporter != NULL)
 			exporter->nusers--;
 	}
-	entry->writer = true;
+	if (entry->role == AFDW_ROLE_READER)
+		afdw_set_role(entry, AFDW_ROLE_WRITER);
 	return entry;
 }
 
@@ -213,9 +217,10 @@ session_export(AfdwConn *conn, PGresult *res, bool raise)
 /*
  * session_forget
  *		ENTRY's remote session is gone, or a new one is being opened (the
- *		wire's forget hook): its deferred write, its prepared transaction's
- *		name (the transaction is left to recovery), its prepared statements
- *		and its remote transaction are over.
+ *		wire's forget hook, the session layer's part of afdw_reset_session):
+ *		its deferred write, its prepared transaction's name (the transaction
+ *		is left to recovery), its prepared statements and its remote
+ *		transaction are over, and the state of the next one is known.
  */
 static void
 session_forget(AfdwConn *entry)
@@ -228,6 +233,60 @@ session_forget(AfdwConn *entry)
 	}
 	afdw_forget_statements(entry);
 	afdw_reset_xact_state(entry, 1);
+	entry->xact_state = AFDW_XACT_KNOWN;
+}
+
+/*
+ * session_lost
+ *		ENTRY's remote session was cut (the wire's lost hook): the state of
+ *		its remote transaction is not known any more.
+ */
+static void
+session_lost(AfdwConn *entry)
+{
+	xact_lost(entry);
+}
+
+/*
+ * afdw_xact_changing
+ *		A command that ends ENTRY's remote transaction or one of its
+ *		savepoints is about to be sent: its state is not known until the
+ *		answer comes (afdw_xact_changed).
+ *
+ * From any state: a command may also settle a state that was not known
+ * (the ROLLBACK PREPARED of a PREPARE cut short).
+ */
+void
+afdw_xact_changing(AfdwConn *entry)
+{
+	entry->xact_state = AFDW_XACT_CHANGING;
+}
+
+/*
+ * afdw_xact_changed
+ *		The answer came, a success: the state of ENTRY's remote transaction
+ *		is what the caller sets xact_depth to.  A session cut meanwhile
+ *		stays lost.
+ */
+void
+afdw_xact_changed(AfdwConn *entry)
+{
+	Assert(entry->xact_state != AFDW_XACT_KNOWN);
+	if (entry->xact_state == AFDW_XACT_CHANGING)
+		entry->xact_state = AFDW_XACT_KNOWN;
+}
+
+/*
+ * xact_lost
+ *		The state of ENTRY's remote transaction is not known: a cleanup
+ *		failed or was not tried, or the session was cut.  The connection
+ *		cannot be used again in this local transaction, and is dropped at
+ *		its end unless a command settles the state first.
+ */
+static void
+xact_lost(AfdwConn *entry)
+{
+	entry->xact_state = AFDW_XACT_LOST;
 }
 
 /*
@@ -488,7 +547,7 @@ afdw_send_write(AfdwConn *conn, const char *sql, bool copy, void *owner,
 	char	   *full;
 	int			nstatements;
 
-	Assert(conn->writer);
+	Assert(conn->role != AFDW_ROLE_READER);
 	afdw_make_idle(conn);
 	check_xact_failed(conn);
 	prefix = xact_prefix(conn, false, &nstatements);
@@ -498,7 +557,7 @@ afdw_send_write(AfdwConn *conn, const char *sql, bool copy, void *owner,
 		afdw_set_in_flight(conn, AFDW_IN_FLIGHT_COPY_AWAITED);
 	if (owner != NULL)
 		afdw_set_owner(conn, owner, drain);
-	conn->wrote = true;
+	afdw_set_role(conn, AFDW_ROLE_WROTE);
 	pfree(full);
 	pfree(prefix);
 }
@@ -538,9 +597,9 @@ afdw_defer_write(AfdwConn *conn, const char *sql)
 	AfdwConn   *entry;
 	bool		alone = true;
 
-	Assert(conn->writer);
+	Assert(conn->role != AFDW_ROLE_READER);
 	if (IsTransactionBlock() || GetCurrentTransactionNestLevel() > 1 ||
-		conn->xact_depth > 0 || conn->busy || conn->deferred != NULL ||
+		conn->xact_depth > 0 || afdw_is_busy(conn) || conn->deferred != NULL ||
 		conn->xact_failed_msg != NULL)
 		return false;
 
@@ -562,7 +621,7 @@ afdw_defer_write(AfdwConn *conn, const char *sql)
 	conn->deferred = MemoryContextStrdup(afdw_conn_cxt,
 										 psprintf("%s%s%s", prefix,
 												  prefix[0] ? "; " : "", sql));
-	conn->wrote = true;
+	afdw_set_role(conn, AFDW_ROLE_WROTE);
 	pfree(prefix);
 	return true;
 }
@@ -600,13 +659,13 @@ drop_deferred(AfdwConn *entry)
 static bool
 reader_in_use(AfdwConn *entry, bool *locks_held)
 {
-	*locks_held = entry->wrote || entry->locks_rows ||
+	*locks_held = entry->role == AFDW_ROLE_WROTE || entry->locks_rows ||
 		entry->in_flight == AFDW_IN_FLIGHT_COPY_IN ||
-		entry->changing_xact_state;
+		entry->xact_state != AFDW_XACT_KNOWN;
 	if (*locks_held)
 		return true;
 	if (entry->nusers > 0 || entry->streaming ||
-		(entry->busy && entry->owner != NULL) || entry->held_result != NULL)
+		afdw_conn_owner(entry) != NULL || entry->held_result != NULL)
 		return true;
 	for (int i = 0; i < entry->ncursors; i++)
 	{
@@ -686,7 +745,7 @@ afdw_end_read_transactions(AfdwConn *writer, const char *what)
 		initStringInfo(&sql);
 		appendStringInfoString(&sql, "COMMIT TRANSACTION");
 		afdw_append_idle_setting(entry, &sql);
-		entry->changing_xact_state = true;
+		afdw_xact_changing(entry);
 		afdw_send_query(entry, sql.data, 0, NULL);
 		pfree(sql.data);
 	}
@@ -700,7 +759,7 @@ afdw_end_read_transactions(AfdwConn *writer, const char *what)
 		if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
 			afdw_report_remote_error(res, entry, "COMMIT TRANSACTION");
 		PQclear(res);
-		entry->changing_xact_state = false;
+		afdw_xact_changed(entry);
 		afdw_reset_xact_state(entry, 1);
 		/* The server's idle timer runs from now (near_idle_timeout). */
 		entry->idle_since = now;
@@ -983,11 +1042,10 @@ forget_closes(AfdwConn *entry)
  * leaves these to the transaction (a failure before it, row locks taken
  * outside it, or the writer's place, still count).
  *
- * Not reset here: the command in flight (busy, in_flight but for a COPY
- * that never began, export_pending, held_result) and the health of the
- * session (changing_xact_state, invalidated, violation), by which callers
- * decide whether the connection can be kept; afdw_disconnect_entry resets
- * them (afdw_forget_in_flight).
+ * Not reset here: the command in flight (in_flight, export_pending,
+ * held_result) and the health of the session (xact_state, invalidated,
+ * violation), by which callers decide whether the connection can be kept;
+ * afdw_reset_session (pool.c) resets them with the session.
  */
 void
 afdw_reset_xact_state(AfdwConn *entry, int level)
@@ -1006,11 +1064,7 @@ afdw_reset_xact_state(AfdwConn *entry, int level)
 	entry->xact_depth = 0;
 	entry->cursor_number = 0;
 	entry->locks_rows = false;
-	entry->writer = false;
-	entry->wrote = false;
-	/* A COPY that never began is over; a COMMIT's answer is still read. */
-	if (entry->in_flight == AFDW_IN_FLIGHT_COPY_AWAITED)
-		afdw_set_in_flight(entry, AFDW_IN_FLIGHT_PLAIN);
+	afdw_set_role(entry, AFDW_ROLE_READER);
 	forget_wrap(entry);
 }
 
@@ -1042,7 +1096,8 @@ commit_all(void)
 	hash_seq_init(&scan, afdw_conn_hash);
 	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
 	{
-		if (entry->conn == NULL || entry->xact_depth == 0 || !entry->wrote)
+		if (entry->conn == NULL || entry->xact_depth == 0 ||
+			entry->role != AFDW_ROLE_WROTE)
 			continue;
 		nwritten++;
 		if (entry->deferred != NULL)
@@ -1080,7 +1135,7 @@ commit_all(void)
 		if (entry->xact_depth == 0)
 			continue;
 		forget_closes(entry);
-		entry->changing_xact_state = true;
+		afdw_xact_changing(entry);
 
 		/*
 		 * A failed scan's savepoint is rolled back first.  Statements no
@@ -1126,10 +1181,11 @@ commit_all(void)
 		 * whose COMMIT may fail (a deferred constraint) and must be durable
 		 * before the local one is.
 		 */
-		if (!IsolationIsSerializable() && !entry->locks_rows && !entry->wrote)
+		if (!IsolationIsSerializable() && !entry->locks_rows &&
+			entry->role != AFDW_ROLE_WROTE)
 		{
 			afdw_set_in_flight(entry, AFDW_IN_FLIGHT_COMMIT);
-			entry->changing_xact_state = false;
+			afdw_xact_changed(entry);
 			entry->xact_depth = 0;
 		}
 	}
@@ -1166,7 +1222,7 @@ wait_commit(AfdwConn *entry, HASH_SEQ_STATUS *scan)
 	}
 	PQclear(res);
 	drop_deferred(entry);
-	entry->changing_xact_state = false;
+	afdw_xact_changed(entry);
 	entry->xact_depth = 0;
 }
 
@@ -1198,7 +1254,7 @@ abort_all(void)
 		while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
 		{
 			if (entry->conn != NULL && entry->xact_depth > 0)
-				entry->changing_xact_state = true;
+				xact_lost(entry);
 		}
 		return;
 	}
@@ -1207,7 +1263,7 @@ abort_all(void)
 	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
 	{
 		if (entry->conn != NULL && entry->xact_depth > 0 &&
-			!entry->changing_xact_state)
+			entry->xact_state == AFDW_XACT_KNOWN)
 			afdw_cancel(entry);
 	}
 
@@ -1233,17 +1289,17 @@ abort_all(void)
 			if (abort_send(entry, sql.data, deadline))
 				sent = lappend(sent, entry);
 			else
-				entry->changing_xact_state = true;
+				xact_lost(entry);
 		}
 		else if (!abort_remote(entry, sql.data, deadline))
-			entry->changing_xact_state = true;
+			xact_lost(entry);
 		pfree(sql.data);
 	}
 	foreach(lc, sent)
 	{
 		entry = (AfdwConn *) lfirst(lc);
 		if (!abort_wait(entry, deadline))
-			entry->changing_xact_state = true;
+			xact_lost(entry);
 	}
 	list_free(sent);
 }
@@ -1294,16 +1350,17 @@ static bool
 abort_send(AfdwConn *entry, const char *sql, TimestampTz deadline)
 {
 	/* A transaction command that was cut short left an unknown state. */
-	if (entry->changing_xact_state || PQstatus(entry->conn) != CONNECTION_OK)
+	if (entry->xact_state != AFDW_XACT_KNOWN ||
+		PQstatus(entry->conn) != CONNECTION_OK)
 		return false;
 
-	entry->changing_xact_state = true;
+	afdw_xact_changing(entry);
 	/* The rollback ends the savepoint of the command in flight too. */
 	entry->wrap = AFDW_WRAP_NONE;
 	if (!finish_in_flight(entry, deadline))
 		return false;
 	afdw_set_idle(entry);
-	return PQsendQuery(entry->conn, sql) != 0;
+	return afdw_send_cleanup(entry, sql);
 }
 
 /*
@@ -1316,7 +1373,7 @@ abort_wait(AfdwConn *entry, TimestampTz deadline)
 {
 	if (!afdw_wait_cleanup(entry, deadline, false, NULL))
 		return false;
-	entry->changing_xact_state = false;
+	afdw_xact_changed(entry);
 	return true;
 }
 
@@ -1403,7 +1460,8 @@ xact_callback(XactEvent event, void *arg pg_attribute_unused())
 		if (entry->in_flight == AFDW_IN_FLIGHT_COMMIT && entry->keep &&
 			!entry->invalidated)
 			continue;
-		if (entry->busy || entry->changing_xact_state || entry->invalidated ||
+		if (entry->in_flight != AFDW_IN_FLIGHT_NONE ||
+			entry->xact_state != AFDW_XACT_KNOWN || entry->invalidated ||
 			!entry->keep || PQstatus(entry->conn) != CONNECTION_OK ||
 			PQtransactionStatus(entry->conn) != PQTRANS_IDLE)
 			afdw_disconnect_entry(entry);
@@ -1459,7 +1517,7 @@ subxact_callback(SubXactEvent event,
 			elog(event == SUBXACT_EVENT_ABORT_SUB ? WARNING : ERROR,
 				 "remote savepoint level %d outlived its subtransaction",
 				 entry->xact_depth);
-			entry->changing_xact_state = true;
+			xact_lost(entry);
 			entry->xact_depth = curlevel;
 		}
 
@@ -1473,15 +1531,15 @@ subxact_callback(SubXactEvent event,
 			else
 				snprintf(sql, sizeof(sql), "RELEASE SAVEPOINT s%d", curlevel);
 			forget_savepoint_op(entry, curlevel);
-			entry->changing_xact_state = true;
+			afdw_xact_changing(entry);
 			afdw_run_command(entry, sql);
-			entry->changing_xact_state = false;
+			afdw_xact_changed(entry);
 			cursors_to_level(entry, curlevel - 1);
 		}
 		else if (trouble)
 		{
 			/* After an error in error cleanup, try nothing: drop it later. */
-			entry->changing_xact_state = true;
+			xact_lost(entry);
 		}
 		else
 		{
