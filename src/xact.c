@@ -442,8 +442,8 @@ afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner, AfdwDrainFn drai
 	afdw_make_idle(conn);
 	check_xact_failed(conn);
 	commit = (last && !nested && conn->xact_depth == 0 &&
-			  conn->savepoint_op == NULL && !conn->writer && !conn->locks_rows &&
-			  afdw_statement_is_transaction());
+			  conn->savepoint_op == NULL && conn->role == AFDW_ROLE_READER &&
+			  !conn->locks_rows && afdw_statement_is_transaction());
 	if (commit)
 	{
 		StringInfoData setting;
