@@ -8,8 +8,8 @@
  * (the statements prepared in a remote session), connect.c (opening one
  * connection), remote.c (send, wait, results, cancel, remote errors),
  * snapshot.c (the shared snapshot of a server), xact.c (the remote
- * transactions), twophase.c (two-phase commit and recovery) and budget.c
- * (the connection budget shared by all backends).  For every other file
+ * transactions), twophase.c (two-phase commit), recovery.c (its
+ * recovery) and budget.c (the connection budget shared by all backends).  For every other file
  * AfdwConn is opaque (async_fdw.h), and only these call libpq on a
  * connection (statements.c reads results only).
  * Declarations are grouped by the file that defines them.
