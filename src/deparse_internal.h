@@ -27,6 +27,10 @@ typedef struct DeparseContext
 								 * (deparse.c's AfdwSubquery)... */
 	int			scope;			/* ... and the one being written (0: none) */
 	bool		partial;		/* aggregates give their transition states */
+	List	   *computed;		/* a grouped query's input read from a
+								 * subquery: its columns (Vars and the
+								 * expressions it computes), written
+								 * g.c<k> above it */
 	List	  **params;			/* expressions sent as $1, $2, ... */
 	int			guc_level;		/* transmission modes' GUC level, or -1
 								 * before a constant needed them */
@@ -50,5 +54,6 @@ extern void afdw_deparse_join_modify(StringInfo buf, PlannerInfo *root,
 
 /* expr.c */
 extern void afdw_deparse_expr(Expr *node, DeparseContext *cxt);
+extern Expr *afdw_repeated_argument(Aggref *agg);
 
 #endif							/* DEPARSE_INTERNAL_H */

@@ -749,6 +749,70 @@ deparse_numeric_state(Aggref *agg, DeparseContext *cxt)
 }
 
 /*
+ * afdw_repeated_argument
+ *		The argument of AGG that its partial form (afdw_partial_form)
+ *		evaluates more than once a row, as count(x) and sum(x), when it
+ *		costs more than reading a column, a constant or a parameter; else
+ *		NULL.  A grouped query computes it once, in a subquery under the
+ *		grouping (afdw_deparse_grouped_select).  An aggregate with FILTER,
+ *		DISTINCT or ORDER BY keeps its argument: a filtered one may be
+ *		evaluated only where the filter holds.
+ */
+Expr *
+afdw_repeated_argument(Aggref *agg)
+{
+	Node	   *arg;
+
+	switch (afdw_partial_form(agg))
+	{
+		case AFDW_PARTIAL_AVG_ARRAY:
+		case AFDW_PARTIAL_INT8_STATE:
+		case AFDW_PARTIAL_FLOAT8_ARRAY:
+		case AFDW_PARTIAL_NUMERIC_STATE:
+			break;
+		default:
+			return NULL;
+	}
+	if (agg->aggfilter != NULL || agg->aggdistinct != NIL ||
+		agg->aggorder != NIL || list_length(agg->args) != 1)
+		return NULL;
+	arg = (Node *) linitial_node(TargetEntry, agg->args)->expr;
+	while (IsA(arg, RelabelType))
+		arg = (Node *) ((RelabelType *) arg)->arg;
+	if (IsA(arg, Var) || IsA(arg, Const) || IsA(arg, Param))
+		return NULL;
+	return linitial_node(TargetEntry, agg->args)->expr;
+}
+
+/*
+ * computed_column
+ *		The 1-based position of NODE among the columns of the subquery a
+ *		grouped query reads (CXT's computed: Vars, matched by table and
+ *		column, and expressions), or 0.
+ */
+static int
+computed_column(Node *node, DeparseContext *cxt)
+{
+	ListCell   *lc;
+
+	foreach(lc, cxt->computed)
+	{
+		Node	   *c = (Node *) lfirst(lc);
+
+		if (IsA(node, Var) && IsA(c, Var))
+		{
+			if (((Var *) node)->varlevelsup == 0 &&
+				((Var *) node)->varno == ((Var *) c)->varno &&
+				((Var *) node)->varattno == ((Var *) c)->varattno)
+				return foreach_current_index(lc) + 1;
+		}
+		else if (!IsA(c, Var) && equal(node, c))
+			return foreach_current_index(lc) + 1;
+	}
+	return 0;
+}
+
+/*
  * deparse_aggref
  *		Append aggregate AGG, or its transition state in the form
  *		afdw_partial_form chose when the context asks for partial
@@ -843,6 +907,15 @@ void
 afdw_deparse_expr(Expr *node, DeparseContext *cxt)
 {
 	StringInfo	buf = cxt->buf;
+	int			column;
+
+	/* Above the subquery of a grouped query: its column g.c<k>. */
+	if (cxt->computed != NIL &&
+		(column = computed_column((Node *) node, cxt)) > 0)
+	{
+		appendStringInfo(buf, "g.c%d", column);
+		return;
+	}
 
 	switch (nodeTag(node))
 	{
