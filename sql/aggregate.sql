@@ -188,6 +188,12 @@ SELECT sum(n), avg(n) FROM agn WHERE id > 5000;
 -- the grouping above it; FILTER keeps its argument in the grouping (it is
 -- evaluated only where the filter holds).  NaN, infinities, NULLs, a group
 -- whose arguments are all NULL, bigint and int arguments, no row.
+-- The state of a sum needs no count (1 or 0 for some input or none), unless
+-- an avg of the same argument shares it locally: a sum of an expression
+-- beside avgs of columns (TPC-H Q1) reads each argument once, as it is.
+SELECT ag_remote_sql($$SELECT g, sum(n), sum(n * (1 - id / 1000.0)), avg(n), avg(id::int8), sum(id::int8 * 2), count(*) FROM agn GROUP BY g$$);
+SELECT rows_same($$SELECT g, sum(n), sum(n * (1 - id / 1000.0)), avg(n), avg(id::int8), sum(id::int8 * 2), sum(id::int8), count(*) FROM agn GROUP BY g$$,
+               $$SELECT g, sum(n), sum(n * (1 - id / 1000.0)), avg(n), avg(id::int8), sum(id::int8 * 2), sum(id::int8), count(*) FROM agn_local GROUP BY g$$);
 SELECT ag_remote_sql($$SELECT g, sum(n), sum(n * (1 - id / 1000.0)), avg(n * (1 - id / 1000.0)),
   avg(n * 2) FILTER (WHERE id > 3), avg(id::int8 * 3), avg(id + g), count(*) FROM agn WHERE id <> 7 GROUP BY g$$);
 SELECT rows_same($$SELECT g, n IS NULL AS nul, sum(n), sum(n * (1 - id / 1000.0)), avg(n * (1 - id / 1000.0)), sum(n * 2) FILTER (WHERE id > 3), avg(n + 1), avg(n - 1), avg(id::int8 * 3), sum(id::int8 * 3), avg(id + g), count(*) FROM agn WHERE id <> 7 GROUP BY 1, 2$$,

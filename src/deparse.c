@@ -441,6 +441,7 @@ afdw_deparse_grouped_select(StringInfo buf, PlannerInfo *root, RelOptInfo *baser
 
 	init_context(&cxt, buf, root, baserel, rel, params);
 	cxt.partial = partial;
+	afdw_avg_args_walker((Node *) tlist, &cxt.avg_args);
 
 	cxt.computed = computed;
 	append_select_list(tlist, &cxt);
@@ -523,6 +524,7 @@ init_context(DeparseContext *cxt, StringInfo buf, PlannerInfo *root,
 	cxt->scope = 0;
 	cxt->partial = false;
 	cxt->computed = NIL;
+	cxt->avg_args = NIL;
 	cxt->params = params;
 	cxt->guc_level = -1;
 	if (rel != NULL)

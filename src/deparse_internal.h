@@ -31,6 +31,8 @@ typedef struct DeparseContext
 								 * subquery: its columns (Vars and the
 								 * expressions it computes), written
 								 * g.c<k> above it */
+	List	   *avg_args;		/* a grouped query's avgs of numeric and
+								 * bigint: their argument lists */
 	List	  **params;			/* expressions sent as $1, $2, ... */
 	int			guc_level;		/* transmission modes' GUC level, or -1
 								 * before a constant needed them */
@@ -55,5 +57,6 @@ extern void afdw_deparse_join_modify(StringInfo buf, PlannerInfo *root,
 /* expr.c */
 extern void afdw_deparse_expr(Expr *node, DeparseContext *cxt);
 extern Expr *afdw_repeated_argument(Aggref *agg);
+extern bool afdw_avg_args_walker(Node *node, List **args);
 
 #endif							/* DEPARSE_INTERNAL_H */
