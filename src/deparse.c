@@ -422,9 +422,9 @@ grouped_subquery_columns(List *tlist, List *having)
  *		(Params), and the groups kept by HAVING (expressions).  *PARAMS
  *		gets the expressions sent as $1, $2, ...
  *
- * The state of a sum or average reads its argument twice (in a count and
- * a sum): an argument that is not a column is then computed once a row in
- * a subquery, SELECT ... FROM (SELECT columns, arguments FROM ... WHERE
+ * The state of an avg reads its argument twice (in a count and a sum):
+ * such an argument that is not a column is then computed once a row in a
+ * subquery, SELECT ... FROM (SELECT columns, arguments FROM ... WHERE
  * ... OFFSET 0) g(c1, ...) GROUP BY ..., which OFFSET 0 keeps the remote
  * planner from merging into the grouping.
  */

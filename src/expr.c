@@ -136,12 +136,12 @@ afdw_case_when_value(CaseWhen *cw)
  * addition, which an asynchronous Append does not fix either: a
  * partial sum is no less exact than a local one.  That of sum and avg of
  * numeric is internal, its serial form (the same in 15, 17 and 18): the
- * count of non-null inputs (for sum, 1 when there is one), the sum of the finite ones as the bigint
- * state writes it, the largest scale among them as int4send and how many
- * have it as int8send (only the inverse transition of a moving
- * aggregate reads that count, never a combined state: the remote sends
- * the count of inputs), then the counts of NaN, Infinity and -Infinity
- * (deparse_numeric_state).
+ * count of non-null inputs (for sum, 1 when there is one), the sum of the
+ * finite ones as the bigint state writes it, the largest scale among them
+ * as int4send and how many have it as int8send (only the inverse
+ * transition of a moving aggregate reads that count, never a combined
+ * state: the remote sends the count of inputs), then the counts of NaN,
+ * Infinity and -Infinity (deparse_numeric_state).
  */
 AfdwPartialForm
 afdw_partial_form(Aggref *agg)
@@ -794,10 +794,10 @@ deparse_numeric_state(Aggref *agg, DeparseContext *cxt)
  *		evaluates more than once a row, as an avg's count(x) and sum(x)
  *		(a sum's state reads its sum alone: append_state_count), when it
  *		costs more than reading a column, a constant or a parameter (or a
- *		cast of one); else NULL.  A grouped query computes it once, in a subquery under the
- *		grouping (afdw_deparse_grouped_select).  An aggregate with FILTER,
- *		DISTINCT or ORDER BY keeps its argument: a filtered one may be
- *		evaluated only where the filter holds.
+ *		cast of one); else NULL.  A grouped query computes it once, in a
+ *		subquery under the grouping (afdw_deparse_grouped_select).  An
+ *		aggregate with FILTER, DISTINCT or ORDER BY keeps its argument: a
+ *		filtered one may be evaluated only where the filter holds.
  */
 Expr *
 afdw_repeated_argument(Aggref *agg)
