@@ -310,6 +310,91 @@ afdw_deparse_select(StringInfo buf, RelOptInfo *baserel,
 }
 
 /*
+ * repeated_arguments_walker
+ *		Add to *ARGS (once each) the arguments of the aggregates in NODE
+ *		that their partial forms would evaluate more than once a row
+ *		(afdw_repeated_argument).
+ */
+static bool
+repeated_arguments_walker(Node *node, List **args)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref))
+	{
+		Expr	   *arg = afdw_repeated_argument((Aggref *) node);
+
+		if (arg != NULL)
+			*args = list_append_unique(*args, arg);
+	}
+	return expression_tree_walker(node, repeated_arguments_walker, (void *) args);
+}
+
+/* The columns of a grouped query's subquery, being collected. */
+typedef struct SubqueryColumns
+{
+	List	   *computed;		/* the expressions it computes */
+	List	   *vars;			/* the columns read above it */
+} SubqueryColumns;
+
+/*
+ * subquery_vars_walker
+ *		Add to COLS's vars (once each) the columns that NODE reads outside
+ *		the expressions that the subquery computes; true (give the subquery
+ *		up) for a column that is not a table's plain column (a whole row,
+ *		ctid) or a placeholder.
+ */
+static bool
+subquery_vars_walker(Node *node, SubqueryColumns *cols)
+{
+	ListCell   *lc;
+
+	if (node == NULL)
+		return false;
+	if (list_member(cols->computed, node))
+		return false;
+	if (IsA(node, PlaceHolderVar))
+		return true;
+	if (IsA(node, Var))
+	{
+		Var		   *var = (Var *) node;
+
+		if (var->varlevelsup != 0 || var->varattno <= 0)
+			return true;
+		foreach(lc, cols->vars)
+		{
+			Var		   *v = lfirst_node(Var, lc);
+
+			if (v->varno == var->varno && v->varattno == var->varattno)
+				return false;
+		}
+		cols->vars = lappend(cols->vars, var);
+		return false;
+	}
+	return expression_tree_walker(node, subquery_vars_walker, (void *) cols);
+}
+
+/*
+ * grouped_subquery_columns
+ *		The columns of the subquery that a partial grouped query of TLIST
+ *		(TargetEntries) and HAVING reads when some aggregate's partial form
+ *		evaluates its argument more than once a row: the columns read above
+ *		it, then each such argument once; NIL when none does.
+ */
+static List *
+grouped_subquery_columns(List *tlist, List *having)
+{
+	SubqueryColumns cols = {NIL, NIL};
+
+	repeated_arguments_walker((Node *) tlist, &cols.computed);
+	if (cols.computed == NIL ||
+		subquery_vars_walker((Node *) tlist, &cols) ||
+		subquery_vars_walker((Node *) having, &cols))
+		return NIL;
+	return list_concat(cols.vars, cols.computed);
+}
+
+/*
  * afdw_deparse_grouped_select
  *		The remote SELECT of an aggregate over BASEREL, a foreign table (REL)
  *		or a join of them: the expressions of TLIST (TargetEntries, their
@@ -319,6 +404,12 @@ afdw_deparse_select(StringInfo buf, RelOptInfo *baserel,
  *		positions GROUP_POSITIONS and by the values of GROUP_VALUES
  *		(Params), and the groups kept by HAVING (expressions).  *PARAMS
  *		gets the expressions sent as $1, $2, ...
+ *
+ * The state of an avg reads its argument twice (in a count and a sum):
+ * such an argument that is not a column is then computed once a row in a
+ * subquery, SELECT ... FROM (SELECT columns, arguments FROM ... WHERE
+ * ... OFFSET 0) g(c1, ...) GROUP BY ..., which OFFSET 0 keeps the remote
+ * planner from merging into the grouping.
  */
 void
 afdw_deparse_grouped_select(StringInfo buf, PlannerInfo *root, RelOptInfo *baserel,
@@ -329,12 +420,27 @@ afdw_deparse_grouped_select(StringInfo buf, PlannerInfo *root, RelOptInfo *baser
 	DeparseContext cxt;
 	ListCell   *lc;
 	bool		first = true;
+	List	   *computed = partial ? grouped_subquery_columns(tlist, having) : NIL;
 
 	init_context(&cxt, buf, root, baserel, rel, params);
 	cxt.partial = partial;
+	afdw_avg_args_walker((Node *) tlist, &cxt.avg_args);
 
+	cxt.computed = computed;
 	append_select_list(tlist, &cxt);
+	cxt.computed = NIL;
 	appendStringInfoString(buf, " FROM ");
+	if (computed != NIL)
+	{
+		appendStringInfoString(buf, "(SELECT ");
+		foreach(lc, computed)
+		{
+			if (foreach_current_index(lc) > 0)
+				appendStringInfoString(buf, ", ");
+			afdw_deparse_expr((Expr *) lfirst(lc), &cxt);
+		}
+		appendStringInfoString(buf, " FROM ");
+	}
 	if (rel != NULL)
 	{
 		afdw_deparse_relation(buf, rel);
@@ -342,6 +448,15 @@ afdw_deparse_grouped_select(StringInfo buf, PlannerInfo *root, RelOptInfo *baser
 	}
 	else
 		afdw_deparse_join_from_where(baserel, &cxt);
+	if (computed != NIL)
+	{
+		appendStringInfoString(buf, " OFFSET 0) g");
+		foreach(lc, computed)
+			appendStringInfo(buf, "%sc%d", foreach_current_index(lc) == 0 ? "(" : ", ",
+							 foreach_current_index(lc) + 1);
+		appendStringInfoChar(buf, ')');
+	}
+	cxt.computed = computed;
 
 	/* By position: a constant's position is not the constant. */
 	first = true;
@@ -391,6 +506,8 @@ init_context(DeparseContext *cxt, StringInfo buf, PlannerInfo *root,
 	cxt->subqueries = NIL;
 	cxt->scope = 0;
 	cxt->partial = false;
+	cxt->computed = NIL;
+	cxt->avg_args = NIL;
 	cxt->params = params;
 	cxt->guc_level = -1;
 	if (rel != NULL)

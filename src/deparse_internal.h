@@ -28,6 +28,12 @@ typedef struct DeparseContext
 								 * (deparse_join.c's AfdwSubquery)... */
 	int			scope;			/* ... and the one being written (0: none) */
 	bool		partial;		/* aggregates give their transition states */
+	List	   *computed;		/* a grouped query's input read from a
+								 * subquery: its columns (Vars and the
+								 * expressions it computes), written
+								 * g.c<k> above it */
+	List	   *avg_args;		/* a grouped query's avgs of numeric and
+								 * bigint: their argument lists */
 	List	  **params;			/* expressions sent as $1, $2, ... */
 	int			guc_level;		/* transmission modes' GUC level, or -1
 								 * before a constant needed them */
@@ -60,5 +66,7 @@ extern void afdw_deparse_join_modify(StringInfo buf, PlannerInfo *root,
 
 /* expr.c */
 extern void afdw_deparse_expr(Expr *node, DeparseContext *cxt);
+extern Expr *afdw_repeated_argument(Aggref *agg);
+extern bool afdw_avg_args_walker(Node *node, List **args);
 
 #endif							/* DEPARSE_INTERNAL_H */

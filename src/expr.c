@@ -122,8 +122,9 @@ afdw_case_when_value(CaseWhen *cw)
  * every and the bit aggregates is the aggregate's own result.  That of avg
  * of a small integer is the array {count, sum}.  That of sum and avg of
  * bigint is internal; its serial form, the same in PostgreSQL 15, 17 and
- * 18 (the aggregate tests check it on each), is the count as
- * int8send writes it followed by the sum as numeric_send writes it but
+ * 18 (the aggregate tests check it on each), is the count (for sum, 1
+ * when it is not null: append_state_count) as int8send writes it
+ * followed by the sum as numeric_send writes it but
  * with four bytes for each of its four header fields (its number of
  * digits, weight, sign and scale) instead of two.  min and
  * max of a type whose text form depends on a setting of the session
@@ -135,12 +136,12 @@ afdw_case_when_value(CaseWhen *cw)
  * addition, which an asynchronous Append does not fix either: a
  * partial sum is no less exact than a local one.  That of sum and avg of
  * numeric is internal, its serial form (the same in 15, 17 and 18): the
- * count of non-null inputs, the sum of the finite ones as the bigint
- * state writes it, the largest scale among them as int4send and how many
- * have it as int8send (only the inverse transition of a moving
- * aggregate reads that count, never a combined state: the remote sends
- * the count of inputs), then the counts of NaN, Infinity and -Infinity
- * (deparse_numeric_state).
+ * count of non-null inputs (for sum, 1 when there is one), the sum of the
+ * finite ones as the bigint state writes it, the largest scale among them
+ * as int4send and how many have it as int8send (only the inverse
+ * transition of a moving aggregate reads that count, never a combined
+ * state: the remote sends the count of inputs), then the counts of NaN,
+ * Infinity and -Infinity (deparse_numeric_state).
  */
 AfdwPartialForm
 afdw_partial_form(Aggref *agg)
@@ -707,6 +708,44 @@ append_widened_numeric(StringInfo buf, const char *numeric_send)
 }
 
 /*
+ * append_state_count
+ *		Append the count of a sum or avg state of AGG, whose sum's remote
+ *		SQL is SUM: count(x) for an avg, which divides by it; for a sum,
+ *		whose finalization and combination read the count only to tell no
+ *		input from some, 1 when SUM is not null and 0 when it is.  The sum
+ *		is computed anyway, so a sum's state evaluates its argument once a
+ *		row, as the sum itself does.  But the local server finalizes a sum
+ *		and an avg of the same arguments from one state, read from either's
+ *		column: such a sum sends the true count (CXT's avg_args).
+ */
+static void
+append_state_count(Aggref *agg, const char *sum, DeparseContext *cxt)
+{
+	if ((agg->aggfnoid == F_SUM_NUMERIC || agg->aggfnoid == F_SUM_INT8) &&
+		!list_member(cxt->avg_args, agg->args))
+		appendStringInfo(cxt->buf, "CASE WHEN %s IS NULL THEN 0 ELSE 1 END::int8", sum);
+	else
+		deparse_agg_call(agg, "count", cxt);
+}
+
+/*
+ * afdw_avg_args_walker
+ *		Add to *ARGS the argument lists of the avgs of numeric and bigint in
+ *		NODE (see append_state_count).
+ */
+bool
+afdw_avg_args_walker(Node *node, List **args)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref) &&
+		(((Aggref *) node)->aggfnoid == F_AVG_NUMERIC ||
+		 ((Aggref *) node)->aggfnoid == F_AVG_INT8))
+		*args = lappend(*args, ((Aggref *) node)->args);
+	return expression_tree_walker(node, afdw_avg_args_walker, (void *) args);
+}
+
+/*
  * deparse_numeric_state
  *		Append the serial form of the transition state of AGG, a sum or avg
  *		of numeric (see afdw_partial_form), from its count and sum.
@@ -715,7 +754,8 @@ append_widened_numeric(StringInfo buf, const char *numeric_send)
  * (a NaN, or both infinities), Infinity or -Infinity, sent as one NaN or
  * infinity counted, the finite sum then 0; a finite sum has no NaN or
  * infinity beside it, and its scale is the largest of its inputs'.  So
- * the remote server computes the same two aggregates as for the result.
+ * the remote server computes the same two aggregates as for the result
+ * (the sum alone for sum: append_state_count).
  */
 static void
 deparse_numeric_state(Aggref *agg, DeparseContext *cxt)
@@ -735,17 +775,95 @@ deparse_numeric_state(Aggref *agg, DeparseContext *cxt)
 					 sum.data, sum.data, sum.data);
 
 	appendStringInfoString(buf, "(int8send(");
-	deparse_agg_call(agg, "count", cxt);
+	append_state_count(agg, sum.data, cxt);
 	appendStringInfoString(buf, ") || ");
 	append_widened_numeric(buf, send.data);
 	appendStringInfo(buf, " || int4send(COALESCE(scale(%s), 0)) || int8send(", sum.data);
-	deparse_agg_call(agg, "count", cxt);
+	append_state_count(agg, sum.data, cxt);
 	appendStringInfo(buf, ") || int8send(CASE WHEN %s = 'NaN' THEN 1 ELSE 0 END)"
 					 " || int8send(CASE WHEN %s = 'Infinity' THEN 1 ELSE 0 END)"
 					 " || int8send(CASE WHEN %s = '-Infinity' THEN 1 ELSE 0 END))",
 					 sum.data, sum.data, sum.data);
 	pfree(sum.data);
 	pfree(send.data);
+}
+
+/*
+ * afdw_repeated_argument
+ *		The argument of AGG that its partial form (afdw_partial_form)
+ *		evaluates more than once a row, as an avg's count(x) and sum(x)
+ *		(a sum's state reads its sum alone: append_state_count), when it
+ *		costs more than reading a column, a constant or a parameter (or a
+ *		cast of one); else NULL.  A grouped query computes it once, in a
+ *		subquery under the grouping (afdw_deparse_grouped_select).  An
+ *		aggregate with FILTER, DISTINCT or ORDER BY keeps its argument: a
+ *		filtered one may be evaluated only where the filter holds.
+ */
+Expr *
+afdw_repeated_argument(Aggref *agg)
+{
+	Node	   *arg;
+
+	switch (afdw_partial_form(agg))
+	{
+		case AFDW_PARTIAL_AVG_ARRAY:
+		case AFDW_PARTIAL_FLOAT8_ARRAY:
+			break;
+		case AFDW_PARTIAL_INT8_STATE:
+		case AFDW_PARTIAL_NUMERIC_STATE:
+			if (agg->aggfnoid == F_AVG_INT8 || agg->aggfnoid == F_AVG_NUMERIC)
+				break;
+			return NULL;
+		default:
+			return NULL;
+	}
+	if (agg->aggfilter != NULL || agg->aggdistinct != NIL ||
+		agg->aggorder != NIL || list_length(agg->args) != 1)
+		return NULL;
+	/* A cast of a column costs less than the subquery's projection. */
+	arg = (Node *) linitial_node(TargetEntry, agg->args)->expr;
+	for (;;)
+	{
+		if (IsA(arg, RelabelType))
+			arg = (Node *) ((RelabelType *) arg)->arg;
+		else if (IsA(arg, FuncExpr) &&
+				 ((FuncExpr *) arg)->funcformat != COERCE_EXPLICIT_CALL &&
+				 list_length(((FuncExpr *) arg)->args) == 1)
+			arg = (Node *) linitial(((FuncExpr *) arg)->args);
+		else
+			break;
+	}
+	if (IsA(arg, Var) || IsA(arg, Const) || IsA(arg, Param))
+		return NULL;
+	return linitial_node(TargetEntry, agg->args)->expr;
+}
+
+/*
+ * computed_column
+ *		The 1-based position of NODE among the columns of the subquery a
+ *		grouped query reads (CXT's computed: Vars, matched by table and
+ *		column, and expressions), or 0.
+ */
+static int
+computed_column(Node *node, DeparseContext *cxt)
+{
+	ListCell   *lc;
+
+	foreach(lc, cxt->computed)
+	{
+		Node	   *c = (Node *) lfirst(lc);
+
+		if (IsA(node, Var) && IsA(c, Var))
+		{
+			if (((Var *) node)->varlevelsup == 0 &&
+				((Var *) node)->varno == ((Var *) c)->varno &&
+				((Var *) node)->varattno == ((Var *) c)->varattno)
+				return foreach_current_index(lc) + 1;
+		}
+		else if (!IsA(c, Var) && equal(node, c))
+			return foreach_current_index(lc) + 1;
+	}
+	return 0;
 }
 
 /*
@@ -779,23 +897,25 @@ deparse_aggref(Aggref *agg, DeparseContext *cxt)
 				 * weight of an integer is not), then its digits.  The
 				 * remote server computes the repeated aggregates once.
 				 */
+				StringInfoData call;
 				StringInfoData sum;
 				DeparseContext sub = *cxt;
 
-				initStringInfo(&sum);
-				sub.buf = &sum;
-				appendStringInfoString(&sum, "numeric_send(COALESCE(");
+				initStringInfo(&call);
+				sub.buf = &call;
 				deparse_agg_call(agg, "sum", &sub);
-				appendStringInfoString(&sum, ", 0))");
 				cxt->guc_level = sub.guc_level;
+				initStringInfo(&sum);
+				appendStringInfo(&sum, "numeric_send(COALESCE(%s, 0))", call.data);
 
 				appendStringInfoString(buf, "(int8send(");
-				deparse_agg_call(agg, "count", cxt);
+				append_state_count(agg, call.data, cxt);
 				appendStringInfoChar(buf, ')');
 				for (int field = 0; field < 4; field++)
 					appendStringInfo(buf, " || decode('0000', 'hex') || substr(%s, %d, 2)",
 									 sum.data, 2 * field + 1);
 				appendStringInfo(buf, " || substr(%s, 9))", sum.data);
+				pfree(call.data);
 				pfree(sum.data);
 				break;
 			}
@@ -843,6 +963,15 @@ void
 afdw_deparse_expr(Expr *node, DeparseContext *cxt)
 {
 	StringInfo	buf = cxt->buf;
+	int			column;
+
+	/* Above the subquery of a grouped query: its column g.c<k>. */
+	if (cxt->computed != NIL &&
+		(column = computed_column((Node *) node, cxt)) > 0)
+	{
+		appendStringInfo(buf, "g.c%d", column);
+		return;
+	}
 
 	switch (nodeTag(node))
 	{

@@ -484,6 +484,11 @@ sum(@A.k::int2)
 bit_or(@A.k)
 every(@A.flag)
 max(@A.ts)
+sum(@A.n * 2 - @A.k)
+avg(@A.n * (1 - @A.id / 1000.0))
+avg(@A.b + @A.k)
+avg((@A.id % 7)::int2 * 3)
+!sum(@A.n / (@A.id % 50))
 END
 
 # expand(template, alias, table, unit): one condition or expression.

@@ -1,0 +1,209 @@
+#!/bin/bash
+# test/bench/q1.sh
+#   A TPC-H Q1-shaped aggregate over a lineitem-like table spread over N
+#   shards on loopback, against the shards computing their part alone
+#   (issue 26).  It starts a throwaway coordinator and N shard servers,
+#   generates the rows in SQL, and prints the median of RUNS timed runs of:
+#     async_fdw     the query on a table partitioned into async_fdw tables
+#     postgres_fdw  the same through postgres_fdw at its best
+#                   (async_capable, partitionwise aggregation)
+#     shards' SQL   async_fdw's remote SQL (from EXPLAIN VERBOSE) run on
+#                   every shard at once: the slowest shard's time
+#     shards' Q1    the plain query (final aggregates) on every shard at once
+#     local         the query on one local table holding every row
+#   and the ratios of async_fdw to each.  Each figure is timed in a new
+#   session after one warm-up run there, the five in turns; the medians are
+#   printed.  It checks that every FDW's rows equal the local table's, text
+#   for text.
+#
+#   PG_CONFIG=pg_config  the installation (async_fdw installed in it)
+#   PORT_BASE=56300      coordinator; shard k on PORT_BASE + k
+#   ROWS=2000000 SHARDS=2 RUNS=5   KEEP=1 keeps the data directories
+#
+# Run as root (servers run as postgres) or as the owner of the binaries.
+set -eu
+PG_CONFIG=${PG_CONFIG:-pg_config}
+BINDIR=$("$PG_CONFIG" --bindir)
+PORT_BASE=${PORT_BASE:-56300}
+ROWS=${ROWS:-2000000}
+SHARDS=${SHARDS:-2}
+RUNS=${RUNS:-5}
+WORK=$(mktemp -d /tmp/afdw_q1.XXXXXX)
+chmod 777 "$WORK"
+mkdir -m 777 "$WORK/sock"
+
+as_pg() { if [ "$(id -u)" = 0 ]; then su postgres -s /bin/bash -c "$(printf '%q ' "$@")"; else "$@"; fi; }
+# psql_at PORT ARGS...: psql on the server of PORT, unaligned, tuples only.
+psql_at() { as_pg "$BINDIR/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$WORK/sock" -U postgres -p "$1" -d postgres "${@:2}"; }
+
+cleanup() {
+	for d in "$WORK"/data_*; do
+		if [ -f "$d/postmaster.pid" ]; then
+			as_pg "$BINDIR/pg_ctl" -D "$d" -m immediate -w stop >/dev/null 2>&1 || true
+		fi
+	done
+	if [ -z "${KEEP:-}" ]; then rm -rf "$WORK"; else echo "kept $WORK" >&2; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# start_server NAME PORT: a new data directory, started.
+start_server() {
+	local data=$WORK/data_$1
+	as_pg "$BINDIR/initdb" -D "$data" -A trust -U postgres --no-sync >/dev/null
+	cat >>"$data/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+port = $2
+unix_socket_directories = '$WORK/sock'
+fsync = off
+synchronous_commit = off
+autovacuum = off
+max_connections = 30
+shared_buffers = 256MB
+work_mem = 64MB
+max_parallel_workers_per_gather = 0
+jit = off
+log_min_messages = warning
+CONF
+	as_pg "$BINDIR/pg_ctl" -D "$data" -l "$WORK/$1.log" -w start >/dev/null
+}
+
+# The rows of orderkeys [LO, HI): the same values wherever they are made.
+rows_sql() {
+	cat <<SQL
+SELECT i AS l_orderkey,
+       (1 + i % 50)::numeric(15,2) AS l_quantity,
+       ((900 + (i * 7919) % 100000) / 100.0 * (1 + i % 50))::numeric(15,2) AS l_extendedprice,
+       ((i * 13) % 11 / 100.0)::numeric(15,2) AS l_discount,
+       ((i * 17) % 9 / 100.0)::numeric(15,2) AS l_tax,
+       (CASE WHEN i % 4 = 0 THEN 'A' WHEN i % 4 = 1 THEN 'R' ELSE 'N' END)::char(1) AS l_returnflag,
+       (CASE WHEN i % 4 < 2 OR i % 7 = 0 THEN 'F' ELSE 'O' END)::char(1) AS l_linestatus,
+       (date '1992-01-02' + ((i * 31) % 2525)::int) AS l_shipdate
+  FROM generate_series($1::bigint, $2 - 1) AS i
+SQL
+}
+
+COLS="l_orderkey bigint, l_quantity numeric(15,2), l_extendedprice numeric(15,2),
+      l_discount numeric(15,2), l_tax numeric(15,2), l_returnflag char(1),
+      l_linestatus char(1), l_shipdate date"
+
+q1() {
+	cat <<SQL
+SELECT l_returnflag, l_linestatus,
+       sum(l_quantity) AS sum_qty, sum(l_extendedprice) AS sum_base_price,
+       sum(l_extendedprice * (1 - l_discount)) AS sum_disc_price,
+       sum(l_extendedprice * (1 - l_discount) * (1 + l_tax)) AS sum_charge,
+       avg(l_quantity) AS avg_qty, avg(l_extendedprice) AS avg_price,
+       avg(l_discount) AS avg_disc, count(*) AS count_order
+  FROM $1
+ WHERE l_shipdate <= date '1998-12-01' - interval '90 day'
+ GROUP BY l_returnflag, l_linestatus
+ ORDER BY l_returnflag, l_linestatus
+SQL
+}
+
+COORD=$PORT_BASE
+pids=()
+start_server coord "$COORD"
+for k in $(seq 1 "$SHARDS"); do
+	start_server "shard$k" $((PORT_BASE + k))
+done
+
+echo "loading $ROWS rows over $SHARDS shards..." >&2
+for k in $(seq 1 "$SHARDS"); do
+	lo=$(((k - 1) * ROWS / SHARDS)); hi=$((k * ROWS / SHARDS))
+	psql_at $((PORT_BASE + k)) -c "CREATE TABLE lineitem AS $(rows_sql $lo $hi)" \
+		-c "VACUUM ANALYZE lineitem" &
+	pids+=($!)
+done
+psql_at "$COORD" -c "CREATE TABLE li_local AS $(rows_sql 0 "$ROWS")" -c "VACUUM ANALYZE li_local" &
+pids+=($!)
+for p in "${pids[@]}"; do wait "$p"; done
+
+{
+	echo "CREATE EXTENSION async_fdw; CREATE EXTENSION postgres_fdw;"
+	echo "CREATE TABLE li_afdw ($COLS) PARTITION BY RANGE (l_orderkey);"
+	echo "CREATE TABLE li_pfdw ($COLS) PARTITION BY RANGE (l_orderkey);"
+	for k in $(seq 1 "$SHARDS"); do
+		lo=$(((k - 1) * ROWS / SHARDS)); hi=$((k * ROWS / SHARDS))
+		for f in afdw pfdw; do
+			w=async_fdw; opts=""
+			[ $f = pfdw ] && { w=postgres_fdw; opts=", async_capable 'true'"; }
+			echo "CREATE SERVER ${f}_s$k FOREIGN DATA WRAPPER $w
+				OPTIONS (host '127.0.0.1', port '$((PORT_BASE + k))', dbname 'postgres'$opts);
+			CREATE USER MAPPING FOR postgres SERVER ${f}_s$k OPTIONS (user 'postgres');
+			CREATE FOREIGN TABLE li_${f}_$k PARTITION OF li_$f FOR VALUES FROM ($lo) TO ($hi)
+				SERVER ${f}_s$k OPTIONS (table_name 'lineitem');"
+		done
+	done
+	echo "ANALYZE li_afdw; ANALYZE li_pfdw;"
+} | psql_at "$COORD" -f - >/dev/null
+
+SETTINGS="SET enable_partitionwise_aggregate = on; SET enable_partitionwise_join = on;"
+
+# time_once PORT SQL: SQL run twice in a new session, the second timed: ms.
+time_once() {
+	{ echo "$SETTINGS"; echo "$2;"; echo "\\timing on"; echo "$2;"; } |
+		psql_at "$1" -f - | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p'
+}
+
+# time_shards SQL: SQL on every shard at once (each timed after a warm-up
+# in its session): the slowest shard's ms.
+time_shards() {
+	local k
+	for k in $(seq 1 "$SHARDS"); do
+		time_once $((PORT_BASE + k)) "$1" >"$WORK/t_$k" &
+	done
+	wait
+	cat "$WORK"/t_* | sort -n | tail -1
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# The rows first: every FDW's equal the local table's.
+psql_at "$COORD" -c "$SETTINGS" -c "$(q1 li_local)" >"$WORK/local.out"
+for f in afdw pfdw; do
+	psql_at "$COORD" -c "$SETTINGS" -c "$(q1 li_$f)" >"$WORK/$f.out"
+	if ! cmp -s "$WORK/local.out" "$WORK/$f.out"; then
+		echo "WRONG ROWS through li_$f:" >&2
+		diff "$WORK/local.out" "$WORK/$f.out" >&2 || true
+		exit 1
+	fi
+done
+echo "rows: async_fdw and postgres_fdw equal the local table's ($(wc -l <"$WORK/local.out") groups)" >&2
+
+psql_at "$COORD" -c "$SETTINGS" -c "EXPLAIN (VERBOSE, COSTS OFF) $(q1 li_afdw)" >"$WORK/plan.txt"
+REMOTE_SQL=$(sed -n 's/^ *Remote SQL: //p' "$WORK/plan.txt" | head -1)
+if [ "$(sed -n 's/^ *Remote SQL: //p' "$WORK/plan.txt" | sort -u | wc -l)" != 1 ] ||
+	! grep -q "GROUP BY" <<<"$REMOTE_SQL"; then
+	echo "async_fdw did not push one grouped query to each shard:" >&2
+	cat "$WORK/plan.txt" >&2
+	exit 1
+fi
+echo "$REMOTE_SQL" >"$WORK/remote.sql"
+echo "remote SQL: ${#REMOTE_SQL} characters (KEEP=1 keeps it in $WORK/remote.sql)" >&2
+
+# The figures in turns, so that a change of the machine's load touches
+# each alike.
+for r in $(seq "$RUNS"); do
+	time_once "$COORD" "$(q1 li_afdw)" >>"$WORK/afdw"
+	time_once "$COORD" "$(q1 li_pfdw)" >>"$WORK/pfdw"
+	time_shards "$REMOTE_SQL" >>"$WORK/sql"
+	time_shards "$(q1 lineitem)" >>"$WORK/q1"
+	time_once "$COORD" "$(q1 li_local)" >>"$WORK/local"
+	echo "run $r of $RUNS done" >&2
+done
+t_afdw=$(median <"$WORK/afdw")
+t_pfdw=$(median <"$WORK/pfdw")
+t_sql=$(median <"$WORK/sql")
+t_q1=$(median <"$WORK/q1")
+t_local=$(median <"$WORK/local")
+
+echo "| $ROWS rows, $SHARDS shards, median of $RUNS | ms | async_fdw / this |"
+echo "| --- | ---: | ---: |"
+for row in "async_fdw:$t_afdw" "postgres_fdw (async_capable):$t_pfdw" \
+	"shards' SQL (async_fdw's remote SQL, all at once):$t_sql" \
+	"shards' Q1 (plain aggregates, all at once):$t_q1" "local table:$t_local"; do
+	awk -v n="${row%%:*}" -v t="${row##*:}" -v a="$t_afdw" \
+		'BEGIN { printf "| %s | %.0f | %.2fx |\n", n, t, a / t }'
+done
