@@ -503,8 +503,8 @@ class Tpch:
                 loc = cells["local"]
                 vs_local = ("%.1f" % (af["ms"] / loc["ms"]) if af and af["state"] == "ok" and
                             loc and loc["state"] == "ok" and loc["ms"] else "–")
-                correct = ",".join(sorted({c["correct"] for k, c in cells.items()
-                                           if k != "local" and c}))
+                marks = {c["correct"] for k, c in cells.items() if k != "local" and c}
+                correct = "**NO**" if "no" in marks else ("yes" if "yes" in marks else "–")
                 L.append("| Q%d %s | %s | %s | %s | %s | %s | %s | %s |" % (
                     num, title, show(loc), show(cells.get("pgsync")), show(cells.get("pgasync")),
                     show(af), rtext, vs_local, correct))
