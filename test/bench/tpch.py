@@ -310,6 +310,9 @@ class Tpch:
         self.lineitems = int(out.split()[0])
         log("  loaded in %.1f s: %d lineitem rows" % (time.time() - t, self.lineitems))
         for k, port in enumerate(cfg.shard_ports):
+            if cfg.shard_parallel >= 0:
+                psql_script(cfg, port, "ALTER DATABASE %s SET max_parallel_workers_per_gather = %d;"
+                            % (DB, cfg.shard_parallel))
             out = psql_script(cfg, port, "SELECT count(*) FROM lineitem;")
             log("  shard %d: orders %d..%d, %s lineitem rows" % (k + 1, self.ranges[k][0],
                                                              self.ranges[k][1], out.split()[0]))
@@ -464,9 +467,11 @@ class Tpch:
         total = time.time() - self.started + cfg.setup_seconds
         L = ["# TPC-H-shaped scenario (issue 26)", "",
              "Command: `%s`; %s; scale factor %s (%d lineitem rows), %d shards, fetch_size %d, "
-             "%d timed runs after one warm-up (median ms), timeout %d s, total %d min %02d s."
+             "%d timed runs after one warm-up (median ms), timeout %d s, total %d min %02d s%s."
              % (cfg.command, cfg.pg_version, fmt_num(cfg.sf), self.lineitems, cfg.shards,
-                cfg.fetch_size, cfg.runs, cfg.timeout, total // 60, total % 60), "",
+                cfg.fetch_size, cfg.runs, cfg.timeout, total // 60, total % 60,
+                "" if cfg.shard_parallel < 0 else
+                "; shards at max_parallel_workers_per_gather = %d" % cfg.shard_parallel), "",
              "orders and lineitem: range-partitioned on the order key, one foreign partition "
              "per shard (co-located); region, nation, supplier, customer, part, partsupp: on "
              "every shard, foreign tables to shard 1; local: the same rows in plain tables on "
@@ -508,9 +513,9 @@ class Tpch:
                 L.append("| Q%d %s | %s | %s | %s | %s | %s | %s | %s |" % (
                     num, title, show(loc), show(cells.get("pgsync")), show(cells.get("pgasync")),
                     show(af), rtext, vs_local, correct))
-            gm = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
-            L += ["", "Geometric mean of the speed-ups: **%.2f** over %d queries (timeouts of "
-                  "postgres_fdw counted as %d s); %.2f over the %d where a postgres_fdw variant "
+            gm = lambda xs: "%.2f" % math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else "–"
+            L += ["", "Geometric mean of the speed-ups: **%s** over %d queries (timeouts of "
+                  "postgres_fdw counted as %d s); %s over the %d where a postgres_fdw variant "
                   "finished." % (gm(ratios), len(ratios), cfg.timeout, gm(finished), len(finished)),
                   ""]
         bad = [f for f in self.failures]
@@ -589,6 +594,8 @@ def parse_args():
     ap.add_argument("--fdws", default="postgres_fdw_sync,postgres_fdw_async,async_fdw")
     ap.add_argument("--queries", type=ints, default=[])
     ap.add_argument("--afdw-partitionwise", type=int, default=0)
+    ap.add_argument("--shard-parallel", type=int, default=-1,
+                    help="max_parallel_workers_per_gather of the shards' database (-1: untouched)")
     ap.add_argument("--command", default="")
     ap.add_argument("--setup-seconds", type=float, default=0.0)
     cfg = ap.parse_args()

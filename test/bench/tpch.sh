@@ -30,6 +30,7 @@ usage: test/bench/tpch.sh [options]
   --fdws LIST            of postgres_fdw_sync,postgres_fdw_async,async_fdw (default all)
   --afdw-partitionwise   also set enable_partitionwise_join/aggregate for async_fdw
                          (postgres_fdw always has them on)
+  --shard-parallel N     max_parallel_workers_per_gather on the shards (default: theirs, 2)
   --shards N             shard instances (default 4)
   --port-base N          first port to use (default 57000; uses N .. N+20*(rtts+1)+shards)
   --results DIR          output folder (default test/bench/results)
@@ -43,7 +44,7 @@ USAGE
 # functions use (SHARDS, RTT, OPT_PORT_BASE, ...) and tpch.py's.
 tpch_options() {
 	SF=0.1 RTT=0 RUNS=3 TIMEOUT=120 FETCH_SIZE=10000 QUERIES="" OPT_FDWS=""
-	AFDW_PW=0 SHARDS=4 OPT_PORT_BASE=57000 OPT_RESULTS="$HERE/results"
+	AFDW_PW=0 SHARD_PARALLEL=-1 SHARDS=4 OPT_PORT_BASE=57000 OPT_RESULTS="$HERE/results"
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--sf) SF=${2:?}; shift ;;
@@ -54,6 +55,7 @@ tpch_options() {
 		--queries) QUERIES=${2:?}; shift ;;
 		--fdws) OPT_FDWS=${2:?}; shift ;;
 		--afdw-partitionwise) AFDW_PW=1 ;;
+		--shard-parallel) SHARD_PARALLEL=${2:?}; shift ;;
 		--shards) SHARDS=${2:?}; shift ;;
 		--port-base) OPT_PORT_BASE=${2:?}; shift ;;
 		--results) OPT_RESULTS=${2:?}; shift ;;
@@ -68,6 +70,7 @@ tpch_options() {
 	[[ $RTT =~ ^[0-9]+(\.[0-9]+)?(,[0-9]+(\.[0-9]+)?)*$ ]] || die "--rtt: numbers of ms"
 	[[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "--runs: a positive integer"
 	[[ $TIMEOUT =~ ^[1-9][0-9]*$ ]] || die "--timeout: a positive integer"
+	[[ $SHARD_PARALLEL =~ ^(-1|[0-9]+)$ ]] || die "--shard-parallel: a number of workers"
 	[[ $FETCH_SIZE =~ ^[1-9][0-9]*$ ]] || die "--fetch-size: a positive integer"
 	[[ -z $QUERIES || $QUERIES =~ ^([1-9]|1[0-9]|2[0-2])(,([1-9]|1[0-9]|2[0-2]))*$ ]] ||
 		die "--queries: numbers 1 to 22 separated by commas"
@@ -96,7 +99,7 @@ tpch_main() {
 		--coord-port "$COORD_PORT" --shard-ports "$(IFS=,; echo "${SHARD_PORTS[*]}")" \
 		--proxies "$PROXY_SPEC" --rtt "$RTT" --runs "$RUNS" --sf "$SF" \
 		--timeout "$TIMEOUT" --fetch-size "$FETCH_SIZE" --fdws "$FDWS" \
-		--queries "$QUERIES" --afdw-partitionwise "$AFDW_PW" \
+		--queries "$QUERIES" --afdw-partitionwise "$AFDW_PW" --shard-parallel "$SHARD_PARALLEL" \
 		--command "$COMMAND_LINE" --setup-seconds "$(($(date +%s) - START_TIME))"
 	log "done in $(($(date +%s) - START_TIME)) s"
 }
