@@ -64,6 +64,10 @@ if [ -z "${AFDW_CONTROL:-}" ] && [ -x "$PG_CONFIG" ]; then
 fi
 AFDW_CONTROL=${AFDW_CONTROL:-/usr/share/postgresql/15/extension/async_fdw.control}
 
+# Ports of the k-th latency proxy: base + PROXY_PORT_STEP * k + shard
+# (tpch.sh packs them closer).
+PROXY_PORT_STEP=${PROXY_PORT_STEP:-100}
+
 # State for cleanup().
 WORK=""
 DATADIRS=()
@@ -355,7 +359,7 @@ plan_ports() {
 	done
 	all=("$COORD_PORT" "${SHARD_PORTS[@]}")
 	for ((k = 1; k <= ${#PROXY_RTTS[@]}; k++)); do
-		for ((i = 1; i <= SHARDS; i++)); do all+=($((OPT_PORT_BASE + 100 * k + i))); done
+		for ((i = 1; i <= SHARDS; i++)); do all+=($((OPT_PORT_BASE + PROXY_PORT_STEP * k + i))); done
 	done
 	for i in "${all[@]}"; do
 		[ "$i" -lt 65536 ] || die "port $i out of range: lower --port-base"
@@ -438,7 +442,7 @@ start_proxies() {
 		delay=$(awk -v r="$r" 'BEGIN { printf "%d", r * 500 }')
 		args=() ports=()
 		for ((i = 1; i <= SHARDS; i++)); do
-			port=$((OPT_PORT_BASE + 100 * k + i))
+			port=$((OPT_PORT_BASE + PROXY_PORT_STEP * k + i))
 			args+=(--listen "127.0.0.1:$port" --target "127.0.0.1:${SHARD_PORTS[i - 1]}")
 			ports+=("$port")
 		done
@@ -489,4 +493,7 @@ main() {
 	log "done in $(($(date +%s) - START_TIME)) s"
 }
 
-main "$@"
+# tpch.sh sources this file for its functions: run only when executed
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	main "$@"
+fi
