@@ -59,3 +59,17 @@ SELECT a % 3, count(*) FROM remote.jt1 WHERE id IN (SELECT id FROM remote.jt2 WH
 SELECT rows_same($$SELECT a % 3, count(*) FROM jp1 WHERE NOT EXISTS (SELECT 1 FROM jp2 WHERE jp2.id = jp1.id) GROUP BY 1$$,
                  $$SELECT a % 3, count(*) FROM remote.jt1 WHERE NOT EXISTS (SELECT 1 FROM remote.jt2 WHERE jt2.id = jt1.id) GROUP BY 1$$);
 DEALLOCATE fq_in;
+
+-- An IN whose subquery is grouped (by the partition key, with a HAVING):
+-- the planner turns it into a join with the subquery, planned on its own,
+-- whose aggregate each partition's server computes.  The same plan in the
+-- session's first query and in every later one, plain and prepared.
+\c
+EXPLAIN (COSTS OFF) SELECT a % 3, count(*) FROM jp1 WHERE id IN (SELECT id FROM jp2 GROUP BY id HAVING sum(b) > 1) GROUP BY 1;
+SELECT count(*) FROM ag;
+EXPLAIN (COSTS OFF) SELECT a % 3, count(*) FROM jp1 WHERE id IN (SELECT id FROM jp2 GROUP BY id HAVING sum(b) > 1) GROUP BY 1;
+PREPARE fq_gin AS SELECT a % 3, count(*) FROM jp1 WHERE id IN (SELECT id FROM jp2 GROUP BY id HAVING sum(b) > 1) GROUP BY 1 ORDER BY 1;
+EXPLAIN (COSTS OFF) EXECUTE fq_gin;
+EXECUTE fq_gin;
+SELECT a % 3, count(*) FROM remote.jt1 WHERE id IN (SELECT id FROM remote.jt2 GROUP BY id HAVING sum(b) > 1) GROUP BY 1 ORDER BY 1;
+DEALLOCATE fq_gin;

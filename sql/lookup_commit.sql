@@ -5,10 +5,11 @@
 -- remote transaction open until the local one ends
 --
 
--- The last message each remote session of async_fdw received, once all
--- are idle (the answer to a COMMIT sent after the rows is not waited for):
--- a query and its COMMIT in one message, a query alone (its COMMIT went
--- later), or what else it was.
+-- The last messages the remote sessions of async_fdw received, once all
+-- are idle (the answer to a COMMIT sent after the rows is not waited for),
+-- each once (a session closed at the end of the transaction may still be
+-- listed for a moment): a query and its COMMIT in one message, a query
+-- alone (its COMMIT went later), or what else it was.
 CREATE FUNCTION afdw_last_messages() RETURNS SETOF text LANGUAGE plpgsql AS $$
 BEGIN
   FOR i IN 1..1000 LOOP
@@ -19,7 +20,7 @@ BEGIN
     PERFORM pg_sleep(0.01);
   END LOOP;
   RETURN QUERY
-    SELECT CASE WHEN query LIKE 'START TRANSACTION %; COMMIT TRANSACTION'
+    SELECT DISTINCT CASE WHEN query LIKE 'START TRANSACTION %; COMMIT TRANSACTION'
                 THEN 'query and COMMIT in one message'
                 WHEN query LIKE 'START TRANSACTION %'
                 THEN 'query, its transaction still open'
@@ -68,6 +69,9 @@ SELECT a.v, b.v FROM ft_lc a JOIN ft_lc2 b ON a.id + 1 = b.id WHERE a.id = 4;
 SELECT a.v, b.v FROM ft_lc a JOIN ft_lc2 b ON a.id + 1 = b.id WHERE a.id = 5;
 RESET enable_nestloop;
 SELECT * FROM afdw_last_messages();
+SELECT count(*) FROM pg_stat_activity
+ WHERE application_name = 'async_fdw' AND pid <> pg_backend_pid()
+   AND query LIKE 'START TRANSACTION %; COMMIT TRANSACTION';
 SELECT async_fdw_disconnect('loopback2');
 
 -- More rows than the estimate allowed for (stale statistics): the bounded

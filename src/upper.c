@@ -497,6 +497,41 @@ builtin_immutable(Node *node)
 }
 
 /*
+ * quals_builtin_immutable
+ *		builtin_immutable for QUALS, a level's WHERE conditions before
+ *		planning, except that an uncorrelated IN (= ANY) among its top
+ *		AND'ed conditions counts by its test only.
+ *
+ * The planner turns such an IN into a join with its subquery, planned as a
+ * level of its own (which search_query looks at as any other, grouped or
+ * not): it is not left among this level's conditions.  The first query of
+ * a session, which the hook does not wrap, is looked at after that pull-up
+ * (afdw_late_partitionwise); without this rule a later query with a
+ * grouped IN subquery (GROUP BY ... HAVING) had another plan.
+ */
+static bool
+quals_builtin_immutable(Node *quals)
+{
+	if (quals == NULL)
+		return true;
+	if (is_andclause(quals))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((BoolExpr *) quals)->args)
+		{
+			if (!quals_builtin_immutable(lfirst(lc)))
+				return false;
+		}
+		return true;
+	}
+	if (IsA(quals, SubLink) && ((SubLink *) quals)->subLinkType == ANY_SUBLINK &&
+		!contain_vars_of_level(((SubLink *) quals)->subselect, 1))
+		return builtin_immutable(((SubLink *) quals)->testexpr);
+	return builtin_immutable(quals);
+}
+
+/*
  * aggref_without_partial_form
  *		expression_tree_walker callback: true on an aggregate of this level
  *		that the remote servers cannot compute partially.
@@ -675,7 +710,7 @@ search_query(Node *node, PartialSearch *ps)
 				!aggref_without_partial_form((Node *) q->targetList, NULL) &&
 				!aggref_without_partial_form(q->havingQual, NULL) &&
 				builtin_immutable((Node *) group_exprs) &&
-				builtin_immutable(q->jointree->quals))
+				quals_builtin_immutable(q->jointree->quals))
 				ps->wanted = true;
 			else
 				ps->refused = true;
