@@ -7,6 +7,7 @@ OBJS = \
 	src/analyze.o \
 	src/async_fdw.o \
 	src/budget.o \
+	src/census.o \
 	src/connect.o \
 	src/convert.o \
 	src/deparse.o \

@@ -29,7 +29,7 @@ import sys
 LAYERS = [
     ('entry', ['async_fdw', 'funcs', 'twophase_worker']),
     ('planner', ['path', 'join', 'upper', 'ordered', 'shippable', 'direct_plan']),
-    ('execution', ['scan', 'fetch', 'stream', 'convert', 'modify', 'direct',
+    ('execution', ['scan', 'census', 'fetch', 'stream', 'convert', 'modify', 'direct',
                    'explain', 'analyze', 'truncate', 'import']),
     ('session', ['xact', 'snapshot', 'statements', 'twophase', 'recovery']),
     ('wire', ['connect', 'pool', 'remote', 'budget']),

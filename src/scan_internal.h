@@ -390,4 +390,18 @@ struct ExplainState;
 extern void afdwExplainForeignScan(ForeignScanState *node,
 								   struct ExplainState *es);
 
+/*
+ * Where a ForeignScan stands in its executor's plan (census.c).
+ */
+typedef struct AfdwScanPlace
+{
+	Plan	   *scan;			/* a ForeignScan; NULL: a free slot */
+	Plan	   *parent;			/* the Append it is an asynchronous child of */
+	Oid			server;
+	bool		once;			/* run once per run of the plan */
+	bool		alone;			/* once, and its server's only ForeignScan */
+} AfdwScanPlace;
+
+extern const AfdwScanPlace *afdw_find_scan_place(EState *estate, Plan *scan);
+
 #endif							/* SCAN_INTERNAL_H */
