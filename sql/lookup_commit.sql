@@ -128,7 +128,7 @@ RESET default_transaction_isolation;
 SELECT * FROM ft_lc WHERE id = 14 FOR UPDATE;
 SELECT * FROM afdw_last_messages();
 -- Two scans of one server:
-SELECT v FROM ft_lc WHERE id = 15 UNION ALL SELECT v FROM ft_lc WHERE id = 16;
+SELECT v FROM ft_lc WHERE id = 15 UNION ALL SELECT v FROM ft_lc WHERE id = 16 ORDER BY 1;
 SELECT * FROM afdw_last_messages();
 -- The inner side of a nested loop, run once per outer row:
 SET enable_hashjoin = off;
