@@ -249,6 +249,7 @@ extern void afdw_scan_private(ForeignScan *plan, char **sql,
 							  bool *stream, char **outer_order);
 extern void afdw_mark_recheck_only(Plan *plan);
 extern bool afdw_scan_recheck_only(ForeignScan *plan);
+extern void afdw_mark_lazy_scan(ForeignScan *scan);
 
 /* budget.c */
 extern void afdw_budget_preload(void);
@@ -445,6 +446,8 @@ extern bool afdw_is_shippable_grouped(PlannerInfo *root, RelOptInfo *baserel,
 
 /* expr.c */
 extern bool afdw_is_builtin(Oid oid);
+extern SubPlan *afdw_sent_subplan(PlannerInfo *root, Node *node, Oid serverid,
+								  Oid umid, ForeignScan **scan);
 extern bool afdw_type_names_by_oid(Oid type);
 extern Expr *afdw_case_when_value(CaseWhen *cw);
 extern AfdwPartialForm afdw_partial_form(Aggref *agg);
@@ -465,7 +468,7 @@ extern void afdw_deparse_delete(StringInfo head, StringInfo tail,
 								List **retrieved_attrs);
 extern void afdw_deparse_copy_from(StringInfo buf, Relation rel,
 								   List *target_attrs);
-extern void afdw_deparse_select(StringInfo buf, RelOptInfo *baserel,
+extern void afdw_deparse_select(StringInfo buf, PlannerInfo *root, RelOptInfo *baserel,
 								Relation rel,
 								Bitmapset *attrs_used, List *remote_conds,
 								List **retrieved_attrs, List **params);

@@ -293,7 +293,7 @@ deparse_target_list(StringInfo buf, Relation rel, Bitmapset *attrs_used,
  * *PARAMS the expressions whose values are sent as $1, $2, ...
  */
 void
-afdw_deparse_select(StringInfo buf, RelOptInfo *baserel,
+afdw_deparse_select(StringInfo buf, PlannerInfo *root, RelOptInfo *baserel,
 					Relation rel, Bitmapset *attrs_used, List *remote_conds,
 					List **retrieved_attrs, List **params)
 {
@@ -304,7 +304,7 @@ afdw_deparse_select(StringInfo buf, RelOptInfo *baserel,
 	appendStringInfoString(buf, " FROM ");
 	afdw_deparse_relation(buf, rel);
 
-	init_context(&cxt, buf, NULL, baserel, rel, params);
+	init_context(&cxt, buf, root, baserel, rel, params);
 	append_conditions(extract_actual_clauses(remote_conds, false), &cxt);
 	end_context(&cxt);
 }
@@ -499,6 +499,7 @@ init_context(DeparseContext *cxt, StringInfo buf, PlannerInfo *root,
 	Relids		tables;
 
 	cxt->buf = buf;
+	cxt->root = root;
 	cxt->baserel = baserel;
 	cxt->rel = rel;
 	cxt->joined = NIL;
@@ -879,10 +880,10 @@ afdw_bind_params(StringInfo buf, const char *sql, int nparams,
  *		afdw_end_deparse undoes it.
  */
 void
-afdw_init_deparse(DeparseContext *cxt, StringInfo buf, RelOptInfo *baserel,
-				  Relation rel, List **params)
+afdw_init_deparse(DeparseContext *cxt, StringInfo buf, PlannerInfo *root,
+				  RelOptInfo *baserel, Relation rel, List **params)
 {
-	init_context(cxt, buf, NULL, baserel, rel, params);
+	init_context(cxt, buf, root, baserel, rel, params);
 }
 
 /*

@@ -19,6 +19,8 @@
 typedef struct DeparseContext
 {
 	StringInfo	buf;
+	PlannerInfo *root;			/* the query's planner state, for the
+								 * subqueries sent inside (expr.c) */
 	RelOptInfo *baserel;		/* the relation read: a base relation, or
 								 * a join of them */
 	Relation	rel;			/* a base relation's */
@@ -40,7 +42,7 @@ typedef struct DeparseContext
 } DeparseContext;
 
 /* deparse.c */
-extern void afdw_init_deparse(DeparseContext *cxt, StringInfo buf,
+extern void afdw_init_deparse(DeparseContext *cxt, StringInfo buf, PlannerInfo *root,
 							  RelOptInfo *baserel, Relation rel, List **params);
 extern void afdw_init_join_deparse(DeparseContext *cxt, StringInfo buf,
 								   PlannerInfo *root, RelOptInfo *joinrel,

@@ -49,7 +49,8 @@ static bool plan_join_modify(PlannerInfo *root, ModifyTable *plan,
 							 Index resultRelation, int subplan_index,
 							 ForeignScan *fscan);
 static bool has_exec_param(Node *node, void *context);
-static void deparse_direct(StringInfo buf, CmdType operation, RelOptInfo *baserel,
+static void deparse_direct(StringInfo buf, PlannerInfo *root, CmdType operation,
+						   RelOptInfo *baserel,
 						   Relation rel, List *targets, List *colnos,
 						   List *conds, bool returning, Bitmapset *ret_attrs,
 						   List **retrieved_attrs, List **params);
@@ -204,7 +205,7 @@ afdwPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 	rte = planner_rt_fetch(resultRelation, root);
 	rel = table_open(rte->relid, NoLock);
 	initStringInfo(&sql);
-	deparse_direct(&sql, operation, baserel, rel, targets, colnos,
+	deparse_direct(&sql, root, operation, baserel, rel, targets, colnos,
 				   fscan->fdw_recheck_quals, plan->returningLists != NIL,
 				   ret_attrs, &retrieved_attrs, &params);
 	table_close(rel, NoLock);
@@ -455,7 +456,8 @@ plan_join_modify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
  *		the expressions sent as $1, $2, ...
  */
 static void
-deparse_direct(StringInfo buf, CmdType operation, RelOptInfo *baserel,
+deparse_direct(StringInfo buf, PlannerInfo *root, CmdType operation,
+			   RelOptInfo *baserel,
 			   Relation rel, List *targets, List *colnos, List *conds,
 			   bool returning, Bitmapset *ret_attrs, List **retrieved_attrs,
 			   List **params)
@@ -466,7 +468,7 @@ deparse_direct(StringInfo buf, CmdType operation, RelOptInfo *baserel,
 									ret_attrs);
 	bool		first = true;
 
-	afdw_init_deparse(&cxt, buf, baserel, rel, params);
+	afdw_init_deparse(&cxt, buf, root, baserel, rel, params);
 	appendStringInfoString(buf, operation == CMD_UPDATE ? "UPDATE " : "DELETE FROM ");
 	afdw_deparse_relation(buf, rel);
 	afdw_deparse_set_list(targets, colnos, rel, &cxt);

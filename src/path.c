@@ -36,7 +36,7 @@
 
 #include "async_fdw.h"
 
-static bool remote_estimate(RelOptInfo *baserel, AfdwRelInfo *fp,
+static bool remote_estimate(PlannerInfo *root, RelOptInfo *baserel, AfdwRelInfo *fp,
 							Oid foreigntableid, double *rows);
 
 /*
@@ -118,7 +118,7 @@ afdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid
 	{
 		double		remote_rows;
 
-		if (remote_estimate(baserel, fp, foreigntableid, &remote_rows))
+		if (remote_estimate(root, baserel, fp, foreigntableid, &remote_rows))
 			baserel->rows = clamp_row_est(remote_rows * fp->local_conds_sel);
 	}
 }
@@ -154,8 +154,8 @@ afdw_derived_relinfo(AfdwRelInfo *from)
  *		query has parameters, whose values are not known when planning.
  */
 static bool
-remote_estimate(RelOptInfo *baserel, AfdwRelInfo *fp, Oid foreigntableid,
-				double *rows)
+remote_estimate(PlannerInfo *root, RelOptInfo *baserel, AfdwRelInfo *fp,
+				Oid foreigntableid, double *rows)
 {
 	StringInfoData sql;
 	List	   *retrieved_attrs = NIL;
@@ -170,7 +170,7 @@ remote_estimate(RelOptInfo *baserel, AfdwRelInfo *fp, Oid foreigntableid,
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "EXPLAIN ");
 	rel = table_open(foreigntableid, NoLock);
-	afdw_deparse_select(&sql, baserel, rel, fp->attrs_used, fp->remote_conds,
+	afdw_deparse_select(&sql, root, baserel, rel, fp->attrs_used, fp->remote_conds,
 						&retrieved_attrs, &params);
 	table_close(rel, NoLock);
 	if (params != NIL)
@@ -539,7 +539,7 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 
 	rel = table_open(foreigntableid, NoLock);
 	initStringInfo(&sql);
-	afdw_deparse_select(&sql, baserel, rel, attrs_used, remote_conds,
+	afdw_deparse_select(&sql, root, baserel, rel, attrs_used, remote_conds,
 						&retrieved_attrs, &params);
 	if (best_path->path.pathkeys != NIL)
 		outer_order = afdw_deparse_order_by(&sql, baserel, rel,

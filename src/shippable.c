@@ -59,6 +59,7 @@ static bool operator_shippable(Oid opno, Oid funcid, ShipContext *cxt);
 static bool ship_walker(Node *node, ShipContext *cxt);
 static bool aggref_shippable(Aggref *agg, ShipContext *cxt);
 static bool case_shippable(CaseExpr *ce, ShipContext *cxt);
+static bool subplan_shippable(Node *node, ShipContext *cxt);
 
 /*
  * collation_ok
@@ -345,6 +346,12 @@ ship_walker(Node *node, ShipContext *cxt)
 				return false;
 			break;
 
+		case T_SubPlan:
+		case T_AlternativeSubPlan:
+			if (!subplan_shippable(node, cxt))
+				return false;
+			break;
+
 		case T_List:
 			{
 				ListCell   *lc;
@@ -482,6 +489,35 @@ aggref_shippable(Aggref *agg, ShipContext *cxt)
 		}
 	}
 	return true;
+}
+
+/*
+ * subplan_shippable
+ *		True if NODE, a SubPlan or AlternativeSubPlan, is "x op ANY/ALL
+ *		(subquery)" whose subquery is one remote SELECT to the same server
+ *		as the same user (afdw_sent_subplan), with x and op shippable: the
+ *		remote server then evaluates the whole condition, the subquery
+ *		inside.
+ */
+static bool
+subplan_shippable(Node *node, ShipContext *cxt)
+{
+	AfdwRelInfo *fp = (AfdwRelInfo *) cxt->baserel->fdw_private;
+	ForeignScan *scan;
+	SubPlan    *sp;
+	OpExpr	   *test;
+
+	if (fp == NULL || fp->user == NULL)
+		return false;
+	sp = afdw_sent_subplan(cxt->root, node, fp->user->serverid, fp->user->umid,
+						   &scan);
+	if (sp == NULL)
+		return false;
+	test = (OpExpr *) sp->testexpr;
+	set_opfuncid(test);
+	return operator_shippable(test->opno, test->opfuncid, cxt) &&
+		collation_derived(test->inputcollid, (Node *) test->args) &&
+		ship_walker(linitial(test->args), cxt);
 }
 
 /*
