@@ -595,7 +595,7 @@ def parse_args():
     ap.add_argument("--queries", type=ints, default=[])
     ap.add_argument("--afdw-partitionwise", type=int, default=0)
     ap.add_argument("--shard-parallel", type=int, default=-1,
-                    help="max_parallel_workers_per_gather of the shards' database (-1: untouched)")
+                    help="max_parallel_workers_per_gather of the shards' database (-1: untouched; tpch.sh turns auto into a number)")
     ap.add_argument("--command", default="")
     ap.add_argument("--setup-seconds", type=float, default=0.0)
     cfg = ap.parse_args()

@@ -30,7 +30,11 @@ usage: test/bench/tpch.sh [options]
   --fdws LIST            of postgres_fdw_sync,postgres_fdw_async,async_fdw (default all)
   --afdw-partitionwise   also set enable_partitionwise_join/aggregate for async_fdw
                          (postgres_fdw always has them on)
-  --shard-parallel N     max_parallel_workers_per_gather on the shards (default: theirs, 2)
+  --shard-parallel N|auto|own
+                         max_parallel_workers_per_gather on the shards: auto (the
+                         default) gives each its share of the cores, cores/shards - 1
+                         and at least 0, as for instances sharing one machine; own
+                         leaves the shards' default (2)
   --shards N             shard instances (default 4)
   --port-base N          first port to use (default 57000; uses N .. N+20*(rtts+1)+shards)
   --results DIR          output folder (default test/bench/results)
@@ -44,7 +48,7 @@ USAGE
 # functions use (SHARDS, RTT, OPT_PORT_BASE, ...) and tpch.py's.
 tpch_options() {
 	SF=0.1 RTT=0 RUNS=3 TIMEOUT=120 FETCH_SIZE=10000 QUERIES="" OPT_FDWS=""
-	AFDW_PW=0 SHARD_PARALLEL=-1 SHARDS=4 OPT_PORT_BASE=57000 OPT_RESULTS="$HERE/results"
+	AFDW_PW=0 SHARD_PARALLEL=auto SHARDS=4 OPT_PORT_BASE=57000 OPT_RESULTS="$HERE/results"
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--sf) SF=${2:?}; shift ;;
@@ -70,12 +74,20 @@ tpch_options() {
 	[[ $RTT =~ ^[0-9]+(\.[0-9]+)?(,[0-9]+(\.[0-9]+)?)*$ ]] || die "--rtt: numbers of ms"
 	[[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "--runs: a positive integer"
 	[[ $TIMEOUT =~ ^[1-9][0-9]*$ ]] || die "--timeout: a positive integer"
-	[[ $SHARD_PARALLEL =~ ^(-1|[0-9]+)$ ]] || die "--shard-parallel: a number of workers"
+	[[ $SHARD_PARALLEL =~ ^(auto|own|[0-9]+)$ ]] || die "--shard-parallel: a number of workers, auto or own"
 	[[ $FETCH_SIZE =~ ^[1-9][0-9]*$ ]] || die "--fetch-size: a positive integer"
 	[[ -z $QUERIES || $QUERIES =~ ^([1-9]|1[0-9]|2[0-2])(,([1-9]|1[0-9]|2[0-2]))*$ ]] ||
 		die "--queries: numbers 1 to 22 separated by commas"
 	[[ $SHARDS =~ ^[0-9]+$ ]] && [ "$SHARDS" -ge 1 ] && [ "$SHARDS" -le 16 ] || die "--shards: 1 to 16"
 	[[ $OPT_PORT_BASE =~ ^[0-9]+$ ]] || die "--port-base: a port number"
+	# the shards run on this machine together: a parallel worker of one
+	# takes a core from another (postgres_fdw's cursors never plan one)
+	if [ "$SHARD_PARALLEL" = auto ]; then
+		SHARD_PARALLEL=$(($(nproc) / SHARDS - 1))
+		[ "$SHARD_PARALLEL" -ge 0 ] || SHARD_PARALLEL=0
+	elif [ "$SHARD_PARALLEL" = own ]; then
+		SHARD_PARALLEL=-1
+	fi
 	# what run.sh's functions read; proxies at base + 20 k + shard, so that
 	# a run at two RTTs fits in 60 ports
 	SCENARIOS="" MODES=default PROXY_PORT_STEP=20
