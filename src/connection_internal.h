@@ -388,6 +388,7 @@ extern AfdwConn *afdw_slot_zero(Oid umid);
 extern void afdw_set_role(AfdwConn *conn, AfdwRole role);
 extern void afdw_trim_idle_pools(void);
 extern void afdw_append_idle_setting(AfdwConn *entry, StringInfo sql);
+extern bool afdw_idle_setting_changes(AfdwConn *entry);
 
 /* statements.c */
 extern void afdw_note_prepare(AfdwConn *conn, PGresult *res);

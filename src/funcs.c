@@ -28,14 +28,12 @@
 #include "access/genam.h"
 #include "access/table.h"
 #include "catalog/pg_foreign_server.h"
-#include "catalog/pg_user_mapping.h"
 #include "fmgr.h"
 #include "foreign/foreign.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
-#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "async_fdw.h"
@@ -200,13 +198,11 @@ get_connections_old_row(AfdwConnInfo *info, ForeignServer *server,
 static char *
 mapping_user_name(Oid umid)
 {
-	HeapTuple	tup = SearchSysCache1(USERMAPPINGOID, ObjectIdGetDatum(umid));
+	Oid			serverid;
 	Oid			user;
 
-	if (!HeapTupleIsValid(tup))
+	if (!afdw_mapping_ids(umid, &serverid, &user))
 		return NULL;
-	user = ((Form_pg_user_mapping) GETSTRUCT(tup))->umuser;
-	ReleaseSysCache(tup);
 	if (!OidIsValid(user))
 		return pstrdup("public");
 	return GetUserNameFromId(user, true);

@@ -844,6 +844,26 @@ handler_is_ours(Oid handler)
 }
 
 /*
+ * afdw_mapping_ids
+ *		The server and the user (InvalidOid for a mapping FOR PUBLIC) of
+ *		user mapping UMID, in *SERVERID and *USERID; false if the mapping is
+ *		gone.  The one reader of pg_user_mapping by OID, for recovery and
+ *		the functions that list connections.
+ */
+bool
+afdw_mapping_ids(Oid umid, Oid *serverid, Oid *userid)
+{
+	HeapTuple	tp = SearchSysCache1(USERMAPPINGOID, ObjectIdGetDatum(umid));
+
+	if (!HeapTupleIsValid(tp))
+		return false;
+	*serverid = ((Form_pg_user_mapping) GETSTRUCT(tp))->umserver;
+	*userid = ((Form_pg_user_mapping) GETSTRUCT(tp))->umuser;
+	ReleaseSysCache(tp);
+	return true;
+}
+
+/*
  * afdw_server_is_ours
  *		True if SERVERID is a server of a foreign-data wrapper whose handler
  *		is async_fdw's.  The one answer to that question, for the planner,

@@ -65,6 +65,7 @@ static AfdwConn *open_or_share(AfdwConn *entry, UserMapping *user,
 static void start_reserved(AfdwConn *entry, UserMapping *user, bool optional);
 static bool kept_for_good(AfdwConn *entry);
 static bool near_idle_timeout(AfdwConn *entry);
+static bool wanted_idle_timeout(AfdwConn *entry, int *want);
 static AfdwConn *least_used_open(Oid umid);
 static bool reserve_fd(bool optional);
 static void inval_callback(Datum arg, int cacheid, uint32 hashvalue);
@@ -503,19 +504,45 @@ kept_for_good(AfdwConn *entry)
 void
 afdw_append_idle_setting(AfdwConn *entry, StringInfo sql)
 {
-	int			want = 0;
+	int			want;
 
+	if (!wanted_idle_timeout(entry, &want))
+		return;
+	appendStringInfo(sql, "; SET idle_session_timeout = %d", want);
+	entry->idle_timeout = want;
+}
+
+/*
+ * afdw_idle_setting_changes
+ *		Whether the end of ENTRY's transaction would change its remote idle
+ *		timeout (afdw_append_idle_setting), changing nothing.
+ */
+bool
+afdw_idle_setting_changes(AfdwConn *entry)
+{
+	int			want;
+
+	return wanted_idle_timeout(entry, &want);
+}
+
+/*
+ * wanted_idle_timeout
+ *		The idle timeout ENTRY's remote session should have from the end of
+ *		its transaction on, in *WANT; false if it has it already or cannot
+ *		have one (afdw_append_idle_setting).
+ */
+static bool
+wanted_idle_timeout(AfdwConn *entry, int *want)
+{
+	*want = 0;
 	if (!kept_for_good(entry))
 	{
 		if (entry->pooler != AFDW_POOLER_NONE ||
 			PQserverVersion(entry->conn) < 140000)
-			return;
-		want = entry->idle_limit;
+			return false;
+		*want = entry->idle_limit;
 	}
-	if (want == entry->idle_timeout)
-		return;
-	appendStringInfo(sql, "; SET idle_session_timeout = %d", want);
-	entry->idle_timeout = want;
+	return *want != entry->idle_timeout;
 }
 
 /*

@@ -32,7 +32,6 @@
 #include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
-#include "catalog/pg_user_mapping.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -40,7 +39,6 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
-#include "utils/syscache.h"
 
 #include "async_fdw.h"
 #include "connection_internal.h"
@@ -54,16 +52,12 @@ PG_FUNCTION_INFO_V1(async_fdw_recover_prepared_transactions);
 static UserMapping *
 mapping_of(Oid umid)
 {
-	HeapTuple	tp = SearchSysCache1(USERMAPPINGOID, ObjectIdGetDatum(umid));
-	Form_pg_user_mapping um;
-	UserMapping *user;
+	Oid			serverid;
+	Oid			userid;
 
-	if (!HeapTupleIsValid(tp))
+	if (!afdw_mapping_ids(umid, &serverid, &userid))
 		return NULL;
-	um = (Form_pg_user_mapping) GETSTRUCT(tp);
-	user = GetUserMapping(um->umuser, um->umserver);
-	ReleaseSysCache(tp);
-	return user;
+	return GetUserMapping(userid, serverid);
 }
 
 /*
@@ -73,13 +67,11 @@ mapping_of(Oid umid)
 static Oid
 server_of_mapping(Oid umid)
 {
-	HeapTuple	tp = SearchSysCache1(USERMAPPINGOID, ObjectIdGetDatum(umid));
 	Oid			serverid;
+	Oid			userid;
 
-	if (!HeapTupleIsValid(tp))
+	if (!afdw_mapping_ids(umid, &serverid, &userid))
 		return InvalidOid;
-	serverid = ((Form_pg_user_mapping) GETSTRUCT(tp))->umserver;
-	ReleaseSysCache(tp);
 	return serverid;
 }
 

@@ -444,25 +444,13 @@ afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner, AfdwDrainFn drai
 	commit = (last && !nested && conn->xact_depth == 0 &&
 			  conn->savepoint_op == NULL && conn->role == AFDW_ROLE_READER &&
 			  !conn->locks_rows && afdw_statement_is_transaction());
-	if (commit)
-	{
-		StringInfoData setting;
-		int			before = conn->idle_timeout;
-
-		/*
-		 * Not when the session's idle timeout is to change (its first
-		 * transaction, mostly): that setting follows the COMMIT, and must
-		 * not be taken for made when a failure skips both.
-		 */
-		initStringInfo(&setting);
-		afdw_append_idle_setting(conn, &setting);
-		if (setting.len > 0)
-		{
-			conn->idle_timeout = before;
-			commit = false;
-		}
-		pfree(setting.data);
-	}
+	/*
+	 * Not when the session's idle timeout is to change (its first
+	 * transaction, mostly): that setting follows the COMMIT, and must not be
+	 * taken for made when a failure skips both.
+	 */
+	if (commit && afdw_idle_setting_changes(conn))
+		commit = false;
 	prefix = xact_prefix(conn, nested, &nstatements);
 	initStringInfo(&full);
 	appendStringInfoString(&full, prefix);
