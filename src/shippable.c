@@ -515,7 +515,9 @@ subplan_shippable(Node *node, ShipContext *cxt)
 		return false;
 	test = (OpExpr *) sp->testexpr;
 	set_opfuncid(test);
-	return operator_shippable(test->opno, test->opfuncid, cxt) &&
+	/* the subquery's column, compared remotely as it is */
+	return type_shippable(exprType(lsecond(test->args)), cxt) &&
+		operator_shippable(test->opno, test->opfuncid, cxt) &&
 		collation_derived(test->inputcollid, (Node *) test->args) &&
 		ship_walker(linitial(test->args), cxt);
 }
