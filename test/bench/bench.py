@@ -1263,11 +1263,19 @@ class Bench:
             % cfg.results)
 
 
-def parse_args():
-    """parse_args: the options run.sh passes (already validated there)."""
-    ap = argparse.ArgumentParser(description="run through test/bench/run.sh")
-    ints = lambda s: [int(x) for x in s.split(",") if x]
-    nums = lambda s: [float(x) if "." in x else int(x) for x in s.split(",") if x]
+def ints(s):
+    """ints: "1,2,3" as [1, 2, 3]."""
+    return [int(x) for x in s.split(",") if x]
+
+
+def nums(s):
+    """nums: "0,0.5,1" as [0, 0.5, 1]."""
+    return [float(x) if "." in x else int(x) for x in s.split(",") if x]
+
+
+def cluster_args(ap):
+    """cluster_args: the options of the throwaway cluster that run.sh's
+    functions start, common to bench.py and tpch.py."""
     ap.add_argument("--work", required=True)
     ap.add_argument("--bindir", required=True)
     ap.add_argument("--results", required=True)
@@ -1275,9 +1283,33 @@ def parse_args():
     ap.add_argument("--shard-ports", type=ints, required=True)
     ap.add_argument("--proxies", required=True,
                     help="RTT=port,port,...;RTT=... (proxy ports per shard)")
+    ap.add_argument("--rtt", type=nums, required=True)
+    ap.add_argument("--command", default="")
+    ap.add_argument("--setup-seconds", type=float, default=0.0)
+
+
+def cluster_config(cfg):
+    """cluster_config: what cluster_args' options give: the shards, the
+    RTTs, the proxy ports per RTT, psql and the server's version."""
+    cfg.shards = len(cfg.shard_ports)
+    cfg.rtts = cfg.rtt
+    spec, cfg.proxies = cfg.proxies, {}
+    for item in spec.split(";"):
+        if item:
+            rtt, ports = item.split("=")
+            cfg.proxies[nums(rtt)[0]] = ints(ports)
+    cfg.psql = os.path.join(cfg.bindir, "psql")
+    r = subprocess.run([os.path.join(cfg.bindir, "postgres"), "--version"],
+                       capture_output=True, text=True)
+    cfg.pg_version = r.stdout.strip() or "PostgreSQL"
+
+
+def parse_args():
+    """parse_args: the options run.sh passes (already validated there)."""
+    ap = argparse.ArgumentParser(description="run through test/bench/run.sh")
+    cluster_args(ap)
     ap.add_argument("--scenarios", required=True)
     ap.add_argument("--fetch-sizes", type=ints, required=True)
-    ap.add_argument("--rtt", type=nums, required=True)
     ap.add_argument("--runs", type=int, required=True)
     ap.add_argument("--rows", type=int, required=True)
     ap.add_argument("--fdws", default="")
@@ -1303,29 +1335,17 @@ def parse_args():
                     help="async_fdw.two_phase_commit settings of W-insert1/W-xact4 (empty: default)")
     ap.add_argument("--writes", default=",".join(WRITE_TESTS),
                     help="write tests of scenario W: copy,update,insert1,xact4")
-    ap.add_argument("--command", default="")
     ap.add_argument("--afdw-note", default="")
-    ap.add_argument("--setup-seconds", type=float, default=0.0)
     cfg = ap.parse_args()
 
-    cfg.shards = len(cfg.shard_ports)
+    cluster_config(cfg)
     cfg.scenarios = [s for s in "ABCDEFGLSW" if s in cfg.scenarios.upper().split(",")]
-    cfg.rtts = cfg.rtt
     cfg.rtt_scenarios = [s for s in cfg.rtt_scenarios.upper().split(",") if s]
     cfg.fdws = [f for f in FDW_NAMES if f in cfg.fdws.split(",")]
     cfg.modes = [m for m in cfg.modes.split(",") if m]
     cfg.writes = [t for t in WRITE_TESTS if t in cfg.writes.split(",")]
     cfg.write_two_phase = [t for t in cfg.write_two_phase.split(",") if t]
-    spec, cfg.proxies = cfg.proxies, {}
-    for item in spec.split(";"):
-        if item:
-            rtt, ports = item.split("=")
-            cfg.proxies[nums(rtt)[0]] = ints(ports)
-    cfg.psql = os.path.join(cfg.bindir, "psql")
     cfg.pgbench = os.path.join(cfg.bindir, "pgbench")
-    r = subprocess.run([os.path.join(cfg.bindir, "postgres"), "--version"],
-                       capture_output=True, text=True)
-    cfg.pg_version = r.stdout.strip()
     cfg.kernel = "Linux " + os.uname().release
     try:
         with open("/proc/meminfo") as f:

@@ -1,8 +1,9 @@
 #!/bin/bash
 # test/bench/cg_common.sh
-#   Shared by exec_start.sh and callgrind_paths.sh (sourced, not run): a
-#   throwaway remote server and a coordinator, the coordinator optionally
-#   under callgrind, and the instruction count of one coordinator session.
+#   Shared by exec_start.sh, callgrind_paths.sh and q1.sh (sourced, not
+#   run): throwaway servers (a coordinator and remote servers), the
+#   coordinator optionally under callgrind, and the instruction count of one
+#   coordinator session.
 #
 #   PG_CONFIG=pg_config   the installation measured (async_fdw installed in it)
 #   PORT_BASE=56250       coordinator; remote server PORT_BASE + 1
@@ -35,7 +36,8 @@ cg_cleanup() {
 trap cg_cleanup EXIT
 trap 'exit 130' INT TERM
 
-# init_cluster NAME PORT: a new data directory for a server on PORT.
+# init_cluster NAME PORT [SETTINGS]: a new data directory for a server on
+# PORT, with SETTINGS (lines of postgresql.conf) after the defaults here.
 init_cluster() {
 	local data=$WORK/data_$1
 	as_pg "$BINDIR/initdb" -D "$data" -A trust -U postgres --no-sync >/dev/null
@@ -49,6 +51,7 @@ max_connections = 30
 max_locks_per_transaction = 512
 shared_buffers = 128MB
 log_min_messages = warning
+${3:-}
 CONF
 }
 

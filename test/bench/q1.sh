@@ -21,51 +21,26 @@
 #   ROWS=2000000 SHARDS=2 RUNS=5   KEEP=1 keeps the data directories
 #
 # Run as root (servers run as postgres) or as the owner of the binaries.
-set -eu
-PG_CONFIG=${PG_CONFIG:-pg_config}
-BINDIR=$("$PG_CONFIG" --bindir)
 PORT_BASE=${PORT_BASE:-56300}
 ROWS=${ROWS:-2000000}
 SHARDS=${SHARDS:-2}
 RUNS=${RUNS:-5}
-WORK=$(mktemp -d /tmp/afdw_q1.XXXXXX)
-chmod 777 "$WORK"
-mkdir -m 777 "$WORK/sock"
+# shellcheck source=cg_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cg_common.sh"
 
-as_pg() { if [ "$(id -u)" = 0 ]; then su postgres -s /bin/bash -c "$(printf '%q ' "$@")"; else "$@"; fi; }
-# psql_at PORT ARGS...: psql on the server of PORT, unaligned, tuples only.
-psql_at() { as_pg "$BINDIR/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$WORK/sock" -U postgres -p "$1" -d postgres "${@:2}"; }
-
-cleanup() {
-	for d in "$WORK"/data_*; do
-		if [ -f "$d/postmaster.pid" ]; then
-			as_pg "$BINDIR/pg_ctl" -D "$d" -m immediate -w stop >/dev/null 2>&1 || true
-		fi
-	done
-	if [ -z "${KEEP:-}" ]; then rm -rf "$WORK"; else echo "kept $WORK" >&2; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# start_server NAME PORT: a new data directory, started.
-start_server() {
-	local data=$WORK/data_$1
-	as_pg "$BINDIR/initdb" -D "$data" -A trust -U postgres --no-sync >/dev/null
-	cat >>"$data/postgresql.conf" <<CONF
-listen_addresses = '127.0.0.1'
-port = $2
-unix_socket_directories = '$WORK/sock'
-fsync = off
+# The shards are reached over TCP on loopback, as in a cluster; one
+# process per query everywhere, as in the shards' own Q1.
+SETTINGS_CONF="listen_addresses = '127.0.0.1'
 synchronous_commit = off
-autovacuum = off
-max_connections = 30
 shared_buffers = 256MB
 work_mem = 64MB
 max_parallel_workers_per_gather = 0
-jit = off
-log_min_messages = warning
-CONF
-	as_pg "$BINDIR/pg_ctl" -D "$data" -l "$WORK/$1.log" -w start >/dev/null
+jit = off"
+
+# start_server NAME PORT: a new data directory, started.
+start_server() {
+	init_cluster "$1" "$2" "$SETTINGS_CONF"
+	start_cluster "$1"
 }
 
 # The rows of orderkeys [LO, HI): the same values wherever they are made.
@@ -158,7 +133,8 @@ time_shards() {
 	cat "$WORK"/t_* | sort -n | tail -1
 }
 
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# median_of: the median of the numbers on stdin, one per line.
+median_of() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # The rows first: every FDW's equal the local table's.
 psql_at "$COORD" -c "$SETTINGS" -c "$(q1 li_local)" >"$WORK/local.out"
@@ -193,11 +169,11 @@ for r in $(seq "$RUNS"); do
 	time_once "$COORD" "$(q1 li_local)" >>"$WORK/local"
 	echo "run $r of $RUNS done" >&2
 done
-t_afdw=$(median <"$WORK/afdw")
-t_pfdw=$(median <"$WORK/pfdw")
-t_sql=$(median <"$WORK/sql")
-t_q1=$(median <"$WORK/q1")
-t_local=$(median <"$WORK/local")
+t_afdw=$(median_of <"$WORK/afdw")
+t_pfdw=$(median_of <"$WORK/pfdw")
+t_sql=$(median_of <"$WORK/sql")
+t_q1=$(median_of <"$WORK/q1")
+t_local=$(median_of <"$WORK/local")
 
 echo "| $ROWS rows, $SHARDS shards, median of $RUNS | ms | async_fdw / this |"
 echo "| --- | ---: | ---: |"

@@ -20,8 +20,8 @@ import statistics
 import sys
 import time
 
-from bench import (DB, USER, Psql, fmt_ms, fmt_num, log, psql_script, rtt_tag,
-                   run_parallel, split_range)
+from bench import (DB, USER, Psql, cluster_args, cluster_config, fmt_ms, fmt_num, ints, log,
+                   psql_script, rtt_tag, run_parallel, split_range)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VARIANTS = (                    # key, wrapper, label, server options
@@ -578,15 +578,7 @@ class Tpch:
 def parse_args():
     """parse_args: the options tpch.sh passes (already validated there)."""
     ap = argparse.ArgumentParser(description="run through test/bench/tpch.sh")
-    ints = lambda s: [int(x) for x in s.split(",") if x]
-    nums = lambda s: [float(x) if "." in x else int(x) for x in s.split(",") if x]
-    ap.add_argument("--work", required=True)
-    ap.add_argument("--bindir", required=True)
-    ap.add_argument("--results", required=True)
-    ap.add_argument("--coord-port", type=int, required=True)
-    ap.add_argument("--shard-ports", type=ints, required=True)
-    ap.add_argument("--proxies", required=True)
-    ap.add_argument("--rtt", type=nums, required=True)
+    cluster_args(ap)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--sf", type=float, default=0.1)
     ap.add_argument("--timeout", type=int, default=120)
@@ -596,21 +588,10 @@ def parse_args():
     ap.add_argument("--afdw-partitionwise", type=int, default=0)
     ap.add_argument("--shard-parallel", type=int, default=-1,
                     help="max_parallel_workers_per_gather of the shards' database (-1: untouched; tpch.sh turns auto into a number)")
-    ap.add_argument("--command", default="")
-    ap.add_argument("--setup-seconds", type=float, default=0.0)
     cfg = ap.parse_args()
-    cfg.shards = len(cfg.shard_ports)
-    cfg.rtts = cfg.rtt
+    cluster_config(cfg)
     names = {"postgres_fdw_sync": "pgsync", "postgres_fdw_async": "pgasync", "async_fdw": "afdw"}
     cfg.fdws = [names[f] for f in cfg.fdws.split(",") if f in names]
-    spec, cfg.proxies = cfg.proxies, {}
-    for item in spec.split(";"):
-        if item:
-            rtt, ports = item.split("=")
-            cfg.proxies[nums(rtt)[0]] = ints(ports)
-    cfg.psql = os.path.join(cfg.bindir, "psql")
-    out = os.popen("%s --version" % os.path.join(cfg.bindir, "postgres")).read().strip()
-    cfg.pg_version = out or "PostgreSQL"
     return cfg
 
 
