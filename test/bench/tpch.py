@@ -394,49 +394,57 @@ class Tpch:
         return None, None, "error: " + re.sub(r"^(psql:[^:]*:\d+: )?ERROR:\s*", "", err)
 
     def measure(self, rtt, plans_dir):
-        """measure: every query at one RTT: local, then each wrapper, one
-        warm-up and `runs` timed runs each (none after a warm-up that timed
-        out or failed); the rows of every run compared with the local
-        rows; the plans saved once per query."""
+        """measure: every query at one RTT through local and each wrapper:
+        one warm-up each, then `runs` rounds in which each runs once in
+        turn (none after a warm-up that timed out or failed), so that a
+        change of the machine's load touches every variant alike; the rows
+        of every run compared with the local rows; the plans saved once per
+        query."""
         cfg = self.cfg
         keys = ["local"] + [v[0] for v in self.variants]
         sessions = {k: self.session(k, rtt) for k in keys}
         for num, title, sql in self.queries:
             expected = None
+            state, times, bad = {}, {}, {}
             for key in keys:
-                sess = sessions[key]
-                rows, ms, state = self.execute(sess, sql)
-                times, bad = [], None
-                if state == "ok":
+                rows, _, state[key] = self.execute(sessions[key], sql)
+                times[key], bad[key] = [], None
+                if state[key] == "ok":
                     got = sorted(rows)
                     if key == "local":
                         expected = got
-                    for _ in range(cfg.runs):
-                        rows, ms, state = self.execute(sess, sql)
-                        if state != "ok":
-                            break
-                        times.append(ms)
-                        if key != "local" and sorted(rows) != expected:
-                            bad = sorted(rows)
-                    if key != "local" and got != expected:
-                        bad = got
-                if state != "ok" and not sess.alive():
+                    elif got != expected:
+                        bad[key] = got
+            for _ in range(cfg.runs):
+                for key in keys:
+                    if state[key] != "ok":
+                        continue
+                    rows, ms, state[key] = self.execute(sessions[key], sql)
+                    if state[key] != "ok":
+                        continue
+                    times[key].append(ms)
+                    if key != "local" and sorted(rows) != expected:
+                        bad[key] = sorted(rows)
+            for key in keys:
+                if state[key] != "ok" and not sessions[key].alive():
                     sessions[key] = self.session(key, rtt)
-                ms = statistics.median(times) if state == "ok" else None
+                ms = statistics.median(times[key]) if state[key] == "ok" else None
                 correct = "-" if key == "local" else (
-                    "no" if bad is not None else ("yes" if state == "ok" else "?"))
-                if bad is not None:
-                    self.failures.append((rtt, num, key, expected, bad))
+                    "no" if bad[key] is not None else ("yes" if state[key] == "ok" else "?"))
+                if bad[key] is not None:
+                    self.failures.append((rtt, num, key, expected, bad[key]))
                     log("FAIL: Q%d through %s at %s ms: rows differ from local (%d rows "
-                        "against %d)" % (num, key, fmt_num(rtt), len(bad), len(expected or [])))
-                if state.startswith("error") and key == "local":
-                    self.failures.append((rtt, num, key, [], [state]))
+                        "against %d)" % (num, key, fmt_num(rtt), len(bad[key]),
+                                         len(expected or [])))
+                if state[key].startswith("error") and key == "local":
+                    self.failures.append((rtt, num, key, [], [state[key]]))
                 self.results.append({"rtt": rtt, "query": num, "variant": key, "ms": ms,
-                                     "state": state, "correct": correct,
-                                     "runs": ";".join("%.1f" % t for t in times),
+                                     "state": state[key], "correct": correct,
+                                     "runs": ";".join("%.1f" % t for t in times[key]),
                                      "rows": len(expected or [])})
                 log("  Q%-2d rtt %-3s %-8s %s%s" % (num, fmt_num(rtt), key,
-                                                   fmt_ms(ms) + " ms" if ms is not None else state,
+                                                   fmt_ms(ms) + " ms" if ms is not None
+                                                   else state[key],
                                                    "" if correct != "no" else "  ROWS DIFFER"))
             if plans_dir:
                 self.save_plan(plans_dir, sessions, num, title, sql)
@@ -467,7 +475,8 @@ class Tpch:
         total = time.time() - self.started + cfg.setup_seconds
         L = ["# TPC-H-shaped scenario (issue 26)", "",
              "Command: `%s`; %s; scale factor %s (%d lineitem rows), %d shards, fetch_size %d, "
-             "%d timed runs after one warm-up (median ms), timeout %d s, total %d min %02d s%s."
+             "one warm-up and %d timed runs each, the variants in turns (median ms), timeout %d s, "
+             "total %d min %02d s%s."
              % (cfg.command, cfg.pg_version, fmt_num(cfg.sf), self.lineitems, cfg.shards,
                 cfg.fetch_size, cfg.runs, cfg.timeout, total // 60, total % 60,
                 "" if cfg.shard_parallel < 0 else
