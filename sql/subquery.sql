@@ -103,6 +103,21 @@ SELECT id FROM sqp WHERE id NOT IN (SELECT k FROM sqb WHERE note = 'ok');
 SELECT rows_same($$SELECT id FROM sqp WHERE id NOT IN (SELECT k FROM sqb WHERE note = 'ok')$$,
                  $$SELECT id FROM remote.sq_a WHERE id NOT IN (SELECT k FROM remote.sq_b WHERE note = 'ok')$$);
 
+-- ... also when the subquery's rows come in many batches: its scan is
+-- prepared when the other partition's condition first reads it, in the
+-- middle of the query, and must live as long as the query.
+CREATE TABLE remote.sq_many AS SELECT g * 2 AS k FROM generate_series(1, 3000) g;
+CREATE FOREIGN TABLE sqmany (k int)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'sq_many', fetch_size '50');
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT count(*) FROM sqp WHERE id NOT IN (SELECT k FROM sqmany);
+SELECT count(*) FROM sqp WHERE id NOT IN (SELECT k FROM sqmany);
+SELECT count(*) FROM remote.sq_a WHERE id NOT IN (SELECT k FROM remote.sq_many);
+SELECT count(*) FROM sqp WHERE id NOT IN (SELECT k FROM sqmany) OR id % 3 = 0;
+SELECT count(*) FROM remote.sq_a WHERE id NOT IN (SELECT k FROM remote.sq_many) OR id % 3 = 0;
+DROP FOREIGN TABLE sqmany;
+DROP TABLE remote.sq_many;
+
 -- A prepared statement, generic plan, with a parameter outside the subquery.
 PREPARE sq(int) AS SELECT count(*) FROM sqa WHERE g = $1 AND id NOT IN (SELECT k FROM sqb WHERE note = 'bad');
 SET plan_cache_mode = force_generic_plan;

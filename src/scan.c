@@ -917,10 +917,17 @@ afdwIterateForeignScan(ForeignScanState *node)
 	AfdwScanState *st = (AfdwScanState *) node->fdw_state;
 	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
 
-	/* A scan prepared only when read (afdwBeginForeignScan). */
+	/*
+	 * A scan prepared only when read (afdwBeginForeignScan), in the
+	 * query's memory: it is read first where the caller's is short-lived
+	 * (a subplan's rows hashed for a condition, in a row's context).
+	 */
 	if (unlikely(st == NULL))
 	{
+		MemoryContext old = MemoryContextSwitchTo(node->ss.ps.state->es_query_cxt);
+
 		begin_scan(node);
+		MemoryContextSwitchTo(old);
 		st = (AfdwScanState *) node->fdw_state;
 	}
 	st->demanded = true;
