@@ -82,10 +82,13 @@ valgrind_start() {
 		--read-var-info=no --num-callers=30 --error-markers=AFDW_VG_ERROR,AFDW_VG_END \
 		--suppressions="$here/scripts/valgrind.supp" --log-file="$work/vg/%p.log" \
 		postgres -D "$data" >"$work/server.log" 2>&1 &
+	local pid=$!
 	for _ in $(seq 1 600); do
 		as_user pg_isready -q -h "$sock" -p "$port" && return 0
+		kill -0 "$pid" 2>/dev/null || break
 		sleep 1
 	done
+	cat "$work"/vg/*.log 2>/dev/null | head -n 20
 	log "the server did not start under valgrind (see $work/server.log)"
 	tail -n 20 "$work/server.log"
 	exit 1

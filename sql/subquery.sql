@@ -103,9 +103,8 @@ SELECT id FROM sqp WHERE id NOT IN (SELECT k FROM sqb WHERE note = 'ok');
 SELECT rows_same($$SELECT id FROM sqp WHERE id NOT IN (SELECT k FROM sqb WHERE note = 'ok')$$,
                  $$SELECT id FROM remote.sq_a WHERE id NOT IN (SELECT k FROM remote.sq_b WHERE note = 'ok')$$);
 
--- ... also when the subquery's rows come in many batches: its scan is
--- prepared when the other partition's condition first reads it, in the
--- middle of the query, and must live as long as the query.
+-- ... also when the subquery's rows come in many batches, read while the
+-- other partition's rows are filtered.
 CREATE TABLE remote.sq_many AS SELECT g * 2 AS k FROM generate_series(1, 3000) g;
 CREATE FOREIGN TABLE sqmany (k int)
   SERVER loopback OPTIONS (schema_name 'remote', table_name 'sq_many', fetch_size '50');

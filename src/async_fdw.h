@@ -250,7 +250,6 @@ extern void afdw_scan_private(ForeignScan *plan, char **sql,
 							  bool *stream, char **outer_order);
 extern void afdw_mark_recheck_only(Plan *plan);
 extern bool afdw_scan_recheck_only(ForeignScan *plan);
-extern void afdw_mark_lazy_scan(ForeignScan *scan);
 
 /* budget.c */
 extern void afdw_budget_preload(void);

@@ -582,9 +582,14 @@ afdw_sent_subplan(PlannerInfo *root, Node *node, Oid serverid, Oid umid,
 /*
  * deparse_subplan
  *		Append NODE, a SubPlan or AlternativeSubPlan that shippable.c let
- *		through, as "(x op ANY (remote SELECT))" (or ALL).  The scan of the
- *		subquery is then prepared only if a local condition ever reads it
- *		(afdw_mark_lazy_scan): its own query is not sent with the others.
+ *		through, as "(x op ANY (remote SELECT))" (or ALL).
+ *
+ * The subquery's own scan stays in the plan, for a recheck or a partition
+ * of another server that evaluates the condition locally, and is started
+ * with the statement's other scans.  Prepared only when first read, it
+ * would take a connection that a sibling under an asynchronous Append
+ * holds in the middle of the Append's work: with one connection per
+ * server, the Append then waited for ever (005_differential.pl, seed 4242).
  */
 static void
 deparse_subplan(Node *node, DeparseContext *cxt)
@@ -611,7 +616,6 @@ deparse_subplan(Node *node, DeparseContext *cxt)
 	deparse_operator_name(test->opno, cxt, &kind);
 	appendStringInfo(cxt->buf, " %s (%s))",
 					 sp->subLinkType == ANY_SUBLINK ? "ANY" : "ALL", sql);
-	afdw_mark_lazy_scan(fs);
 }
 
 /*

@@ -173,23 +173,6 @@ afdw_mark_recheck_only(Plan *plan)
 }
 
 /*
- * afdw_mark_lazy_scan
- *		Mark SCAN, the plan of a subquery whose remote SELECT another scan
- *		of the statement sends inside its own (expr.c, afdw_sent_subplan),
- *		as prepared only when read, as a recheck-only scan is: it runs only
- *		if a local condition evaluates the subquery (a recheck, or a
- *		partition of another server), not with the statement's other
- *		scans.
- */
-void
-afdw_mark_lazy_scan(ForeignScan *scan)
-{
-	if (list_length(scan->fdw_private) > AFDW_PRIVATE_RECHECK_ONLY)
-		list_nth_cell(scan->fdw_private,
-					  AFDW_PRIVATE_RECHECK_ONLY)->ptr_value = makeBoolean(true);
-}
-
-/*
  * afdw_scan_recheck_only
  *		Whether PLAN is a scan that runs only to recheck a row of a remote
  *		join (afdw_mark_recheck_only).

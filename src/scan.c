@@ -919,8 +919,8 @@ afdwIterateForeignScan(ForeignScanState *node)
 
 	/*
 	 * A scan prepared only when read (afdwBeginForeignScan), in the
-	 * query's memory: it is read first where the caller's is short-lived
-	 * (a subplan's rows hashed for a condition, in a row's context).
+	 * query's memory: the caller's may be a row's, reset before the scan's
+	 * next row.
 	 */
 	if (unlikely(st == NULL))
 	{

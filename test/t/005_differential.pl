@@ -253,7 +253,8 @@ sub pickw
 
 # Conditions.  @A is the table's alias, #ID an id of its table, #K a group
 # key, #I a small number, #B a bigint value; a leading ! marks a condition
-# that may raise an error on some rows.  {fb} is a table of the wrapper.
+# that may raise an error on some rows.  {fa} and {fb} are tables of the
+# wrapper (a NOT IN over one is sent inside a scan of the same server).
 my @PRED = grep { /\S/ } split /\n/, <<'END';
 @A.id < #ID
 @A.id >= #ID
@@ -359,6 +360,14 @@ CAST(@A.k AS text) = '3'
 @A.bt = (SELECT bt FROM {fb} WHERE id = #I)
 @A.j = (SELECT j FROM {fb} WHERE id = #I)
 @A.b IN (SELECT b FROM {fb})
+@A.b NOT IN (SELECT b FROM {fb} WHERE k = #K)
+@A.k NOT IN (SELECT k FROM {fb} WHERE id < #ID)
+@A.s NOT IN (SELECT s FROM {fb} WHERE id < #I)
+(@A.id IN (SELECT id FROM {fb} WHERE k = #K) OR @A.k = #K)
+@A.id > ALL (SELECT id FROM {fb} WHERE k = #K)
+@A.n <> ALL (SELECT n FROM {fb} WHERE id < #I)
+@A.id NOT IN (SELECT id FROM {fa} WHERE k = #K)
+(@A.b IN (SELECT b FROM {fa} WHERE id < #ID) OR @A.k > #K)
 @A.s SIMILAR TO 'abc[0-9]+'
 @A.s ~* 'ABC1'
 @A.s !~ 'a'
