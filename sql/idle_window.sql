@@ -27,6 +27,16 @@ BEGIN
   RETURN 'waited';
 END
 $$;
+-- The lines of EXPLAIN (VERBOSE) of Q, trimmed.
+CREATE FUNCTION iw_plan_lines(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE
+  l text;
+BEGIN
+  FOR l IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) ' || q LOOP
+    RETURN NEXT btrim(l);
+  END LOOP;
+END
+$$;
 -- The remote backend of slot 1, or NULL.
 CREATE FUNCTION iw_slot1_pid() RETURNS int LANGUAGE sql AS $$
   SELECT remote_backend_pid FROM async_fdw_get_connections()
@@ -40,6 +50,19 @@ SELECT (SELECT count(*) FROM iw1) AS n1, (SELECT count(*) FROM iw2) AS n2;
 -- their first commands only when the subplans run, after 0.8 s: slot 1's
 -- remote session would be closed by then, and is opened again instead.
 SELECT iw_wait(0.8), (SELECT count(*) FROM iw1) AS n1, (SELECT count(*) FROM iw2) AS n2;
+
+-- The same when the scan's parameter is what takes the time: the value of
+-- its condition comes from a subplan that runs when the scan is about to
+-- send its first command, and the scan opens slot 1 again after it,
+-- rather than before it.
+SELECT (SELECT count(*) FROM iw1) AS n1, (SELECT count(*) FROM iw2) AS n2;
+SELECT (SELECT count(*) FROM iw1) AS n1,
+       (SELECT count(*) FROM iw2 WHERE id > (SELECT length(iw_wait(0.8)))) AS n2;
+-- (The remote query of iw2 takes the subplan's value as a parameter.)
+SELECT line FROM iw_plan_lines(
+  'SELECT (SELECT count(*) FROM iw1) AS n1,
+          (SELECT count(*) FROM iw2 WHERE id > (SELECT length(iw_wait(0.8)))) AS n2')
+  AS line WHERE line LIKE '%Remote SQL%';
 
 -- A transaction that does not use slot 1 does not restart its idle time:
 -- after 0.5 s of statements on slot 0 alone, slot 1 is in the last
@@ -55,6 +78,7 @@ SELECT iw_slot1_pid() <> pid AS reopened FROM iw_before;
 
 -- Cleanup
 DROP FUNCTION iw_slot1_pid();
+DROP FUNCTION iw_plan_lines(text);
 DROP FUNCTION iw_wait(float8);
 DROP FOREIGN TABLE iw1, iw2;
 DROP TABLE remote.iw1, remote.iw2;

@@ -98,9 +98,9 @@ remember_sql(AfdwScanState *st, const char *sql)
 /*
  * append_execute
  *		Append to BUF the EXECUTE of the scan's prepared statement with the
- *		current parameter values, after its PREPARE when the remote session
- *		does not have it yet; false, with nothing appended, when the session
- *		may not prepare one more.
+ *		parameter values compute_params gave, after its PREPARE when the
+ *		remote session does not have it yet; false, with nothing appended,
+ *		when the session may not prepare one more.
  *
  * Rescans of a parameterized scan then cost the remote server no parsing
  * or planning (it keeps a generic plan when that is as good), and no
@@ -125,7 +125,6 @@ append_execute(AfdwScanState *st, StringInfo buf)
 		 * another session: the statement goes with its values inline,
 		 * still one command, planned each time.
 		 */
-		compute_params(st);
 		afdw_bind_params(buf, st->prepared_sql, st->nparams,
 						 (const char *const *) st->param_values);
 		return true;
@@ -139,7 +138,6 @@ append_execute(AfdwScanState *st, StringInfo buf)
 		st->preparing = number;
 	}
 
-	compute_params(st);
 	appendStringInfo(buf, "EXECUTE afdw_s%u(", number);
 	for (int i = 0; i < st->nparams; i++)
 	{
@@ -157,9 +155,9 @@ append_execute(AfdwScanState *st, StringInfo buf)
 /*
  * append_query
  *		Append the scan's remote SELECT to BUF, with the parameter values
- *		inline (so that it goes in one message with the transaction's start,
- *		the CLOSE of cursors no longer needed and the first FETCH), wrapped
- *		for a binary stream.
+ *		of compute_params inline (so that it goes in one message with the
+ *		transaction's start, the CLOSE of cursors no longer needed and the
+ *		first FETCH), wrapped for a binary stream.
  */
 static void
 append_query(AfdwScanState *st, StringInfo buf)
@@ -177,11 +175,8 @@ append_query(AfdwScanState *st, StringInfo buf)
 	if (st->nparams == 0)
 		appendStringInfoString(&query, st->sql);
 	else
-	{
-		compute_params(st);
 		afdw_bind_params(&query, st->sql, st->nparams,
 						 (const char *const *) st->param_values);
-	}
 	if (binary)
 		afdw_deparse_binary_select(buf, query.data, st->outer_order, st->rel,
 								   st->retrieved_attrs);
@@ -205,6 +200,15 @@ afdw_send_start(AfdwScanState *st)
 	/* Its first run, a rerun after a rescan, or a rerun by cursor. */
 	Assert(!afdw_query_sent(st) || st->phase == PHASE_OVERFLOW);
 	afdw_set_phase(st, PHASE_UNSENT);
+
+	/*
+	 * The parameters first: one may be a subplan's value, computed now, and
+	 * that may take long (and run other scans, on this very connection
+	 * too).  The connection's idle time is judged after it, just before
+	 * the command goes.
+	 */
+	if (st->nparams > 0)
+		compute_params(st);
 
 	/*
 	 * A session the server may close now is opened again; a connection
