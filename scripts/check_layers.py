@@ -28,7 +28,7 @@ import sys
 # below it, never above.
 LAYERS = [
     ('entry', ['async_fdw', 'funcs', 'twophase_worker']),
-    ('planner', ['path', 'join', 'upper', 'ordered', 'shippable', 'direct_plan']),
+    ('planner', ['path', 'join', 'keys', 'upper', 'ordered', 'shippable', 'direct_plan']),
     ('execution', ['scan', 'census', 'fetch', 'stream', 'convert', 'modify', 'direct',
                    'explain', 'analyze', 'truncate', 'import']),
     ('session', ['xact', 'snapshot', 'statements', 'twophase', 'recovery']),

@@ -46,6 +46,7 @@ _PG_init(void)
 							   NULL, NULL, NULL);
 
 	afdw_upper_init();
+	afdw_keys_init();
 	afdw_twophase_init();
 	afdw_recovery_worker_init();
 	MarkGUCPrefixReserved("async_fdw");

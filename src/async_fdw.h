@@ -177,6 +177,12 @@ typedef struct AfdwRelInfo
 	Cost		final_startup;
 	Cost		final_total;
 	List	   *final_pathkeys;
+
+	/*
+	 * The arrays of this table's join keys that InitPlans compute for the
+	 * large scans joined to it (keys.c), one per column.
+	 */
+	List	   *key_arrays;
 } AfdwRelInfo;
 
 /*
@@ -624,6 +630,11 @@ extern void afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 extern ForeignScan *afdw_grouping_plan(PlannerInfo *root, RelOptInfo *rel,
 									   List *tlist, Plan *outer_plan);
 extern void afdw_upper_init(void);
+
+/* keys.c */
+extern void afdw_keys_init(void);
+extern List *afdw_key_conditions(PlannerInfo *root, RelOptInfo *rel,
+								 ForeignPath *path);
 extern void afdw_late_partitionwise(PlannerInfo *root);
 
 #endif							/* ASYNC_FDW_H */

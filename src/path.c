@@ -537,6 +537,10 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 		}
 	}
 
+	/* The keys of a small table joined to it (keys.c). */
+	remote_conds = list_concat(remote_conds,
+							   afdw_key_conditions(root, baserel, best_path));
+
 	rel = table_open(foreigntableid, NoLock);
 	initStringInfo(&sql);
 	afdw_deparse_select(&sql, root, baserel, rel, attrs_used, remote_conds,

@@ -1,0 +1,457 @@
+/*-------------------------------------------------------------------------
+ *
+ * keys.c
+ *		Keys sent ahead: a large scan joined to a small foreign table reads
+ *		only the rows whose join key the small table has.
+ *
+ * When a scan of ours is joined on a column to a foreign table of ours
+ * whose conditions leave few rows (Q19's part, 47 rows against 22,000
+ * rows of lineitem), the scan's remote query gets one more condition:
+ *
+ *		(N < cardinality($k) OR col = ANY ($k))
+ *
+ * where $k is the array of the small table's join column, computed once
+ * per statement by an InitPlan that reads the small table (its own remote
+ * query, with its own conditions) and stops after N + 1 rows.  The remote
+ * server then reads the large table by its index, if it has one, and sends
+ * only the rows that can join; when the small table turns out to have
+ * more than N rows, the first branch is true and the condition filters
+ * nothing.  The join above still compares every row: the condition only
+ * drops rows that could not have joined.
+ *
+ * That holds when every row of the result needs a row of the small table
+ * with the same key: both relations are in one equivalence class of the
+ * query's equality conditions, and neither is on the nullable side of an
+ * outer join or the inner side of an anti-join (semi-joins are fine both
+ * ways).  Only plain SELECTs without row locks get keys.
+ *
+ * Planner layer: called from path.c's afdwGetForeignPlan, which it calls
+ * in turn to plan the small table's scan.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/restrictinfo.h"
+#include "optimizer/subselect.h"
+#include "parser/parsetree.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+
+#include "async_fdw.h"
+#include "pg_compat.h"
+
+/* async_fdw.key_filter_min_rows and async_fdw.key_filter_max_keys */
+static int	key_filter_min_rows = 10000;
+static int	key_filter_max_keys = 1000;
+
+/*
+ * At run time, the keys are sent when the small table has at most this
+ * many times key_filter_max_keys rows (its estimate may be low).
+ */
+#define KEY_RUNTIME_FACTOR 10
+
+/* Set while the small table's own scan is planned: it takes no keys. */
+static bool planning_key_source = false;
+
+/*
+ * One array of keys already planned for this query level: the InitPlan's
+ * output for column ATTNO of the small table (cached in its AfdwRelInfo,
+ * so that the partitions of a table share one).
+ */
+typedef struct KeyArray
+{
+	AttrNumber	attno;
+	Param	   *param;
+} KeyArray;
+
+/*
+ * afdw_keys_init
+ *		Define async_fdw.key_filter_min_rows and async_fdw.key_filter_max_keys
+ *		(from _PG_init).
+ */
+void
+afdw_keys_init(void)
+{
+	DefineCustomIntVariable("async_fdw.key_filter_min_rows",
+							"Estimated rows of a scan from which it reads only the keys of a small joined foreign table.",
+							"A scan joined on a column to a foreign table of async_fdw with at most async_fdw.key_filter_max_keys estimated rows sends that table's keys in its remote query (for a partition, the estimate of the whole partitioned table counts). -1 turns this off.",
+							&key_filter_min_rows,
+							10000, -1, INT_MAX,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("async_fdw.key_filter_max_keys",
+							"Estimated rows of a foreign table up to which its join keys are sent to the large scans joined to it.",
+							"At run time, the keys are sent only if the table returns at most ten times as many rows.",
+							&key_filter_max_keys,
+							1000, 1, INT_MAX / KEY_RUNTIME_FACTOR - 1,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+}
+
+/*
+ * is_our_rel
+ *		Whether REL is a foreign table of async_fdw planned at this level.
+ */
+static bool
+is_our_rel(RelOptInfo *rel)
+{
+	return rel != NULL && rel->reloptkind == RELOPT_BASEREL &&
+		rel->rtekind == RTE_RELATION && rel->fdwroutine != NULL &&
+		rel->fdwroutine->GetForeignPlan == afdwGetForeignPlan &&
+		rel->fdw_private != NULL &&
+		((AfdwRelInfo *) rel->fdw_private)->input_rel == NULL &&
+		((AfdwRelInfo *) rel->fdw_private)->outer_rel == NULL;
+}
+
+/*
+ * may_lose_rows
+ *		Whether a relation of RELIDS may be on the nullable side of an outer
+ *		join, or the inner side of an anti-join: its rows are then not
+ *		required for the result's rows.
+ */
+static bool
+may_lose_rows(PlannerInfo *root, Relids relids)
+{
+	ListCell   *lc;
+
+	foreach(lc, root->join_info_list)
+	{
+		SpecialJoinInfo *sj = (SpecialJoinInfo *) lfirst(lc);
+
+		if (sj->jointype == JOIN_SEMI)
+			continue;
+		if (bms_overlap(sj->syn_righthand, relids))
+			return true;
+		if (sj->jointype == JOIN_FULL && bms_overlap(sj->syn_lefthand, relids))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * contain_exec_params
+ *		Whether NODE holds a PARAM_EXEC Param (a value from an outer query
+ *		level or an outer join side).
+ */
+static bool
+contain_exec_params(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXEC)
+		return true;
+	return expression_tree_walker(node, contain_exec_params, context);
+}
+
+/*
+ * key_source_ok
+ *		Whether SRC, another base relation of this query level, can give
+ *		keys: a foreign table of ours with few estimated rows, whose own
+ *		conditions can all be evaluated by an InitPlan (no parameter, no
+ *		subplan, no constant-only gating condition), read without LATERAL.
+ */
+static bool
+key_source_ok(PlannerInfo *root, RelOptInfo *src)
+{
+	ListCell   *lc;
+
+	if (!is_our_rel(src) || src->rows > key_filter_max_keys ||
+		!bms_is_empty(src->lateral_relids) || may_lose_rows(root, src->relids))
+		return false;
+	foreach(lc, src->baserestrictinfo)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+
+		if (ri->pseudoconstant || contain_subplans((Node *) ri->clause) ||
+			contain_exec_params((Node *) ri->clause, NULL) ||
+			contain_volatile_functions((Node *) ri->clause))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * plain_path
+ *		An unparameterized ForeignPath of SRC, unordered if there is one.
+ */
+static ForeignPath *
+plain_path(RelOptInfo *src)
+{
+	ForeignPath *found = NULL;
+	ListCell   *lc;
+
+	foreach(lc, src->pathlist)
+	{
+		Path	   *path = (Path *) lfirst(lc);
+
+		if (!IsA(path, ForeignPath) || path->param_info != NULL)
+			continue;
+		if (path->pathkeys == NIL)
+			return (ForeignPath *) path;
+		if (found == NULL)
+			found = (ForeignPath *) path;
+	}
+	return found;
+}
+
+/*
+ * source_scan
+ *		The ForeignScan of SRC (foreign table RELID) by PATH returning
+ *		TLIST, with all its conditions, and no keys of its own.
+ */
+static ForeignScan *
+source_scan(PlannerInfo *root, RelOptInfo *src, Oid relid, ForeignPath *path,
+			List *tlist)
+{
+	ForeignScan *scan;
+
+	planning_key_source = true;
+	PG_TRY();
+	{
+		scan = afdwGetForeignPlan(root, src, relid, path, tlist,
+								  src->baserestrictinfo, NULL);
+	}
+	PG_FINALLY();
+	{
+		planning_key_source = false;
+	}
+	PG_END_TRY();
+	return scan;
+}
+
+/*
+ * key_array
+ *		The Param that holds the array of KEY (a column of SRC) for this
+ *		statement: an InitPlan reading SRC with its conditions, at most
+ *		max_keys * KEY_RUNTIME_FACTOR + 1 rows.  Made once per column and
+ *		query level; NULL if SRC cannot be read so.
+ */
+static Param *
+key_array(PlannerInfo *root, RelOptInfo *src, Var *key)
+{
+	AfdwRelInfo *fp = (AfdwRelInfo *) src->fdw_private;
+	RangeTblEntry *rte = planner_rt_fetch(src->relid, root);
+	ForeignPath *path;
+	List	   *tlist;
+	ForeignScan *scan;
+	Limit	   *limit;
+	Param	   *param;
+	Oid			array_type;
+	ListCell   *lc;
+
+	foreach(lc, fp->key_arrays)
+	{
+		KeyArray   *ka = (KeyArray *) lfirst(lc);
+
+		if (ka->attno == key->varattno)
+			return ka->param;
+	}
+
+	array_type = get_array_type(key->vartype);
+	path = plain_path(src);
+	if (!OidIsValid(array_type) || path == NULL)
+		return NULL;
+
+	/* The table's scan, returning the key, as the planner would make it. */
+	tlist = list_make1(makeTargetEntry((Expr *) copyObject(key), 1, NULL, false));
+	scan = source_scan(root, src, rte->relid, path, tlist);
+	scan->scan.plan.startup_cost = path->path.startup_cost;
+	scan->scan.plan.total_cost = path->path.total_cost;
+	scan->scan.plan.plan_rows = path->path.rows;
+	scan->scan.plan.plan_width = get_typavgwidth(key->vartype, key->vartypmod);
+	scan->scan.plan.parallel_safe = false;
+
+	/* No more rows than the array may hold. */
+	limit = makeNode(Limit);
+	limit->plan.targetlist = copyObject(tlist);
+	limit->plan.lefttree = &scan->scan.plan;
+	limit->limitCount = (Node *)
+		makeConst(INT8OID, -1, InvalidOid, sizeof(int64),
+				  Int64GetDatum((int64) key_filter_max_keys * KEY_RUNTIME_FACTOR + 1),
+				  false, FLOAT8PASSBYVAL);
+	limit->limitOption = LIMIT_OPTION_COUNT;
+	limit->plan.startup_cost = scan->scan.plan.startup_cost;
+	limit->plan.total_cost = scan->scan.plan.total_cost;
+	limit->plan.plan_rows = scan->scan.plan.plan_rows;
+	limit->plan.plan_width = scan->scan.plan.plan_width;
+
+	/*
+	 * An InitPlan of this query level, whose rows make an array (as
+	 * ARRAY(SELECT ...) does): SS_make_initplan_from_plan makes a
+	 * single-value one, which is then told to collect.  The plan reads the
+	 * level's range table, as MIN/MAX's InitPlans do (planagg.c).
+	 */
+	param = SS_make_initplan_output_param(root, array_type, -1, key->varcollid);
+	SS_make_initplan_from_plan(root, root, &limit->plan, param);
+	llast_node(SubPlan, root->init_plans)->subLinkType = ARRAY_SUBLINK;
+
+	{
+		KeyArray   *ka = palloc(sizeof(KeyArray));
+
+		ka->attno = key->varattno;
+		ka->param = param;
+		fp->key_arrays = lappend(fp->key_arrays, ka);
+	}
+	return param;
+}
+
+/*
+ * key_condition
+ *		(N < cardinality(KEYS) OR COLUMN = ANY (KEYS)), with the equality
+ *		operator EQ.
+ */
+static Expr *
+key_condition(Expr *column, Param *keys, Oid eq, Oid collation)
+{
+	ScalarArrayOpExpr *any = makeNode(ScalarArrayOpExpr);
+	Expr	   *count;
+	Expr	   *too_many;
+
+	any->opno = eq;
+	any->opfuncid = get_opcode(eq);
+	any->hashfuncid = InvalidOid;
+	any->negfuncid = InvalidOid;
+	any->useOr = true;
+	any->inputcollid = collation;
+	any->args = list_make2(copyObject(column), copyObject(keys));
+	any->location = -1;
+
+	count = (Expr *) makeFuncExpr(F_CARDINALITY, INT4OID,
+								  list_make1(copyObject(keys)),
+								  InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+	too_many = make_opclause(Int4LessOperator, BOOLOID, false,
+							 (Expr *) makeConst(INT4OID, -1, InvalidOid, sizeof(int32),
+												Int32GetDatum(key_filter_max_keys *
+															  KEY_RUNTIME_FACTOR),
+												false, true),
+							 count, InvalidOid, InvalidOid);
+	return make_orclause(list_make2(too_many, any));
+}
+
+/*
+ * equality_operator
+ *		The equality operator of one of EC's btree families between
+ *		LEFTTYPE and RIGHTTYPE, or InvalidOid.
+ */
+static Oid
+equality_operator(EquivalenceClass *ec, Oid lefttype, Oid righttype)
+{
+	ListCell   *lc;
+
+	foreach(lc, ec->ec_opfamilies)
+	{
+		Oid			op = get_opfamily_member(lfirst_oid(lc), lefttype, righttype,
+											 BTEqualStrategyNumber);
+
+		if (OidIsValid(op))
+			return op;
+	}
+	return InvalidOid;
+}
+
+/*
+ * afdw_key_conditions
+ *		The key conditions (RestrictInfos) that the remote query of REL's
+ *		scan by PATH takes, one per small foreign table joined to it on one
+ *		of its columns (see the file's comment); NIL if none.
+ */
+List *
+afdw_key_conditions(PlannerInfo *root, RelOptInfo *rel, ForeignPath *path)
+{
+	Relids		own = IS_OTHER_REL(rel) ? rel->top_parent_relids : rel->relids;
+	double		rows = rel->rows;
+	List	   *conds = NIL;
+	ListCell   *lc;
+	int			parent;
+
+	if (key_filter_min_rows < 0 || planning_key_source ||
+		root->parse->commandType != CMD_SELECT ||
+		root->rowMarks != NIL || root->parse->rowMarks != NIL ||
+		path->path.param_info != NULL || !bms_is_empty(rel->lateral_relids) ||
+		!rel->has_eclass_joins || may_lose_rows(root, own))
+		return NIL;
+
+	/* A partition counts with its siblings: one array serves them all. */
+	if (bms_get_singleton_member(own, &parent) && parent != (int) rel->relid &&
+		root->simple_rel_array[parent] != NULL)
+		rows = root->simple_rel_array[parent]->rows;
+	if (rows < key_filter_min_rows)
+		return NIL;
+
+	foreach(lc, root->eq_classes)
+	{
+		EquivalenceClass *ec = (EquivalenceClass *) lfirst(lc);
+		EquivalenceMember *em;
+		AfdwMemberIter iter;
+		Expr	   *column = NULL;
+		RelOptInfo *src = NULL;
+		Var		   *key = NULL;
+		Param	   *keys;
+		Expr	   *cond;
+		Oid			eq;
+
+		if (ec->ec_has_const || ec->ec_has_volatile || ec->ec_broken ||
+			list_length(ec->ec_members) < 2 || !bms_overlap(ec->ec_relids, own))
+			continue;
+
+		/* REL's column, and the column of the smallest source. */
+		afdw_members_begin(&iter, ec, rel->relids);
+		while ((em = afdw_members_next(&iter)) != NULL)
+		{
+			Expr	   *expr = em->em_expr;
+			int			relid;
+
+			while (IsA(expr, RelabelType))
+				expr = ((RelabelType *) expr)->arg;
+			if (!IsA(expr, Var) || ((Var *) expr)->varlevelsup != 0 ||
+				((Var *) expr)->varattno <= 0 ||
+				!bms_get_singleton_member(em->em_relids, &relid))
+				continue;
+			if (relid == (int) rel->relid)
+				column = em->em_expr;
+			else if (!em->em_is_child && !bms_is_member(relid, own) &&
+					 relid < root->simple_rel_array_size &&
+					 key_source_ok(root, root->simple_rel_array[relid]) &&
+					 root->simple_rel_array[relid]->rows * 10 <= rows &&
+					 (src == NULL || root->simple_rel_array[relid]->rows < src->rows))
+			{
+				src = root->simple_rel_array[relid];
+				key = (Var *) expr;
+			}
+		}
+		if (column == NULL || src == NULL || !IsA(column, Var))
+			continue;
+
+		eq = equality_operator(ec, exprType((Node *) column), key->vartype);
+		if (!OidIsValid(eq) || !op_strict(eq) ||
+			!OidIsValid(get_array_type(key->vartype)))
+			continue;
+
+		/* Shippable with a stand-in for the array, before it is planned. */
+		keys = makeNode(Param);
+		keys->paramkind = PARAM_EXEC;
+		keys->paramid = 0;
+		keys->paramtype = get_array_type(key->vartype);
+		keys->paramtypmod = -1;
+		keys->paramcollid = key->varcollid;
+		keys->location = -1;
+		if (!afdw_is_shippable(root, rel, key_condition(column, keys, eq,
+														ec->ec_collation)))
+			continue;
+
+		keys = key_array(root, src, key);
+		if (keys == NULL)
+			continue;
+		cond = key_condition(column, keys, eq, ec->ec_collation);
+		conds = lappend(conds, make_simple_restrictinfo(root, cond));
+	}
+	return conds;
+}
