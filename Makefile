@@ -34,6 +34,7 @@ OBJS = \
 	src/snapshot.o \
 	src/statements.o \
 	src/stream.o \
+	src/subplan.o \
 	src/truncate.o \
 	src/twophase.o \
 	src/twophase_worker.o \

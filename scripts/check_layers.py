@@ -33,7 +33,7 @@ LAYERS = [
                    'explain', 'analyze', 'truncate', 'import']),
     ('session', ['xact', 'snapshot', 'statements', 'twophase', 'recovery']),
     ('wire', ['connect', 'pool', 'remote', 'budget']),
-    ('common', ['option', 'deparse', 'deparse_join', 'expr', 'plan_private']),
+    ('common', ['option', 'deparse', 'deparse_join', 'expr', 'subplan', 'plan_private']),
 ]
 
 # Upward calls not yet removed, each "file function file callee" on a line
