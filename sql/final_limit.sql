@@ -212,6 +212,33 @@ SELECT count(*) FROM (SELECT x.a, y.b FROM fl3 x CROSS JOIN fl3 y LIMIT 4) s;
 DROP FOREIGN TABLE fl3;
 DROP TABLE fl3_local, remote.fl3;
 
+-- 9. A scan that carries the query's LIMIT (a subplan in the select list
+-- keeps the LIMIT from the final stage) and runs as one command: a LIMIT
+-- above fetch_size + 1 is not given a second one (it was: "syntax error
+-- at or near LIMIT", found by 005_differential.pl), one within it runs as
+-- it is.  The partitioned table is pruned to one partition.
+CREATE TABLE remote.fl4a (id int, k int);
+INSERT INTO remote.fl4a SELECT g, g % 13 FROM generate_series(1, 300) g;
+CREATE TABLE remote.fl4b (id int, k int, s text);
+INSERT INTO remote.fl4b SELECT g, g % 10, 'abc' || g FROM generate_series(1, 60) g;
+CREATE TABLE fl4 (id int, k int) PARTITION BY RANGE (id);
+CREATE FOREIGN TABLE fl4_1 PARTITION OF fl4 FOR VALUES FROM (1) TO (301)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'fl4a', fetch_size '7');
+CREATE FOREIGN TABLE fl4_2 PARTITION OF fl4 FOR VALUES FROM (301) TO (601)
+  SERVER loopback2 OPTIONS (schema_name 'remote', table_name 'fl4a');
+CREATE FOREIGN TABLE fl4b (id int, k int, s text)
+  SERVER loopback2 OPTIONS (schema_name 'remote', table_name 'fl4b');
+ANALYZE fl4, fl4b;
+SELECT a.id, (SELECT string_agg(b.s, ',' ORDER BY b.id) FROM fl4b b WHERE b.k = a.k)
+  FROM fl4 a WHERE a.id < 3 ORDER BY a.id LIMIT 30;
+SELECT a.id, (SELECT string_agg(b.s, ',' ORDER BY b.id) FROM fl4b b WHERE b.k = a.k)
+  FROM fl4 a WHERE a.id < 3 ORDER BY a.id LIMIT 5;
+SELECT a.id, (SELECT string_agg(b.s, ',' ORDER BY b.id) FROM remote.fl4b b WHERE b.k = a.k)
+  FROM remote.fl4a a WHERE a.id < 3 ORDER BY a.id LIMIT 30;
+DROP TABLE fl4;
+DROP FOREIGN TABLE fl4b;
+DROP TABLE remote.fl4a, remote.fl4b;
+
 DROP EXTENSION citext CASCADE;
 DROP FOREIGN TABLE fl1, fl2;
 DROP TABLE fl1_local, fl2_local, fl_result, remote.fl1, remote.fl2;

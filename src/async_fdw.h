@@ -250,6 +250,7 @@ extern List *afdw_make_scan_private(const char *sql, List *retrieved_attrs,
 									const char *relations);
 extern const char *afdw_scan_relations(ForeignScan *plan);
 extern void afdw_mark_own_limit(PlannerInfo *root, ForeignScan *scan);
+extern void afdw_mark_limit_bound(ForeignScan *scan, int64 bound);
 extern bool afdw_scan_own_limit(ForeignScan *plan, int *bound);
 extern void afdw_scan_private(ForeignScan *plan, char **sql,
 							  List **retrieved_attrs, int *fetch_size,

@@ -558,7 +558,7 @@ afdw_finish_remote_plan(PlannerInfo *root, RelOptInfo *rel, Path *path,
 	StringInfoData buf;
 	ListCell   *lc;
 	bool		first = true;
-	int64		limit;
+	int64		limit = -1;
 
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, strVal(sql));
@@ -593,10 +593,14 @@ afdw_finish_remote_plan(PlannerInfo *root, RelOptInfo *rel, Path *path,
 		afdw_deparse_limit(&buf, root, rel, NULL, &scan->fdw_exprs);
 	else if (scan->fdw_exprs == NIL && limit_for(root, rel, path, grouped, &limit))
 		appendStringInfo(&buf, " LIMIT " INT64_FORMAT, limit);
+	else
+		limit = -1;				/* none sent */
 	if (buf.len != (int) strlen(strVal(sql)))
 		linitial(scan->fdw_private) = makeString(buf.data);
 	if (afdw_is_final_path(path))
 		afdw_mark_own_limit(root, scan);
+	else if (limit >= 0)
+		afdw_mark_limit_bound(scan, limit);
 	return scan;
 }
 

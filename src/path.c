@@ -490,6 +490,7 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	bool		stream;
 	char	   *outer_order = "";
 	int64		limit;
+	int64		sent_limit = -1;
 	ForeignScan *scan;
 
 	/* The remote aggregate of a grouping relation (upper.c), a join. */
@@ -556,7 +557,10 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 		afdw_deparse_limit(&sql, root, baserel, rel, &params);
 	}
 	else if (limit_to_send(root, baserel, best_path, local_exprs, params, &limit))
+	{
 		appendStringInfo(&sql, " LIMIT " INT64_FORMAT, limit);
+		sent_limit = limit;
+	}
 	table_close(rel, NoLock);
 
 	/*
@@ -575,6 +579,8 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 							NIL, remote_exprs, outer_plan);
 	if (afdw_is_final_path(&best_path->path))
 		afdw_mark_own_limit(root, scan);
+	else if (sent_limit >= 0)
+		afdw_mark_limit_bound(scan, sent_limit);
 	return scan;
 }
 

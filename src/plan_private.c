@@ -80,9 +80,21 @@ afdw_mark_own_limit(PlannerInfo *root, ForeignScan *scan)
 		bound = DatumGetInt64(count->constvalue);
 		if (offset != NULL && !offset->constisnull)
 			bound += DatumGetInt64(offset->constvalue);
-		if (bound < 0 || bound > PG_INT32_MAX)
-			bound = -1;
 	}
+	afdw_mark_limit_bound(scan, bound);
+}
+
+/*
+ * afdw_mark_limit_bound
+ *		Note in SCAN's fdw_private that its remote SELECT ends with a LIMIT
+ *		that lets it return at most BOUND rows (-1: not known), so that no
+ *		other LIMIT is appended to it.
+ */
+void
+afdw_mark_limit_bound(ForeignScan *scan, int64 bound)
+{
+	if (bound < 0 || bound > PG_INT32_MAX)
+		bound = -1;
 	Assert(list_length(scan->fdw_private) == AFDW_PRIVATE_OWN_LIMIT);
 	scan->fdw_private = lappend(scan->fdw_private, makeInteger((int) bound));
 }
