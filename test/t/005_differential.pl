@@ -218,6 +218,10 @@ for my $t (@TABLES)
 	}
 	$coord_sql .= "CREATE INDEX ON l_$name (k);\nANALYZE l_$name;\n";
 }
+# The wrappers' tables analyzed too: their estimates are then the real
+# sizes, as a user's would be, which the planners (and the keys of small
+# tables, keys.c) go by.
+$coord_sql .= "ANALYZE " . join(', ', map { ("a_$_->[0]", "p_$_->[0]") } @TABLES) . ";\n";
 $shards[$_]->safe_psql('postgres', $shard_sql[$_]) for 0 .. 1;
 $coord->safe_psql('postgres', $coord_sql);
 
@@ -1218,6 +1222,13 @@ sub gen_settings
 	push @gucs, 'enable_partitionwise_aggregate = on' if chance(0.2);
 	push @gucs, 'enable_seqscan = off' if chance(0.1);
 	push @gucs, 'enable_sort = off' if chance(0.1);
+	# keys of small tables sent to large scans (keys.c), down to the
+	# smallest tables, with arrays that overflow (max_keys 1: past 10 rows)
+	if (chance(0.4))
+	{
+		push @gucs, 'async_fdw.key_filter_min_rows = 0';
+		push @gucs, 'async_fdw.key_filter_max_keys = ' . pick(1, 3, 1000);
+	}
 	my %a = (
 		fetch_size => pickw([ 1, 1 ], [ 3, 7 ], [ 4, 100 ], [ 3, 10000 ]),
 		fetch_mode => pick('auto', 'stream', 'cursor'),
