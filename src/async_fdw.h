@@ -605,6 +605,7 @@ extern ForeignScan *afdw_join_lock_rows(PlannerInfo *root, RelOptInfo *rel,
 										ForeignScan *scan);
 
 /* ordered.c */
+extern bool afdw_has_exec_param(Node *node, void *context);
 extern char *afdw_deparse_order_by(StringInfo buf, RelOptInfo *baserel,
 								   Relation rel, List *pathkeys,
 								   List *retrieved_attrs);

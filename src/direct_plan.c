@@ -48,7 +48,6 @@ static Plan *target_scan(Plan *plan, Index rti);
 static bool plan_join_modify(PlannerInfo *root, ModifyTable *plan,
 							 Index resultRelation, int subplan_index,
 							 ForeignScan *fscan);
-static bool has_exec_param(Node *node, void *context);
 static void deparse_direct(StringInfo buf, PlannerInfo *root, CmdType operation,
 						   RelOptInfo *baserel,
 						   Relation rel, List *targets, List *colnos,
@@ -98,21 +97,6 @@ target_scan(Plan *plan, Index rti)
 		default:
 			return NULL;
 	}
-}
-
-/*
- * has_exec_param
- *		True if NODE holds a parameter computed during execution (of an
- *		initial plan, say), whose value is unknown at executor start.
- */
-static bool
-has_exec_param(Node *node, void *context)
-{
-	if (node == NULL)
-		return false;
-	if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXEC)
-		return true;
-	return expression_tree_walker(node, has_exec_param, context);
 }
 
 /*
@@ -217,7 +201,7 @@ afdwPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 									makeBoolean(plan->returningLists != NIL),
 									retrieved_attrs,
 									makeBoolean(plan->canSetTag),
-									makeBoolean(!has_exec_param((Node *) params, NULL)));
+									makeBoolean(!afdw_has_exec_param((Node *) params, NULL)));
 
 	/*
 	 * The scan's output is still projected from each RETURNING row, its
@@ -419,7 +403,7 @@ plan_join_modify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 											makeBoolean(returning),
 											retrieved_attrs,
 											makeBoolean(plan->canSetTag),
-											makeBoolean(!has_exec_param((Node *) params, NULL))),
+											makeBoolean(!afdw_has_exec_param((Node *) params, NULL))),
 								 makeInteger(list_length(join_vars)));
 
 	/*

@@ -137,21 +137,6 @@ may_lose_rows(PlannerInfo *root, Relids relids)
 }
 
 /*
- * contain_exec_params
- *		Whether NODE holds a PARAM_EXEC Param (a value from an outer query
- *		level or an outer join side).
- */
-static bool
-contain_exec_params(Node *node, void *context)
-{
-	if (node == NULL)
-		return false;
-	if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXEC)
-		return true;
-	return expression_tree_walker(node, contain_exec_params, context);
-}
-
-/*
  * key_source_ok
  *		Whether SRC, another base relation of this query level, can give
  *		keys: a foreign table of ours with few estimated rows, whose own
@@ -170,8 +155,7 @@ key_source_ok(PlannerInfo *root, RelOptInfo *src)
 	{
 		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
 
-		if (ri->pseudoconstant || contain_subplans((Node *) ri->clause) ||
-			contain_exec_params((Node *) ri->clause, NULL) ||
+		if (ri->pseudoconstant || afdw_has_exec_param((Node *) ri->clause, NULL) ||
 			contain_volatile_functions((Node *) ri->clause))
 			return false;
 	}
@@ -376,14 +360,14 @@ afdw_key_conditions(PlannerInfo *root, RelOptInfo *rel, ForeignPath *path)
 		root->parse->commandType != CMD_SELECT ||
 		root->rowMarks != NIL || root->parse->rowMarks != NIL ||
 		path->path.param_info != NULL || !bms_is_empty(rel->lateral_relids) ||
-		!rel->has_eclass_joins || may_lose_rows(root, own))
+		!rel->has_eclass_joins)
 		return NIL;
 
 	/* A partition counts with its siblings: one array serves them all. */
 	if (bms_get_singleton_member(own, &parent) && parent != (int) rel->relid &&
 		root->simple_rel_array[parent] != NULL)
 		rows = root->simple_rel_array[parent]->rows;
-	if (rows < key_filter_min_rows)
+	if (rows < key_filter_min_rows || may_lose_rows(root, own))
 		return NIL;
 
 	foreach(lc, root->eq_classes)

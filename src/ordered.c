@@ -605,12 +605,13 @@ afdw_finish_remote_plan(PlannerInfo *root, RelOptInfo *rel, Path *path,
 }
 
 /*
- * has_exec_param
+ * afdw_has_exec_param
  *		True if NODE holds a parameter that the executor sets (the output of
- *		a subquery run as an InitPlan, or of an outer query level).
+ *		a subquery run as an InitPlan, or of an outer query level), or a
+ *		subquery.  CONTEXT is unused (an expression_tree_walker).
  */
-static bool
-has_exec_param(Node *node, void *context)
+bool
+afdw_has_exec_param(Node *node, void *context)
 {
 	if (node == NULL)
 		return false;
@@ -618,7 +619,7 @@ has_exec_param(Node *node, void *context)
 		return ((Param *) node)->paramkind != PARAM_EXTERN;
 	if (IsA(node, SubLink) || IsA(node, SubPlan))
 		return true;
-	return expression_tree_walker(node, has_exec_param, context);
+	return expression_tree_walker(node, afdw_has_exec_param, context);
 }
 
 /*
@@ -639,7 +640,7 @@ limit_value_ok(PlannerInfo *root, RelOptInfo *rel, Node *node)
 	if (IsA(node, Const))
 		return ((Const *) node)->constisnull ||
 			DatumGetInt64(((Const *) node)->constvalue) >= 0;
-	return !has_exec_param(node, NULL) &&
+	return !afdw_has_exec_param(node, NULL) &&
 		!contain_volatile_functions(node) &&
 		afdw_is_shippable(root, rel, (Expr *) node);
 }
