@@ -28,8 +28,8 @@ import sys
 # below it, never above.
 LAYERS = [
     ('entry', ['async_fdw', 'funcs', 'twophase_worker']),
-    ('planner', ['path', 'join', 'keys', 'upper', 'ordered', 'shippable', 'direct_plan']),
-    ('execution', ['scan', 'census', 'fetch', 'stream', 'convert', 'modify', 'direct',
+    ('planner', ['path', 'join', 'keys', 'hashkeys', 'upper', 'ordered', 'shippable', 'direct_plan']),
+    ('execution', ['scan', 'collect', 'census', 'fetch', 'stream', 'convert', 'modify', 'direct',
                    'explain', 'analyze', 'truncate', 'import']),
     ('session', ['xact', 'snapshot', 'statements', 'twophase', 'recovery']),
     ('wire', ['connect', 'pool', 'remote', 'budget']),

@@ -257,6 +257,16 @@ extern void afdw_scan_private(ForeignScan *plan, char **sql,
 							  bool *stream, char **outer_order);
 extern void afdw_mark_recheck_only(Plan *plan);
 extern bool afdw_scan_recheck_only(ForeignScan *plan);
+extern void afdw_set_key_slots(ForeignScan *scan, int at, bool where, List *slots);
+extern List *afdw_make_key_slot(AttrNumber attno, Oid opno, Oid collation,
+								const char *before, const char *after);
+extern int	afdw_scan_key_slots(ForeignScan *plan);
+extern void afdw_scan_key_slot(ForeignScan *plan, int i, AttrNumber *attno,
+							   Oid *opno, Oid *collation);
+extern void afdw_add_key_use(ForeignScan *plan, int collector, int column, int slot);
+extern int	afdw_scan_key_uses(ForeignScan *plan);
+extern void afdw_scan_key_use(ForeignScan *plan, int i, int *collector, int *column);
+extern char *afdw_keyed_sql(ForeignScan *plan, const bool *used, int first_param);
 
 /* budget.c */
 extern void afdw_budget_preload(void);
@@ -487,6 +497,8 @@ extern void afdw_deparse_grouped_select(StringInfo buf, PlannerInfo *root,
 										bool partial,
 										List **params);
 extern void afdw_deparse_relation(StringInfo buf, Relation rel);
+extern char *afdw_deparse_condition(PlannerInfo *root, RelOptInfo *baserel,
+									Relation rel, Expr *cond, List *params);
 extern void afdw_deparse_limit(StringInfo buf, PlannerInfo *root,
 							   RelOptInfo *rel, Relation frel, List **params);
 extern bool afdw_deparse_locking_clause(StringInfo buf, PlannerInfo *root,
@@ -638,5 +650,23 @@ extern void afdw_keys_init(void);
 extern List *afdw_key_conditions(PlannerInfo *root, RelOptInfo *rel,
 								 ForeignPath *path);
 extern void afdw_late_partitionwise(PlannerInfo *root);
+extern List *afdw_key_slots(PlannerInfo *root, RelOptInfo *rel, Relation relation,
+							ForeignPath *path, List *params);
+extern int	afdw_key_slots_made(void);
+extern int	afdw_key_array_limit(void);
+
+/* The most columns of one scan that may take keys at run time. */
+#define AFDW_MAX_KEY_SLOTS	4
+
+/* hashkeys.c */
+extern void afdw_attach_key_collectors(PlannedStmt *stmt);
+
+/* collect.c */
+extern void afdw_collect_init(void);
+extern CustomScan *afdw_make_key_collector(Plan *child, List *columns, int limit,
+											int id);
+extern bool afdw_is_key_collector(Plan *plan);
+extern bool afdw_collected_keys(EState *estate, int collector, int column,
+								Datum *keys, int *count);
 
 #endif							/* ASYNC_FDW_H */

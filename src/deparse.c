@@ -943,3 +943,26 @@ afdw_deparse_conditions(List *conds, DeparseContext *cxt)
 	append_conditions(conds, cxt);
 }
 
+
+/*
+ * afdw_deparse_condition
+ *		The text of COND, a condition on BASEREL (foreign table REL), as
+ *		the remote SELECT whose parameters are PARAMS would have it: a
+ *		parameter not among them is numbered after them (PARAMS itself is
+ *		left as it is).
+ */
+char *
+afdw_deparse_condition(PlannerInfo *root, RelOptInfo *baserel, Relation rel,
+					   Expr *cond, List *params)
+{
+	DeparseContext cxt;
+	StringInfoData buf;
+	List	   *own = list_copy(params);
+
+	initStringInfo(&buf);
+	init_context(&cxt, &buf, root, baserel, rel, &own);
+	afdw_deparse_expr(cond, &cxt);
+	end_context(&cxt);
+	list_free(own);
+	return buf.data;
+}

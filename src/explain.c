@@ -104,6 +104,9 @@ explain_analyze(AfdwScanState *st, ExplainState *es)
 			ExplainPropertyFloat("Remote Wait Time", "ms", wait_ms, 3, es);
 	}
 	ExplainPropertyText("Connection", connection, es);
+	if (st->nkey_uses > 0)
+		ExplainPropertyText("Keys Sent", st->keys_sent < 0 ? "none" :
+							psprintf(INT64_FORMAT, st->keys_sent), es);
 }
 
 /*
@@ -128,6 +131,9 @@ afdwExplainForeignScan(ForeignScanState *node, ExplainState *es)
 		return;
 	afdw_scan_private(plan, &sql, &retrieved_attrs,
 					  &fetch_size, &stream, &outer_order);
+	/* With the keys of hash joins, as it runs when they have few. */
+	if (afdw_scan_key_uses(plan) > 0)
+		sql = afdw_keyed_sql(plan, NULL, list_length(plan->fdw_exprs) + 1);
 	ExplainPropertyText("Remote SQL", sql, es);
 	ExplainPropertyText("Fetch Mode", stream ? "stream" : "cursor", es);
 	if (es->analyze && node->fdw_state != NULL)

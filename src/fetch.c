@@ -79,6 +79,12 @@ compute_params(AfdwScanState *st)
 			OutputFunctionCall(&st->param_flinfo[i], value);
 		i++;
 	}
+	for (int k = 0; k < st->nkey_uses && i < st->nparams; k++)
+	{
+		if (st->key_used[k])
+			st->param_values[i++] = OutputFunctionCall(&st->key_out, st->key_arrays[k]);
+	}
+	Assert(i == st->nparams);
 	afdw_reset_transmission_modes(nestlevel);
 	MemoryContextSwitchTo(oldcxt);
 }

@@ -58,6 +58,9 @@ static int	key_filter_max_keys = 1000;
  */
 #define KEY_RUNTIME_FACTOR 10
 
+/* Scans given key slots (afdw_key_slots), a count. */
+static int	key_slots_made = 0;
+
 /* Set while the small table's own scan is planned: it takes no keys. */
 static bool planning_key_source = false;
 
@@ -342,6 +345,33 @@ equality_operator(EquivalenceClass *ec, Oid lefttype, Oid righttype)
 }
 
 /*
+ * large_scan
+ *		Whether REL's scan by PATH may take keys: a plain SELECT's
+ *		unparameterized scan, joined to other relations by equivalence
+ *		classes, estimated at key_filter_min_rows rows or more (*ROWS, a
+ *		partition counting with its siblings: one array serves them all).
+ */
+static bool
+large_scan(PlannerInfo *root, RelOptInfo *rel, ForeignPath *path, double *rows)
+{
+	Relids		own = IS_OTHER_REL(rel) ? rel->top_parent_relids : rel->relids;
+	int			parent;
+
+	if (key_filter_min_rows < 0 || planning_key_source ||
+		root->parse->commandType != CMD_SELECT ||
+		root->rowMarks != NIL || root->parse->rowMarks != NIL ||
+		path->path.param_info != NULL || !bms_is_empty(rel->lateral_relids) ||
+		(!rel->has_eclass_joins && rel->joininfo == NIL))
+		return false;
+
+	*rows = rel->rows;
+	if (bms_get_singleton_member(own, &parent) && parent != (int) rel->relid &&
+		root->simple_rel_array[parent] != NULL)
+		*rows = root->simple_rel_array[parent]->rows;
+	return *rows >= key_filter_min_rows;
+}
+
+/*
  * afdw_key_conditions
  *		The key conditions (RestrictInfos) that the remote query of REL's
  *		scan by PATH takes, one per small foreign table joined to it on one
@@ -351,23 +381,11 @@ List *
 afdw_key_conditions(PlannerInfo *root, RelOptInfo *rel, ForeignPath *path)
 {
 	Relids		own = IS_OTHER_REL(rel) ? rel->top_parent_relids : rel->relids;
-	double		rows = rel->rows;
+	double		rows;
 	List	   *conds = NIL;
 	ListCell   *lc;
-	int			parent;
 
-	if (key_filter_min_rows < 0 || planning_key_source ||
-		root->parse->commandType != CMD_SELECT ||
-		root->rowMarks != NIL || root->parse->rowMarks != NIL ||
-		path->path.param_info != NULL || !bms_is_empty(rel->lateral_relids) ||
-		!rel->has_eclass_joins)
-		return NIL;
-
-	/* A partition counts with its siblings: one array serves them all. */
-	if (bms_get_singleton_member(own, &parent) && parent != (int) rel->relid &&
-		root->simple_rel_array[parent] != NULL)
-		rows = root->simple_rel_array[parent]->rows;
-	if (rows < key_filter_min_rows || may_lose_rows(root, own))
+	if (!large_scan(root, rel, path, &rows) || may_lose_rows(root, own))
 		return NIL;
 
 	foreach(lc, root->eq_classes)
@@ -438,4 +456,187 @@ afdw_key_conditions(PlannerInfo *root, RelOptInfo *rel, ForeignPath *path)
 		conds = lappend(conds, make_simple_restrictinfo(root, cond));
 	}
 	return conds;
+}
+
+/*
+ * key_slot
+ *		The key slot (afdw_make_key_slot) of COLUMN of REL (foreign table
+ *		RELATION), compared by operator EQ under COLLATION, in a remote
+ *		SELECT with parameters PARAMS (its array written as MARKER's
+ *		parameter); NULL if SLOTS has the column already, or the condition
+ *		cannot be sent.
+ */
+static List *
+key_slot(PlannerInfo *root, RelOptInfo *rel, Relation relation, Var *column,
+		 Oid eq, Oid collation, List *params, const char *marker, List *slots)
+{
+	ScalarArrayOpExpr *any;
+	Param	   *keys;
+	char	   *text;
+	char	   *at;
+	ListCell   *lc;
+
+	foreach(lc, slots)
+	{
+		if (intVal(linitial(lfirst(lc))) == column->varattno)
+			return NULL;
+	}
+	if (!op_strict(eq) || !op_hashjoinable(eq, column->vartype) ||
+		!OidIsValid(get_array_type(column->vartype)))
+		return NULL;
+
+	/* A stand-in for the array, numbered after PARAMS once written. */
+	keys = makeNode(Param);
+	keys->paramkind = PARAM_EXEC;
+	keys->paramid = -1;
+	keys->paramtype = get_array_type(column->vartype);
+	keys->paramtypmod = -1;
+	keys->paramcollid = column->varcollid;
+	keys->location = -1;
+	any = makeNode(ScalarArrayOpExpr);
+	any->opno = eq;
+	any->opfuncid = get_opcode(eq);
+	any->hashfuncid = InvalidOid;
+	any->negfuncid = InvalidOid;
+	any->useOr = true;
+	any->inputcollid = collation;
+	any->args = list_make2(copyObject(column), keys);
+	any->location = -1;
+	if (!afdw_is_shippable(root, rel, (Expr *) any))
+		return NULL;
+	text = afdw_deparse_condition(root, rel, relation, (Expr *) any, params);
+	at = strstr(text, marker);
+	if (at == NULL)
+		return NULL;
+	*at = '\0';
+	return afdw_make_key_slot(column->varattno, eq, collation, text,
+							  at + strlen(marker) - 2);
+}
+
+/*
+ * afdw_key_slots
+ *		The columns of REL (foreign table RELATION) whose scan by PATH, a
+ *		remote SELECT with parameters PARAMS, may take at run time the keys
+ *		of a hash join's other side (hashkeys.c): those joined by an
+ *		equivalence class to another relation, at most AFDW_MAX_KEY_SLOTS.
+ *		Each is a List made by afdw_make_key_slot: the condition
+ *		"column = ANY ($n)", written with its parameter numbered after
+ *		PARAMS.  NIL if the scan is not large (large_scan).
+ *
+ * Whether any hash join will have the column on its outer side is known
+ * only once the plan is made; the conditions are written now, while the
+ * relation's planner state is at hand.
+ */
+List *
+afdw_key_slots(PlannerInfo *root, RelOptInfo *rel, Relation relation,
+			   ForeignPath *path, List *params)
+{
+	Relids		own = IS_OTHER_REL(rel) ? rel->top_parent_relids : rel->relids;
+	double		rows;
+	List	   *slots = NIL;
+	ListCell   *lc;
+	char	   *marker = psprintf("$%d::", list_length(params) + 1);
+
+	if (!large_scan(root, rel, path, &rows))
+		return NIL;
+
+	foreach(lc, root->eq_classes)
+	{
+		EquivalenceClass *ec = (EquivalenceClass *) lfirst(lc);
+		EquivalenceMember *em;
+		AfdwMemberIter iter;
+		Var		   *column = NULL;
+		bool		joined = false;
+		Oid			eq;
+		List	   *slot;
+
+		if (ec->ec_has_const || ec->ec_has_volatile || ec->ec_broken ||
+			list_length(ec->ec_members) < 2 || !bms_overlap(ec->ec_relids, own))
+			continue;
+
+		afdw_members_begin(&iter, ec, rel->relids);
+		while ((em = afdw_members_next(&iter)) != NULL)
+		{
+			if (bms_equal(em->em_relids, rel->relids) && IsA(em->em_expr, Var) &&
+				((Var *) em->em_expr)->varno == (int) rel->relid &&
+				((Var *) em->em_expr)->varlevelsup == 0 &&
+				((Var *) em->em_expr)->varattno > 0)
+				column = (Var *) em->em_expr;
+			else if (!em->em_is_child && !bms_is_empty(em->em_relids) &&
+					 !bms_overlap(em->em_relids, own))
+				joined = true;
+		}
+		if (column == NULL || !joined)
+			continue;
+		eq = equality_operator(ec, column->vartype, column->vartype);
+		if (!OidIsValid(eq))
+			continue;
+		slot = key_slot(root, rel, relation, column, eq, ec->ec_collation,
+						params, marker, slots);
+		if (slot != NULL)
+			slots = lappend(slots, slot);
+		if (list_length(slots) == AFDW_MAX_KEY_SLOTS)
+			break;
+	}
+
+	/* Equalities of outer joins, which are in no equivalence class. */
+	foreach(lc, rel->joininfo)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+		OpExpr	   *op = (OpExpr *) ri->clause;
+		Var		   *column = NULL;
+		Node	   *other = NULL;
+		List	   *slot;
+
+		if (list_length(slots) == AFDW_MAX_KEY_SLOTS)
+			break;
+		if (!IsA(op, OpExpr) || list_length(op->args) != 2 ||
+			!OidIsValid(ri->hashjoinoperator) || ri->hashjoinoperator != op->opno ||
+			ri->pseudoconstant)
+			continue;
+		if (IsA(linitial(op->args), Var))
+		{
+			column = linitial(op->args);
+			other = lsecond(op->args);
+		}
+		if (column == NULL || column->varno != (int) rel->relid)
+		{
+			column = IsA(lsecond(op->args), Var) ? lsecond(op->args) : NULL;
+			other = linitial(op->args);
+		}
+		if (column == NULL || column->varno != (int) rel->relid ||
+			column->varlevelsup != 0 || column->varattno <= 0 ||
+			exprType(other) != column->vartype ||
+			bms_overlap(pull_varnos(root, other), own))
+			continue;
+		slot = key_slot(root, rel, relation, column, op->opno, op->inputcollid,
+						params, marker, slots);
+		if (slot != NULL)
+			slots = lappend(slots, slot);
+	}
+	if (slots != NIL)
+		key_slots_made++;
+	return slots;
+}
+
+/*
+ * afdw_key_slots_made
+ *		A count of the scans given key slots so far: the planner hook
+ *		(upper.c) looks for hash joins to give them keys only when a
+ *		planning made some.
+ */
+int
+afdw_key_slots_made(void)
+{
+	return key_slots_made;
+}
+
+/*
+ * afdw_key_array_limit
+ *		The most keys an array sent at run time holds.
+ */
+int
+afdw_key_array_limit(void)
+{
+	return key_filter_max_keys * KEY_RUNTIME_FACTOR;
 }

@@ -491,6 +491,9 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	char	   *outer_order = "";
 	int64		limit;
 	int64		sent_limit = -1;
+	List	   *key_conds;
+	List	   *key_slots = NIL;
+	int			key_at;
 	ForeignScan *scan;
 
 	/* The remote aggregate of a grouping relation (upper.c), a join. */
@@ -539,13 +542,14 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	}
 
 	/* The keys of a small table joined to it (keys.c). */
-	remote_conds = list_concat(remote_conds,
-							   afdw_key_conditions(root, baserel, best_path));
+	key_conds = afdw_key_conditions(root, baserel, best_path);
+	remote_conds = list_concat(remote_conds, key_conds);
 
 	rel = table_open(foreigntableid, NoLock);
 	initStringInfo(&sql);
 	afdw_deparse_select(&sql, root, baserel, rel, attrs_used, remote_conds,
 						&retrieved_attrs, &params);
+	key_at = sql.len;
 	if (best_path->path.pathkeys != NIL)
 		outer_order = afdw_deparse_order_by(&sql, baserel, rel,
 											best_path->path.pathkeys,
@@ -561,6 +565,14 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 		appendStringInfo(&sql, " LIMIT " INT64_FORMAT, limit);
 		sent_limit = limit;
 	}
+
+	/*
+	 * The columns that may take the keys of a hash join's inner side at
+	 * run time (hashkeys.c): not with a LIMIT, which the keys would make
+	 * return other rows, nor besides a small table's keys.
+	 */
+	if (key_conds == NIL && sent_limit < 0 && !afdw_is_final_path(&best_path->path))
+		key_slots = afdw_key_slots(root, baserel, rel, best_path, params);
 	table_close(rel, NoLock);
 
 	/*
@@ -581,6 +593,8 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 		afdw_mark_own_limit(root, scan);
 	else if (sent_limit >= 0)
 		afdw_mark_limit_bound(scan, sent_limit);
+	if (key_slots != NIL)
+		afdw_set_key_slots(scan, key_at, remote_conds != NIL, key_slots);
 	return scan;
 }
 

@@ -37,10 +37,42 @@ enum AfdwScanPrivate
 	AFDW_PRIVATE_RECHECK_ONLY,	/* Boolean: a scan of the local join plan
 								 * of a remote join, run only to recheck a
 								 * row (afdw_mark_recheck_only) */
-	AFDW_PRIVATE_OWN_LIMIT		/* Integer, present only when the remote
-								 * SELECT has the query's LIMIT (ordered.c,
-								 * afdw_add_final_path): the most rows it
-								 * returns, or -1 when not known */
+	AFDW_PRIVATE_OWN_LIMIT,		/* Integer: when the remote SELECT has the
+								 * query's LIMIT (ordered.c,
+								 * afdw_add_final_path), the most rows it
+								 * returns, or -1 when not known; else
+								 * NO_OWN_LIMIT */
+	AFDW_PRIVATE_KEY_AT,		/* Integer: where in the SQL conditions on
+								 * keys may go (after the WHERE clause), or
+								 * -1: nowhere */
+	AFDW_PRIVATE_KEY_WHERE,		/* Boolean: the SQL has a WHERE clause */
+	AFDW_PRIVATE_KEY_SLOTS,		/* List of Lists: the columns that may take
+								 * keys (see afdw_set_key_slots) */
+	AFDW_PRIVATE_KEY_USES		/* List of Lists: the keys the scan takes,
+								 * from which collector (afdw_add_key_use) */
+};
+
+/* AFDW_PRIVATE_OWN_LIMIT of a SELECT without the query's LIMIT. */
+#define NO_OWN_LIMIT	PG_INT32_MIN
+
+/* Items of one of AFDW_PRIVATE_KEY_SLOTS' Lists. */
+enum AfdwKeySlot
+{
+	KEY_SLOT_ATTNO,				/* Integer: the column */
+	KEY_SLOT_OPERATOR,			/* Integer: the Oid of its equality operator */
+	KEY_SLOT_COLLATION,			/* Integer: the Oid of the comparison's
+								 * collation */
+	KEY_SLOT_BEFORE,			/* String: the condition's text before the
+								 * number of its parameter... */
+	KEY_SLOT_AFTER				/* String: ... and after it */
+};
+
+/* Items of one of AFDW_PRIVATE_KEY_USES' Lists. */
+enum AfdwKeyUse
+{
+	KEY_USE_COLLECTOR,			/* Integer: the collector's plan_node_id */
+	KEY_USE_COLUMN,				/* Integer: which of its columns */
+	KEY_USE_SLOT				/* Integer: which of AFDW_PRIVATE_KEY_SLOTS */
 };
 
 /*
@@ -57,7 +89,12 @@ afdw_make_scan_private(const char *sql, List *retrieved_attrs, int fetch_size,
 									 makeString(pstrdup(outer_order)));
 
 	private = lappend(private, makeString(pstrdup(relations)));
-	return lappend(private, makeBoolean(false));
+	private = lappend(private, makeBoolean(false));
+	private = lappend(private, makeInteger(NO_OWN_LIMIT));
+	private = lappend(private, makeInteger(-1));
+	private = lappend(private, makeBoolean(false));
+	private = lappend(private, NIL);
+	return lappend(private, NIL);
 }
 
 /*
@@ -95,8 +132,8 @@ afdw_mark_limit_bound(ForeignScan *scan, int64 bound)
 {
 	if (bound < 0 || bound > PG_INT32_MAX)
 		bound = -1;
-	Assert(list_length(scan->fdw_private) == AFDW_PRIVATE_OWN_LIMIT);
-	scan->fdw_private = lappend(scan->fdw_private, makeInteger((int) bound));
+	list_nth_cell(scan->fdw_private, AFDW_PRIVATE_OWN_LIMIT)->ptr_value =
+		makeInteger((int) bound);
 }
 
 /*
@@ -107,10 +144,8 @@ afdw_mark_limit_bound(ForeignScan *scan, int64 bound)
 bool
 afdw_scan_own_limit(ForeignScan *plan, int *bound)
 {
-	if (list_length(plan->fdw_private) <= AFDW_PRIVATE_OWN_LIMIT)
-		return false;
 	*bound = intVal(list_nth(plan->fdw_private, AFDW_PRIVATE_OWN_LIMIT));
-	return true;
+	return *bound != NO_OWN_LIMIT;
 }
 
 /*
@@ -194,4 +229,142 @@ afdw_scan_recheck_only(ForeignScan *plan)
 {
 	return list_length(plan->fdw_private) > AFDW_PRIVATE_RECHECK_ONLY &&
 		boolVal(list_nth(plan->fdw_private, AFDW_PRIVATE_RECHECK_ONLY));
+}
+
+/*
+ * afdw_set_key_slots
+ *		Note in SCAN's fdw_private the columns whose keys its remote SELECT
+ *		may take at run time (hashkeys.c): each of SLOTS is made by
+ *		afdw_make_key_slot; the conditions go at offset AT of the SQL,
+ *		which has a WHERE clause if WHERE.
+ */
+void
+afdw_set_key_slots(ForeignScan *scan, int at, bool where, List *slots)
+{
+	list_nth_cell(scan->fdw_private, AFDW_PRIVATE_KEY_AT)->ptr_value = makeInteger(at);
+	list_nth_cell(scan->fdw_private, AFDW_PRIVATE_KEY_WHERE)->ptr_value =
+		makeBoolean(where);
+	list_nth_cell(scan->fdw_private, AFDW_PRIVATE_KEY_SLOTS)->ptr_value = slots;
+}
+
+/*
+ * afdw_make_key_slot
+ *		A column that may take keys: column ATTNO compared by operator OPNO
+ *		under COLLATION with the array of keys, a condition whose text is
+ *		BEFORE, the parameter's number, then AFTER.
+ */
+List *
+afdw_make_key_slot(AttrNumber attno, Oid opno, Oid collation,
+				   const char *before, const char *after)
+{
+	return list_make5(makeInteger(attno), makeInteger((int) opno),
+					  makeInteger((int) collation), makeString(pstrdup(before)),
+					  makeString(pstrdup(after)));
+}
+
+/*
+ * afdw_scan_key_slots
+ *		How many columns of PLAN, a scan of a foreign table of async_fdw,
+ *		may take keys.
+ */
+int
+afdw_scan_key_slots(ForeignScan *plan)
+{
+	if (plan->operation != CMD_SELECT || plan->scan.scanrelid == 0 ||
+		list_length(plan->fdw_private) <= AFDW_PRIVATE_KEY_USES)
+		return 0;
+	return list_length((List *) list_nth(plan->fdw_private, AFDW_PRIVATE_KEY_SLOTS));
+}
+
+/*
+ * afdw_scan_key_slot
+ *		The column, equality operator and collation of PLAN's key slot I.
+ */
+void
+afdw_scan_key_slot(ForeignScan *plan, int i, AttrNumber *attno, Oid *opno,
+				   Oid *collation)
+{
+	List	   *slot = list_nth(list_nth(plan->fdw_private, AFDW_PRIVATE_KEY_SLOTS), i);
+
+	*attno = (AttrNumber) intVal(list_nth(slot, KEY_SLOT_ATTNO));
+	*opno = (Oid) intVal(list_nth(slot, KEY_SLOT_OPERATOR));
+	*collation = (Oid) intVal(list_nth(slot, KEY_SLOT_COLLATION));
+}
+
+/*
+ * afdw_add_key_use
+ *		Note in PLAN's fdw_private that its key slot SLOT takes the keys of
+ *		column COLUMN of the key collector whose plan_node_id is COLLECTOR.
+ */
+void
+afdw_add_key_use(ForeignScan *plan, int collector, int column, int slot)
+{
+	ListCell   *cell = list_nth_cell(plan->fdw_private, AFDW_PRIVATE_KEY_USES);
+
+	cell->ptr_value = lappend((List *) lfirst(cell),
+							  list_make3(makeInteger(collector), makeInteger(column),
+										 makeInteger(slot)));
+}
+
+/*
+ * afdw_scan_key_uses
+ *		How many arrays of keys PLAN's remote SELECT takes.
+ */
+int
+afdw_scan_key_uses(ForeignScan *plan)
+{
+	if (plan->operation != CMD_SELECT || plan->scan.scanrelid == 0 ||
+		list_length(plan->fdw_private) <= AFDW_PRIVATE_KEY_USES)
+		return 0;
+	return list_length((List *) list_nth(plan->fdw_private, AFDW_PRIVATE_KEY_USES));
+}
+
+/*
+ * afdw_scan_key_use
+ *		The collector (its plan_node_id) and column whose keys PLAN's use I
+ *		takes.
+ */
+void
+afdw_scan_key_use(ForeignScan *plan, int i, int *collector, int *column)
+{
+	List	   *use = list_nth(list_nth(plan->fdw_private, AFDW_PRIVATE_KEY_USES), i);
+
+	*collector = intVal(list_nth(use, KEY_USE_COLLECTOR));
+	*column = intVal(list_nth(use, KEY_USE_COLUMN));
+}
+
+/*
+ * afdw_keyed_sql
+ *		PLAN's remote SELECT with the conditions of the key uses whose USED
+ *		is true (all of them if USED is NULL), their arrays numbered from
+ *		FIRST_PARAM on, in the order of the uses.
+ */
+char *
+afdw_keyed_sql(ForeignScan *plan, const bool *used, int first_param)
+{
+	char	   *sql = strVal(list_nth(plan->fdw_private, AFDW_PRIVATE_SQL));
+	int			at = intVal(list_nth(plan->fdw_private, AFDW_PRIVATE_KEY_AT));
+	bool		where = boolVal(list_nth(plan->fdw_private, AFDW_PRIVATE_KEY_WHERE));
+	List	   *slots = (List *) list_nth(plan->fdw_private, AFDW_PRIVATE_KEY_SLOTS);
+	List	   *uses = (List *) list_nth(plan->fdw_private, AFDW_PRIVATE_KEY_USES);
+	StringInfoData buf;
+	ListCell   *lc;
+	int			param = first_param;
+
+	Assert(at >= 0 && at <= (int) strlen(sql));
+	initStringInfo(&buf);
+	appendBinaryStringInfo(&buf, sql, at);
+	foreach(lc, uses)
+	{
+		List	   *slot = list_nth(slots, intVal(list_nth(lfirst(lc), KEY_USE_SLOT)));
+
+		if (used != NULL && !used[foreach_current_index(lc)])
+			continue;
+		appendStringInfo(&buf, "%s(%s$%d%s)", where ? " AND " : " WHERE ",
+						 strVal(list_nth(slot, KEY_SLOT_BEFORE)), param++,
+						 strVal(list_nth(slot, KEY_SLOT_AFTER)));
+		where = true;
+	}
+	appendStringInfoString(&buf, sql + at);
+	return buf.data;
 }

@@ -28,6 +28,7 @@
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "tcop/tcopprot.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -443,11 +444,25 @@ begin_scan(ForeignScanState *node)
 		if (own_bound < 0 || own_bound > st->fetch_size)
 			st->may_prepare = false;
 	}
+	/* Keys of hash joins (take_keys); the query as planned until then. */
+	st->nkey_uses = afdw_scan_key_uses(plan);
+	st->plain_sql = st->sql;
+	st->plain_nparams = st->nparams;
+	if (st->nkey_uses > 0)
+	{
+		st->may_prepare = false;
+		st->key_used = palloc0(sizeof(bool) * st->nkey_uses);
+		st->key_arrays = palloc0(sizeof(Datum) * st->nkey_uses);
+		st->keys_sent = -1;
+		fmgr_info(F_ARRAY_OUT, &st->key_out);
+		st->param_values = palloc0(sizeof(char *) * (st->nparams + st->nkey_uses));
+	}
 	if (st->nparams > 0)
 	{
 		st->param_exprs = ExecInitExprList(plan->fdw_exprs, (PlanState *) node);
 		st->param_flinfo = palloc0(sizeof(FmgrInfo) * st->nparams);
-		st->param_values = palloc0(sizeof(char *) * st->nparams);
+		if (st->param_values == NULL)
+			st->param_values = palloc0(sizeof(char *) * st->nparams);
 		foreach(lc, plan->fdw_exprs)
 		{
 			Oid			typoutput;
@@ -714,6 +729,64 @@ ready_connections(EState *estate)
 }
 
 /*
+ * take_keys
+ *		Ask the key collectors of ST's plan for their keys (which may read
+ *		a hash join's inner side to its end: see collect.c), and make the
+ *		query that takes those they have.
+ *
+ * Called when the scan is first read, never from another scan's turn: the
+ * collectors run other parts of the plan.  So a scan with key uses is not
+ * started with the others (start_pending_scans).
+ */
+static void
+take_keys(AfdwScanState *st)
+{
+	ForeignScan *plan = (ForeignScan *) st->node->ss.ps.plan;
+	int			used = 0;
+	MemoryContext old;
+	ErrorContextCallback *saved = error_context_stack;
+
+	/*
+	 * An error of the other side's scans is theirs, not this table's: no
+	 * scan context of its own meanwhile.  (An error's unwinding restores
+	 * the stack.)
+	 */
+	if (saved != NULL && saved->callback == afdw_scan_error_context &&
+		saved->arg == st)
+		error_context_stack = saved->previous;
+	st->keys_sent = 0;
+	for (int i = 0; i < st->nkey_uses; i++)
+	{
+		int			collector;
+		int			column;
+		int			count = 0;
+
+		afdw_scan_key_use(plan, i, &collector, &column);
+		st->key_used[i] = afdw_collected_keys(st->estate, collector, column,
+											  &st->key_arrays[i], &count);
+		if (st->key_used[i])
+		{
+			used++;
+			st->keys_sent += count;
+		}
+	}
+	error_context_stack = saved;
+	if (st->sql != st->plain_sql)
+		pfree(st->sql);
+	st->sql = st->plain_sql;
+	st->nparams = st->plain_nparams + used;
+	if (used > 0)
+	{
+		old = MemoryContextSwitchTo(st->scan_cxt);
+		st->sql = afdw_keyed_sql(plan, st->key_used, st->plain_nparams + 1);
+		MemoryContextSwitchTo(old);
+	}
+	else
+		st->keys_sent = -1;
+	st->keys_taken = true;
+}
+
+/*
  * start_pending_scans
  *		Send the queries of every scan of ESTATE still waiting to start,
  *		when they need no parameter and their connection is free.
@@ -751,7 +824,8 @@ start_pending_scans(EState *estate)
 		if (other->estate != estate)
 			continue;
 		afdw_set_phase(other, PHASE_UNSENT);
-		if (other->nparams == 0 && !afdw_is_busy(other->conn))
+		if (other->nparams == 0 && other->nkey_uses == 0 &&
+			!afdw_is_busy(other->conn))
 			afdw_send_start(other);
 	}
 }
@@ -863,6 +937,8 @@ next_batch(AfdwScanState *st, bool block)
 			case PHASE_PENDING:
 			case PHASE_UNSENT:
 				Assert(st->qcount == 0);
+				if (st->nkey_uses > 0 && !st->keys_taken)
+					take_keys(st);
 				start_pending_scans(st->estate);
 				if (st->phase != PHASE_UNSENT)
 					continue;	/* sent with the others */
@@ -980,6 +1056,13 @@ afdwReScanForeignScan(ForeignScanState *node)
 		st->next_tuple = 0;
 		return;
 	}
+
+	/* Keys are asked for again: the join's inner side may be read anew. */
+	st->keys_taken = false;
+	if (st->sql != st->plain_sql)
+		pfree(st->sql);
+	st->sql = st->plain_sql;
+	st->nparams = st->plain_nparams;
 
 	/* Runs after the first stay in the remote transaction. */
 	st->one_shot = false;

@@ -146,11 +146,28 @@ typedef struct AfdwScanState
 	bool		released;		/* conn given back to the pool */
 	bool		draining;		/* another scan reads our results (drain) */
 
-	/* Parameters: expressions and their output functions. */
+	/*
+	 * Parameters: expressions and their output functions, then the arrays
+	 * of keys the current query takes (nparams counts them too).
+	 */
 	int			nparams;
 	List	   *param_exprs;	/* ExprStates */
 	FmgrInfo   *param_flinfo;
 	const char **param_values;
+
+	/*
+	 * Keys of hash joins' inner sides (hashkeys.c): the query takes those
+	 * the collectors have when the scan is first read (or read again after
+	 * a rescan), with a condition each; with none, it is the plan's own.
+	 */
+	int			nkey_uses;		/* arrays the plan lets the query take */
+	bool		keys_taken;		/* asked for since the last rescan */
+	bool	   *key_used;		/* which the collectors had */
+	Datum	   *key_arrays;		/* ... and the arrays */
+	int64		keys_sent;		/* keys in them, for EXPLAIN ANALYZE */
+	char	   *plain_sql;		/* the query without keys */
+	int			plain_nparams;	/* ... and its parameters */
+	FmgrInfo	key_out;		/* array_out */
 
 	/*
 	 * The current remote query: how it is read, and where it stands.

@@ -36,6 +36,7 @@
 #include "access/xact.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
+#include "executor/executor.h"
 #include "foreign/fdwapi.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -59,6 +60,13 @@ static bool afdw_partitionwise_aggregate = true;
 static bool afdw_partitionwise_join = true;
 
 static planner_hook_type prev_planner_hook = NULL;
+static ExecutorStart_hook_type prev_executor_start = NULL;
+
+/*
+ * afdw_key_slots_made() when a planning last ended (or a plan was last
+ * given keys by afdw_executor_start).
+ */
+static int	key_slots_seen = 0;
 static create_upper_paths_hook_type prev_upper_paths_hook = NULL;
 
 /*
@@ -749,6 +757,8 @@ afdw_planner(Query *query, const char *query_string, int cursor_options,
 	}
 	PG_TRY();
 	{
+		int			slots = afdw_key_slots_made();
+
 		planner_wrapped = true;
 		if (prev_planner_hook != NULL)
 			result = prev_planner_hook(query, query_string, cursor_options,
@@ -756,6 +766,10 @@ afdw_planner(Query *query, const char *query_string, int cursor_options,
 		else
 			result = standard_planner(query, query_string, cursor_options,
 									  bound_params);
+		/* Scans that may take a hash join's keys: give them (hashkeys.c). */
+		if (afdw_key_slots_made() != slots)
+			afdw_attach_key_collectors(result);
+		key_slots_seen = afdw_key_slots_made();
 	}
 	PG_FINALLY();
 	{
@@ -766,6 +780,31 @@ afdw_planner(Query *query, const char *query_string, int cursor_options,
 	}
 	PG_END_TRY();
 	return result;
+}
+
+/*
+ * afdw_executor_start
+ *		Give the scans of the plan made by the planning that loaded
+ *		async_fdw (the planner hook did not wrap it) the keys of the hash
+ *		joins above them, as afdw_planner gives those of later plans; then
+ *		start the executor.
+ *
+ * The plan is the next to start: a statement runs (or is explained) just
+ * after it is planned.  Giving keys twice changes nothing (hashkeys.c), so
+ * a plan made and never run costs the next one only a look.
+ */
+static void
+afdw_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	if (afdw_key_slots_made() != key_slots_seen)
+	{
+		key_slots_seen = afdw_key_slots_made();
+		afdw_attach_key_collectors(queryDesc->plannedstmt);
+	}
+	if (prev_executor_start != NULL)
+		prev_executor_start(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
 }
 
 /*
@@ -904,6 +943,8 @@ afdw_upper_init(void)
 							 NULL, NULL, NULL);
 	prev_planner_hook = planner_hook;
 	planner_hook = afdw_planner;
+	prev_executor_start = ExecutorStart_hook;
+	ExecutorStart_hook = afdw_executor_start;
 	prev_upper_paths_hook = create_upper_paths_hook;
 	create_upper_paths_hook = afdw_upper_paths;
 	RegisterXactCallback(upper_xact_callback, NULL);

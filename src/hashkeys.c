@@ -1,0 +1,353 @@
+/*-------------------------------------------------------------------------
+ *
+ * hashkeys.c
+ *		Keys of a hash join's inner side sent to the scans of its outer
+ *		side: once the planner has made the plan, each hash join whose
+ *		outer side scans a foreign table of ours on its join key gets a key
+ *		collector under its Hash, and the scan sends the keys collected.
+ *
+ * TPC-H's Q18 joins orders and lineitem (hundreds of thousands of rows)
+ * to the 25 order keys of a grouped IN subquery.  keys.c cannot send
+ * those ahead: they are no foreign table's, and the planner's estimate of
+ * a HAVING condition is a third of the groups.  But the hash join builds
+ * its hash table from them anyway.  So the Hash's input goes through a
+ * collector (collect.c), which notes the distinct keys it passes on; when
+ * the outer side's scan is first read, it has the collector read its
+ * input to the end (keeping the rows for the Hash), and its remote query
+ * gets "column = ANY (keys)".  Past afdw_key_array_limit distinct keys,
+ * the collector gives up and the scan runs its query as planned.
+ *
+ * The condition only drops outer rows whose key the inner side does not
+ * have.  That changes nothing above when every outer row the join keeps
+ * needs a matching inner row (an inner, semi or right join: the Hash's
+ * side is the preserved one) by a strict operator, and the column of the
+ * scan reaches the join's key unchanged, through nodes that only pass
+ * rows on, filter them, or join them:
+ *
+ *	- Append, MergeAppend, Sort, Incremental Sort, Material, Result,
+ *	  Subquery Scan, and a Hash under a join;
+ *	- either side of an inner or outer join: a row of the other side that
+ *	  loses its match is null-extended, and a null key joins nothing;
+ *	- the outer side of a semi-join or anti-join.
+ *
+ * A Hash whose input depends on a parameter is left alone: it may be
+ * rescanned after the scan has taken its keys.  So are the parallel hash
+ * joins, and statements that lock rows or are not plain SELECTs (as for
+ * keys.c).
+ *
+ * Planner layer: called from upper.c's planner hook, on the finished
+ * plan.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "foreign/fdwapi.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "nodes/plannodes.h"
+#include "utils/lsyscache.h"
+
+#include "async_fdw.h"
+
+/* A scan's key slot that the column being followed reaches. */
+typedef struct KeyTarget
+{
+	ForeignScan *scan;
+	int			slot;
+} KeyTarget;
+
+/* The statement being given collectors. */
+typedef struct AttachState
+{
+	PlannedStmt *stmt;
+	int			next_id;		/* plan_node_id of the next collector */
+} AttachState;
+
+/*
+ * max_plan_id
+ *		The largest plan_node_id in PLAN.
+ */
+static int
+max_plan_id(Plan *plan)
+{
+	int			max;
+	ListCell   *lc;
+	List	   *children = NIL;
+
+	check_stack_depth();
+	if (plan == NULL)
+		return -1;
+	max = plan->plan_node_id;
+	max = Max(max, max_plan_id(plan->lefttree));
+	max = Max(max, max_plan_id(plan->righttree));
+	if (IsA(plan, Append))
+		children = ((Append *) plan)->appendplans;
+	else if (IsA(plan, MergeAppend))
+		children = ((MergeAppend *) plan)->mergeplans;
+	else if (IsA(plan, SubqueryScan))
+		children = list_make1(((SubqueryScan *) plan)->subplan);
+	else if (IsA(plan, CustomScan))
+		children = ((CustomScan *) plan)->custom_plans;
+	else if (IsA(plan, BitmapAnd))
+		children = ((BitmapAnd *) plan)->bitmapplans;
+	else if (IsA(plan, BitmapOr))
+		children = ((BitmapOr *) plan)->bitmapplans;
+	foreach(lc, children)
+		max = Max(max, max_plan_id((Plan *) lfirst(lc)));
+	return max;
+}
+
+/*
+ * our_scan
+ *		Whether PLAN is a scan of a foreign table of async_fdw with key
+ *		slots.
+ */
+static bool
+our_scan(ForeignScan *plan)
+{
+	FdwRoutine *routine;
+
+	if (afdw_scan_key_slots(plan) == 0 || !OidIsValid(plan->fs_server))
+		return false;
+	routine = GetFdwRoutineByServerId(plan->fs_server);
+	return routine->GetForeignPlan == afdwGetForeignPlan;
+}
+
+/*
+ * output_var
+ *		The Var that PLAN's output column RESNO is, or NULL if it is not a
+ *		plain column.
+ */
+static Var *
+output_var(Plan *plan, AttrNumber resno)
+{
+	TargetEntry *tle;
+
+	if (resno < 1 || resno > list_length(plan->targetlist))
+		return NULL;
+	tle = list_nth_node(TargetEntry, plan->targetlist, resno - 1);
+	if (!IsA(tle->expr, Var))
+		return NULL;
+	return (Var *) tle->expr;
+}
+
+/*
+ * follow_column
+ *		Add to *TARGETS the key slots that output column RESNO of PLAN comes
+ *		from unchanged (see the file's comment), for keys compared by
+ *		OPNO under COLLATION.
+ */
+static void
+follow_column(Plan *plan, AttrNumber resno, Oid opno, Oid collation,
+			  List **targets)
+{
+	Var		   *var;
+	ListCell   *lc;
+
+	check_stack_depth();
+	if (plan == NULL || (var = output_var(plan, resno)) == NULL)
+		return;
+
+	switch (nodeTag(plan))
+	{
+		case T_ForeignScan:
+			{
+				ForeignScan *fs = (ForeignScan *) plan;
+				int			n;
+
+				if (fs->fdw_scan_tlist != NIL || var->varno != (int) fs->scan.scanrelid ||
+					!our_scan(fs))
+					return;
+				n = afdw_scan_key_slots(fs);
+				for (int i = 0; i < n; i++)
+				{
+					AttrNumber	attno;
+					Oid			slot_op;
+					Oid			slot_coll;
+
+					afdw_scan_key_slot(fs, i, &attno, &slot_op, &slot_coll);
+					if (attno == var->varattno && slot_op == opno &&
+						slot_coll == collation)
+					{
+						KeyTarget  *t = palloc(sizeof(KeyTarget));
+
+						t->scan = fs;
+						t->slot = i;
+						*targets = lappend(*targets, t);
+						return;
+					}
+				}
+				return;
+			}
+		case T_Append:
+			foreach(lc, ((Append *) plan)->appendplans)
+				follow_column((Plan *) lfirst(lc), resno, opno, collation, targets);
+			return;
+		case T_MergeAppend:
+			foreach(lc, ((MergeAppend *) plan)->mergeplans)
+				follow_column((Plan *) lfirst(lc), resno, opno, collation, targets);
+			return;
+		case T_SubqueryScan:
+			if (var->varno == (int) ((SubqueryScan *) plan)->scan.scanrelid)
+				follow_column(((SubqueryScan *) plan)->subplan, var->varattno,
+							  opno, collation, targets);
+			return;
+		case T_Result:
+		case T_Sort:
+		case T_IncrementalSort:
+		case T_Material:
+		case T_Hash:
+			if (var->varno == OUTER_VAR)
+				follow_column(plan->lefttree, var->varattno, opno, collation,
+							  targets);
+			return;
+		case T_NestLoop:
+		case T_MergeJoin:
+		case T_HashJoin:
+			{
+				JoinType	jointype = ((Join *) plan)->jointype;
+
+				if (var->varno == OUTER_VAR &&
+					(jointype == JOIN_INNER || jointype == JOIN_LEFT ||
+					 jointype == JOIN_RIGHT || jointype == JOIN_FULL ||
+					 jointype == JOIN_SEMI || jointype == JOIN_ANTI))
+					follow_column(plan->lefttree, var->varattno, opno, collation,
+								  targets);
+				else if (var->varno == INNER_VAR &&
+						 (jointype == JOIN_INNER || jointype == JOIN_LEFT ||
+						  jointype == JOIN_RIGHT || jointype == JOIN_FULL))
+					follow_column(plan->righttree, var->varattno, opno, collation,
+								  targets);
+				return;
+			}
+		default:
+			return;
+	}
+}
+
+/*
+ * give_keys
+ *		Put a key collector under the Hash of HJ if a scan of its outer
+ *		side can take the keys of one of its hash clauses.
+ */
+static void
+give_keys(HashJoin *hj, AttachState *as)
+{
+	Hash	   *hash = (Hash *) innerPlan(hj);
+	List	   *columns = NIL;
+	List	   *uses = NIL;
+	ListCell   *lc;
+	int			id;
+
+	if ((hj->join.jointype != JOIN_INNER && hj->join.jointype != JOIN_SEMI &&
+		 hj->join.jointype != JOIN_RIGHT) ||
+		hj->join.plan.parallel_aware || !IsA(hash, Hash) ||
+		hash->plan.parallel_aware || !bms_is_empty(hash->plan.extParam) ||
+		hash->plan.lefttree == NULL || afdw_is_key_collector(hash->plan.lefttree) ||
+		list_length(hj->hashkeys) != list_length(hash->hashkeys))
+		return;
+
+	for (int i = 0; i < list_length(hj->hashkeys); i++)
+	{
+		Expr	   *outer = list_nth(hj->hashkeys, i);
+		Expr	   *inner = list_nth(hash->hashkeys, i);
+		Oid			opno = list_nth_oid(hj->hashoperators, i);
+		Oid			collation = list_nth_oid(hj->hashcollations, i);
+		List	   *targets = NIL;
+		ListCell   *lc2;
+		bool		used = false;
+
+		if (!IsA(outer, Var) || ((Var *) outer)->varno != OUTER_VAR ||
+			!IsA(inner, Var) || ((Var *) inner)->varno != OUTER_VAR ||
+			((Var *) inner)->vartype != ((Var *) outer)->vartype ||
+			!op_strict(opno))
+			continue;
+		follow_column(outerPlan(hj), ((Var *) outer)->varattno, opno, collation,
+					  &targets);
+		foreach(lc2, targets)
+		{
+			KeyTarget  *t = (KeyTarget *) lfirst(lc2);
+
+			if (afdw_scan_key_uses(t->scan) >= AFDW_MAX_KEY_SLOTS)
+				continue;
+			uses = lappend(uses, list_make3(t->scan, makeInteger(list_length(columns)),
+											makeInteger(t->slot)));
+			used = true;
+		}
+		if (used)
+			columns = lappend(columns,
+							  list_make3(makeInteger(((Var *) inner)->varattno),
+										 makeInteger((int) opno),
+										 makeInteger((int) collation)));
+	}
+	if (columns == NIL)
+		return;
+
+	id = as->next_id++;
+	hash->plan.lefttree = (Plan *) afdw_make_key_collector(hash->plan.lefttree,
+														   columns,
+														   afdw_key_array_limit(),
+														   id);
+	foreach(lc, uses)
+	{
+		List	   *use = (List *) lfirst(lc);
+
+		afdw_add_key_use((ForeignScan *) linitial(use), id,
+						 intVal(lsecond(use)), intVal(lthird(use)));
+	}
+}
+
+/*
+ * attach_walker
+ *		Give keys (give_keys) to the hash joins of PLAN, outermost first.
+ */
+static void
+attach_walker(Plan *plan, AttachState *as)
+{
+	ListCell   *lc;
+	List	   *children = NIL;
+
+	check_stack_depth();
+	if (plan == NULL)
+		return;
+	if (IsA(plan, HashJoin))
+		give_keys((HashJoin *) plan, as);
+	attach_walker(plan->lefttree, as);
+	attach_walker(plan->righttree, as);
+	if (IsA(plan, Append))
+		children = ((Append *) plan)->appendplans;
+	else if (IsA(plan, MergeAppend))
+		children = ((MergeAppend *) plan)->mergeplans;
+	else if (IsA(plan, SubqueryScan))
+		children = list_make1(((SubqueryScan *) plan)->subplan);
+	foreach(lc, children)
+		attach_walker((Plan *) lfirst(lc), as);
+}
+
+/*
+ * afdw_attach_key_collectors
+ *		Give the scans of STMT the keys of the hash joins above them (see
+ *		the file's comment).
+ */
+void
+afdw_attach_key_collectors(PlannedStmt *stmt)
+{
+	AttachState as;
+	ListCell   *lc;
+	int			max;
+
+	if (stmt->commandType != CMD_SELECT || stmt->rowMarks != NIL ||
+		stmt->hasModifyingCTE || stmt->parallelModeNeeded)
+		return;
+
+	max = max_plan_id(stmt->planTree);
+	foreach(lc, stmt->subplans)
+		max = Max(max, max_plan_id((Plan *) lfirst(lc)));
+	as.stmt = stmt;
+	as.next_id = max + 1;
+
+	attach_walker(stmt->planTree, &as);
+	foreach(lc, stmt->subplans)
+		attach_walker((Plan *) lfirst(lc), &as);
+}
