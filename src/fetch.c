@@ -205,6 +205,8 @@ afdw_send_start(AfdwScanState *st)
 
 	/* Its first run, a rerun after a rescan, or a rerun by cursor. */
 	Assert(!afdw_query_sent(st) || st->phase == PHASE_OVERFLOW);
+	/* A scan that may take keys has asked for them (scan.c, take_keys). */
+	Assert(st->nkey_uses == 0 || st->keys_taken);
 	afdw_set_phase(st, PHASE_UNSENT);
 
 	/*
