@@ -118,6 +118,27 @@ SELECT rows_same(:'qcust', 'SELECT c.c_name, count(*) FROM remote.hk_orders o JO
 SELECT * FROM hk_run(:'qcust5', 'hk_orders');
 SELECT rows_same(:'qcust5', 'SELECT c.c_name, count(*) FROM remote.hk_orders o JOIN remote.hk_custs c ON o.o_cust = c.c_id WHERE c.c_id < 5 GROUP BY c.c_name');
 
+-- Wide keys: past 1 MB of keys (counted uncompressed: these are stored
+-- compressed) a column gives up, as past its count; within it they are
+-- sent.
+CREATE TABLE remote.hk_tags (tag text, n int);
+INSERT INTO remote.hk_tags SELECT 'tag' || i, i FROM generate_series(1, 2000) i;
+INSERT INTO remote.hk_tags SELECT repeat('w', 300000) || k, k FROM generate_series(1, 4) k;
+CREATE FOREIGN TABLE hk_tags (tag text, n int)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'hk_tags');
+CREATE TABLE hk_wide (tag text);
+INSERT INTO hk_wide SELECT repeat('w', 300000) || k FROM generate_series(1, 4) k;
+INSERT INTO hk_wide VALUES ('tag7');
+ANALYZE hk_tags, remote.hk_tags, hk_wide;
+SELECT sum(pg_column_size(tag)) < 100000 AS compressed,
+       sum(octet_length(tag)) > 1024 * 1024 AS over_1mb FROM hk_wide;
+\set qwide 'SELECT t.n, length(t.tag) FROM hk_tags t JOIN hk_wide w ON t.tag = w.tag'
+SELECT * FROM hk_run(:'qwide', 'hk_tags');
+SELECT rows_same(:'qwide', 'SELECT t.n, length(t.tag) FROM remote.hk_tags t JOIN hk_wide w ON t.tag = w.tag');
+DELETE FROM hk_wide WHERE tag LIKE '%w4';
+SELECT * FROM hk_run(:'qwide', 'hk_tags');
+SELECT rows_same(:'qwide', 'SELECT t.n, length(t.tag) FROM remote.hk_tags t JOIN hk_wide w ON t.tag = w.tag');
+
 -- A foreign inner side, costlier than the outer side's start: the join
 -- reads an outer row first, and the collector reads its input ahead for
 -- the scans (keeping the rows for the Hash) ...
@@ -209,7 +230,7 @@ RESET enable_nestloop;
 RESET async_fdw.partitionwise_join;
 DROP FUNCTION hk_plan(text);
 DROP FUNCTION hk_run(text, text);
-DROP TABLE hk_orders, hk_items, hk_pick;
-DROP FOREIGN TABLE hk_custs, hk_many;
+DROP TABLE hk_orders, hk_items, hk_pick, hk_wide;
+DROP FOREIGN TABLE hk_custs, hk_many, hk_tags;
 DROP VIEW remote.hk_orders_lo, remote.hk_orders_hi, remote.hk_items_lo, remote.hk_items_hi;
-DROP TABLE remote.hk_orders, remote.hk_items, remote.hk_custs, remote.hk_many;
+DROP TABLE remote.hk_orders, remote.hk_items, remote.hk_custs, remote.hk_many, remote.hk_tags;

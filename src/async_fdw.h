@@ -658,6 +658,13 @@ extern int	afdw_key_array_limit(void);
 /* The most columns of one scan that may take keys at run time. */
 #define AFDW_MAX_KEY_SLOTS	4
 
+/*
+ * The most bytes of keys (as stored, uncompressed) one column of a hash
+ * join's key collector gathers: past them it gives up, as past
+ * afdw_key_array_limit keys.
+ */
+#define AFDW_KEY_ARRAY_MAX_BYTES	(1024 * 1024)
+
 /* hashkeys.c */
 extern void afdw_attach_key_collectors(PlannedStmt *stmt);
 

@@ -7,8 +7,9 @@
  *
  * The Hash reads its input through the collector, which keeps, for each
  * key column, the set of distinct values seen, until there are more than
- * afdw_key_array_limit of them (the column then gives up).  At the end of
- * the input the sets become arrays.
+ * afdw_key_array_limit of them, or they take more than
+ * AFDW_KEY_ARRAY_MAX_BYTES (the column then gives up: a wide key would make
+ * a large parameter).  At the end of the input the sets become arrays.
  *
  * A scan of the outer side asks for the arrays before it sends its query
  * (afdw_collected_keys).  The hash join may read its outer side first (it
@@ -32,6 +33,7 @@
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
 #include "catalog/pg_type.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
@@ -94,6 +96,7 @@ typedef struct KeyColumn
 	FmgrInfo	eq_fn;
 	keyset_hash *set;			/* the distinct keys, NULL once given up */
 	int			count;			/* how many */
+	Size		bytes;			/* their size, uncompressed */
 	Datum		array;			/* at the end of the input, the array */
 } KeyColumn;
 
@@ -270,6 +273,7 @@ new_sets(KeyCollector *c)
 	{
 		c->columns[i].set = keyset_create(c->keys_cxt, 64, &c->columns[i]);
 		c->columns[i].count = 0;
+		c->columns[i].bytes = 0;
 		c->columns[i].array = (Datum) 0;
 	}
 }
@@ -330,6 +334,21 @@ collector_begin(CustomScanState *node, EState *estate, int eflags)
 }
 
 /*
+ * key_size
+ *		The bytes VALUE, a key of COL, takes in an array: a varlena's
+ *		uncompressed size, whether it came compressed or out of line.
+ */
+static Size
+key_size(KeyColumn *col, Datum value)
+{
+	if (col->typlen == -1)
+		return toast_raw_datum_size(value);
+	if (col->typlen == -2)
+		return strlen(DatumGetCString(value)) + 1;
+	return col->typlen;
+}
+
+/*
  * note_keys
  *		Add the keys of SLOT's row to C's sets; a column with more keys than
  *		an array may hold gives up.
@@ -360,7 +379,8 @@ note_keys(KeyCollector *c, TupleTableSlot *slot)
 			entry->key = datumCopy(value, false, col->typlen);
 			MemoryContextSwitchTo(old);
 		}
-		if (++col->count > c->limit)
+		col->bytes += key_size(col, value);
+		if (++col->count > c->limit || col->bytes > AFDW_KEY_ARRAY_MAX_BYTES)
 		{
 			keyset_destroy(col->set);
 			col->set = NULL;
@@ -590,8 +610,10 @@ collector_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			KeyColumn  *col = &c->columns[i];
 			char	   *found;
 
-			if (col->set == NULL)
+			if (col->set == NULL && col->count > c->limit)
 				found = psprintf("more than %d", c->limit);
+			else if (col->set == NULL)
+				found = psprintf("more than %d kB", AFDW_KEY_ARRAY_MAX_BYTES / 1024);
 			else if (!c->complete)
 				found = psprintf("%d so far", col->count);
 			else
