@@ -188,6 +188,26 @@ SELECT b, count(*) FROM many WHERE b IN (0, 31, 63) GROUP BY b ORDER BY b;
 ALTER SERVER loopback OPTIONS (DROP max_connections);
 SELECT count(*), sum(a), count(DISTINCT b) FROM many;
 
+-- A server's scans run at once even when the first one's command takes
+-- long before its first row (an aggregate, a sort): the snapshot that
+-- connection exports comes back at once, not with the command's rows, so
+-- the others import it and start.  Each of two partitions on one server
+-- waits two seconds there; their remote statements overlap, each starting
+-- before the other ends (one after the other before the export came back
+-- at once).
+CREATE VIEW shard.slow1 AS SELECT 1 AS part, statement_timestamp() AS started,
+  (SELECT clock_timestamp() FROM pg_sleep(2)) AS ended;
+CREATE VIEW shard.slow2 AS SELECT 2 AS part, statement_timestamp() AS started,
+  (SELECT clock_timestamp() FROM pg_sleep(2)) AS ended;
+CREATE TABLE slowpt (part int, started timestamptz, ended timestamptz)
+  PARTITION BY LIST (part);
+CREATE FOREIGN TABLE slowpt1 PARTITION OF slowpt FOR VALUES IN (1)
+  SERVER loopback OPTIONS (schema_name 'shard', table_name 'slow1');
+CREATE FOREIGN TABLE slowpt2 PARTITION OF slowpt FOR VALUES IN (2)
+  SERVER loopback OPTIONS (schema_name 'shard', table_name 'slow2');
+SELECT count(*), max(started) < min(ended) AS overlapped FROM slowpt;
+DROP TABLE slowpt;
+
 -- An error in one partition ends the whole query; every connection stays
 -- usable.
 CREATE FUNCTION shard.fail_on(a int) RETURNS int LANGUAGE plpgsql AS $$

@@ -199,6 +199,7 @@ struct AfdwConn
 	 * export, for the owner.
 	 */
 	bool		export_pending;
+	bool		pad_pending;	/* the row that pushes the export out is due */
 	PGresult   *held_result;
 
 	/*

@@ -508,12 +508,32 @@ afdw_pop_result(AfdwConn *conn, bool *is_export)
 	else if (res != NULL && (PQresultStatus(res) == PGRES_COPY_IN ||
 							 PQresultStatus(res) == PGRES_COPY_BOTH))
 		refuse_copy_in(conn, PQresultStatus(res));
+	else if (conn->pad_pending && !conn->export_pending)
+	{
+		/*
+		 * The wide row that followed the export (snapshot.c): it stands for
+		 * the statement's result, as a command's.  An error in its place
+		 * is the transaction's, and is kept.
+		 */
+		conn->pad_pending = false;
+		if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK)
+		{
+			PQclear(res);
+			res = PQmakeEmptyPGresult(conn->conn, PGRES_COMMAND_OK);
+			if (res == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_OUT_OF_MEMORY),
+						 errmsg("out of memory")));
+		}
+	}
 	afdw_session_hooks->result(conn, res);
 	if (conn->export_pending &&
 		(res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK))
 	{
 		conn->export_pending = false;
 		*is_export = (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK);
+		/* After a failed export the rest of the string does not run. */
+		conn->pad_pending = *is_export;
 	}
 	return res;
 }
@@ -603,6 +623,7 @@ afdw_forget_in_flight(AfdwConn *conn)
 		conn->held_result = NULL;
 	}
 	conn->export_pending = false;
+	conn->pad_pending = false;
 	conn->owner = NULL;
 	conn->drain = NULL;
 	conn->in_flight = AFDW_IN_FLIGHT_NONE;
@@ -616,7 +637,8 @@ afdw_forget_in_flight(AfdwConn *conn)
 void
 afdw_expect_export(AfdwConn *conn)
 {
-	Assert(conn->in_flight == AFDW_IN_FLIGHT_NONE && !conn->export_pending);
+	Assert(conn->in_flight == AFDW_IN_FLIGHT_NONE && !conn->export_pending &&
+		   !conn->pad_pending);
 	conn->export_pending = true;
 }
 

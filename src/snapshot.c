@@ -464,6 +464,13 @@ afdw_snapshot_ended(AfdwConn *conn)
  * its first command, and every other one imports it in the same send as
  * its own first command (after waiting for the export's result if it is
  * still on its way), so that all of them see the same data.
+ *
+ * A server sends the results of a string of statements as its output
+ * buffer (8 kB) fills, or at the end of the string: the export's result
+ * would wait for the end of the leader's command, a long aggregate say,
+ * and so would every connection importing the snapshot.  A row wider than
+ * that buffer, right after the export, pushes the export's result out at
+ * once; remote.c reads the row as a command's result (afdw_pop_result).
  */
 void
 afdw_share_snapshot(AfdwConn *entry, bool nested, StringInfo sql)
@@ -481,7 +488,9 @@ afdw_share_snapshot(AfdwConn *entry, bool nested, StringInfo sql)
 		 */
 		if (entry->role == AFDW_ROLE_READER && export_wanted(entry, nested))
 		{
-			appendStringInfoString(sql, "; SELECT pg_catalog.pg_export_snapshot()");
+			appendStringInfo(sql, "; SELECT pg_catalog.pg_export_snapshot()"
+							 "; SELECT pg_catalog.repeat(' ', %d)",
+							 AFDW_EXPORT_PAD_BYTES);
 			afdw_expect_export(entry);
 		}
 		return;

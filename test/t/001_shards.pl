@@ -136,6 +136,7 @@ is_deeply(
 	[
 		'START TRANSACTION ISOLATION LEVEL REPEATABLE READ; '
 		  . 'SELECT pg_catalog.pg_export_snapshot(); '
+		  . "SELECT pg_catalog.repeat(' ', 8200); "
 		  . 'SAVEPOINT afdw_ra; '
 		  . 'COPY (SELECT count(*) FROM public.items WHERE ((id < 10))) TO STDOUT',
 		'RELEASE SAVEPOINT afdw_ra; SAVEPOINT s2; SAVEPOINT afdw_ra; '
@@ -147,9 +148,11 @@ is_deeply(
 
 # Two streams of one shard in a transaction block need two connections:
 # the second one waits for the snapshot that the first exports ahead of
-# its COPY, then imports it in its own first message.  Each sends one
-# message before COMMIT.  (The subqueries keep the two scans apart: a join
-# of two tables of one server is otherwise sent as one remote join.)
+# its COPY (with a row wider than the shard's output buffer, which makes
+# the shard send the export's result at once), then imports it in its
+# own first message.  Each sends one message before COMMIT.  (The
+# subqueries keep the two scans apart: a join of two tables of one
+# server is otherwise sent as one remote join.)
 my $pair = remote_statements($shards[0], q{
 	BEGIN;
 	SELECT count(*) FROM (SELECT id FROM items_1 OFFSET 0) a JOIN (SELECT id FROM items_1 OFFSET 0) b USING (id);
@@ -157,7 +160,7 @@ my $pair = remote_statements($shards[0], q{
 });
 is(scalar(@$pair), 4, 'two connections, one message each and a COMMIT each');
 like($pair->[0],
-	qr/^START TRANSACTION ISOLATION LEVEL REPEATABLE READ; SELECT pg_catalog\.pg_export_snapshot\(\); SAVEPOINT afdw_ra; COPY \(SELECT id FROM public\.items\) TO STDOUT(; .*)?$/,
+	qr/^START TRANSACTION ISOLATION LEVEL REPEATABLE READ; SELECT pg_catalog\.pg_export_snapshot\(\); SELECT pg_catalog\.repeat\(' ', 8200\); SAVEPOINT afdw_ra; COPY \(SELECT id FROM public\.items\) TO STDOUT(; .*)?$/,
 	'the first connection exports with its first command');
 like(join("\n", @$pair),
 	qr/^START TRANSACTION ISOLATION LEVEL REPEATABLE READ; SET TRANSACTION SNAPSHOT '[0-9A-F-]+'; SAVEPOINT afdw_ra; COPY \(SELECT id FROM public\.items\) TO STDOUT(; .*)?$/m,
