@@ -655,22 +655,8 @@ extern List *afdw_key_slots(PlannerInfo *root, RelOptInfo *rel, Relation relatio
 extern int	afdw_key_slots_made(void);
 extern int	afdw_key_array_limit(void);
 
-/*
- * The width of the row sent after a snapshot export so that the server
- * sends the export's result at once: more than the server's output buffer
- * (8 kB in every supported version; see snapshot.c).
- */
-#define AFDW_EXPORT_PAD_BYTES	8200
-
 /* The most columns of one scan that may take keys at run time. */
 #define AFDW_MAX_KEY_SLOTS	4
-
-/*
- * The most bytes of keys (as stored, uncompressed) one column of a hash
- * join's key collector gathers: past them it gives up, as past
- * afdw_key_array_limit keys.
- */
-#define AFDW_KEY_ARRAY_MAX_BYTES	(1024 * 1024)
 
 /* hashkeys.c */
 extern void afdw_attach_key_collectors(PlannedStmt *stmt);

@@ -8,7 +8,7 @@
  * The Hash reads its input through the collector, which keeps, for each
  * key column, the set of distinct values seen, until there are more than
  * afdw_key_array_limit of them, or they take more than
- * AFDW_KEY_ARRAY_MAX_BYTES (the column then gives up: a wide key would make
+ * KEY_ARRAY_MAX_BYTES (the column then gives up: a wide key would make
  * a large parameter).  At the end of the input the sets become arrays.
  *
  * A scan of the outer side asks for the arrays before it sends its query
@@ -56,6 +56,12 @@
 #if PG_VERSION_NUM >= 180000
 #include "commands/explain_format.h"
 #endif
+
+/*
+ * The most bytes of keys (as stored, uncompressed) one key column gathers:
+ * past them it gives up, as past afdw_key_array_limit keys.
+ */
+#define KEY_ARRAY_MAX_BYTES	(1024 * 1024)
 
 struct KeyColumn;
 
@@ -380,7 +386,7 @@ note_keys(KeyCollector *c, TupleTableSlot *slot)
 			MemoryContextSwitchTo(old);
 		}
 		col->bytes += key_size(col, value);
-		if (++col->count > c->limit || col->bytes > AFDW_KEY_ARRAY_MAX_BYTES)
+		if (++col->count > c->limit || col->bytes > KEY_ARRAY_MAX_BYTES)
 		{
 			keyset_destroy(col->set);
 			col->set = NULL;
@@ -613,7 +619,7 @@ collector_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 			if (col->set == NULL && col->count > c->limit)
 				found = psprintf("more than %d", c->limit);
 			else if (col->set == NULL)
-				found = psprintf("more than %d kB", AFDW_KEY_ARRAY_MAX_BYTES / 1024);
+				found = psprintf("more than %d kB", KEY_ARRAY_MAX_BYTES / 1024);
 			else if (!c->complete)
 				found = psprintf("%d so far", col->count);
 			else

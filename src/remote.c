@@ -63,6 +63,7 @@ static void wait_writable(AfdwConn *conn, const char *sql);
 static void flush_copy(AfdwConn *conn, bool all, const char *sql);
 static afdw_noreturn void copy_failed(AfdwConn *conn, const char *sql);
 static void send_deferred(AfdwConn *conn);
+static PGresult *command_done(AfdwConn *conn);
 
 /*
  * afdw_send_query
@@ -479,6 +480,23 @@ afdw_result_ready(AfdwConn *conn)
 }
 
 /*
+ * command_done
+ *		An empty command result for CONN, standing for a result that this
+ *		file took in (a snapshot export, the row that followed it).
+ */
+static PGresult *
+command_done(AfdwConn *conn)
+{
+	PGresult   *res = PQmakeEmptyPGresult(conn->conn, PGRES_COMMAND_OK);
+
+	if (res == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+	return res;
+}
+
+/*
  * afdw_pop_result
  *		The next result of CONN's command in flight (a result held back
  *		first), or NULL at the end; *IS_EXPORT tells whether it is the
@@ -519,11 +537,7 @@ afdw_pop_result(AfdwConn *conn, bool *is_export)
 		if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK)
 		{
 			PQclear(res);
-			res = PQmakeEmptyPGresult(conn->conn, PGRES_COMMAND_OK);
-			if (res == NULL)
-				ereport(ERROR,
-						(errcode(ERRCODE_OUT_OF_MEMORY),
-						 errmsg("out of memory")));
+			res = command_done(conn);
 		}
 	}
 	afdw_session_hooks->result(conn, res);
@@ -553,12 +567,7 @@ afdw_get_result(AfdwConn *conn)
 	if (!is_export)
 		return res;
 	(void) afdw_session_hooks->export(conn, res, true);
-	res = PQmakeEmptyPGresult(conn->conn, PGRES_COMMAND_OK);
-	if (res == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("out of memory")));
-	return res;
+	return command_done(conn);
 }
 
 /*

@@ -39,6 +39,13 @@
 #include "connection_internal.h"
 
 /*
+ * The width of the row sent after a snapshot export so that the server
+ * sends the export's result at once: more than the server's output buffer
+ * (8 kB in every supported version; see afdw_share_snapshot).
+ */
+#define EXPORT_PAD_BYTES	8200
+
+/*
  * Whose snapshot: a server's, as one user mapping sees it.  Connections of
  * different user mappings never share a snapshot (nor a connection): each
  * mapping has its own remote transactions, as with postgres_fdw, so that
@@ -490,7 +497,7 @@ afdw_share_snapshot(AfdwConn *entry, bool nested, StringInfo sql)
 		{
 			appendStringInfo(sql, "; SELECT pg_catalog.pg_export_snapshot()"
 							 "; SELECT pg_catalog.repeat(' ', %d)",
-							 AFDW_EXPORT_PAD_BYTES);
+							 EXPORT_PAD_BYTES);
 			afdw_expect_export(entry);
 		}
 		return;
