@@ -41,7 +41,8 @@ OBJS = \
 	src/twophase.o \
 	src/twophase_worker.o \
 	src/upper.o \
-	src/xact.o
+	src/xact.o \
+	src/xact_end.o
 
 EXTENSION = async_fdw
 DATA = async_fdw--1.0.sql async_fdw--1.0--1.1.sql async_fdw--1.1--1.2.sql async_fdw--1.2--1.3.sql async_fdw--1.3--1.4.sql

@@ -31,7 +31,7 @@ LAYERS = [
     ('planner', ['path', 'join', 'keys', 'hashkeys', 'upper', 'ordered', 'shippable', 'direct_plan']),
     ('execution', ['scan', 'collect', 'census', 'fetch', 'stream', 'convert', 'modify', 'direct',
                    'explain', 'analyze', 'truncate', 'import']),
-    ('session', ['xact', 'snapshot', 'statements', 'twophase', 'recovery']),
+    ('session', ['xact', 'xact_end', 'snapshot', 'statements', 'twophase', 'recovery']),
     ('wire', ['connect', 'pool', 'remote', 'budget']),
     ('common', ['option', 'deparse', 'deparse_join', 'expr', 'subplan', 'plan_private']),
 ]

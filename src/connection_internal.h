@@ -431,5 +431,14 @@ extern void afdw_twophase_end(bool committed);
 extern void afdw_reset_xact_state(AfdwConn *entry, int level);
 extern void afdw_xact_changing(AfdwConn *entry);
 extern void afdw_xact_changed(AfdwConn *entry);
+extern void afdw_xact_lost(AfdwConn *entry);
+extern void afdw_drop_deferred(AfdwConn *entry);
+extern void afdw_forget_savepoint_op(AfdwConn *entry, int level);
+extern void afdw_forget_closes(AfdwConn *entry);
+extern void afdw_cursors_to_level(AfdwConn *entry, int level);
+
+/* xact_end.c */
+extern void afdw_xact_end_init(void);
+extern void afdw_xact_used(void);
 
 #endif							/* CONNECTION_INTERNAL_H */

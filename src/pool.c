@@ -933,7 +933,7 @@ afdw_connection_alive(AfdwConn *entry)
  *		the rest, unless the server closes them itself once they have been
  *		idle for idle_timeout (see afdw_append_idle_setting).
  *
- * Run by the transaction callback (xact.c) when a transaction ends.  A
+ * Run by the transaction callback (xact_end.c) when a transaction ends.  A
  * backend runs no code while its session is idle, so this is the last
  * moment at which it can give places back; the connections past the
  * first are opened again by the next query that needs them.  Those past

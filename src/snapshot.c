@@ -90,7 +90,7 @@ server_snapshot(AfdwConn *conn)
 	{
 		HASHCTL		ctl;
 
-		/* Dies with the transaction; xact.c's callback forgets the pointer. */
+		/* Dies with the transaction; xact_end.c's callback forgets the pointer. */
 		ctl.keysize = sizeof(SnapshotKey);
 		ctl.entrysize = sizeof(ServerSnapshot);
 		ctl.hcxt = TopTransactionContext;

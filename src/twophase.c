@@ -28,7 +28,7 @@
  * the records through afdw_twophase_records_name and lists the
  * identifiers that start with afdw_twophase_gid_prefix.
  *
- * Neighbours: xact.c calls afdw_twophase_prepare at the start of its
+ * Neighbours: xact_end.c calls afdw_twophase_prepare at the start of its
  * pre-commit and the end functions from its transaction callback;
  * recovery.c reads the records' name, the identifiers' prefix and its
  * test pause here; pool.c lends the connections; remote.c sends and waits.

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * xact.c
- *		The remote transactions of async_fdw: opening them, the savepoint
- *		around each scan command, writes, deferred cursor CLOSEs, commit,
- *		and cleanup after an abort.
+ *		The remote transactions of async_fdw while they run: opening them,
+ *		the savepoint around each scan command, writes, deferred cursor
+ *		CLOSEs, and what each connection keeps for its transaction.
  *
  * A connection opens a remote transaction at its first use inside a local
  * one, with savepoints mirroring local subtransactions, and the transaction
@@ -14,12 +14,12 @@
  * later command.  Writes run without such a savepoint (afdw_send_write):
  * their failure is the statement's.  The small write of a statement that
  * is its own transaction is held and sent with the COMMIT
- * (afdw_defer_write).  COMMITs of many connections overlap, and that of a
- * transaction that only read is not waited for.  When a remote transaction
- * or savepoint is over, afdw_reset_xact_state forgets what the connection
- * kept for it.  Scans take their connections here (afdw_acquire_connection,
+ * (afdw_defer_write).  xact_end.c ends the remote transactions with the
+ * local one; when a remote transaction or savepoint is over,
+ * afdw_reset_xact_state forgets what the connection kept for it.  Scans
+ * take their connections here (afdw_acquire_connection,
  * afdw_acquire_writer, afdw_get_connection), which makes the pool and
- * registers the transaction callbacks at the first one.
+ * registers the transaction callbacks (xact_end.c) at the first one.
  *
  * This is the session layer's front; the wire below it (connect.c,
  * pool.c, remote.c, budget.c) calls nothing here: what it must tell
@@ -54,28 +54,16 @@ typedef struct RemoteCursor
 	bool		closing;		/* no scan needs it: to be closed */
 } RemoteCursor;
 
-/* Whether any connection was used in the current local transaction. */
-static bool xact_got_connection = false;
-
-static bool abort_remote(AfdwConn *entry, const char *sql, TimestampTz deadline);
-static bool abort_send(AfdwConn *entry, const char *sql, TimestampTz deadline);
-static bool abort_wait(AfdwConn *entry, TimestampTz deadline);
-static void wait_commit(AfdwConn *entry, HASH_SEQ_STATUS *scan);
 static void append_closes(AfdwConn *entry, StringInfo sql);
 static void begin_xact(AfdwConn *conn);
 static void set_savepoint_op(AfdwConn *conn, const char *sql, int level);
 static void track_wrap(AfdwConn *conn, PGresult *res);
 static void note_xact_failed(AfdwConn *conn, PGresult *res);
 static void follow_riding_commit(AfdwConn *conn, PGresult *res);
-static void drop_deferred(AfdwConn *entry);
-static void xact_callback(XactEvent event, void *arg);
-static void subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-							 SubTransactionId parentSubid, void *arg);
 static void session_result(AfdwConn *conn, PGresult *res);
 static bool session_export(AfdwConn *conn, PGresult *res, bool raise);
 static void session_forget(AfdwConn *entry);
 static void session_lost(AfdwConn *entry);
-static void xact_lost(AfdwConn *entry);
 
 /* What the wire tells this layer (connection_internal.h). */
 static const AfdwSessionHooks session_hooks = {
@@ -100,11 +88,10 @@ session_start(void)
 	if (!registered)
 	{
 		afdw_connection_init(&session_hooks);
-		RegisterXactCallback(xact_callback, NULL);
-		RegisterSubXactCallback(subxact_callback, NULL);
+		afdw_xact_end_init();
 		registered = true;
 	}
-	xact_got_connection = true;
+	afdw_xact_used();
 }
 
 /*
@@ -225,7 +212,7 @@ session_export(AfdwConn *conn, PGresult *res, bool raise)
 static void
 session_forget(AfdwConn *entry)
 {
-	drop_deferred(entry);
+	afdw_drop_deferred(entry);
 	if (entry->prepared_gid != NULL)
 	{
 		pfree(entry->prepared_gid);
@@ -244,7 +231,7 @@ session_forget(AfdwConn *entry)
 static void
 session_lost(AfdwConn *entry)
 {
-	xact_lost(entry);
+	afdw_xact_lost(entry);
 }
 
 /*
@@ -277,14 +264,14 @@ afdw_xact_changed(AfdwConn *entry)
 }
 
 /*
- * xact_lost
+ * afdw_xact_lost
  *		The state of ENTRY's remote transaction is not known: a cleanup
  *		failed or was not tried, or the session was cut.  The connection
  *		cannot be used again in this local transaction, and is dropped at
  *		its end unless a command settles the state first.
  */
-static void
-xact_lost(AfdwConn *entry)
+void
+afdw_xact_lost(AfdwConn *entry)
 {
 	entry->xact_state = AFDW_XACT_LOST;
 }
@@ -307,7 +294,7 @@ xact_prefix(AfdwConn *entry, bool nested, int *nstatements)
 	StringInfoData sql;
 
 	initStringInfo(&sql);
-	xact_got_connection = true;
+	afdw_xact_used();
 
 	/* It ends a savepoint older than any the lines below may take. */
 	if (entry->savepoint_op != NULL)
@@ -615,13 +602,13 @@ afdw_defer_write(AfdwConn *conn, const char *sql)
 }
 
 /*
- * drop_deferred
+ * afdw_drop_deferred
  *		Forget ENTRY's deferred write: never sent (its transaction is over
  *		or its session gone; nothing was started remotely for it), or sent
  *		with the COMMIT, whose answer came.
  */
-static void
-drop_deferred(AfdwConn *entry)
+void
+afdw_drop_deferred(AfdwConn *entry)
 {
 	if (entry->deferred_sent != NULL)
 	{
@@ -865,11 +852,11 @@ set_savepoint_op(AfdwConn *conn, const char *sql, int level)
 }
 
 /*
- * forget_savepoint_op
+ * afdw_forget_savepoint_op
  *		Drop the pending savepoint command if its level is over.
  */
-static void
-forget_savepoint_op(AfdwConn *entry, int level)
+void
+afdw_forget_savepoint_op(AfdwConn *entry, int level)
 {
 	if (entry->savepoint_op != NULL && entry->savepoint_level >= level)
 	{
@@ -991,12 +978,12 @@ forget_cursors_from(AfdwConn *entry, int level)
 }
 
 /*
- * cursors_to_level
+ * afdw_cursors_to_level
  *		The remote savepoints deeper than LEVEL are released: their cursors
  *		now belong to LEVEL.
  */
-static void
-cursors_to_level(AfdwConn *entry, int level)
+void
+afdw_cursors_to_level(AfdwConn *entry, int level)
 {
 	for (int i = 0; i < entry->ncursors; i++)
 	{
@@ -1006,11 +993,11 @@ cursors_to_level(AfdwConn *entry, int level)
 }
 
 /*
- * forget_closes
+ * afdw_forget_closes
  *		The remote transaction is over, and took every cursor with it.
  */
-static void
-forget_closes(AfdwConn *entry)
+void
+afdw_forget_closes(AfdwConn *entry)
 {
 	entry->ncursors = 0;
 }
@@ -1044,505 +1031,14 @@ afdw_reset_xact_state(AfdwConn *entry, int level)
 	if (level > 1)
 	{
 		forget_cursors_from(entry, level);
-		forget_savepoint_op(entry, level);
+		afdw_forget_savepoint_op(entry, level);
 		return;
 	}
-	forget_closes(entry);
-	forget_savepoint_op(entry, 0);
+	afdw_forget_closes(entry);
+	afdw_forget_savepoint_op(entry, 0);
 	entry->xact_depth = 0;
 	entry->cursor_number = 0;
 	entry->locks_rows = false;
 	afdw_set_role(entry, AFDW_ROLE_READER);
 	forget_wrap(entry);
-}
-
-/*
- * commit_all
- *		Send COMMIT on every connection in a remote transaction, then wait
- *		for all the answers, so that commits of many servers overlap; a
- *		server whose parallel_commit is false is committed alone, the next
- *		COMMIT sent after its answer.
- */
-static void
-commit_all(void)
-{
-	HASH_SEQ_STATUS scan;
-	AfdwConn   *entry;
-	StringInfoData sql;
-	List	   *deferred = NIL;
-	int			nwritten = 0;
-	ListCell   *lc;
-
-	/* Two-phase commit, where it is needed, prepares the writers first. */
-	afdw_twophase_prepare();
-
-	/*
-	 * A write kept for the COMMIT (afdw_defer_write) rides with it only if
-	 * no other connection wrote: else its error would come when the other
-	 * servers have committed their part of the statement.  Send it first.
-	 */
-	hash_seq_init(&scan, afdw_conn_hash);
-	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
-	{
-		if (entry->conn == NULL || entry->xact_depth == 0 ||
-			entry->role != AFDW_ROLE_WROTE)
-			continue;
-		nwritten++;
-		if (entry->deferred != NULL)
-			deferred = lappend(deferred, entry);
-	}
-	if (nwritten > 1)
-	{
-		List	   *sent = NIL;
-		ListCell   *lc2;
-
-		/* All of them at once, then their answers. */
-		foreach(lc, deferred)
-		{
-			entry = (AfdwConn *) lfirst(lc);
-			sent = lappend(sent, pstrdup(entry->deferred));
-			pfree(entry->deferred);
-			entry->deferred = NULL;
-			afdw_send_query(entry, (char *) llast(sent), 0, NULL);
-		}
-		forboth(lc, deferred, lc2, sent)
-		{
-			entry = (AfdwConn *) lfirst(lc);
-			PQclear(afdw_command_result(entry, (char *) lfirst(lc2)));
-		}
-	}
-	list_free(deferred);
-
-	hash_seq_init(&scan, afdw_conn_hash);
-	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
-	{
-		if (entry->conn == NULL || entry->xact_depth == 0)
-			continue;
-		afdw_make_idle(entry);
-		/* The results read may end with the COMMIT that rode along. */
-		if (entry->xact_depth == 0)
-			continue;
-		forget_closes(entry);
-		afdw_xact_changing(entry);
-
-		/*
-		 * A failed scan's savepoint is rolled back first.  Statements no
-		 * longer used go after the COMMIT, whose answer is not waited for
-		 * and whose outcome they cannot change.
-		 */
-		initStringInfo(&sql);
-		/* A deferred write goes in the same message, before the COMMIT. */
-		if (entry->deferred != NULL)
-		{
-			appendStringInfo(&sql, "%s; ", entry->deferred);
-			entry->deferred_sent = entry->deferred;
-			entry->deferred = NULL;
-		}
-		if (entry->savepoint_op != NULL &&
-			strncmp(entry->savepoint_op, "RELEASE", 7) != 0)
-			appendStringInfo(&sql, "%s; ", entry->savepoint_op);
-		forget_savepoint_op(entry, 0);
-		appendStringInfoString(&sql, "COMMIT TRANSACTION");
-		if (!IsolationIsSerializable())
-			afdw_append_deallocs(entry, &sql);
-		afdw_append_idle_setting(entry, &sql);
-		afdw_send_query(entry, sql.data, 0, NULL);
-		pfree(sql.data);
-
-		/*
-		 * parallel_commit false: this server's COMMIT is over before the
-		 * next one is sent, as postgres_fdw commits by default.
-		 */
-		if (!entry->parallel_commit)
-		{
-			wait_commit(entry, &scan);
-			continue;
-		}
-
-		/*
-		 * A REPEATABLE READ transaction that only read has nothing to lose
-		 * at COMMIT: its answer is read before the
-		 * connection's next use, off the critical path.  SERIALIZABLE ones
-		 * may fail to commit, so they are waited for, and so are those
-		 * holding row locks (SELECT ... FOR UPDATE), which must be free for
-		 * others once the local COMMIT has returned, and those that wrote,
-		 * whose COMMIT may fail (a deferred constraint) and must be durable
-		 * before the local one is.
-		 */
-		if (!IsolationIsSerializable() && !entry->locks_rows &&
-			entry->role != AFDW_ROLE_WROTE)
-		{
-			afdw_set_in_flight(entry, AFDW_IN_FLIGHT_COMMIT);
-			afdw_xact_changed(entry);
-			entry->xact_depth = 0;
-		}
-	}
-
-	hash_seq_init(&scan, afdw_conn_hash);
-	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
-	{
-		if (entry->conn == NULL || entry->xact_depth == 0 ||
-			entry->in_flight == AFDW_IN_FLIGHT_COMMIT)
-			continue;
-		wait_commit(entry, &scan);
-	}
-}
-
-/*
- * wait_commit
- *		Read the answer to ENTRY's COMMIT, raising its failure (SCAN, the
- *		caller's scan of the connections, is ended first).
- */
-static void
-wait_commit(AfdwConn *entry, HASH_SEQ_STATUS *scan)
-{
-	PGresult   *res = afdw_wait_result(entry, "COMMIT TRANSACTION");
-
-	if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
-	{
-		/* A deferred write's error names the write. */
-		char	   *sql = entry->deferred_sent ?
-			pstrdup(entry->deferred_sent) : "COMMIT TRANSACTION";
-
-		hash_seq_term(scan);
-		drop_deferred(entry);
-		afdw_report_remote_error(res, entry, sql);
-	}
-	PQclear(res);
-	drop_deferred(entry);
-	afdw_xact_changed(entry);
-	entry->xact_depth = 0;
-}
-
-/*
- * abort_all
- *		Roll back every remote transaction, never raising an error: cancel
- *		what runs everywhere at once, then clean up one connection after the
- *		other, all within one deadline; the ABORTs of servers whose
- *		parallel_abort is true are sent together, and their answers read
- *		after the others'.  A connection that cannot be cleaned up is
- *		marked to be dropped.
- */
-static void
-abort_all(void)
-{
-	HASH_SEQ_STATUS scan;
-	AfdwConn   *entry;
-	TimestampTz deadline;
-	List	   *sent = NIL;
-	ListCell   *lc;
-
-	/*
-	 * After an error in the cleanup of an error, try nothing that could
-	 * fail again: the connections are dropped.
-	 */
-	if (in_error_recursion_trouble())
-	{
-		hash_seq_init(&scan, afdw_conn_hash);
-		while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
-		{
-			if (entry->conn != NULL && entry->xact_depth > 0)
-				xact_lost(entry);
-		}
-		return;
-	}
-
-	hash_seq_init(&scan, afdw_conn_hash);
-	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
-	{
-		if (entry->conn != NULL && entry->xact_depth > 0 &&
-			entry->xact_state == AFDW_XACT_KNOWN)
-			afdw_cancel(entry);
-	}
-
-	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-										   AFDW_CLEANUP_TIMEOUT_MS);
-	hash_seq_init(&scan, afdw_conn_hash);
-	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
-	{
-		StringInfoData sql;
-
-		/* A deferred write was never sent: there is nothing to roll back. */
-		drop_deferred(entry);
-		if (entry->conn == NULL || entry->xact_depth == 0)
-			continue;
-		/* Statements no longer used go after the end of the transaction. */
-		initStringInfo(&sql);
-		appendStringInfoString(&sql, "ABORT TRANSACTION");
-		afdw_append_deallocs(entry, &sql);
-		afdw_append_idle_setting(entry, &sql);
-		if (entry->parallel_abort)
-		{
-			/* Sent now, its answer read with the others' below. */
-			if (abort_send(entry, sql.data, deadline))
-				sent = lappend(sent, entry);
-			else
-				xact_lost(entry);
-		}
-		else if (!abort_remote(entry, sql.data, deadline))
-			xact_lost(entry);
-		pfree(sql.data);
-	}
-	foreach(lc, sent)
-	{
-		entry = (AfdwConn *) lfirst(lc);
-		if (!abort_wait(entry, deadline))
-			xact_lost(entry);
-	}
-	list_free(sent);
-}
-
-/*
- * finish_in_flight
- *		Read and discard what the command on CONN (cancelled by the caller)
- *		still returns; true if the connection is idle in its transaction
- *		afterwards.
- */
-static bool
-finish_in_flight(AfdwConn *entry, TimestampTz deadline)
-{
-	/* An error read ahead for the owner of a command that is over. */
-	if (entry->held_result != NULL)
-	{
-		PQclear(entry->held_result);
-		entry->held_result = NULL;
-	}
-	if (PQtransactionStatus(entry->conn) != PQTRANS_ACTIVE)
-		return true;
-	/* A COPY FROM STDIN cut short is failed first, which ends it. */
-	if (entry->in_flight == AFDW_IN_FLIGHT_COPY_IN &&
-		!afdw_copy_abandon(entry, deadline))
-		return false;
-	(void) afdw_wait_cleanup(entry, deadline, true, NULL);
-	return PQtransactionStatus(entry->conn) != PQTRANS_ACTIVE;
-}
-
-/*
- * abort_remote
- *		Cancel what runs on ENTRY and send SQL (ABORT or ROLLBACK TO), never
- *		raising an error, waiting at most until DEADLINE; false if the
- *		connection must be dropped.
- */
-static bool
-abort_remote(AfdwConn *entry, const char *sql, TimestampTz deadline)
-{
-	return abort_send(entry, sql, deadline) && abort_wait(entry, deadline);
-}
-
-/*
- * abort_send
- *		abort_remote's first half: end what was in flight on ENTRY and send
- *		SQL; false if the connection must be dropped.
- */
-static bool
-abort_send(AfdwConn *entry, const char *sql, TimestampTz deadline)
-{
-	/* A transaction command that was cut short left an unknown state. */
-	if (entry->xact_state != AFDW_XACT_KNOWN ||
-		PQstatus(entry->conn) != CONNECTION_OK)
-		return false;
-
-	afdw_xact_changing(entry);
-	/* The rollback ends the savepoint of the command in flight too. */
-	entry->wrap = AFDW_WRAP_NONE;
-	if (!finish_in_flight(entry, deadline))
-		return false;
-	afdw_set_idle(entry);
-	return afdw_send_cleanup(entry, sql);
-}
-
-/*
- * abort_wait
- *		abort_remote's second half: read the answer to what abort_send sent
- *		on ENTRY; false if the connection must be dropped.
- */
-static bool
-abort_wait(AfdwConn *entry, TimestampTz deadline)
-{
-	if (!afdw_wait_cleanup(entry, deadline, false, NULL))
-		return false;
-	afdw_xact_changed(entry);
-	return true;
-}
-
-/*
- * xact_callback
- *		Commit or roll back the remote transactions with the local one.
- */
-static void
-xact_callback(XactEvent event, void *arg pg_attribute_unused())
-{
-	HASH_SEQ_STATUS scan;
-	AfdwConn   *entry;
-	TimestampTz now;
-
-	if (!xact_got_connection)
-		return;
-
-	switch (event)
-	{
-		case XACT_EVENT_PRE_COMMIT:
-		case XACT_EVENT_PARALLEL_PRE_COMMIT:
-			/* A failure here aborts the local transaction. */
-			commit_all();
-			return;
-
-		case XACT_EVENT_PRE_PREPARE:
-			hash_seq_init(&scan, afdw_conn_hash);
-			while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
-			{
-				if (entry->conn != NULL && entry->xact_depth > 0)
-				{
-					hash_seq_term(&scan);
-					ereport(ERROR,
-							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-							 errmsg("cannot prepare a transaction that has used async_fdw foreign tables"),
-							 errdetail("Server \"%s\" was used in this transaction.",
-									   NameStr(entry->servername)),
-							 errhint("Commit or roll back the transaction instead.")));
-				}
-			}
-			return;
-
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-			abort_all();
-			afdw_twophase_end(false);
-			break;
-
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-			afdw_twophase_end(true);
-			break;
-
-		case XACT_EVENT_PREPARE:
-			break;
-	}
-
-	/* The local transaction is over: so is every remote one. */
-	now = GetCurrentTimestamp();
-	hash_seq_init(&scan, afdw_conn_hash);
-	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
-	{
-		entry->nusers = 0;
-		if (entry->conn == NULL)
-			continue;
-
-		/*
-		 * Its remote idle time starts now if this transaction used it;
-		 * else it runs on from the transaction that last did, as the
-		 * server's timer does (near_idle_timeout, pool.c).
-		 */
-		if (entry->idle_since == 0)
-			entry->idle_since = now;
-		/* Pre-commit ended every remote transaction. */
-		Assert(event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
-			   entry->xact_depth == 0);
-		afdw_reset_xact_state(entry, 1);
-		/* Results nobody read: the remote state is unknown. */
-		if (entry->export_pending || entry->held_result != NULL)
-		{
-			afdw_disconnect_entry(entry);
-			continue;
-		}
-		if (entry->in_flight == AFDW_IN_FLIGHT_COMMIT && entry->keep &&
-			!entry->invalidated)
-			continue;
-		if (entry->in_flight != AFDW_IN_FLIGHT_NONE ||
-			entry->xact_state != AFDW_XACT_KNOWN || entry->invalidated ||
-			!entry->keep || PQstatus(entry->conn) != CONNECTION_OK ||
-			PQtransactionStatus(entry->conn) != PQTRANS_IDLE)
-			afdw_disconnect_entry(entry);
-	}
-
-	afdw_trim_idle_pools();
-	xact_got_connection = false;
-	afdw_forget_snapshots();
-}
-
-/*
- * subxact_callback
- *		Release or roll back the remote savepoint of the subtransaction that
- *		ends.
- */
-static void
-subxact_callback(SubXactEvent event,
-				 SubTransactionId mySubid pg_attribute_unused(),
-				 SubTransactionId parentSubid pg_attribute_unused(),
-				 void *arg pg_attribute_unused())
-{
-	HASH_SEQ_STATUS scan;
-	AfdwConn   *entry;
-	int			curlevel;
-	TimestampTz deadline = 0;
-	bool		trouble = false;
-
-	if (event != SUBXACT_EVENT_PRE_COMMIT_SUB &&
-		event != SUBXACT_EVENT_ABORT_SUB)
-		return;
-	if (!xact_got_connection)
-		return;
-
-	/* The cleanups of all connections share one deadline. */
-	if (event == SUBXACT_EVENT_ABORT_SUB)
-	{
-		trouble = in_error_recursion_trouble();
-		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-											   AFDW_CLEANUP_TIMEOUT_MS);
-	}
-
-	curlevel = GetCurrentTransactionNestLevel();
-	hash_seq_init(&scan, afdw_conn_hash);
-	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
-	{
-		char		sql[200];
-
-		if (entry->conn == NULL || entry->xact_depth < curlevel)
-			continue;
-		if (entry->xact_depth > curlevel)
-		{
-			/* Never an error while aborting: that could recurse. */
-			elog(event == SUBXACT_EVENT_ABORT_SUB ? WARNING : ERROR,
-				 "remote savepoint level %d outlived its subtransaction",
-				 entry->xact_depth);
-			xact_lost(entry);
-			entry->xact_depth = curlevel;
-		}
-
-		if (event == SUBXACT_EVENT_PRE_COMMIT_SUB)
-		{
-			afdw_make_idle(entry);
-			/* A stream's savepoint, possibly failed, is ended first. */
-			if (entry->savepoint_op != NULL && entry->savepoint_level >= curlevel)
-				snprintf(sql, sizeof(sql), "%s; RELEASE SAVEPOINT s%d",
-						 entry->savepoint_op, curlevel);
-			else
-				snprintf(sql, sizeof(sql), "RELEASE SAVEPOINT s%d", curlevel);
-			forget_savepoint_op(entry, curlevel);
-			afdw_xact_changing(entry);
-			afdw_run_command(entry, sql);
-			afdw_xact_changed(entry);
-			cursors_to_level(entry, curlevel - 1);
-		}
-		else if (trouble)
-		{
-			/* After an error in error cleanup, try nothing: drop it later. */
-			xact_lost(entry);
-		}
-		else
-		{
-			snprintf(sql, sizeof(sql),
-					 "ROLLBACK TO SAVEPOINT s%d; RELEASE SAVEPOINT s%d",
-					 curlevel, curlevel);
-			/*
-			 * What was in flight is cancelled; its owner finds out at its
-			 * next use.  On failure the connection stays marked for
-			 * disconnection.
-			 */
-			afdw_cancel(entry);
-			afdw_reset_xact_state(entry, curlevel);
-			(void) abort_remote(entry, sql, deadline);
-		}
-		entry->xact_depth--;
-	}
 }
