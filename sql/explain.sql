@@ -71,6 +71,19 @@ CREATE FOREIGN TABLE ft_exs (id int, grp int, v text) SERVER loopback
 SELECT ex_lines($$SELECT count(*) FROM ex_keys k
   WHERE EXISTS (SELECT 1 FROM ft_exs f WHERE f.id >= k.k + random() * 0)$$,
   'Remote Reads|Connection');
+-- A scan rescanned with the same parameters (a subplan that stops at its
+-- first row) reads its first batch again, though the next batches are
+-- queued or on their way behind it: the query runs once, whatever the
+-- rescans.  A rescan after the first batch runs the query again; every
+-- rescan has the rows of the table (the sums are those of remote.ex).
+SELECT ex_lines($$SELECT count(*) FROM generate_series(1, 400) g
+  WHERE CASE WHEN g > 0 THEN EXISTS (SELECT 1 FROM ft_exc f WHERE g > 0) END$$,
+  'Remote Reads|loops');
+SELECT ex_lines($$SELECT (SELECT sum(id) FROM (SELECT id FROM ft_exc LIMIT k * 10) s)
+  FROM ex_keys$$, 'Remote Reads|loops');
+SELECT k, (SELECT sum(id) FROM (SELECT id FROM ft_exc LIMIT k * 10) s),
+       (SELECT sum(id) FROM (SELECT id FROM remote.ex LIMIT k * 10) s)
+  FROM ex_keys ORDER BY k;
 RESET enable_hashjoin;
 RESET enable_mergejoin;
 RESET enable_material;

@@ -1025,13 +1025,44 @@ afdwIterateForeignScan(ForeignScanState *node)
 }
 
 /*
+ * may_rewind
+ *		Whether a rescan of ST with the same parameters may read its first
+ *		batch again rather than run its query again: the batch in hand is
+ *		the query's first, and its rows are intact.
+ *
+ * The rows of a FETCH or EXECUTE result stay as they came, and the
+ * batches queued or asked for behind it are the ones that follow it, so
+ * such a first batch is read again whatever the cursor is doing: a scan
+ * rescanned after a few rows of a large result (a correlated EXISTS, a
+ * nested loop that stops early) costs no round trip.  A stream's lines
+ * are split in place unless the stream had ended within its first batch
+ * (afdw_store_row).  Not a query whose rows an error cut short, nor one
+ * that took a hash join's keys (the join's inner side, and so the keys,
+ * may be read anew), nor an EXECUTE that overflowed its LIMIT or a
+ * query sent with the COMMIT that has more rows, which both run again by
+ * cursor.  The remote snapshot does not change within the transaction:
+ * the rows are those a new run would return.
+ */
+static bool
+may_rewind(AfdwScanState *st)
+{
+	if (st->nbatches != 1 || st->held_error != NULL || st->sql != st->plain_sql)
+		return false;
+	if (st->phase == PHASE_DONE)
+		return true;
+	if (afdw_is_stream(st) || st->one_shot)
+		return false;
+	return st->phase == PHASE_OPEN || st->phase == PHASE_IN_FLIGHT;
+}
+
+/*
  * afdwReScanForeignScan
  *		Start the scan over.
  *
- * With the same parameters and every row already in memory, the batch is
- * read again; otherwise a new cursor is declared at the next fetch.  The
- * remote snapshot does not change within the transaction, so the rows are
- * the same.
+ * With the same parameters and the first batch in hand, that batch is
+ * read again (may_rewind); otherwise a new cursor is declared at the next
+ * fetch.  The remote snapshot does not change within the transaction, so
+ * the rows are the same.
  */
 static void
 afdwReScanForeignScan(ForeignScanState *node)
@@ -1047,8 +1078,7 @@ afdwReScanForeignScan(ForeignScanState *node)
 		afdw_set_phase(st, PHASE_UNSENT);
 	st->conn_wait = false;
 
-	if (node->ss.ps.chgParam == NULL && st->phase == PHASE_DONE &&
-		st->nbatches == 1 && st->qcount == 0 && st->held_error == NULL)
+	if (node->ss.ps.chgParam == NULL && may_rewind(st))
 	{
 		/* Convert the rows again: the values of the first pass go. */
 		ExecClearTuple(node->ss.ss_ScanTupleSlot);
