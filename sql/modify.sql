@@ -224,11 +224,60 @@ SELECT count(*) FROM wp WHERE c = 'rb';
 ROLLBACK;
 SELECT count(*) FROM wp WHERE c = 'rb';
 
--- Row movement into a foreign partition by an UPDATE of the partition key.
+-- An UPDATE of the partition key that would move a row out of its
+-- foreign partition fails, and changes nothing (partition_key.sql).
 UPDATE wp SET a = a + 100000 WHERE a = 5001 AND local_even(a + 1);
-UPDATE lp SET a = a + 100000 WHERE a = 5001 AND local_even(a + 1);
 SELECT rows_same('SELECT * FROM wp', 'SELECT * FROM lp');
 
+-- Statements the remote server runs, counted by a statement trigger.
+CREATE TABLE wr.stmts (tab text);
+CREATE FUNCTION wr.count_stmt() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO wr.stmts VALUES (TG_TABLE_NAME);
+  RETURN NULL;
+END
+$$;
+
+-- A table of no column: every row is an INSERT ... DEFAULT VALUES of its
+-- own, from an INSERT as from COPY (DEFAULT VALUES takes one row).
+CREATE TABLE wr.nocols ();
+CREATE TRIGGER count_stmt AFTER INSERT ON wr.nocols
+  FOR EACH STATEMENT EXECUTE FUNCTION wr.count_stmt();
+CREATE FOREIGN TABLE ft_nocols () SERVER loopback
+  OPTIONS (schema_name 'wr', table_name 'nocols');
+COPY ft_nocols FROM stdin;
+
+
+
+\.
+INSERT INTO ft_nocols SELECT FROM generate_series(1, 4);
+SELECT count(*) FROM ft_nocols;
+SELECT count(*) FROM wr.stmts WHERE tab = 'nocols';
+
+-- batch_size 1 is an INSERT a row, rows routed to the table by an UPDATE
+-- of the partition key included; a larger one loads them in bulk.
+CREATE TABLE wb (a int, b text) PARTITION BY LIST (a);
+CREATE TABLE wb_local PARTITION OF wb FOR VALUES IN (0);
+CREATE TABLE wr.wb1 (a int, b text);
+CREATE TABLE wr.wb2 (a int, b text);
+CREATE TRIGGER count_stmt AFTER INSERT ON wr.wb1
+  FOR EACH STATEMENT EXECUTE FUNCTION wr.count_stmt();
+CREATE TRIGGER count_stmt AFTER INSERT ON wr.wb2
+  FOR EACH STATEMENT EXECUTE FUNCTION wr.count_stmt();
+CREATE FOREIGN TABLE wb1 PARTITION OF wb FOR VALUES IN (1) SERVER loopback
+  OPTIONS (schema_name 'wr', table_name 'wb1', batch_size '1');
+CREATE FOREIGN TABLE wb2 PARTITION OF wb FOR VALUES IN (2) SERVER loopback
+  OPTIONS (schema_name 'wr', table_name 'wb2', batch_size '10');
+INSERT INTO wb SELECT 0, 'x' || g FROM generate_series(1, 6) g;
+UPDATE wb SET a = 1 WHERE a = 0 AND b IN ('x1', 'x2', 'x3');
+UPDATE wb SET a = 2 WHERE a = 0 AND b IN ('x4', 'x5', 'x6');
+EXPLAIN (VERBOSE, COSTS OFF) INSERT INTO wb1 SELECT 1, 'y' || g FROM generate_series(1, 3) g;
+INSERT INTO wb1 SELECT 1, 'y' || g FROM generate_series(1, 3) g;
+SELECT tableoid::regclass, count(*) FROM wb GROUP BY 1 ORDER BY 1;
+SELECT tab, count(*) FROM wr.stmts WHERE tab LIKE 'wb%' GROUP BY 1 ORDER BY 1;
+
+DROP TABLE wb;
+DROP FOREIGN TABLE ft_nocols;
 DROP TABLE wp, lp, lt;
 DROP FOREIGN TABLE wt;
 DROP FUNCTION local_even(int);

@@ -240,6 +240,10 @@ enum AfdwDirectPrivate
 								 * statement's tag (es_processed) */
 	AFDW_DIRECT_EAGER,			/* Boolean: sent at executor start (its
 								 * parameters are known then) */
+	AFDW_DIRECT_CHECK_PARTITION,	/* Boolean: each changed row is checked
+									 * against the table's partition
+									 * constraint (it returns the columns
+									 * the constraint reads) */
 	AFDW_DIRECT_JOIN_COLS		/* Integer, over a remote join only: how many
 								 * of the RETURNING columns, after the
 								 * target's, are the join's scan tuple */
@@ -590,6 +594,9 @@ extern void afdw_recovery_worker_init(void);
 /* modify.c */
 extern void afdw_modify_routines(FdwRoutine *routine);
 extern void afdw_flush_kept_rows(Oid serverid);
+extern bool afdw_update_may_leave_partition(Relation rel, Bitmapset *updated_cols);
+extern void afdw_check_partition_row(ResultRelInfo *rinfo, CmdType operation,
+									 TupleTableSlot *slot, EState *estate);
 
 /* direct_plan.c */
 extern bool afdwPlanDirectModify(PlannerInfo *root, ModifyTable *plan,

@@ -52,7 +52,9 @@ typedef struct AfdwDirectState
 	Relation	rel;			/* the foreign table changed */
 	char	   *sql;			/* remote SQL, parameters as $n */
 	char	   *sent_sql;		/* what was sent: values inline */
-	bool		returning;
+	bool		returning;		/* the query has a RETURNING list */
+	bool		check_partition;	/* each changed row is checked against
+									 * the partition constraint */
 	List	   *retrieved_attrs;
 	bool		count;
 	AfdwConn   *conn;			/* the writer of the user mapping */
@@ -82,6 +84,7 @@ static void send_statement(AfdwDirectState *st);
 static void drain_direct(void *owner);
 static void read_result(AfdwDirectState *st);
 static void check_result(AfdwDirectState *st);
+static void check_partitions(AfdwDirectState *st);
 static void direct_cleanup(void *arg);
 static void direct_error_context(void *arg);
 
@@ -130,6 +133,8 @@ afdwBeginDirectModify(ForeignScanState *node, int eflags)
 	st->returning = boolVal(list_nth(plan->fdw_private, AFDW_DIRECT_RETURNING));
 	st->retrieved_attrs = (List *) list_nth(plan->fdw_private, AFDW_DIRECT_RETRIEVED);
 	st->count = boolVal(list_nth(plan->fdw_private, AFDW_DIRECT_COUNT));
+	st->check_partition = boolVal(list_nth(plan->fdw_private,
+										   AFDW_DIRECT_CHECK_PARTITION));
 
 	st->nparams = list_length(plan->fdw_exprs);
 	if (st->nparams > 0)
@@ -146,7 +151,7 @@ afdwBeginDirectModify(ForeignScanState *node, int eflags)
 		}
 	}
 	st->join = plan->scan.scanrelid == 0;
-	if (st->returning)
+	if (st->returning || st->check_partition)
 	{
 		st->row_cxt = AllocSetContextCreate(estate->es_query_cxt,
 											"async_fdw returning",
@@ -266,6 +271,35 @@ check_result(AfdwDirectState *st)
 		(uint64) strtoul(PQcmdTuples(res), NULL, 10);
 	if (st->count)
 		st->node->ss.ps.state->es_processed += st->nrows;
+	if (st->check_partition)
+		check_partitions(st);
+}
+
+/*
+ * check_partitions
+ *		Check every row the statement changed against the table's partition
+ *		constraint (afdw_check_partition_row): the remote statement returned
+ *		the columns it reads.  A failure fails the statement before any row
+ *		is handed over, and the local transaction's abort takes the remote
+ *		change back.
+ */
+static void
+check_partitions(AfdwDirectState *st)
+{
+	EState	   *estate = st->node->ss.ps.state;
+	ResultRelInfo *rinfo = st->node->resultRelInfo;
+	TupleTableSlot *slot = ExecGetReturningSlot(estate, rinfo);
+
+	for (uint64 row = 0; row < st->nrows; row++)
+	{
+		HeapTuple	tuple;
+
+		MemoryContextReset(st->row_cxt);
+		tuple = afdw_make_tuple_at(&st->rb, st->res, (int) row, 0, st->row_cxt);
+		ExecForceStoreHeapTuple(tuple, slot, false);
+		afdw_check_partition_row(rinfo, CMD_UPDATE, slot, estate);
+		ExecClearTuple(slot);
+	}
 }
 
 /*

@@ -128,6 +128,8 @@ afdwPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 	Bitmapset  *ret_attrs = NULL;
 	List	   *retrieved_attrs = NIL;
 	List	   *params = NIL;
+	Bitmapset  *updated = NULL;
+	bool		check_partition = false;
 	StringInfoData sql;
 	ListCell   *lc;
 	int			attno;
@@ -165,6 +167,8 @@ afdwPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 			if (lfirst_int(lc2) <= 0 ||
 				!afdw_is_shippable(root, baserel, tle->expr))
 				return false;
+			updated = bms_add_member(updated,
+									 lfirst_int(lc2) - FirstLowInvalidHeapAttributeNumber);
 		}
 	}
 
@@ -186,22 +190,35 @@ afdwPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 		}
 	}
 
+	/*
+	 * An UPDATE that may give a row another partition's key returns the
+	 * changed rows, and each one is checked
+	 * (direct.c, afdw_check_partition_row) before the statement ends.
+	 */
 	rte = planner_rt_fetch(resultRelation, root);
 	rel = table_open(rte->relid, NoLock);
+	if (operation == CMD_UPDATE && afdw_update_may_leave_partition(rel, updated))
+	{
+		check_partition = true;
+		/* The whole row, for the message of a row that fails. */
+		ret_attrs = bms_add_member(ret_attrs, 0 - FirstLowInvalidHeapAttributeNumber);
+	}
 	initStringInfo(&sql);
 	deparse_direct(&sql, root, operation, baserel, rel, targets, colnos,
-				   fscan->fdw_recheck_quals, plan->returningLists != NIL,
+				   fscan->fdw_recheck_quals,
+				   plan->returningLists != NIL || check_partition,
 				   ret_attrs, &retrieved_attrs, &params);
 	table_close(rel, NoLock);
 
 	fscan->operation = operation;
 	fscan->resultRelation = resultRelation;
 	fscan->fdw_exprs = params;
-	fscan->fdw_private = list_make5(makeString(sql.data),
-									makeBoolean(plan->returningLists != NIL),
-									retrieved_attrs,
-									makeBoolean(plan->canSetTag),
-									makeBoolean(!afdw_has_exec_param((Node *) params, NULL)));
+	fscan->fdw_private = lappend(list_make5(makeString(sql.data),
+											makeBoolean(plan->returningLists != NIL),
+											retrieved_attrs,
+											makeBoolean(plan->canSetTag),
+											makeBoolean(!afdw_has_exec_param((Node *) params, NULL))),
+								 makeBoolean(check_partition));
 
 	/*
 	 * The scan's output is still projected from each RETURNING row, its
@@ -295,13 +312,29 @@ join_modify_parts(PlannerInfo *root, RelOptInfo *joinrel, List **targets,
 		return false;
 	if (root->parse->commandType == CMD_UPDATE)
 	{
+		Bitmapset  *updated = NULL;
+		Relation	rel;
+		bool		may_leave;
+
 		get_translated_update_targetlist(root, result, targets, colnos);
 		forboth(lc, *targets, lc2, *colnos)
 		{
 			if (lfirst_int(lc2) <= 0 ||
 				!afdw_is_shippable(root, joinrel, lfirst_node(TargetEntry, lc)->expr))
 				return false;
+			updated = bms_add_member(updated,
+									 lfirst_int(lc2) - FirstLowInvalidHeapAttributeNumber);
 		}
+
+		/*
+		 * A row that may leave its partition is checked by a direct
+		 * modification of the table alone, or row by row.
+		 */
+		rel = table_open(planner_rt_fetch(result, root)->relid, NoLock);
+		may_leave = afdw_update_may_leave_partition(rel, updated);
+		table_close(rel, NoLock);
+		if (may_leave)
+			return false;
 	}
 	if (returning != NIL)
 	{
@@ -399,12 +432,13 @@ plan_join_modify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 	fscan->operation = plan->operation;
 	fscan->resultRelation = resultRelation;
 	fscan->fdw_exprs = params;
-	fscan->fdw_private = lappend(list_make5(makeString(sql.data),
-											makeBoolean(returning),
-											retrieved_attrs,
-											makeBoolean(plan->canSetTag),
-											makeBoolean(!afdw_has_exec_param((Node *) params, NULL))),
-								 makeInteger(list_length(join_vars)));
+	fscan->fdw_private = list_concat(list_make5(makeString(sql.data),
+												makeBoolean(returning),
+												retrieved_attrs,
+												makeBoolean(plan->canSetTag),
+												makeBoolean(!afdw_has_exec_param((Node *) params, NULL))),
+									 list_make2(makeBoolean(false),
+												makeInteger(list_length(join_vars))));
 
 	/*
 	 * RETURNING reads the target's changed row (IterateDirectModify hands it

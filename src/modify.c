@@ -48,11 +48,13 @@
 #include "nodes/makefuncs.h"
 #include "optimizer/appendinfo.h"
 #include "optimizer/inherit.h"
+#include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/partcache.h"
 #include "utils/rel.h"
 
 #include "async_fdw.h"
@@ -83,7 +85,10 @@ enum ModifyPrivate
 	MODIFY_TAIL,				/* String: what follows the rows */
 	MODIFY_TARGET_ATTRS,		/* List of Integer: the columns sent */
 	MODIFY_RETRIEVED,			/* List of Integer: RETURNING's columns */
-	MODIFY_DO_NOTHING			/* Boolean: ON CONFLICT DO NOTHING */
+	MODIFY_DO_NOTHING,			/* Boolean: ON CONFLICT DO NOTHING */
+	MODIFY_CHECK_PARTITION		/* Boolean: an UPDATE whose changed rows
+								 * are checked against the partition
+								 * constraint (it returns them whole) */
 };
 
 /* The state of writing to one foreign table in one statement. */
@@ -102,6 +107,8 @@ typedef struct AfdwModifyState
 	List	   *target_attrs;
 	List	   *retrieved_attrs;	/* NIL: no RETURNING */
 	bool		do_nothing;
+	bool		check_partition;	/* each row written must satisfy the
+									 * table's partition constraint */
 
 	/* Sending values: the columns' output functions, the ctid's place. */
 	FmgrInfo   *out_funcs;		/* per target_attrs item */
@@ -169,6 +176,7 @@ static void copy_line_as_row(StringInfo buf, char *line, int nfields);
 static void modify_error_context(void *arg);
 static void modify_cleanup(void *arg);
 static void end_modify(AfdwModifyState *st);
+static Bitmapset *partition_key_attrs(Relation rel);
 
 /*
  * writer_user
@@ -248,12 +256,13 @@ insert_columns(Relation rel)
  */
 static List *
 make_private(Relation rel, CmdType operation, List *target_attrs,
-			 bool do_nothing, bool returning)
+			 bool do_nothing, bool returning, bool check_partition)
 {
 	StringInfoData head;
 	StringInfoData row;
 	StringInfoData tail;
 	List	   *retrieved_attrs = NIL;
+	List	   *result;
 
 	initStringInfo(&head);
 	initStringInfo(&row);
@@ -274,10 +283,10 @@ make_private(Relation rel, CmdType operation, List *target_attrs,
 		default:
 			elog(ERROR, "unexpected operation: %d", (int) operation);
 	}
-	return lappend(list_make5(makeString(head.data), makeString(row.data),
-							  makeString(tail.data), target_attrs,
-							  retrieved_attrs),
-				   makeBoolean(do_nothing));
+	result = list_make5(makeString(head.data), makeString(row.data),
+						makeString(tail.data), target_attrs, retrieved_attrs);
+	result = lappend(result, makeBoolean(do_nothing));
+	return lappend(result, makeBoolean(check_partition));
 }
 
 /*
@@ -295,6 +304,7 @@ afdwPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 	List	   *target_attrs = NIL;
 	bool		returning;
 	bool		do_nothing = false;
+	bool		check_partition = false;
 	List	   *result;
 
 	if (plan->onConflictAction == ONCONFLICT_UPDATE)
@@ -311,28 +321,38 @@ afdwPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 	 * a column it changes but the statement does not set would keep its old
 	 * value remotely.  Then the whole row goes, as for an INSERT.
 	 */
-	if (operation == CMD_INSERT ||
-		(operation == CMD_UPDATE && rel->trigdesc != NULL &&
-		 rel->trigdesc->trig_update_before_row))
-		target_attrs = insert_columns(rel);
-	else if (operation == CMD_UPDATE)
+	if (operation == CMD_UPDATE)
 	{
 		RelOptInfo *baserel = find_base_rel(root, result_relation);
 		Bitmapset  *cols = get_rel_all_updated_cols(root, baserel);
 		TupleDesc	tupdesc = RelationGetDescr(rel);
 		int			col = -1;
 
-		while ((col = bms_next_member(cols, col)) >= 0)
+		/* A row whose partition key changes is checked (see below). */
+		check_partition = afdw_update_may_leave_partition(rel, cols);
+		if (rel->trigdesc != NULL && rel->trigdesc->trig_update_before_row)
+			target_attrs = insert_columns(rel);
+		else
 		{
-			AttrNumber	attnum = col + FirstLowInvalidHeapAttributeNumber;
+			while ((col = bms_next_member(cols, col)) >= 0)
+			{
+				AttrNumber	attnum = col + FirstLowInvalidHeapAttributeNumber;
 
-			if (attnum <= InvalidAttrNumber)
-				elog(ERROR, "system-column update is not supported");
-			if (!TupleDescAttr(tupdesc, attnum - 1)->attgenerated)
-				target_attrs = lappend_int(target_attrs, attnum);
+				if (attnum <= InvalidAttrNumber)
+					elog(ERROR, "system-column update is not supported");
+				if (!TupleDescAttr(tupdesc, attnum - 1)->attgenerated)
+					target_attrs = lappend_int(target_attrs, attnum);
+			}
 		}
 	}
+	else if (operation == CMD_INSERT)
+		target_attrs = insert_columns(rel);
 
+	/*
+	 * The row an UPDATE that may change its partition key stores comes back
+	 * whole, to be checked against the partition constraint
+	 * (afdw_check_partition_row).
+	 */
 	returning = (plan->returningLists != NIL &&
 				 list_nth(plan->returningLists, subplan_index) != NIL) ||
 		(plan->withCheckOptionLists != NIL &&
@@ -340,9 +360,11 @@ afdwPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 		(rel->trigdesc != NULL &&
 		 ((operation == CMD_INSERT && rel->trigdesc->trig_insert_after_row) ||
 		  (operation == CMD_UPDATE && rel->trigdesc->trig_update_after_row) ||
-		  (operation == CMD_DELETE && rel->trigdesc->trig_delete_after_row)));
+		  (operation == CMD_DELETE && rel->trigdesc->trig_delete_after_row))) ||
+		check_partition;
 
-	result = make_private(rel, operation, target_attrs, do_nothing, returning);
+	result = make_private(rel, operation, target_attrs, do_nothing, returning,
+						  check_partition);
 	table_close(rel, NoLock);
 	return result;
 }
@@ -368,7 +390,8 @@ modify_returns_rows(ResultRelInfo *rinfo, CmdType operation, bool returning_list
 /*
  * may_load_in_bulk
  *		Whether an INSERT into RINFO's table (FDW_PRIVATE its statement) may
- *		keep its rows and stream them later (see the banner): nobody looks
+ *		keep its rows and stream them later (see the banner): its batch_size
+ *		is more than 1, nobody looks
  *		at the rows again in the statement, and no AFTER trigger of the table or of the statement's
  *		target, which runs before the end of the statement, could read the
  *		table and miss them.
@@ -382,6 +405,9 @@ may_load_in_bulk(ResultRelInfo *rinfo, CmdType operation, List *fdw_private)
 		list_nth(fdw_private, MODIFY_RETRIEVED) != NIL ||
 		boolVal(list_nth(fdw_private, MODIFY_DO_NOTHING)) ||
 		list_nth(fdw_private, MODIFY_TARGET_ATTRS) == NIL)
+		return false;
+	/* batch_size 1 asks for an INSERT a row, as postgres_fdw sends. */
+	if (batch_size_option(rinfo) <= 1)
 		return false;
 	if (rinfo->ri_TrigDesc != NULL &&
 		(rinfo->ri_TrigDesc->trig_insert_after_row ||
@@ -436,6 +462,7 @@ begin_modify(EState *estate, ResultRelInfo *rinfo, CmdType operation,
 	st->target_attrs = (List *) list_nth(fdw_private, MODIFY_TARGET_ATTRS);
 	st->retrieved_attrs = (List *) list_nth(fdw_private, MODIFY_RETRIEVED);
 	st->do_nothing = boolVal(list_nth(fdw_private, MODIFY_DO_NOTHING));
+	st->check_partition = boolVal(list_nth(fdw_private, MODIFY_CHECK_PARTITION));
 	st->ctid_attno = ctid_attno;
 
 	st->batch_size = batch_size_option(rinfo);
@@ -508,6 +535,16 @@ afdwBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
 	}
 	rinfo->ri_FdwState = begin_modify(mtstate->ps.state, rinfo, operation,
 									  fdw_private, ctid_attno);
+
+	/*
+	 * An INSERT into a partition named as the statement's target: nothing
+	 * routed its rows, and PostgreSQL leaves a foreign table's constraints
+	 * to it.  A row of another partition would be lost to every query that
+	 * prunes by the key, so each row is checked before it is sent.
+	 */
+	if (operation == CMD_INSERT &&
+		rinfo->ri_RelationDesc->rd_rel->relispartition)
+		((AfdwModifyState *) rinfo->ri_FdwState)->check_partition = true;
 }
 
 /*
@@ -549,8 +586,18 @@ afdwBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 		elog(ERROR, "COPY into a foreign table without executor state");
 
 	returning = modify_returns_rows(rinfo, CMD_INSERT, rinfo->ri_returningList != NIL);
+
+	/*
+	 * A row routed here by an INSERT may still be changed by a BEFORE ROW
+	 * trigger of this table, after the routing: then it is checked as an
+	 * INSERT straight into the table is.  COPY checks such rows itself
+	 * (plan NULL).
+	 */
 	fdw_private = make_private(rel, CMD_INSERT, insert_columns(rel), do_nothing,
-							   returning);
+							   returning,
+							   plan != NULL && rel->rd_rel->relispartition &&
+							   rinfo->ri_TrigDesc != NULL &&
+							   rinfo->ri_TrigDesc->trig_insert_before_row);
 	rinfo->ri_FdwState = begin_modify(estate, rinfo, CMD_INSERT, fdw_private,
 									  InvalidAttrNumber);
 }
@@ -684,6 +731,8 @@ afdwExecForeignInsert(EState *estate pg_attribute_unused(), ResultRelInfo *rinfo
 	errcb.arg = st;
 	errcb.previous = error_context_stack;
 	error_context_stack = &errcb;
+	if (st->check_partition)
+		afdw_check_partition_row(rinfo, CMD_INSERT, slot, st->estate);
 	if (st->bulk)
 		bulk_add(st, slot);
 	else
@@ -715,6 +764,11 @@ afdwExecForeignBatchInsert(EState *estate pg_attribute_unused(), ResultRelInfo *
 	errcb.previous = error_context_stack;
 	error_context_stack = &errcb;
 
+	if (st->check_partition)
+	{
+		for (int i = 0; i < *numslots; i++)
+			afdw_check_partition_row(rinfo, CMD_INSERT, slots[i], st->estate);
+	}
 	MemoryContextReset(st->temp_cxt);
 	old = MemoryContextSwitchTo(st->temp_cxt);
 	initStringInfo(&sql);
@@ -752,13 +806,15 @@ afdwGetForeignModifyBatchSize(ResultRelInfo *rinfo)
 	if (st == NULL)
 	{
 		if (rinfo->ri_returningList != NIL || rinfo->ri_WithCheckOptions != NIL ||
+			RelationGetDescr(rinfo->ri_RelationDesc)->natts == 0 ||
 			(rinfo->ri_TrigDesc != NULL &&
 			 (rinfo->ri_TrigDesc->trig_insert_before_row ||
 			  rinfo->ri_TrigDesc->trig_insert_after_row)))
 			return 1;
 		return batch_size_option(rinfo);
 	}
-	if (st->bulk || st->retrieved_attrs != NIL ||
+	/* A row of no column is DEFAULT VALUES, which takes one row only. */
+	if (st->bulk || st->retrieved_attrs != NIL || st->target_attrs == NIL ||
 		(rinfo->ri_TrigDesc != NULL && rinfo->ri_TrigDesc->trig_insert_before_row))
 		return 1;
 	return st->batch_size;
@@ -785,6 +841,9 @@ afdwExecForeignUpdate(EState *estate pg_attribute_unused(), ResultRelInfo *rinfo
 	errcb.previous = error_context_stack;
 	error_context_stack = &errcb;
 	result = run_row(st, slot, ctid);
+	/* The row as stored, when its partition key may have changed. */
+	if (st->check_partition && st->operation == CMD_UPDATE && result != NULL)
+		afdw_check_partition_row(rinfo, CMD_UPDATE, result, st->estate);
 	error_context_stack = errcb.previous;
 	return result;
 }
@@ -1158,6 +1217,79 @@ modify_cleanup(void *arg)
 		afdw_release_connection(st->conn);
 		st->conn = NULL;
 	}
+}
+
+/*
+ * partition_key_attrs
+ *		The columns of REL (offset by FirstLowInvalidHeapAttributeNumber)
+ *		that its partition constraint reads, its ancestors' bounds
+ *		included; NULL when REL is not a partition.
+ */
+static Bitmapset *
+partition_key_attrs(Relation rel)
+{
+	Bitmapset  *attrs = NULL;
+
+	if (rel->rd_rel->relispartition)
+		pull_varattnos((Node *) RelationGetPartitionQual(rel), 1, &attrs);
+	return attrs;
+}
+
+/*
+ * afdw_update_may_leave_partition
+ *		Whether an UPDATE of REL that sets the columns UPDATED_COLS (offset
+ *		by FirstLowInvalidHeapAttributeNumber) may give a row a partition
+ *		key of another partition: REL is a partition and the statement, or
+ *		a BEFORE ROW UPDATE trigger of REL, may change a column its
+ *		partition constraint reads.
+ *
+ * PostgreSQL moves no row out of a foreign partition (its UPDATE goes to
+ * the foreign table as it is), so such a row would stay where it is,
+ * found by no query that prunes by its key.  The rows of such an UPDATE
+ * are checked instead (afdw_check_partition_row).
+ */
+bool
+afdw_update_may_leave_partition(Relation rel, Bitmapset *updated_cols)
+{
+	Bitmapset  *key_attrs = partition_key_attrs(rel);
+
+	if (key_attrs == NULL)
+		return false;
+	if (rel->trigdesc != NULL && rel->trigdesc->trig_update_before_row)
+		return true;
+	return bms_overlap(key_attrs, updated_cols);
+}
+
+/*
+ * afdw_check_partition_row
+ *		Fail unless SLOT, a row of RINFO's foreign table as OPERATION is
+ *		to store it (or has, remotely), satisfies the table's partition
+ *		constraint.
+ *
+ * A row an UPDATE of the partitioned table changes is one PostgreSQL
+ * would have moved to another partition: that is not possible out of a
+ * foreign table, and the statement fails (the local transaction's abort
+ * takes the remote change back).  Any other row, an INSERT's or one
+ * written to the partition itself, breaks the constraint, as it would on
+ * a table of this server.
+ */
+void
+afdw_check_partition_row(ResultRelInfo *rinfo, CmdType operation,
+						 TupleTableSlot *slot, EState *estate)
+{
+	ResultRelInfo *root = rinfo->ri_RootResultRelInfo;
+
+	if (ExecPartitionCheck(rinfo, slot, estate, false))
+		return;
+	if (root == NULL || operation != CMD_UPDATE)
+		ExecPartitionCheckEmitError(rinfo, slot, estate);
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot move a row out of foreign partition \"%s\"",
+					RelationGetRelationName(rinfo->ri_RelationDesc)),
+			 errdetail("The new partition key of the row belongs to another partition of \"%s\", and rows are not moved out of foreign partitions.",
+					   RelationGetRelationName(root->ri_RelationDesc)),
+			 errhint("Delete the row and insert it again with its new key.")));
 }
 
 /*
