@@ -200,12 +200,20 @@ for my $node (@shards)
 		  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit();
 	});
 }
-$coord->safe_psql('postgres', q{
+# Rows written to the partitions themselves must belong there (the
+# partition constraint holds): two negative keys of each partition.
+my @key_of = map {
+	[ split /\n/, $coord->safe_psql('postgres', qq{
+		SELECT g FROM generate_series(-1, -1000, -1) g
+		 WHERE satisfies_hash_partition('events'::regclass, 4, $_, g)
+		 ORDER BY g DESC LIMIT 2}) ]
+} 0 .. 3;
+$coord->safe_psql('postgres', qq{
 	BEGIN;
-	INSERT INTO events_1 VALUES (-1, 0, 'c');
-	INSERT INTO events_2 VALUES (-2, 0, 'c');
-	INSERT INTO events_3 VALUES (-3, 0, 'c');
-	INSERT INTO events_4 VALUES (-4, 0, 'c');
+	INSERT INTO events_1 VALUES ($key_of[0][0], 0, 'c');
+	INSERT INTO events_2 VALUES ($key_of[1][0], 0, 'c');
+	INSERT INTO events_3 VALUES ($key_of[2][0], 0, 'c');
+	INSERT INTO events_4 VALUES ($key_of[3][0], 0, 'c');
 	COMMIT;
 });
 my @intervals = map {
@@ -228,15 +236,15 @@ $shards[2]->safe_psql('postgres', q{
 	CREATE CONSTRAINT TRIGGER events_refuse AFTER INSERT ON events
 	  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse();
 });
-($rc, $out, $err) = $coord->psql('postgres', q{
-	\set VERBOSITY verbose
+($rc, $out, $err) = $coord->psql('postgres', qq{
+	\\set VERBOSITY verbose
 	BEGIN;
-	INSERT INTO events_3 VALUES (-30, 0, 'c');
+	INSERT INTO events_3 VALUES ($key_of[2][1], 0, 'c');
 	COMMIT;
 });
 like($err, qr/ERROR:  23514: shard 3 refuses the commit/,
 	'a remote commit failure fails the local commit with the remote error');
-is($shards[2]->safe_psql('postgres', 'SELECT count(*) FROM events WHERE a = -30'), '0',
+is($shards[2]->safe_psql('postgres', "SELECT count(*) FROM events WHERE a = $key_of[2][1]"), '0',
 	'and its rows are not there');
 
 done_testing();
