@@ -78,9 +78,9 @@ SELECT ex_lines($$SELECT count(*) FROM ex_keys k
 -- rescan has the rows of the table (the sums are those of remote.ex).
 SELECT ex_lines($$SELECT count(*) FROM generate_series(1, 400) g
   WHERE CASE WHEN g > 0 THEN EXISTS (SELECT 1 FROM ft_exc f WHERE g > 0) END$$,
-  'Remote Reads|loops');
+  'Remote Reads');
 SELECT ex_lines($$SELECT (SELECT sum(id) FROM (SELECT id FROM ft_exc LIMIT k * 10) s)
-  FROM ex_keys$$, 'Remote Reads|loops');
+  FROM ex_keys$$, 'Remote Reads');
 SELECT k, (SELECT sum(id) FROM (SELECT id FROM ft_exc LIMIT k * 10) s),
        (SELECT sum(id) FROM (SELECT id FROM remote.ex LIMIT k * 10) s)
   FROM ex_keys ORDER BY k;
