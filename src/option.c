@@ -433,13 +433,15 @@ check_option_value(const AfdwOption *opt, const char *value)
 			/*
 			 * A word outside a fixed set is what a bad Boolean is, so it gets
 			 * the same code (postgres_fdw has fetch_mode and pooler not at
-			 * all; analyze_sampling, in version 16, with these words).
+			 * all); but analyze_sampling, which postgres_fdw has since
+			 * version 16 with these words, gets the code it gives there.
 			 */
 			if (word_index(value, words_of(opt->kind)) < 0)
 			{
 				expected = psprintf(_("The option takes %s."),
 									word_choices(words_of(opt->kind)));
-				sqlstate = ERRCODE_SYNTAX_ERROR;
+				if (opt->kind != AFDW_OPT_SAMPLING)
+					sqlstate = ERRCODE_SYNTAX_ERROR;
 			}
 			break;
 		case AFDW_OPT_COST:
