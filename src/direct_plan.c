@@ -274,7 +274,9 @@ afdw_direct_join_mode(PlannerInfo *root)
 	/* What make_modifytable asks before it offers a direct modification. */
 	if (parse->withCheckOptions != NIL ||
 		has_row_triggers(root, result, parse->commandType) ||
-		has_stored_generated_columns(root, result))
+		has_stored_generated_columns(root, result) ||
+		has_transition_tables(root, result, parse->commandType) ||
+		afdw_returns_old_or_new(parse->returningList))
 		return false;
 	foreach(lc, root->rowMarks)
 	{

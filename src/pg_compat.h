@@ -18,6 +18,7 @@
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/pathnodes.h"
+#include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
 #include "storage/latch.h"
@@ -390,6 +391,23 @@ afdw_client_scram_keys(char **client_key, char **server_key)
 #else
 	(void) client_key;
 	(void) server_key;
+	return false;
+#endif
+}
+
+/*
+ * afdw_returns_old_or_new
+ *		Whether a RETURNING list reads OLD or NEW explicitly (PostgreSQL 18):
+ *		the core planner then offers no direct modification, and the rows
+ *		are changed one by one.  Before 18 there is no such list.
+ */
+static inline bool
+afdw_returns_old_or_new(List *returning)
+{
+#if PG_VERSION_NUM >= 180000
+	return contain_vars_returning_old_or_new((Node *) returning);
+#else
+	(void) returning;
 	return false;
 #endif
 }

@@ -444,6 +444,14 @@ begin_scan(ForeignScanState *node)
 		if (own_bound < 0 || own_bound > st->fetch_size)
 			st->may_prepare = false;
 	}
+	/*
+	 * A remote join planned to become a direct modification has no SELECT
+	 * (join.c); the planner must not have left it as a scan.
+	 */
+	if (st->sql[0] == '\0')
+		elog(ERROR, "foreign scan of \"%s\" has no remote query",
+			 st->rb.relname);
+
 	/* Keys of hash joins (take_keys); the query as planned until then. */
 	st->nkey_uses = afdw_scan_key_uses(plan);
 	st->plain_sql = st->sql;
