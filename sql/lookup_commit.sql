@@ -159,6 +159,100 @@ SELECT * FROM afdw_last_messages();
 SELECT id, (SELECT v FROM ft_lc f WHERE f.id = l.id) FROM local_ids l ORDER BY 1;
 SELECT * FROM afdw_last_messages();
 
+-- An UPDATE or DELETE that is its own transaction and its only remote
+-- work, sent as one remote statement, carries the COMMIT: one message,
+-- one round trip.  Each case starts with new remote sessions, opened by a
+-- lookup (a session's first transaction sets its idle timeout after the
+-- COMMIT, and carries none), so that the last messages are the case's.
+SELECT async_fdw_disconnect_all();
+SELECT count(*) FROM ft_lc WHERE id = 1;
+UPDATE ft_lc SET v = 'u1' WHERE id = 1;
+SELECT * FROM afdw_last_messages();
+DELETE FROM ft_lc WHERE id = 200;
+SELECT * FROM afdw_last_messages();
+-- The remote session is idle when the statement returns, its change
+-- committed and visible to others at once.
+SELECT state FROM pg_stat_activity
+ WHERE application_name = 'async_fdw' AND pid <> pg_backend_pid();
+SELECT id, v FROM remote.lc WHERE id IN (1, 200);
+-- A remote failure skips the COMMIT: nothing changed.
+UPDATE ft_lc SET id = 2 WHERE id = 1;
+SELECT id, v FROM remote.lc WHERE id IN (1, 2) ORDER BY id;
+-- A COMMIT that fails (a deferred constraint of the remote table) fails
+-- the statement with its error, and the change is not there.
+CREATE FUNCTION remote.lc_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.v = 'refused' THEN
+    RAISE EXCEPTION 'refused at commit' USING ERRCODE = 'check_violation';
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE CONSTRAINT TRIGGER lc_refuse AFTER UPDATE ON remote.lc
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION remote.lc_refuse();
+UPDATE ft_lc SET v = 'refused' WHERE id = 3;
+SELECT id, v FROM remote.lc WHERE id = 3;
+UPDATE ft_lc SET v = 'accepted' WHERE id = 3;
+SELECT * FROM afdw_last_messages();
+SELECT id, v FROM remote.lc WHERE id = 3;
+DROP TRIGGER lc_refuse ON remote.lc;
+DROP FUNCTION remote.lc_refuse();
+
+-- Not when anything may follow the remote change or fail after it: the
+-- COMMIT goes after the statement (or the transaction is prepared on
+-- each server written, two-phase commit).  RETURNING (its rows are
+-- converted after the change):
+SELECT async_fdw_disconnect_all();
+SELECT count(*) FROM ft_lc WHERE id = 1;
+UPDATE ft_lc SET v = 'r4' WHERE id = 4 RETURNING id, v;
+SELECT * FROM afdw_last_messages();
+-- A transaction block:
+BEGIN;
+UPDATE ft_lc SET v = 'b5' WHERE id = 5;
+COMMIT;
+SELECT * FROM afdw_last_messages();
+-- An AFTER STATEMENT trigger:
+CREATE FUNCTION lc_after() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER lc_after AFTER UPDATE ON ft_lc
+  FOR EACH STATEMENT EXECUTE FUNCTION lc_after();
+UPDATE ft_lc SET v = 'after' WHERE id = 9;
+SELECT * FROM afdw_last_messages();
+DROP TRIGGER lc_after ON ft_lc;
+-- A statement that also writes locally (two-phase commit):
+CREATE TABLE lc_log (n int);
+CREATE FUNCTION lc_logged(int) RETURNS int LANGUAGE sql AS
+  'INSERT INTO lc_log VALUES ($1) RETURNING $1';
+SELECT async_fdw_disconnect_all();
+SELECT count(*) FROM ft_lc WHERE id = 1;
+UPDATE ft_lc SET v = 'logged' WHERE id = (SELECT lc_logged(8));
+SELECT regexp_replace(m, '''.*''', '''...''') FROM afdw_last_messages() m;
+-- An UPDATE of two servers: neither COMMIT may precede the other's
+-- statement's end (two-phase commit).  With one partition left after
+-- pruning, one server: the COMMIT rides.
+CREATE TABLE remote.lc6 AS SELECT * FROM remote.lc WHERE id = 6;
+CREATE TABLE remote.lc7 AS SELECT * FROM remote.lc WHERE id = 7;
+CREATE TABLE lc_two (id int, v text) PARTITION BY LIST (id);
+CREATE FOREIGN TABLE lc_two1 PARTITION OF lc_two FOR VALUES IN (6)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'lc6');
+CREATE FOREIGN TABLE lc_two2 PARTITION OF lc_two FOR VALUES IN (7)
+  SERVER loopback2 OPTIONS (schema_name 'remote', table_name 'lc7');
+SELECT async_fdw_disconnect_all();
+SELECT count(*) FROM lc_two;
+UPDATE lc_two SET v = 'two' WHERE id IN (6, 7);
+SELECT regexp_replace(m, '''.*''', '''...''') FROM afdw_last_messages() m;
+SELECT async_fdw_disconnect_all();
+SELECT count(*) FROM lc_two;
+UPDATE lc_two SET v = 'one' WHERE id = 6;
+SELECT * FROM afdw_last_messages();
+SELECT * FROM lc_two ORDER BY id;
+SELECT id, v FROM remote.lc WHERE id BETWEEN 4 AND 9 ORDER BY id;
+DROP TABLE lc_two, lc_log, remote.lc6, remote.lc7;
+DROP FUNCTION lc_logged(int), lc_after();
+
 DROP FUNCTION lc_lookup(int);
 DROP FOREIGN TABLE ft_lc, ft_lc2;
 DROP TABLE remote.lc, local_ids;

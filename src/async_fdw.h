@@ -431,6 +431,8 @@ extern void afdw_send_write(AfdwConn *conn, const char *sql, bool copy,
 							void *owner, AfdwDrainFn drain);
 extern PGresult *afdw_run_write(AfdwConn *conn, const char *sql);
 extern bool afdw_defer_write(AfdwConn *conn, const char *sql);
+extern bool afdw_send_final_write(AfdwConn *conn, const char *sql, void *owner,
+								  AfdwDrainFn drain);
 extern void afdw_note_row_locks(AfdwConn *conn);
 extern void afdw_end_read_transactions(AfdwConn *writer, const char *what);
 extern unsigned int afdw_next_cursor_number(AfdwConn *conn);

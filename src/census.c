@@ -125,6 +125,7 @@ record_scans(Plan *plan, Plan *parent, bool once, ScanCensus *census)
 			census->places[census->nplaces].parent = parent;
 			census->places[census->nplaces].server = ((ForeignScan *) plan)->fs_server;
 			census->places[census->nplaces].once = once;
+			census->places[census->nplaces].only = false;
 			census->places[census->nplaces].alone = false;
 			census->nplaces++;
 			/* Its outer plan runs only to recheck rows. */
@@ -182,8 +183,8 @@ place_cmp(const void *a, const void *b)
 
 /*
  * mark_alone
- *		Mark the places of CENSUS that are their server's only one and run
- *		once.
+ *		Mark the places of CENSUS that are their server's only one, and
+ *		those of them that run once.
  */
 static void
 mark_alone(ScanCensus *census)
@@ -201,7 +202,10 @@ mark_alone(ScanCensus *census)
 		while (j < census->nplaces && sorted[j]->server == sorted[i]->server)
 			j++;
 		if (j == i + 1)
+		{
+			sorted[i]->only = true;
 			sorted[i]->alone = sorted[i]->once;
+		}
 		i = j;
 	}
 	pfree(sorted);

@@ -23,7 +23,9 @@
 
 #include "access/sysattr.h"
 #include "access/table.h"
+#include "catalog/pg_trigger.h"
 #include "commands/explain.h"
+#include "commands/trigger.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "funcapi.h"
@@ -57,6 +59,8 @@ typedef struct AfdwDirectState
 									 * the partition constraint */
 	List	   *retrieved_attrs;
 	bool		count;
+	bool		final;			/* the statement's only remote work: its
+								 * COMMIT may ride along (may_commit) */
 	AfdwConn   *conn;			/* the writer of the user mapping */
 	bool		released;		/* conn given back */
 
@@ -80,6 +84,7 @@ typedef struct AfdwDirectState
 	MemoryContextCallback cleanup;
 } AfdwDirectState;
 
+static bool may_commit(ForeignScanState *node, AfdwDirectState *st);
 static void send_statement(AfdwDirectState *st);
 static void drain_direct(void *owner);
 static void read_result(AfdwDirectState *st);
@@ -174,6 +179,7 @@ afdwBeginDirectModify(ForeignScanState *node, int eflags)
 							  columns, st->row_cxt);
 	}
 
+	st->final = may_commit(node, st);
 	st->conn = afdw_acquire_writer(direct_user(node, st->rel));
 
 	/* From here on the state is referenced from outside its memory. */
@@ -183,6 +189,60 @@ afdwBeginDirectModify(ForeignScanState *node, int eflags)
 
 	if (boolVal(list_nth(plan->fdw_private, AFDW_DIRECT_EAGER)))
 		send_statement(st);
+}
+
+/*
+ * after_statement_trigger
+ *		Whether TRIGDESC has an AFTER STATEMENT trigger of EVENT (a
+ *		TRIGGER_TYPE_ event).
+ */
+static bool
+after_statement_trigger(TriggerDesc *trigdesc, int event)
+{
+	if (trigdesc == NULL)
+		return false;
+	if (event == TRIGGER_TYPE_UPDATE)
+		return trigdesc->trig_update_after_statement;
+	return trigdesc->trig_delete_after_statement;
+}
+
+/*
+ * may_commit
+ *		Whether the direct modification NODE (ST) may carry the remote
+ *		COMMIT of a statement that is its own transaction
+ *		(afdw_send_final_write decides the rest when it is sent): it is the
+ *		statement's whole plan below its ModifyTable, the plan's only write
+ *		and its server's only ForeignScan, and nothing runs after its
+ *		result: no RETURNING, whose rows are converted only then, no check
+ *		of the changed rows' partition, no AFTER STATEMENT trigger, no
+ *		subquery.
+ *
+ * An autocommit UPDATE or DELETE of one row then costs one round trip,
+ * as an INSERT does (afdw_defer_write), instead of the statement's and
+ * the COMMIT's.
+ */
+static bool
+may_commit(ForeignScanState *node, AfdwDirectState *st)
+{
+	PlannedStmt *stmt = node->ss.ps.state->es_plannedstmt;
+	ModifyTable *mt = (ModifyTable *) stmt->planTree;
+	ResultRelInfo *rinfo = node->resultRelInfo;
+	const AfdwScanPlace *place;
+	int			event = (st->operation == CMD_UPDATE) ?
+		TRIGGER_TYPE_UPDATE : TRIGGER_TYPE_DELETE;
+
+	if (st->returning || st->check_partition || !st->count ||
+		!IsA(mt, ModifyTable) || outerPlan(mt) != (Plan *) node->ss.ps.plan ||
+		list_length(mt->resultRelations) != 1 || stmt->hasModifyingCTE ||
+		stmt->subplans != NIL || mt->plan.initPlan != NIL)
+		return false;
+	if (after_statement_trigger(rinfo->ri_TrigDesc, event) ||
+		(rinfo->ri_RootResultRelInfo != NULL &&
+		 after_statement_trigger(rinfo->ri_RootResultRelInfo->ri_TrigDesc, event)))
+		return false;
+	/* The ModifyTable runs it once: whether it is its server's only one. */
+	place = afdw_find_scan_place(node->ss.ps.state, node->ss.ps.plan);
+	return place != NULL && place->only;
 }
 
 /*
@@ -223,7 +283,10 @@ send_statement(AfdwDirectState *st)
 	}
 	MemoryContextSwitchTo(oldcxt);
 
-	afdw_send_write(st->conn, st->sent_sql, false, st, drain_direct);
+	if (st->final)
+		(void) afdw_send_final_write(st->conn, st->sent_sql, st, drain_direct);
+	else
+		afdw_send_write(st->conn, st->sent_sql, false, st, drain_direct);
 	st->sent = true;
 }
 

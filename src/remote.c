@@ -136,7 +136,9 @@ send_deferred(AfdwConn *conn)
 /*
  * afdw_wait_result
  *		Wait for the results of the command in flight and return the one
- *		that matters: the first error, or else the last result.
+ *		that matters: the first error, or else the last result, but for the
+ *		success of a COMMIT that rode after the command's statement
+ *		(afdw_send_final_write), which leaves the statement's result.
  *
  * The wait reacts to interrupts and postmaster death; a query cancel here
  * leaves the remote query running, and the abort callback cancels it.
@@ -145,6 +147,7 @@ PGresult *
 afdw_wait_result(AfdwConn *conn, const char *sql)
 {
 	PGresult   *volatile kept = NULL;
+	bool		commit_rides = conn->commit_rides;
 
 	PG_TRY();
 	{
@@ -178,7 +181,10 @@ afdw_wait_result(AfdwConn *conn, const char *sql)
 			}
 
 			lost = afdw_result_lost(conn, res);
-			if (kept != NULL && PQresultStatus(kept) == PGRES_FATAL_ERROR)
+			if (kept != NULL &&
+				(PQresultStatus(kept) == PGRES_FATAL_ERROR ||
+				 (commit_rides && PQresultStatus(res) == PGRES_COMMAND_OK &&
+				  strcmp(PQcmdStatus(res), "COMMIT") == 0)))
 				PQclear(res);
 			else
 			{

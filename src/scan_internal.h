@@ -416,6 +416,7 @@ typedef struct AfdwScanPlace
 	Plan	   *parent;			/* the Append it is an asynchronous child of */
 	Oid			server;
 	bool		once;			/* run once per run of the plan */
+	bool		only;			/* its server's only ForeignScan */
 	bool		alone;			/* once, and its server's only ForeignScan */
 } AfdwScanPlace;
 

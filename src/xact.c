@@ -538,6 +538,75 @@ afdw_send_write(AfdwConn *conn, const char *sql, bool copy, void *owner,
 }
 
 /*
+ * afdw_send_final_write
+ *		afdw_send_write for SQL, a write that its caller knows to be the
+ *		statement's last remote work and only write: when the statement is
+ *		its own local transaction, SQL opens CONN's remote transaction and
+ *		nothing else of the transaction touched CONN's server, wrote or
+ *		holds a local transaction ID, the remote COMMIT rides in the same
+ *		send (one round trip), and true is returned.  Else it is sent as
+ *		afdw_send_write sends it, and false is returned.
+ *
+ * The COMMIT runs on the remote server as soon as the write succeeds, so
+ * the caller must read the write's result (and the COMMIT's) before the
+ * statement ends, and nothing that may still fail the local transaction
+ * may follow: no local write so far (the local commit of a transaction
+ * with no transaction ID cannot fail), no other remote write (which would
+ * commit later, or not at all), no other connection of the server (whose
+ * snapshot import must run before the export's COMMIT).  A write that
+ * fails skips the COMMIT; a COMMIT that fails (a deferred constraint)
+ * fails the statement with its error.
+ */
+bool
+afdw_send_final_write(AfdwConn *conn, const char *sql, void *owner,
+					  AfdwDrainFn drain)
+{
+	HASH_SEQ_STATUS scan;
+	AfdwConn   *entry;
+	bool		commit;
+	char	   *prefix;
+	char	   *full;
+	int			nstatements;
+
+	Assert(conn->role != AFDW_ROLE_READER);
+	afdw_make_idle(conn);
+	check_xact_failed(conn);
+	commit = (afdw_statement_is_transaction() && conn->xact_depth == 0 &&
+			  conn->savepoint_op == NULL && conn->deferred == NULL &&
+			  !TransactionIdIsValid(GetTopTransactionIdIfAny()) &&
+			  !afdw_idle_setting_changes(conn));
+	if (commit)
+	{
+		hash_seq_init(&scan, afdw_conn_hash);
+		while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+		{
+			if (entry == conn || entry->conn == NULL)
+				continue;
+			if ((entry->serverid == conn->serverid &&
+				 (entry->nusers > 0 || entry->xact_depth > 0)) ||
+				(entry->xact_depth > 0 && entry->role == AFDW_ROLE_WROTE) ||
+				entry->deferred != NULL)
+				commit = false;
+		}
+	}
+	if (!commit)
+	{
+		afdw_send_write(conn, sql, false, owner, drain);
+		return false;
+	}
+
+	prefix = xact_prefix(conn, false, &nstatements);
+	full = psprintf("%s%s%s; COMMIT TRANSACTION", prefix, prefix[0] ? "; " : "", sql);
+	afdw_send_query(conn, full, 0, NULL);
+	afdw_set_owner(conn, owner, drain);
+	afdw_set_role(conn, AFDW_ROLE_WROTE);
+	conn->commit_rides = true;
+	pfree(full);
+	pfree(prefix);
+	return true;
+}
+
+/*
  * afdw_run_write
  *		Run SQL, which writes, on CONN (see afdw_send_write) and return its
  *		result, raising a remote error with SQL as the remote query.
