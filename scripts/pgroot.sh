@@ -74,6 +74,8 @@ make_root() {
 }
 
 [ -x "$root/usr/lib/postgresql/$major/bin/pg_config" ] || make_root
+# apt-get update in the root (need_packages) works on a lagging mirror too.
+root_apt_conf "$root"
 
 mounted=()
 cleanup() {
