@@ -97,6 +97,15 @@ choose_runuser() {
 	fi
 }
 
+# root_apt_conf ROOT: let apt in the Debian root ROOT take a release whose
+# Release file is past its Valid-Until date, as a mirror or snapshot that
+# lags behind serves a testing release's (valid a week only).  Signatures
+# are still checked.
+root_apt_conf() {
+	printf '// async_fdw scripts: a lagging mirror of a testing release\nAcquire::Check-Valid-Until "false";\n' \
+		>"$1/etc/apt/apt.conf.d/99async-fdw-valid-until"
+}
+
 # host_mirror: the first Debian mirror of the host's apt sources (deb822
 # .sources files or the one-line format), not its security archive.
 host_mirror() {

@@ -10,21 +10,31 @@
 #   never installed on this machine itself.  Exits non-zero on any failure.
 #   Root only (debootstrap, chroot, mount).
 #
+#   The build: on this machine when its Debian release ships the major (15
+#   on Debian 12); else in the Debian root that scripts/pgroot.sh keeps for
+#   the major (trixie for 17, forky for 18), where this script runs again
+#   with PKG_OUT set, installs the build's packages on first use and leaves
+#   the .deb in a directory of this machine mounted there.
+#
 #   The clean root: a minimal Debian root of the release that ships the
-#   major (bookworm for 15), made once with debootstrap from the Debian
-#   mirror of this machine's apt sources, with apt's package lists and the
-#   server's packages downloaded but NOT installed, cached as
-#   PGROOT_DIR/<release>-pkg.  Each run works on a throwaway overlay of it
-#   (a copy where overlayfs is not available), so every run starts clean and
-#   apt resolves the package's dependencies itself.
+#   major (bookworm for 15, trixie for 17, forky for 18), made once with
+#   debootstrap from the Debian mirror of this machine's apt sources, with
+#   apt's package lists and the server's packages downloaded but NOT
+#   installed, cached as PGROOT_DIR/<release>-pkg.  Each run works on a
+#   throwaway overlay of it (a copy where overlayfs is not available), so
+#   every run starts clean and apt resolves the package's dependencies
+#   itself.
 #
 # Environment:
-#   PG_MAJOR       the major to package and test (default 15; the package is
-#                  built on this machine, which must ship that major)
+#   PG_MAJOR       the major to package and test: 15, 17 or 18 (default 15)
 #   PKG_TEST_PORT  port of the throwaway server (default 55442)
-#   PGROOT_DIR     where the cached roots live (default /var/tmp/async_fdw-roots)
-#   SKIP_DEPS=1    do not apt-get anything on this machine
+#   PGROOT_DIR     where the cached roots live, the build roots of
+#                  scripts/pgroot.sh too (default /var/tmp/async_fdw-roots)
+#   SKIP_DEPS=1    do not apt-get anything on this machine (the build root
+#                  still gets the build's packages)
 #   KEEP_TEST_DIR=1  keep the work directory (build, logs) at the end
+#   PKG_OUT        build the package only and copy the .deb into this
+#                  directory: what the run in a build root is given
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,10 +51,6 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 PG_MAJOR=${PG_MAJOR:-15}
 choose_pg_major
-if ! host_ships_pg "$pg_major"; then
-	echo "package_test.sh: this machine's Debian release does not ship PostgreSQL $pg_major: build the package where it does" >&2
-	exit 1
-fi
 case "$pg_major" in
 	15) suite=bookworm ;;
 	17) suite=trixie ;;
@@ -52,9 +58,6 @@ case "$pg_major" in
 esac
 pkg=postgresql-$pg_major-async-fdw
 
-# 1. Build the package from a copy of the tree (the build writes into it).
-need_packages dpkg-dev debhelper fakeroot postgresql-server-dev-all \
-	"postgresql-server-dev-$pg_major" libpq-dev debootstrap gcc make
 work=$(mktemp -d /tmp/async_fdw_pkg.XXXXXX)
 chmod 755 "$work"
 root=$work/root
@@ -73,21 +76,46 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-step "building $pkg with dpkg-buildpackage (a copy of the tree in $work/async-fdw)"
-mkdir -p "$work/async-fdw"
-tar -C "$here" --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
-	--exclude='./build-*' -cf - . | tar -C "$work/async-fdw" -xf -
-(
-	cd "$work/async-fdw"
-	# debian/control for the majors of debian/pgversions this machine supports.
-	pg_buildext updatecontrol
-	dpkg-buildpackage -us -uc -b
-) >"$work/build.log" 2>&1 </dev/null || {
-	echo "package_test.sh: the package build failed; the end of its log:" >&2
-	tail -n 40 "$work/build.log" >&2
-	exit 1
+# 1. Build the package from a copy of the tree (the build writes into it).
+build_packages=(dpkg-dev debhelper fakeroot postgresql-server-dev-all
+	"postgresql-server-dev-$pg_major" libpq-dev gcc make)
+build_deb() {	# build_deb: build $pkg in $work, set deb to its file
+	step "building $pkg with dpkg-buildpackage (a copy of the tree in $work/async-fdw)"
+	mkdir -p "$work/async-fdw"
+	tar -C "$here" --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
+		--exclude='./build-*' -cf - . | tar -C "$work/async-fdw" -xf -
+	(
+		cd "$work/async-fdw"
+		# debian/control for the majors of debian/pgversions this machine supports.
+		pg_buildext updatecontrol
+		dpkg-buildpackage -us -uc -b
+	) >"$work/build.log" 2>&1 </dev/null || {
+		echo "package_test.sh: the package build failed; the end of its log:" >&2
+		tail -n 40 "$work/build.log" >&2
+		exit 1
+	}
+	deb=$(ls "$work"/"$pkg"_*.deb)
 }
-deb=$(ls "$work"/"$pkg"_*.deb)
+if [ -n "${PKG_OUT:-}" ]; then
+	# The run in a build root: the package only, left for the run outside.
+	need_packages "${build_packages[@]}"
+	build_deb
+	cp "$deb" "$PKG_OUT/"
+	step "built $(basename "$deb"), copied to $PKG_OUT"
+	exit 0
+elif host_ships_pg "$pg_major"; then
+	need_packages "${build_packages[@]}" debootstrap
+	build_deb
+else
+	# This script again, in the Debian root of scripts/pgroot.sh for the
+	# major (its own release and mounts); $work/out is its PKG_OUT.
+	need_packages debootstrap
+	step "building $pkg in a Debian $suite root that ships PostgreSQL $pg_major (scripts/pgroot.sh)"
+	mkdir -p "$work/out"
+	env -u SKIP_DEPS -u PGROOT_SUITE PGROOT_OUT="$work/out" PKG_OUT=/build/out \
+		bash "$here/scripts/pgroot.sh" "$pg_major" bash scripts/package_test.sh
+	deb=$(ls "$work/out/$pkg"_*.deb)
+fi
 step "built $(basename "$deb"): $(dpkg-deb -f "$deb" Depends)"
 dpkg -c "$deb" | awk '{ print $NF }' | grep -E '\.(so|control|sql)$'
 
@@ -125,6 +153,7 @@ make_base() {
 	printf '#!/bin/sh\nexit 101\n' >"$tmp/usr/sbin/policy-rc.d"
 	chmod 755 "$tmp/usr/sbin/policy-rc.d"
 	cp /etc/resolv.conf "$tmp/etc/resolv.conf" 2>/dev/null || true
+	root_apt_conf "$tmp"
 	{
 		in_root "$tmp" apt-get update -qq &&
 			in_root "$tmp" apt-get install -y -qq --download-only "postgresql-$pg_major"
@@ -170,15 +199,25 @@ fi
 step "apt-get install ./$(basename "$deb") in the clean root"
 cp "$deb" "$root/tmp/"
 # dpkg without fsync: the root is thrown away.  The package of the server
-# creates its default cluster (15/main), as on a user's machine; it is not
-# started (policy-rc.d) and not used.
-in_root "$root" apt-get install -y -q --no-install-recommends -o Dpkg::Options::=--force-unsafe-io \
-	"/tmp/$(basename "$deb")" \
-	>"$work/install.log" 2>&1 || {
-	echo "package_test.sh: apt-get install failed:" >&2
-	tail -n 40 "$work/install.log" >&2
-	exit 1
+# creates its default cluster (<major>/main), as on a user's machine; it is
+# not started (policy-rc.d) and not used.
+install_deb() {
+	in_root "$root" apt-get install -y -q --no-install-recommends -o Dpkg::Options::=--force-unsafe-io \
+		"/tmp/$(basename "$deb")"
 }
+if ! install_deb >"$work/install.log" 2>&1; then
+	# The clean root's package lists are those of the day it was made; the
+	# package asks for a server at least as new as the one it was built
+	# against.  Once more with today's lists (the throwaway copy's only).
+	tail -n 5 "$work/install.log"
+	step "apt-get install failed: once more after apt-get update in the throwaway root"
+	root_apt_conf "$root"
+	{ in_root "$root" apt-get update -qq && install_deb; } >"$work/install.log" 2>&1 || {
+		echo "package_test.sh: apt-get install failed:" >&2
+		tail -n 40 "$work/install.log" >&2
+		exit 1
+	}
+fi
 grep -E '^(Setting up|Unpacking) ' "$work/install.log" | grep -E "postgresql|async" || true
 for f in "$so" "$control"; do
 	[ -f "$root$f" ] || { echo "package_test.sh: $f not installed" >&2; exit 1; }

@@ -15,8 +15,10 @@
 # Environment:
 #   PGROOT_DIR    where the roots live (default /var/tmp/async_fdw-roots)
 #   PGROOT_SUITE  the Debian release to use instead of the one chosen below
+#   PGROOT_OUT    a directory of this machine, mounted at /build/out in the
+#                 root for what COMMAND leaves there (package_test.sh's .deb)
 #   Passed into the root: PG_MAJOR, CI, EXTRA_CFLAGS, TEST_PORT, SKIP_TAP,
-#   SKIP_DEPS, REGRESS_FILES, TAP_FILES, KEEP_TEST_DIR and DEMO_*.
+#   SKIP_DEPS, REGRESS_FILES, TAP_FILES, KEEP_TEST_DIR, PKG_OUT and DEMO_*.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -74,6 +76,8 @@ make_root() {
 }
 
 [ -x "$root/usr/lib/postgresql/$major/bin/pg_config" ] || make_root
+# apt-get update in the root (need_packages) works on a lagging mirror too.
+root_apt_conf "$root"
 
 mounted=()
 cleanup() {
@@ -94,6 +98,9 @@ mount_in() {	# mount_in TARGET MOUNT-ARGS...
 mount_in /proc -t proc proc
 mount_in /dev --bind /dev
 mount_in /dev/shm -t tmpfs -o mode=1777 shm
+if [ -n "${PGROOT_OUT:-}" ]; then
+	mount_in /build/out --bind "$PGROOT_OUT"
+fi
 
 # A fresh copy of the tree, as CI's clean clone would be.
 rm -rf "$root/build/async_fdw"
@@ -103,7 +110,7 @@ tar -C "$here" --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' 
 
 envs=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
 	LANG=C.UTF-8 PG_MAJOR="$major" PGROOT_INSIDE=1)
-for v in CI EXTRA_CFLAGS TEST_PORT SKIP_TAP SKIP_DEPS REGRESS_FILES TAP_FILES KEEP_TEST_DIR \
+for v in CI EXTRA_CFLAGS TEST_PORT SKIP_TAP SKIP_DEPS REGRESS_FILES TAP_FILES KEEP_TEST_DIR PKG_OUT \
 	$(compgen -v DEMO_ || true); do
 	if [ -n "${!v+x}" ]; then envs+=("$v=${!v}"); fi
 done
