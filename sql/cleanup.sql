@@ -156,6 +156,24 @@ SELECT count(*) FROM ft1;
 \echo :ERROR :LAST_ERROR_SQLSTATE
 ROLLBACK;
 SELECT count(*) FROM ft1;
+-- Killed within a savepoint, whose rollback then finds the session gone:
+-- the remote transaction is lost, and a CLOSE of the cursor opened before
+-- the savepoint fails as a broken connection's (08006, as postgres_fdw's
+-- CLOSE), not only what would use the connection.
+BEGIN;
+DECLARE c CURSOR FOR SELECT id FROM ft1 ORDER BY id;
+FETCH 1 FROM c;
+SAVEPOINT s;
+SELECT cl_kill_remote();
+ROLLBACK TO SAVEPOINT s;
+SELECT count(*) FROM ft1;
+\echo :ERROR :LAST_ERROR_SQLSTATE
+ROLLBACK TO SAVEPOINT s;
+RELEASE SAVEPOINT s;
+CLOSE c;
+\echo :ERROR :LAST_ERROR_SQLSTATE
+ROLLBACK;
+SELECT count(*) FROM ft1;
 -- postgres_fdw, for comparison (its warnings at rollback hidden).
 SET client_min_messages = error;
 CREATE EXTENSION postgres_fdw;
