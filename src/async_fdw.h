@@ -114,6 +114,13 @@ typedef struct AfdwRelInfo
 	List	   *remote_conds;
 	List	   *local_conds;
 
+	/*
+	 * A join's pseudoconstant conditions (no column of either side), which
+	 * PostgreSQL 17 and later check once, in a gating Result above the
+	 * join's ForeignScan (the paths' fdw_restrictinfo); NIL before 17.
+	 */
+	List	   *gating_conds;
+
 	/* Columns needed locally (offset by FirstLowInvalidHeapAttributeNumber). */
 	Bitmapset  *attrs_used;
 

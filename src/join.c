@@ -302,10 +302,6 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 			return;
 	}
 	/*
-	 * Conditions that depend on no table are checked in a Result above the
-	 * scans, which a remote join replaces: none may be pending.
-	 */
-	/*
 	 * The target of an UPDATE or DELETE is read locked, on the connection
 	 * that changes it (scan.c), on its own; or in a remote join with other
 	 * tables when the query is an UPDATE or DELETE of that one foreign
@@ -317,7 +313,13 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	modify = afdw_direct_join_mode(root);
 	if (!modify && bms_overlap(joinrel->relids, root->all_result_relids))
 		return;
-	if (root->hasPseudoConstantQuals ||
+	/*
+	 * Conditions that depend on no table are checked in a gating Result:
+	 * before PostgreSQL 17 above the scans, which a remote join replaces,
+	 * so none may be pending; from 17 on above the join too, where its
+	 * path names them (gating_conds).
+	 */
+	if ((root->hasPseudoConstantQuals && !afdw_gates_join_pseudoconstants()) ||
 		!join_side_ok(outerrel) || !join_side_ok(innerrel) ||
 		ofp->server->serverid != ifp->server->serverid ||
 		ofp->user->umid != ifp->user->umid ||
@@ -339,11 +341,22 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 			return;
 	}
 
+	/*
+	 * The sides' pseudoconstant conditions (PostgreSQL 17 and later) are
+	 * checked above this join too, which is right only where a false one
+	 * empties the join as it empties the side: not on a side that an outer
+	 * join fills with nulls, nor on the inner side of an anti-join.
+	 */
+	if ((ifp->gating_conds != NIL && jointype != JOIN_INNER && jointype != JOIN_SEMI) ||
+		(ofp->gating_conds != NIL && (jointype == JOIN_RIGHT || jointype == JOIN_FULL)))
+		return;
+
 	/* Set now: the shippability checks read the join's options. */
 	jfp = afdw_derived_relinfo(ofp);
 	jfp->outer_rel = outerrel;
 	jfp->inner_rel = innerrel;
 	jfp->jointype = jointype;
+	jfp->gating_conds = list_concat_copy(ofp->gating_conds, ifp->gating_conds);
 	joinrel->fdw_private = jfp;
 
 	/*
@@ -355,6 +368,12 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	{
 		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
 
+		/* Checked once above the join, where the core planner does. */
+		if (ri->pseudoconstant && afdw_gates_join_pseudoconstants())
+		{
+			jfp->gating_conds = lappend(jfp->gating_conds, ri);
+			continue;
+		}
 		if (!afdw_is_shippable(root, joinrel, ri->clause))
 		{
 			if (!condition_may_stay_local(ri, joinrel, jointype))
@@ -453,7 +472,7 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	afdw_offer_path(root, joinrel, (Path *)
 			 afdw_join_path(root, joinrel, NULL, joinrel->rows,
 							startup + jfp->remote_startup, total,
-							NIL, NULL, epq_path, NIL));
+							NIL, NULL, epq_path, jfp->gating_conds, NIL));
 	read = startup + jfp->remote_total;
 	afdw_add_sorted_join_paths(root, joinrel, read, total);
 	afdw_add_merge_paths(root, joinrel, read, total);

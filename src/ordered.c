@@ -333,7 +333,9 @@ afdw_add_sorted_join_paths(PlannerInfo *root, RelOptInfo *joinrel,
 	afdw_offer_path(root, joinrel, (Path *)
 			 afdw_join_path(root, joinrel, NULL, joinrel->rows,
 									  startup + extra, total + extra,
-									  root->query_pathkeys, NULL, NULL, NIL));
+									  root->query_pathkeys, NULL, NULL,
+									  ((AfdwRelInfo *) joinrel->fdw_private)->gating_conds,
+									  NIL));
 }
 
 /*
@@ -418,7 +420,9 @@ afdw_add_merge_paths(PlannerInfo *root, RelOptInfo *rel, Cost read, Cost total)
 			afdw_offer_path(root, rel, (Path *)
 					 afdw_join_path(root, rel, NULL, rel->rows,
 											  read + sort, total + sort,
-											  pathkeys, NULL, NULL, NIL));
+											  pathkeys, NULL, NULL,
+											  ((AfdwRelInfo *) rel->fdw_private)->gating_conds,
+											  NIL));
 		else
 			afdw_offer_path(root, rel, (Path *)
 					 afdw_scan_path(root, rel, NULL, rel->rows,

@@ -70,30 +70,39 @@
 
 /*
  * Paths of foreign scans, joins and upper relations.  17 added the
- * restriction clauses a path of a join enforces (fdw_restrictinfo; async_fdw
- * passes none: its join paths check their conditions in the remote query),
- * 18 the count of disabled nodes under a path (none here: a remote path
- * is never one a planner setting disabled).
+ * restriction clauses a path of a join enforces (fdw_restrictinfo), from
+ * which the core planner takes the pseudoconstant ones into a gating Result
+ * above the join: async_fdw passes those (GATING; its join paths check
+ * their other conditions in the remote query), and before 17 the core
+ * planner offers no remote join with such conditions.  18 added the count
+ * of disabled nodes under a path (none here: a remote path is never one a
+ * planner setting disabled).
  */
+#if PG_VERSION_NUM >= 170000
+#define afdw_gates_join_pseudoconstants() true
+#else
+#define afdw_gates_join_pseudoconstants() false
+#endif
 #if PG_VERSION_NUM >= 180000
 #define afdw_scan_path(root, rel, target, rows, startup, total, pathkeys, outer, epq, priv) \
 	create_foreignscan_path(root, rel, target, rows, 0, startup, total, pathkeys, outer, epq, NIL, priv)
-#define afdw_join_path(root, rel, target, rows, startup, total, pathkeys, outer, epq, priv) \
-	create_foreign_join_path(root, rel, target, rows, 0, startup, total, pathkeys, outer, epq, NIL, priv)
+#define afdw_join_path(root, rel, target, rows, startup, total, pathkeys, outer, epq, gating, priv) \
+	create_foreign_join_path(root, rel, target, rows, 0, startup, total, pathkeys, outer, epq, gating, priv)
 #define afdw_upper_path(root, rel, target, rows, startup, total, pathkeys, epq, priv) \
 	create_foreign_upper_path(root, rel, target, rows, 0, startup, total, pathkeys, epq, NIL, priv)
 #elif PG_VERSION_NUM >= 170000
 #define afdw_scan_path(root, rel, target, rows, startup, total, pathkeys, outer, epq, priv) \
 	create_foreignscan_path(root, rel, target, rows, startup, total, pathkeys, outer, epq, NIL, priv)
-#define afdw_join_path(root, rel, target, rows, startup, total, pathkeys, outer, epq, priv) \
-	create_foreign_join_path(root, rel, target, rows, startup, total, pathkeys, outer, epq, NIL, priv)
+#define afdw_join_path(root, rel, target, rows, startup, total, pathkeys, outer, epq, gating, priv) \
+	create_foreign_join_path(root, rel, target, rows, startup, total, pathkeys, outer, epq, gating, priv)
 #define afdw_upper_path(root, rel, target, rows, startup, total, pathkeys, epq, priv) \
 	create_foreign_upper_path(root, rel, target, rows, startup, total, pathkeys, epq, NIL, priv)
 #else
 #define afdw_scan_path(root, rel, target, rows, startup, total, pathkeys, outer, epq, priv) \
 	create_foreignscan_path(root, rel, target, rows, startup, total, pathkeys, outer, epq, priv)
-#define afdw_join_path(root, rel, target, rows, startup, total, pathkeys, outer, epq, priv) \
-	create_foreign_join_path(root, rel, target, rows, startup, total, pathkeys, outer, epq, priv)
+#define afdw_join_path(root, rel, target, rows, startup, total, pathkeys, outer, epq, gating, priv) \
+	((void) (gating), \
+	 create_foreign_join_path(root, rel, target, rows, startup, total, pathkeys, outer, epq, priv))
 #define afdw_upper_path(root, rel, target, rows, startup, total, pathkeys, epq, priv) \
 	create_foreign_upper_path(root, rel, target, rows, startup, total, pathkeys, epq, priv)
 #endif
