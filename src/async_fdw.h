@@ -536,6 +536,7 @@ extern void afdw_deparse_join_select(StringInfo buf, PlannerInfo *root,
 									 List **params);
 extern bool afdw_deparse_join_locking_clause(StringInfo buf, PlannerInfo *root,
 											 RelOptInfo *joinrel);
+extern bool afdw_join_var_readable(RelOptInfo *rel, Var *var);
 
 /* scan.c */
 extern void afdw_scan_routines(FdwRoutine *routine);

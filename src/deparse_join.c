@@ -51,18 +51,85 @@ static void deparse_from(RelOptInfo *rel, DeparseContext *cxt);
 static void append_whole_row(StringInfo buf, int varno, DeparseContext *cxt);
 
 /*
+ * is_semi_join
+ *		Whether REL is a remote semi- or anti-join, which is a condition
+ *		of its outer side ([NOT] EXISTS) rather than a FROM item.
+ */
+static bool
+is_semi_join(RelOptInfo *rel)
+{
+	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
+
+	return fp->outer_rel != NULL &&
+		(fp->jointype == JOIN_SEMI || fp->jointype == JOIN_ANTI);
+}
+
+/*
  * side_is_subquery
  *		Whether REL, a side of a join of type JOINTYPE, is read as a
  *		subquery with a column list (AfdwSubquery): a full join filters
  *		its sides before joining them, and a join's WHERE conditions have
- *		no other place then.
+ *		no other place then; a semi- or anti-join below another join is
+ *		its outer side filtered by its EXISTS, which becomes a FROM item
+ *		so.
  */
 static bool
 side_is_subquery(RelOptInfo *rel, JoinType jointype)
 {
 	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
 
-	return jointype == JOIN_FULL && fp->outer_rel != NULL && fp->where_conds != NIL;
+	return (jointype == JOIN_FULL && fp->outer_rel != NULL && fp->where_conds != NIL) ||
+		is_semi_join(rel);
+}
+
+/*
+ * subquery_has_column
+ *		Whether REL, a side read as a subquery, has VAR among its columns
+ *		(the columns of its tables the query reads above it).
+ */
+static bool
+subquery_has_column(RelOptInfo *rel, Var *var)
+{
+	ListCell   *lc;
+
+	foreach(lc, pull_var_clause((Node *) rel->reltarget->exprs, PVC_RECURSE_PLACEHOLDERS))
+	{
+		Var		   *c = lfirst_node(Var, lc);
+
+		if (c->varno == var->varno && c->varattno == var->varattno)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * afdw_join_var_readable
+ *		Whether VAR, a column of a table of REL (a remote join, or a table
+ *		of one), can be named in the select list or ORDER BY of REL's
+ *		remote query: not a column of a semi- or anti-join's inner side,
+ *		which only its EXISTS sees, and through a side read as a subquery
+ *		only as one of its columns.
+ */
+bool
+afdw_join_var_readable(RelOptInfo *rel, Var *var)
+{
+	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
+	RelOptInfo *sides[2];
+
+	if (fp->outer_rel == NULL)
+		return (Index) var->varno == rel->relid;
+	sides[0] = fp->outer_rel;
+	sides[1] = is_semi_join(rel) ? NULL : fp->inner_rel;
+	for (int i = 0; i < 2; i++)
+	{
+		if (sides[i] == NULL || !bms_is_member(var->varno, sides[i]->relids))
+			continue;
+		if (side_is_subquery(sides[i], fp->jointype) &&
+			!subquery_has_column(sides[i], var))
+			return false;
+		return afdw_join_var_readable(sides[i], var);
+	}
+	return false;
 }
 
 /*
@@ -172,6 +239,29 @@ deparse_subquery(AfdwSubquery *sq, DeparseContext *cxt)
 }
 
 /*
+ * deparse_side_subquery
+ *		Append REL, a side read as a subquery (side_is_subquery), as the
+ *		subquery afdw_collect_subqueries numbered for it where CXT writes.
+ */
+static void
+deparse_side_subquery(RelOptInfo *rel, DeparseContext *cxt)
+{
+	ListCell   *lc;
+
+	foreach(lc, cxt->subqueries)
+	{
+		AfdwSubquery *sq = (AfdwSubquery *) lfirst(lc);
+
+		if (sq->rel == rel && sq->parent == cxt->scope)
+		{
+			deparse_subquery(sq, cxt);
+			return;
+		}
+	}
+	elog(ERROR, "side of a remote join has no subquery");
+}
+
+/*
  * deparse_join_side
  *		Append the FROM item of REL, a side of a join of type JOINTYPE.  A
  *		full join's side that is a base relation with conditions is read
@@ -185,21 +275,11 @@ static void
 deparse_join_side(RelOptInfo *rel, JoinType jointype, DeparseContext *cxt)
 {
 	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
-	ListCell   *lc;
 
 	if (side_is_subquery(rel, jointype))
 	{
-		foreach(lc, cxt->subqueries)
-		{
-			AfdwSubquery *sq = (AfdwSubquery *) lfirst(lc);
-
-			if (sq->rel == rel && sq->parent == cxt->scope)
-			{
-				deparse_subquery(sq, cxt);
-				return;
-			}
-		}
-		elog(ERROR, "side of a remote full join has no subquery");
+		deparse_side_subquery(rel, cxt);
+		return;
 	}
 	if (jointype != JOIN_FULL || fp->outer_rel != NULL || fp->remote_conds == NIL)
 	{
@@ -226,6 +306,12 @@ deparse_from(RelOptInfo *rel, DeparseContext *cxt)
 	ListCell   *lc2;
 	bool		first = true;
 
+	/* A semi- or anti-join read as a FROM item: its subquery. */
+	if (is_semi_join(rel))
+	{
+		deparse_side_subquery(rel, cxt);
+		return;
+	}
 	if (fp->outer_rel == NULL)
 	{
 		forboth(lc1, cxt->joined_relids, lc2, cxt->joined)

@@ -81,13 +81,18 @@ static void set_recheck_paths(PlannerInfo *root, RelOptInfo *joinrel,
 /*
  * side_conditions
  *		The conditions a side of a join applies to its own rows, as
- *		expressions: a base relation's remote conditions, a join's WHERE.
+ *		expressions: a base relation's remote conditions, a join's WHERE;
+ *		none of a semi- or anti-join, a subquery that applies its own
+ *		(deparse_join.c).
  */
 static List *
 side_conditions(RelOptInfo *side)
 {
 	AfdwRelInfo *fp = (AfdwRelInfo *) side->fdw_private;
 
+	if (fp->outer_rel != NULL &&
+		(fp->jointype == JOIN_SEMI || fp->jointype == JOIN_ANTI))
+		return NIL;
 	if (fp->outer_rel != NULL)
 		return list_copy(fp->where_conds);
 	return extract_actual_clauses(fp->remote_conds, false);
@@ -118,15 +123,17 @@ side_name(PlannerInfo *root, RelOptInfo *side)
 /*
  * join_side_ok
  *		Whether SIDE is a relation of ours that a remote join may read: a
- *		foreign table whose conditions are all sent, or such a join.
+ *		foreign table whose conditions are all sent, or such a join.  A
+ *		semi- or anti-join is read as a subquery (deparse_join.c), which
+ *		a query that locks rows or changes them cannot lock through: only
+ *		with SEMI_OK.
  */
 static bool
-join_side_ok(RelOptInfo *side)
+join_side_ok(RelOptInfo *side, bool semi_ok)
 {
 	AfdwRelInfo *fp = (AfdwRelInfo *) side->fdw_private;
 
-	/* A semi- or anti-join is a condition, not a FROM item. */
-	if (fp != NULL && fp->outer_rel != NULL &&
+	if (!semi_ok && fp != NULL && fp->outer_rel != NULL &&
 		(fp->jointype == JOIN_SEMI || fp->jointype == JOIN_ANTI))
 		return false;
 	return fp != NULL && fp->input_rel == NULL && fp->local_conds == NIL &&
@@ -273,6 +280,7 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	Cost		total;
 	const char *kind;
 	bool		modify;
+	bool		semi_sides;
 	Path	   *epq_path = NULL;
 
 	/* One path per join relation, whichever pair of sides comes first. */
@@ -313,6 +321,8 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	modify = afdw_direct_join_mode(root);
 	if (!modify && bms_overlap(joinrel->relids, root->all_result_relids))
 		return;
+	semi_sides = (!modify && root->rowMarks == NIL &&
+				  root->parse->commandType == CMD_SELECT);
 	/*
 	 * Conditions that depend on no table are checked in a gating Result:
 	 * before PostgreSQL 17 above the scans, which a remote join replaces,
@@ -320,7 +330,7 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	 * path names them (gating_conds).
 	 */
 	if ((root->hasPseudoConstantQuals && !afdw_gates_join_pseudoconstants()) ||
-		!join_side_ok(outerrel) || !join_side_ok(innerrel) ||
+		!join_side_ok(outerrel, semi_sides) || !join_side_ok(innerrel, semi_sides) ||
 		ofp->server->serverid != ifp->server->serverid ||
 		ofp->user->umid != ifp->user->umid ||
 		!bms_is_empty(joinrel->lateral_relids) ||

@@ -107,19 +107,16 @@ key_ok(PathKey *pk)
  * join_sort_var
  *		The column of the remote join JOINREL by which the remote server
  *		orders its rows exactly as the local server would for path key
- *		PK; NULL if there is none.  A semi- or anti-join reads only its
- *		outer side's columns.
+ *		PK; NULL if there is none.  Only a column the join's remote query
+ *		can name (afdw_join_var_readable): not one of a semi- or
+ *		anti-join's inner side, nor one a subquery does not return.
  */
 static Var *
 join_sort_var(RelOptInfo *joinrel, PathKey *pk)
 {
-	AfdwRelInfo *jfp = (AfdwRelInfo *) joinrel->fdw_private;
-	Relids		visible = joinrel->relids;
 	AfdwMemberIter iter;
 	EquivalenceMember *em;
 
-	if (jfp->jointype == JOIN_SEMI || jfp->jointype == JOIN_ANTI)
-		visible = jfp->outer_rel->relids;
 	if (!key_ok(pk))
 		return NULL;
 	afdw_members_begin(&iter, pk->pk_eclass, joinrel->relids);
@@ -132,7 +129,8 @@ join_sort_var(RelOptInfo *joinrel, PathKey *pk)
 			((RelabelType *) var)->resulttype == em->em_datatype)
 			var = (Var *) ((RelabelType *) var)->arg;
 		if (!IsA(var, Var) || var->varlevelsup != 0 || var->varattno <= 0 ||
-			!bms_is_member(var->varno, visible) ||
+			!bms_is_member(var->varno, joinrel->relids) ||
+			!afdw_join_var_readable(joinrel, var) ||
 			!bms_equal(em->em_relids, afdw_var_relids(var)) ||
 			!afdw_is_builtin(em->em_datatype) ||
 			!sort_type_ok(pk, var->vartype, var->varcollid))
