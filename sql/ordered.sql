@@ -180,6 +180,25 @@ SELECT rows_in_order($$SELECT odp1.id, b FROM odp1 JOIN odp2 ON odp1.id = odp2.i
                $$SELECT od1.id, b FROM od1_local od1 JOIN od2_local od2 ON od1.id = od2.id ORDER BY od1.id DESC LIMIT 6$$);
 SELECT rows_in_order($$SELECT odp1.id, b FROM odp1 JOIN odp2 ON odp1.id = odp2.id ORDER BY odp1.id LIMIT 8 OFFSET 60$$,
                $$SELECT od1.id, b FROM od1_local od1 JOIN od2_local od2 ON od1.id = od2.id ORDER BY od1.id LIMIT 8 OFFSET 60$$);
+-- Ordered also by the columns of an outer join's nullable side (those of
+-- a child join of partitions carry the child join; PostgreSQL 17 and 18
+-- sorted such a join locally).
+SET enable_partitionwise_join = on;
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT odp1.id, o2.b FROM odp1 LEFT JOIN (SELECT * FROM odp2 WHERE b < 5) o2
+    ON odp1.id = o2.id WHERE odp1.id < 100 ORDER BY 1, 2;
+SELECT rows_in_order($$SELECT odp1.id, o2.b FROM odp1 LEFT JOIN (SELECT * FROM odp2 WHERE b < 5) o2
+    ON odp1.id = o2.id WHERE odp1.id < 100 ORDER BY 1, 2$$,
+  $$SELECT od1.id, o2.b FROM od1_local od1 LEFT JOIN (SELECT * FROM od2_local WHERE b < 5) o2
+    ON od1.id = o2.id WHERE od1.id < 100 ORDER BY 1, 2$$);
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT odp1.id, o2.b FROM odp1 LEFT JOIN (SELECT * FROM odp2 WHERE b < 5) o2
+    ON odp1.id = o2.id ORDER BY 2, 1 LIMIT 10;
+SELECT rows_in_order($$SELECT odp1.id, o2.b FROM odp1 LEFT JOIN (SELECT * FROM odp2 WHERE b < 5) o2
+    ON odp1.id = o2.id ORDER BY 2, 1 LIMIT 10$$,
+  $$SELECT od1.id, o2.b FROM od1_local od1 LEFT JOIN (SELECT * FROM od2_local WHERE b < 5) o2
+    ON od1.id = o2.id ORDER BY 2, 1 LIMIT 10$$);
+RESET enable_partitionwise_join;
 DROP TABLE odp1, odp2, remote.odp1a, remote.odp1b, remote.odp2a, remote.odp2b;
 
 DROP TABLE od_pk, od2v_local;

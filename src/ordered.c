@@ -104,6 +104,22 @@ key_ok(PathKey *pk)
 }
 
 /*
+ * member_is_var
+ *		Whether EM, whose expression is VAR, stands for that column of its
+ *		table alone.  A member made for a child join of a partitionwise
+ *		join (PostgreSQL 16 and later) carries the child join's relations
+ *		rather than its own.
+ */
+static bool
+member_is_var(EquivalenceMember *em, Var *var)
+{
+	Relids		relids = afdw_var_relids(var);
+
+	return bms_equal(em->em_relids, relids) ||
+		(em->em_is_child && bms_is_subset(relids, em->em_relids));
+}
+
+/*
  * join_sort_var
  *		The column of the remote join JOINREL by which the remote server
  *		orders its rows exactly as the local server would for path key
@@ -129,9 +145,9 @@ join_sort_var(RelOptInfo *joinrel, PathKey *pk)
 			((RelabelType *) var)->resulttype == em->em_datatype)
 			var = (Var *) ((RelabelType *) var)->arg;
 		if (!IsA(var, Var) || var->varlevelsup != 0 || var->varattno <= 0 ||
-			!bms_is_member(var->varno, joinrel->relids) ||
+			!bms_is_subset(afdw_var_relids(var), joinrel->relids) ||
 			!afdw_join_var_readable(joinrel, var) ||
-			!bms_equal(em->em_relids, afdw_var_relids(var)) ||
+			!member_is_var(em, var) ||
 			!afdw_is_builtin(em->em_datatype) ||
 			!sort_type_ok(pk, var->vartype, var->varcollid))
 			continue;
