@@ -538,6 +538,43 @@ afdw_send_write(AfdwConn *conn, const char *sql, bool copy, void *owner,
 }
 
 /*
+ * final_write_commits
+ *		Whether the COMMIT may ride with a final write on CONN
+ *		(afdw_send_final_write): the statement is its own transaction, the
+ *		write opens CONN's remote transaction, and nothing else of the
+ *		transaction wrote (locally: it has no transaction ID; remotely: no
+ *		other writer, no write kept for the COMMIT) or uses CONN's server.
+ */
+static bool
+final_write_commits(AfdwConn *conn)
+{
+	HASH_SEQ_STATUS scan;
+	AfdwConn   *entry;
+	bool		commit;
+
+	afdw_make_idle(conn);
+	commit = (afdw_statement_is_transaction() && conn->xact_depth == 0 &&
+			  conn->savepoint_op == NULL && conn->deferred == NULL &&
+			  conn->xact_failed_msg == NULL &&
+			  !TransactionIdIsValid(GetTopTransactionIdIfAny()) &&
+			  !afdw_idle_setting_changes(conn));
+	if (!commit)
+		return false;
+	hash_seq_init(&scan, afdw_conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		if (entry == conn || entry->conn == NULL)
+			continue;
+		if ((entry->serverid == conn->serverid &&
+			 (entry->nusers > 0 || entry->xact_depth > 0)) ||
+			(entry->xact_depth > 0 && entry->role == AFDW_ROLE_WROTE) ||
+			entry->deferred != NULL)
+			commit = false;
+	}
+	return commit;
+}
+
+/*
  * afdw_send_final_write
  *		afdw_send_write for SQL, a write that its caller knows to be the
  *		statement's last remote work and only write: when the statement is
@@ -561,48 +598,17 @@ bool
 afdw_send_final_write(AfdwConn *conn, const char *sql, void *owner,
 					  AfdwDrainFn drain)
 {
-	HASH_SEQ_STATUS scan;
-	AfdwConn   *entry;
-	bool		commit;
-	char	   *prefix;
-	char	   *full;
-	int			nstatements;
+	char	   *with_commit;
 
-	Assert(conn->role != AFDW_ROLE_READER);
-	afdw_make_idle(conn);
-	check_xact_failed(conn);
-	commit = (afdw_statement_is_transaction() && conn->xact_depth == 0 &&
-			  conn->savepoint_op == NULL && conn->deferred == NULL &&
-			  !TransactionIdIsValid(GetTopTransactionIdIfAny()) &&
-			  !afdw_idle_setting_changes(conn));
-	if (commit)
-	{
-		hash_seq_init(&scan, afdw_conn_hash);
-		while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
-		{
-			if (entry == conn || entry->conn == NULL)
-				continue;
-			if ((entry->serverid == conn->serverid &&
-				 (entry->nusers > 0 || entry->xact_depth > 0)) ||
-				(entry->xact_depth > 0 && entry->role == AFDW_ROLE_WROTE) ||
-				entry->deferred != NULL)
-				commit = false;
-		}
-	}
-	if (!commit)
+	if (!final_write_commits(conn))
 	{
 		afdw_send_write(conn, sql, false, owner, drain);
 		return false;
 	}
-
-	prefix = xact_prefix(conn, false, &nstatements);
-	full = psprintf("%s%s%s; COMMIT TRANSACTION", prefix, prefix[0] ? "; " : "", sql);
-	afdw_send_query(conn, full, 0, NULL);
-	afdw_set_owner(conn, owner, drain);
-	afdw_set_role(conn, AFDW_ROLE_WROTE);
+	with_commit = psprintf("%s; COMMIT TRANSACTION", sql);
+	afdw_send_write(conn, with_commit, false, owner, drain);
 	conn->commit_rides = true;
-	pfree(full);
-	pfree(prefix);
+	pfree(with_commit);
 	return true;
 }
 
