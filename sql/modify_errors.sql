@@ -74,5 +74,35 @@ INSERT INTO ws VALUES (10000, 'after the savepoint');
 COMMIT;
 SELECT a, b FROM we.s WHERE a = 10000;
 
+-- A remote UPDATE that fails while another query of the statement needs
+-- its connection (a subquery of RETURNING reading the same server) fails
+-- the statement with its own error, not with the 25P02 of the query sent
+-- into its failed remote transaction.  (Found by test/smith.)
+CREATE TABLE we.ev1 (id int, n int);
+CREATE TABLE we.ev2 (id int, n int);
+CREATE TABLE we.look (g int);
+INSERT INTO we.ev1 VALUES (1, 10);
+INSERT INTO we.ev2 VALUES (2, 20);
+INSERT INTO we.look VALUES (7);
+CREATE TABLE wev (id int, n int) PARTITION BY LIST (id);
+CREATE FOREIGN TABLE wev1 PARTITION OF wev FOR VALUES IN (1) SERVER loopback
+  OPTIONS (schema_name 'we', table_name 'ev1');
+CREATE FOREIGN TABLE wev2 PARTITION OF wev FOR VALUES IN (2) SERVER loopback2
+  OPTIONS (schema_name 'we', table_name 'ev2');
+CREATE FOREIGN TABLE wlook (g int) SERVER loopback2
+  OPTIONS (schema_name 'we', table_name 'look');
+\set VERBOSITY sqlstate
+UPDATE wev SET n = n / (CASE WHEN id = 2 THEN 0 ELSE 1 END)
+  RETURNING (SELECT g FROM wlook LIMIT 1);
+BEGIN;
+UPDATE wev SET n = n / (CASE WHEN id = 2 THEN 0 ELSE 1 END)
+  RETURNING (SELECT g FROM wlook LIMIT 1);
+ROLLBACK;
+\set VERBOSITY default
+UPDATE wev SET n = n + 1 RETURNING (SELECT g FROM wlook LIMIT 1), id, n;
+SELECT * FROM wev ORDER BY id;
+DROP TABLE wev;
+DROP FOREIGN TABLE wlook;
+
 DROP FOREIGN TABLE ws;
 DROP SCHEMA we CASCADE;

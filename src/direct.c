@@ -303,12 +303,27 @@ read_result(AfdwDirectState *st)
 /*
  * drain_direct
  *		Another command needs the writer: read the statement's result now,
- *		for the first IterateDirectModify.
+ *		for the first IterateDirectModify.  A failed statement fails the
+ *		query here, with its own error: the other command would run in its
+ *		failed remote transaction and fail with 25P02 instead.
  */
 static void
 drain_direct(void *owner)
 {
-	read_result((AfdwDirectState *) owner);
+	AfdwDirectState *st = (AfdwDirectState *) owner;
+	ErrorContextCallback errcb;
+
+	read_result(st);
+	if (st->res != NULL &&
+		(PQresultStatus(st->res) == PGRES_COMMAND_OK ||
+		 PQresultStatus(st->res) == PGRES_TUPLES_OK))
+		return;
+	errcb.callback = direct_error_context;
+	errcb.arg = st;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+	check_result(st);
+	error_context_stack = errcb.previous;
 }
 
 /*
