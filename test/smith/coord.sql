@@ -12,9 +12,11 @@
 --   customers  plain foreign table on shard2
 --   dim_small  a small foreign table on shard1 (20 rows: its keys are sent)
 --   dim_local  the same 20 rows in a local table
--- and views that join them on their keys, where the key filters apply.
--- sqlsmith runs as the role smith, which may read and write these (its
--- statements are rolled back) and nothing else.
+-- and views that join them on their keys, where the key filters apply,
+-- aggregate them, or hold subqueries that may be shipped.  sqlsmith runs as
+-- the role smith, which may read and write these (its statements are
+-- rolled back) and nothing else: not the reference tables, so that its
+-- statements go to async_fdw.
 --
 \set ON_ERROR_STOP on
 CREATE EXTENSION async_fdw;
@@ -235,9 +237,25 @@ CREATE VIEW v_items_by_grp AS
 CREATE VIEW v_orders_in AS
 	SELECT * FROM orders
 	WHERE cust_id IN (SELECT id FROM customers WHERE region = 'north');
+CREATE VIEW v_orders_not_in AS
+	SELECT * FROM orders
+	WHERE dim_id NOT IN (SELECT id FROM dim_small WHERE weight > 5);
+CREATE VIEW v_items_local_in AS
+	SELECT i.id, i.grp, i.f8, i.js, i.m FROM items i
+	WHERE i.grp IN (SELECT id FROM dim_local WHERE weight > 3);
+CREATE VIEW v_events_by_kind AS
+	SELECT kind, count(*) AS n, sum(amount) AS total, min(d) AS first, max(note) AS last_note
+	FROM events GROUP BY kind;
+CREATE VIEW v_union AS
+	SELECT id, d, 'events' AS src FROM events_2024
+	UNION ALL SELECT id, d, 'items' FROM items_p1
+	UNION ALL SELECT id, placed::date, 'orders' FROM orders;
 
+-- sqlsmith sees the foreign tables, the views and the two local tables
+-- among them (dim_local, events_old); the reference tables are check.sql's.
 GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO smith;
-REVOKE ALL ON async_fdw_prepared_xacts FROM smith;
+REVOKE ALL ON async_fdw_prepared_xacts, ref_items, ref_events, ref_orders, ref_customers, ref_dim
+	FROM smith;
 
 -- A database-wide ANALYZE skips foreign tables: name them.
 ANALYZE;
