@@ -23,9 +23,11 @@ CREATE EXTENSION async_fdw;
 CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
 
 CREATE SERVER shard1 FOREIGN DATA WRAPPER async_fdw
-	OPTIONS (host :'host', port :'port', dbname 'shard1', fetch_mode 'auto');
+	OPTIONS (host :'host', port :'port', dbname 'shard1', fetch_mode 'auto',
+		max_connections '4');
 CREATE SERVER shard2 FOREIGN DATA WRAPPER async_fdw
-	OPTIONS (host :'host', port :'port', dbname 'shard2', fetch_mode 'auto');
+	OPTIONS (host :'host', port :'port', dbname 'shard2', fetch_mode 'auto',
+		max_connections '4');
 -- The shards trust loopback connections: no password.
 CREATE USER MAPPING FOR PUBLIC SERVER shard1
 	OPTIONS (user 'smith', password_required 'false');

@@ -44,15 +44,23 @@
 #                   (from 0) uses SMITH_SEED + n (default 1)
 #   SMITH_PORT      the cluster's port on 127.0.0.1 (default 56200)
 #   SMITH_CONFIGS   the configurations, separated by spaces, each
-#                   MODE[/MODE2]:MINROWS: the fetch_mode of both shard
-#                   servers (or of shard1/shard2) and the setting
-#                   async_fdw.key_filter_min_rows of the role smith
+#                   MODE[/MODE2]:MINROWS[:CONNS]: the fetch_mode of both
+#                   shard servers (or of shard1/shard2), the setting
+#                   async_fdw.key_filter_min_rows of the role smith, and
+#                   the servers' max_connections (default 4; 1 makes all
+#                   the scans of a server share one connection)
 #                   (default "auto:10000 auto:1 stream:1 cursor:1
 #                   stream/cursor:10000")
 #   SMITH_OUT       where the results go (default /tmp/async_fdw-smith,
 #                   emptied first): report.txt, and per configuration the
 #                   server log's part, sqlsmith's output, coverage, report
 #   SMITH_KEEP=1    keep the cluster's directory
+#   SMITH_SQL       a file of SQL (a path relative to the project's root) that
+#                   psql runs as smith in each configuration instead of
+#                   sqlsmith: a finding's statement, run again; its output
+#                   is in psql.out and printed
+#   SMITH_LOG_STATEMENTS=1  log every statement of the three databases
+#                   (log_statement = all): what async_fdw sent, for SMITH_SQL
 #
 # How long: the defaults (5 x 400 statements) take about 5 minutes on two
 # cores, of which a minute of build and set-up; sqlsmith sends 10 to 30
@@ -84,6 +92,7 @@ if [ -z "${PGROOT_INSIDE:-}" ] && ! host_ships_pg "$pg_major"; then
 	PGROOT_OUT=$out exec bash "$here/scripts/pgroot.sh" "$pg_major" env \
 		SMITH_QUERIES="$queries" SMITH_TIME="$limit" SMITH_SEED="$seed" SMITH_PORT="$port" \
 		SMITH_CONFIGS="$configs" SMITH_OUT=/build/out SMITH_KEEP="${SMITH_KEEP:-}" \
+		SMITH_SQL="${SMITH_SQL:-}" SMITH_LOG_STATEMENTS="${SMITH_LOG_STATEMENTS:-}" \
 		bash test/smith/run.sh
 fi
 
@@ -160,6 +169,11 @@ psql_as coord -v host=127.0.0.1 -v port="$port" -f "$here/test/smith/coord.sql"
 psql_as shard1 -c ANALYZE
 psql_as shard2 -c ANALYZE
 mismatch=$(psql_as coord -At -f "$here/test/smith/check.sql")
+if [ -n "${SMITH_LOG_STATEMENTS:-}" ]; then
+	for db in coord shard1 shard2; do
+		psql_as postgres -c "ALTER DATABASE $db SET log_statement = 'all'"
+	done
+fi
 if [ -n "$mismatch" ]; then
 	echo "$mismatch"
 	log "the foreign tables do not hold the reference rows after loading"
@@ -171,31 +185,39 @@ status=0
 n=0
 dirs=()
 for cfg in $configs; do
-	modes=${cfg%%:*}
-	minrows=${cfg##*:}
+	IFS=: read -r modes minrows conns <<<"$cfg"
+	conns=${conns:-4}
 	mode1=${modes%%/*}
 	mode2=${modes##*/}
 	name=$n-${modes/\//-}-keys$minrows
+	if [ "$conns" != 4 ]; then name=$name-conns$conns; fi
 	dir=$out/$name
 	mkdir -p "$dir"
 	dirs+=("$dir")
-	log "configuration $name: fetch_mode $mode1 (shard1) $mode2 (shard2), key_filter_min_rows $minrows, seed $((seed + n)), $queries statements, ${limit}s at most"
-	psql_as coord -c "ALTER SERVER shard1 OPTIONS (SET fetch_mode '$mode1')" \
-		-c "ALTER SERVER shard2 OPTIONS (SET fetch_mode '$mode2')" \
+	log "configuration $name: fetch_mode $mode1 (shard1) $mode2 (shard2), key_filter_min_rows $minrows, max_connections $conns, seed $((seed + n)), $queries statements, ${limit}s at most"
+	psql_as coord -c "ALTER SERVER shard1 OPTIONS (SET fetch_mode '$mode1', SET max_connections '$conns')" \
+		-c "ALTER SERVER shard2 OPTIONS (SET fetch_mode '$mode2', SET max_connections '$conns')" \
 		-c "ALTER ROLE smith IN DATABASE coord SET async_fdw.key_filter_min_rows = $minrows"
 	psql_as postgres -c "SELECT pg_stat_statements_reset()" >/dev/null
 	start=$(stat -c %s "$serverlog")
 	t0=$(date +%s)
-	# SIGINT: sqlsmith prints its report and exits 1.
 	rc=0
-	timeout -s INT -k 30 "$limit" sqlsmith --target="host=$sock port=$port dbname=coord user=smith" \
-		--seed=$((seed + n)) --max-queries="$queries" --exclude-catalog --verbose \
-		>"$dir/sqlsmith.out" 2>"$dir/sqlsmith.err" || rc=$?
-	echo "sqlsmith exit status $rc after $(($(date +%s) - t0))s" >>"$dir/sqlsmith.err"
+	if [ -n "${SMITH_SQL:-}" ]; then
+		as_user env PGAPPNAME=smith-sql psql -X -e -h "$sock" -p "$port" -U smith -d coord \
+			-f "$here/$SMITH_SQL" >"$dir/psql.out" 2>&1 || rc=$?
+		cat "$dir/psql.out"
+		echo "psql exit status $rc after $(($(date +%s) - t0))s" >>"$dir/psql.out"
+	else
+		# SIGINT: sqlsmith prints its report and exits 1.
+		timeout -s INT -k 30 "$limit" sqlsmith --target="host=$sock port=$port dbname=coord user=smith" \
+			--seed=$((seed + n)) --max-queries="$queries" --exclude-catalog --verbose \
+			>"$dir/sqlsmith.out" 2>"$dir/sqlsmith.err" || rc=$?
+		echo "sqlsmith exit status $rc after $(($(date +%s) - t0))s" >>"$dir/sqlsmith.err"
+	fi
 	mismatch=$(psql_as coord -At -f "$here/test/smith/check.sql" 2>&1) || true
 	tail -c +$((start + 1)) "$serverlog" >"$dir/server.log"
 	{
-		echo "fetch_mode $mode1 (shard1) $mode2 (shard2), async_fdw.key_filter_min_rows $minrows, seed $((seed + n))"
+		echo "fetch_mode $mode1 (shard1) $mode2 (shard2), async_fdw.key_filter_min_rows $minrows, max_connections $conns, seed $((seed + n))"
 		echo "remote statements run by the shards (pg_stat_statements):"
 		psql_as postgres -f "$here/test/smith/coverage.sql"
 	} >"$dir/coverage.txt"
