@@ -214,15 +214,31 @@ ALTER FOREIGN TABLE sp_a OPTIONS (DROP fetch_size, DROP fetch_mode);
 
 -- 19. An Append consumes each child's rows as they come: the rows of a fast
 -- partition never wait behind a slow sibling's next packet.  The slow one,
--- first in the Append, sends its first row at once and its second after 3
--- seconds (each row fills the remote send buffer, so that it is flushed at
--- once); all 1000 fast rows come before the slow partition's second row.
--- (The pause leaves a loaded machine time to open the fast partition's
--- connection; with 0.5 seconds the check failed now and then.)
+-- first in the Append, sends its first row at once and its second only once
+-- the fast partition's remote query has produced its last row, and a second
+-- after that (each slow row fills the remote send buffer, so that it is
+-- flushed at once); all 1000 fast rows come before the slow partition's
+-- second row.  The fast query marks its last row on a sequence, reset before
+-- each run, which the slow query waits to see, for 10 seconds at most: a
+-- fixed pause failed now and then on a loaded machine, where opening the
+-- fast partition's connection can take seconds.
+CREATE SEQUENCE remote.fast_done;
+CREATE FUNCTION remote.fast_row(i int) RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+  IF i = 1000 THEN
+    PERFORM nextval('remote.fast_done');
+  END IF;
+  RETURN i;
+END
+$$;
 CREATE FUNCTION remote.slow_row(i int) RETURNS int LANGUAGE plpgsql AS $$
 BEGIN
   IF i = 2 THEN
-    PERFORM pg_sleep(3);
+    FOR k IN 1..200 LOOP
+      EXIT WHEN (SELECT is_called FROM remote.fast_done);
+      PERFORM pg_sleep(0.05);
+    END LOOP;
+    PERFORM pg_sleep(1);
   END IF;
   RETURN i;
 END
@@ -230,8 +246,9 @@ $$;
 CREATE VIEW remote.slow AS
   SELECT 'a'::text AS src, remote.slow_row(g) AS id, repeat('x', 9000) AS pad
     FROM generate_series(1, 3) g;
-CREATE TABLE remote.fast AS
-  SELECT 'b'::text AS src, g AS id, 'y'::text AS pad FROM generate_series(1, 1000) g;
+CREATE VIEW remote.fast AS
+  SELECT 'b'::text AS src, remote.fast_row(g) AS id, 'y'::text AS pad
+    FROM generate_series(1, 1000) g;
 CREATE TABLE ps (src text, id int, pad text) PARTITION BY LIST (src);
 CREATE FOREIGN TABLE ps_slow PARTITION OF ps FOR VALUES IN ('a')
   SERVER loopback OPTIONS (schema_name 'remote', table_name 'slow');
@@ -247,10 +264,13 @@ CREATE VIEW ps_arrival AS
            min(pos) FILTER (WHERE src = 'a' AND id >= 2) AS fast_first
     FROM arrival;
 EXPLAIN (COSTS OFF) SELECT src, id FROM ps;
+SELECT setval('remote.fast_done', 1, false) AS armed;
 SELECT * FROM ps_arrival;
 ALTER FOREIGN TABLE ps_slow OPTIONS (ADD fetch_mode 'cursor');
+SELECT setval('remote.fast_done', 1, false) AS armed;
 SELECT * FROM ps_arrival;
 -- Read one by one, the slow partition comes first: what the test detects.
 SET enable_async_append = off;
+SELECT setval('remote.fast_done', 1, false) AS armed;
 SELECT * FROM ps_arrival;
 RESET enable_async_append;
