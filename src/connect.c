@@ -130,6 +130,8 @@ struct AfdwConnecting
 	char	   *password;		/* the user mapping's, if any */
 	long		timeout_ms;		/* connect_timeout, -1 for none */
 	TimestampTz start;
+	bool		last_look;		/* past its time: one wait without sleeping
+								 * is left to find its socket ready */
 	PostgresPollingStatusType poll;
 };
 
@@ -1087,11 +1089,22 @@ afdw_connect_finish(AfdwConn **entries, int n)
 					(long) TimestampDifferenceMilliseconds(c->start,
 														   GetCurrentTimestamp());
 				if (left <= 0)
-					ereport(ERROR,
-							(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
-							 errmsg("could not connect to server \"%s\"",
-									NameStr(entry->servername)),
-							 errdetail("The connection attempt took longer than connect_timeout.")));
+				{
+					/*
+					 * As libpq does, the time is up only when a wait finds
+					 * the socket not ready: a backend that did not run for
+					 * a while (a loaded machine) does not give up on an
+					 * answer that came meanwhile.
+					 */
+					if (c->last_look)
+						ereport(ERROR,
+								(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+								 errmsg("could not connect to server \"%s\"",
+										NameStr(entry->servername)),
+								 errdetail("The connection attempt took longer than connect_timeout.")));
+					c->last_look = true;
+					left = 0;
+				}
 				if (wait < 0 || left < wait)
 					wait = left;
 			}
@@ -1135,6 +1148,8 @@ afdw_connect_finish(AfdwConn **entries, int n)
 				}
 				if (entry == NULL || entry->connecting == NULL)
 					continue;
+				/* It moved: past its time, it gets another look. */
+				entry->connecting->last_look = false;
 				step = connect_advance(entry, true);
 				if (step == CONNECT_REFUSED || step == CONNECT_DECLINED)
 					afdw_disconnect_entry(entry);
