@@ -46,6 +46,7 @@ _PG_init(void)
 							   NULL, NULL, NULL);
 
 	afdw_upper_init();
+	afdw_join_init();
 	afdw_keys_init();
 	afdw_collect_init();
 	afdw_twophase_init();

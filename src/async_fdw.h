@@ -174,6 +174,17 @@ typedef struct AfdwRelInfo
 	char	   *relations;
 
 	/*
+	 * A remote join's costs as offered (before its first row, after its
+	 * remote read, in all) and the local join that rechecks a row (NULL
+	 * when none is needed), kept to offer its paths again once the local
+	 * joins that look rows up one by one are dropped (join.c).
+	 */
+	Cost		join_startup;
+	Cost		join_read;
+	Cost		join_total;
+	Path	   *epq_path;
+
+	/*
 	 * The cheapest unparameterized path of ours offered for the relation
 	 * in the query's final order (or any order, with no ORDER BY): its
 	 * rows, costs and keys, kept for the final stage when a local path
@@ -537,6 +548,7 @@ extern void afdw_deparse_join_select(StringInfo buf, PlannerInfo *root,
 extern bool afdw_deparse_join_locking_clause(StringInfo buf, PlannerInfo *root,
 											 RelOptInfo *joinrel);
 extern bool afdw_join_var_readable(RelOptInfo *rel, Var *var);
+extern Var *afdw_join_select_var(PlannerInfo *root, RelOptInfo *rel, Var *var);
 
 /* scan.c */
 extern void afdw_scan_routines(FdwRoutine *routine);
@@ -661,6 +673,7 @@ extern void afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 extern ForeignScan *afdw_grouping_plan(PlannerInfo *root, RelOptInfo *rel,
 									   List *tlist, Plan *outer_plan);
 extern void afdw_upper_init(void);
+extern void afdw_join_init(void);
 
 /* keys.c */
 extern void afdw_keys_init(void);

@@ -49,6 +49,7 @@ typedef struct AfdwSubquery
 
 static void deparse_from(RelOptInfo *rel, DeparseContext *cxt);
 static void append_whole_row(StringInfo buf, int varno, DeparseContext *cxt);
+static Var *select_var(RelOptInfo *rel, Var *var, DeparseContext *cxt);
 
 /*
  * is_semi_join
@@ -133,6 +134,97 @@ afdw_join_var_readable(RelOptInfo *rel, Var *var)
 }
 
 /*
+ * nullable_relids
+ *		The tables of REL (a remote join, or a table of one) that an outer
+ *		join within it may fill with nulls.
+ */
+static Relids
+nullable_relids(RelOptInfo *rel)
+{
+	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
+	Relids		result;
+
+	if (fp->outer_rel == NULL)
+		return NULL;
+	result = bms_union(nullable_relids(fp->outer_rel),
+					   nullable_relids(fp->inner_rel));
+	if (fp->jointype == JOIN_LEFT || fp->jointype == JOIN_FULL)
+		result = bms_add_members(result, fp->inner_rel->relids);
+	if (fp->jointype == JOIN_RIGHT || fp->jointype == JOIN_FULL)
+		result = bms_add_members(result, fp->outer_rel->relids);
+	return result;
+}
+
+/*
+ * afdw_join_select_var
+ *		The column that REL's remote query (REL a remote join) names in its
+ *		select list for VAR, a column of one of its tables: VAR itself where
+ *		it can (afdw_join_var_readable), else a column equal to it in every
+ *		row REL returns; NULL if there is none.
+ *
+ * PostgreSQL keeps a column of a semi-join's inner side above the join
+ * only for a join condition it derives from an equivalence class (no other
+ * expression of the query can name it): TPC-H's Q21 joins orders to
+ * lineitem l2's l_orderkey, equal to l1's, inside EXISTS (... l2 ...).
+ * The remote query cannot name it outside the EXISTS, but every row it
+ * returns has a column equal to it by that class's equality: another
+ * member of the class, a plain column of the same type, typmod and
+ * collation that REL's remote query names and no outer join within REL
+ * may make null.  The join conditions of the class within REL, all sent,
+ * hold on every row; those above compare it by the same equality.
+ */
+Var *
+afdw_join_select_var(PlannerInfo *root, RelOptInfo *rel, Var *var)
+{
+	Relids		nullable;
+	ListCell   *lc;
+
+	if (afdw_join_var_readable(rel, var))
+		return var;
+	if (var->varattno <= 0 || var->varlevelsup != 0)
+		return NULL;
+	nullable = nullable_relids(rel);
+	foreach(lc, root->eq_classes)
+	{
+		EquivalenceClass *ec = (EquivalenceClass *) lfirst(lc);
+		AfdwMemberIter iter;
+		EquivalenceMember *em;
+		Var		   *found = NULL;
+		bool		holds = false;
+
+		if (ec->ec_has_volatile || ec->ec_broken)
+			continue;
+#if PG_VERSION_NUM < 160000
+		if (ec->ec_below_outer_join)
+			continue;
+#endif
+		afdw_members_begin(&iter, ec, rel->relids);
+		while ((em = afdw_members_next(&iter)) != NULL)
+		{
+			Var		   *m = (Var *) em->em_expr;
+
+			while (IsA(m, RelabelType))
+				m = (Var *) ((RelabelType *) m)->arg;
+			if (!IsA(m, Var) || m->varlevelsup != 0 || m->varattno <= 0)
+				continue;
+			if (m->varno == var->varno && m->varattno == var->varattno)
+				holds = true;
+			else if (found == NULL &&
+					 bms_is_member(m->varno, rel->relids) &&
+					 !bms_is_member(m->varno, nullable) &&
+					 m->vartype == var->vartype &&
+					 m->vartypmod == var->vartypmod &&
+					 m->varcollid == var->varcollid &&
+					 afdw_join_var_readable(rel, m))
+				found = m;
+		}
+		if (holds && found != NULL)
+			return found;
+	}
+	return NULL;
+}
+
+/*
  * afdw_collect_subqueries
  *		Add to CXT's subqueries, numbered in the order met, the sides of
  *		REL (a join, or a base relation: none) and of the joins below it
@@ -206,6 +298,25 @@ afdw_deparse_subquery_column(Var *var, DeparseContext *cxt)
 }
 
 /*
+ * select_var
+ *		VAR, a column of REL (a remote join) in its select list, as the
+ *		remote query names it there (afdw_join_select_var).
+ */
+static Var *
+select_var(RelOptInfo *rel, Var *var, DeparseContext *cxt)
+{
+	Var		   *named;
+
+	if (((AfdwRelInfo *) rel->fdw_private)->outer_rel == NULL)
+		return var;
+	named = afdw_join_select_var(cxt->root, rel, var);
+	if (named == NULL)
+		elog(ERROR, "column %d of range table entry %d cannot be named in a remote join's select list",
+			 var->varattno, var->varno);
+	return named;
+}
+
+/*
  * deparse_subquery
  *		Append SQ, a side of a full join, as a subquery: SELECT its columns
  *		FROM its join WHERE its conditions, aliased s<n>(c1, c2, ...).
@@ -223,7 +334,8 @@ deparse_subquery(AfdwSubquery *sq, DeparseContext *cxt)
 	{
 		if (foreach_current_index(lc) > 0)
 			appendStringInfoString(buf, ", ");
-		afdw_deparse_expr((Expr *) lfirst(lc), cxt);
+		afdw_deparse_expr((Expr *) select_var(sq->rel, lfirst_node(Var, lc), cxt),
+						  cxt);
 	}
 	if (sq->columns == NIL)
 		appendStringInfoString(buf, "NULL");
@@ -409,6 +521,9 @@ append_join_select_list(List *tlist, DeparseContext *cxt)
 		if (IsA(expr, Var) && ((Var *) expr)->varattno == 0 &&
 			((Var *) expr)->varlevelsup == 0)
 			append_whole_row(cxt->buf, ((Var *) expr)->varno, cxt);
+		else if (IsA(expr, Var) && ((Var *) expr)->varlevelsup == 0)
+			afdw_deparse_expr((Expr *) select_var(cxt->baserel, (Var *) expr, cxt),
+							  cxt);
 		else
 			afdw_deparse_expr(expr, cxt);
 	}

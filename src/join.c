@@ -39,6 +39,15 @@
  * the others, so the local join plan leaves those it would check at its
  * top to it.
  *
+ * A column of a semi-join's inner side that PostgreSQL keeps above the
+ * join, for a join condition derived from an equivalence class, is
+ * returned as an equal column the remote query can name
+ * (afdw_join_select_var).  Once a join of one server's tables (or of
+ * partitions, each on its server) can be made remotely, the local nested
+ * loops that would look its rows up one remote query at a time are
+ * dropped from the contest (afdw_join_pathlist, the setting
+ * async_fdw.prefer_remote_joins).
+ *
  * Not pushed: joins whose target holds anything but columns, whole rows
  * and ctids of their tables and placeholders computed at the join when
  * their paths are made, joins inside which a placeholder is computed,
@@ -60,6 +69,7 @@
 
 #include "access/sysattr.h"
 #include "foreign/fdwapi.h"
+#include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
@@ -71,12 +81,20 @@
 #include "optimizer/tlist.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 
 #include "async_fdw.h"
 
+/* async_fdw.prefer_remote_joins */
+static bool afdw_prefer_remote_joins = true;
+static set_join_pathlist_hook_type prev_join_pathlist_hook = NULL;
+
 static void set_recheck_paths(PlannerInfo *root, RelOptInfo *joinrel,
 							  Path *epq_path);
+static void offer_join_paths(PlannerInfo *root, RelOptInfo *joinrel,
+							 AfdwRelInfo *jfp);
+static bool is_ours(RelOptInfo *rel);
 
 /*
  * side_conditions
@@ -169,7 +187,8 @@ placeholders_ok(PlannerInfo *root, RelOptInfo *joinrel)
  * target_ok
  *		Whether the join's target holds only columns of its tables, their
  *		whole rows and their ctids (row marks', or the query's), none of a
- *		semi- or anti-join's inner side (read in an EXISTS), and values of
+ *		semi- or anti-join's inner side (read in an EXISTS) unless HIDDEN_OK
+ *		(select_list_ok then finds each an equal column), and values of
  *		the query computed at this join (placeholders: the ForeignScan
  *		computes them from the columns the remote join returns).
  *
@@ -179,7 +198,7 @@ placeholders_ok(PlannerInfo *root, RelOptInfo *joinrel)
  */
 static bool
 target_ok(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *innerrel,
-		  JoinType jointype)
+		  JoinType jointype, bool hidden_ok)
 {
 	ListCell   *lc;
 
@@ -201,8 +220,37 @@ target_ok(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *innerrel,
 			(var->varattno < 0 && var->varattno != SelfItemPointerAttributeNumber) ||
 			!bms_is_member(var->varno, joinrel->relids))
 			return false;
-		if ((jointype == JOIN_SEMI || jointype == JOIN_ANTI) &&
+		if ((jointype == JOIN_SEMI || jointype == JOIN_ANTI) && !hidden_ok &&
 			bms_is_member(var->varno, innerrel->relids))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * select_list_ok
+ *		Whether the remote query of JOINREL (its AfdwRelInfo set) can
+ *		return every column its scan reads: those of its target and of its
+ *		conditions checked locally, a column of a semi- or anti-join's
+ *		inner side as an equal one (afdw_join_select_var).
+ */
+static bool
+select_list_ok(PlannerInfo *root, RelOptInfo *joinrel, List *local_conds)
+{
+	List	   *vars;
+	ListCell   *lc;
+
+	vars = pull_var_clause((Node *) joinrel->reltarget->exprs,
+						   PVC_RECURSE_PLACEHOLDERS);
+	vars = list_concat(vars,
+					   pull_var_clause((Node *) extract_actual_clauses(local_conds, false),
+									   PVC_RECURSE_PLACEHOLDERS));
+	foreach(lc, vars)
+	{
+		Var		   *var = lfirst_node(Var, lc);
+
+		if (var->varlevelsup == 0 &&
+			afdw_join_select_var(root, joinrel, var) == NULL)
 			return false;
 	}
 	return true;
@@ -274,7 +322,6 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	Cost		o_total;
 	Cost		i_startup;
 	Cost		i_total;
-	Cost		read;
 	double		sent;
 	Cost		startup;
 	Cost		total;
@@ -334,7 +381,7 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 		ofp->server->serverid != ifp->server->serverid ||
 		ofp->user->umid != ifp->user->umid ||
 		!bms_is_empty(joinrel->lateral_relids) ||
-		(!modify && !target_ok(root, joinrel, innerrel, jointype)) ||
+		(!modify && !target_ok(root, joinrel, innerrel, jointype, true)) ||
 		!placeholders_ok(root, joinrel))
 		return;
 
@@ -437,12 +484,17 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 
 	jfp->join_on = on;
 	jfp->where_conds = where;
+	if (!modify && !select_list_ok(root, joinrel, jfp->local_conds))
+	{
+		joinrel->fdw_private = NULL;
+		return;
+	}
 	jfp->relations = psprintf("%s %s %s", side_name(root, outerrel), kind,
 							  side_name(root, innerrel));
 	if (modify && !afdw_direct_join_ok(root, joinrel))
 	{
 		/* A scan, with a local join plan for rechecks as above. */
-		if (!target_ok(root, joinrel, innerrel, jointype) ||
+		if (!target_ok(root, joinrel, innerrel, jointype, false) ||
 			(epq_path = GetExistingLocalJoinPath(joinrel)) == NULL)
 			return;
 	}
@@ -479,15 +531,250 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 		(jfp->fdw_tuple_cost + cpu_tuple_cost +
 		 jfp->local_conds_cost.per_tuple) * sent +
 		joinrel->reltarget->cost.per_tuple * joinrel->rows;
+	jfp->join_startup = startup + jfp->remote_startup;
+	jfp->join_read = startup + jfp->remote_total;
+	jfp->join_total = total;
+	jfp->epq_path = epq_path;
+	offer_join_paths(root, joinrel, jfp);
+}
+
+/*
+ * offer_join_paths
+ *		Offer the remote join paths of JOINREL as costed in JFP: unsorted,
+ *		in the orders of the query and of merge joins, each with the local
+ *		join that rechecks a row when one is needed.
+ */
+static void
+offer_join_paths(PlannerInfo *root, RelOptInfo *joinrel, AfdwRelInfo *jfp)
+{
 	afdw_offer_path(root, joinrel, (Path *)
 			 afdw_join_path(root, joinrel, NULL, joinrel->rows,
-							startup + jfp->remote_startup, total,
-							NIL, NULL, epq_path, jfp->gating_conds, NIL));
-	read = startup + jfp->remote_total;
-	afdw_add_sorted_join_paths(root, joinrel, read, total);
-	afdw_add_merge_paths(root, joinrel, read, total);
-	if (epq_path != NULL)
-		set_recheck_paths(root, joinrel, epq_path);
+							jfp->join_startup, jfp->join_total,
+							NIL, NULL, jfp->epq_path, jfp->gating_conds, NIL));
+	afdw_add_sorted_join_paths(root, joinrel, jfp->join_read, jfp->join_total);
+	afdw_add_merge_paths(root, joinrel, jfp->join_read, jfp->join_total);
+	if (jfp->epq_path != NULL)
+		set_recheck_paths(root, joinrel, jfp->epq_path);
+}
+
+/*
+ * is_ours
+ *		True if REL, a base or join relation, is read by async_fdw.
+ */
+static bool
+is_ours(RelOptInfo *rel)
+{
+	return rel->fdwroutine != NULL &&
+		rel->fdwroutine->GetForeignJoinPaths == afdwGetForeignJoinPaths;
+}
+
+/*
+ * all_partitions_ours
+ *		True if REL, a partitioned relation (base or join) split into its
+ *		partitions, has only partitions of ours (pruned ones aside), each of
+ *		them, when a join, a remote join of ours.
+ */
+static bool
+all_partitions_ours(RelOptInfo *rel)
+{
+	bool		any = false;
+
+	if (rel->nparts <= 0 || rel->part_rels == NULL)
+		return false;
+	for (int i = 0; i < rel->nparts; i++)
+	{
+		RelOptInfo *part = rel->part_rels[i];
+
+		if (part == NULL || IS_DUMMY_REL(part))
+			continue;
+		if (!is_ours(part) || part->fdw_private == NULL)
+			return false;
+		any = true;
+	}
+	return any;
+}
+
+/*
+ * only_remote
+ *		True if every base relation of RELIDS is read through async_fdw: a
+ *		foreign table of ours, or a partitioned table all of whose
+ *		partitions are.
+ */
+static bool
+only_remote(PlannerInfo *root, Relids relids)
+{
+	int			relid = -1;
+
+	while ((relid = bms_next_member(relids, relid)) >= 0)
+	{
+		RelOptInfo *rel = root->simple_rel_array[relid];
+
+		if (rel == NULL)
+			return false;
+		if (rel->reloptkind == RELOPT_BASEREL && rel->part_rels != NULL ?
+			!all_partitions_ours(rel) : !is_ours(rel))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * joined_remotely
+ *		True if the join of RELIDS is a remote join of ours, or a
+ *		partitionwise join each of whose partitions' joins is.
+ */
+static bool
+joined_remotely(PlannerInfo *root, Relids relids)
+{
+	RelOptInfo *rel = find_join_rel(root, relids);
+
+	if (rel == NULL)
+		return false;
+	if (is_ours(rel))
+		return rel->fdw_private != NULL;
+	return rel->fdwroutine == NULL && all_partitions_ours(rel);
+}
+
+/*
+ * lookup_side
+ *		The parameterized remote scan of ours that PATH, the inner side of
+ *		a nested loop, reads (through a Material or Memoize, or an Append
+ *		of partitions' scans), or NULL.
+ */
+static Path *
+lookup_side(Path *path)
+{
+	if (IsA(path, MaterialPath))
+		path = ((MaterialPath *) path)->subpath;
+	else if (IsA(path, MemoizePath))
+		path = ((MemoizePath *) path)->subpath;
+	if (path->param_info == NULL)
+		return NULL;
+	if (IsA(path, ForeignPath))
+		return is_ours(path->parent) ? path : NULL;
+	if (IsA(path, AppendPath))
+	{
+		ListCell   *lc;
+
+		if (((AppendPath *) path)->subpaths == NIL)
+			return NULL;
+		foreach(lc, ((AppendPath *) path)->subpaths)
+		{
+			Path	   *sub = (Path *) lfirst(lc);
+
+			if (!IsA(sub, ForeignPath) || !is_ours(sub->parent))
+				return NULL;
+		}
+		return path;
+	}
+	return NULL;
+}
+
+/*
+ * looks_rows_up
+ *		True if PATH, a path of JOINREL, is a nested loop that sends a
+ *		remote query per row of its outer side where the server could
+ *		join the rows itself: its inner side is a parameterized remote scan
+ *		of ours, its outer side reads remote relations only, and the join
+ *		of the scan with the relations its parameters come from is a remote
+ *		join of ours (JOINREL itself or a smaller one).
+ */
+static bool
+looks_rows_up(PlannerInfo *root, RelOptInfo *joinrel, Path *path)
+{
+	JoinPath   *join = (JoinPath *) path;
+	Path	   *lookup;
+
+	if (!IsA(path, NestPath) || path->param_info != NULL)
+		return false;
+	lookup = lookup_side(join->innerjoinpath);
+	if (lookup == NULL || !only_remote(root, join->outerjoinpath->parent->relids))
+		return false;
+	if (is_ours(joinrel) && joinrel->fdw_private != NULL)
+		return true;
+	return joined_remotely(root,
+						   bms_union(lookup->parent->relids,
+									 PATH_REQ_OUTER(lookup)));
+}
+
+/*
+ * afdw_join_pathlist
+ *		set_join_pathlist_hook: drop JOINREL's nested loops that look rows
+ *		up one by one on a server where the server can join the rows itself
+ *		(looks_rows_up).
+ *
+ * Such a nested loop sends a remote query per row of its outer side, each
+ * a round trip, where a remote join sends one and the server may look the
+ * rows up itself, by its indexes, at no round trip each.  The nested loop
+ * wins on cost only when its outer side's row estimate is low, and that
+ * estimate is least reliable where it matters most: an anti-join or a
+ * semi-join with a condition besides its keys (TPC-H's Q21) is estimated
+ * at one row and returns thousands, which then cost a round trip each.
+ * Joins of whole tables, hash or merge, stay in the contest: they send one
+ * query per table; so do nested loops whose outer side reads a local table
+ * (the lookups of a few local rows' keys).  PostgreSQL calls this hook
+ * after each pair of sides has added its paths, so none of those nested
+ * loops remains.  When JOINREL is itself a remote join of ours, that join
+ * is offered again, in case one of them had beaten it; otherwise at least
+ * one path is kept (a partitionwise join's Append of remote joins comes
+ * after every pair).  A parameterized path (by a relation of the query
+ * outside JOINREL) is kept.
+ */
+static void
+afdw_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
+				   RelOptInfo *outerrel, RelOptInfo *innerrel,
+				   JoinType jointype, JoinPathExtraData *extra)
+{
+	AfdwRelInfo *jfp = NULL;
+	bool		dropped = false;
+	List	   *kept = NIL;
+	ListCell   *lc;
+
+	if (prev_join_pathlist_hook != NULL)
+		prev_join_pathlist_hook(root, joinrel, outerrel, innerrel, jointype,
+								extra);
+	if (!afdw_prefer_remote_joins)
+		return;
+	if (is_ours(joinrel))
+	{
+		jfp = (AfdwRelInfo *) joinrel->fdw_private;
+		if (jfp == NULL)
+			return;
+	}
+	foreach(lc, joinrel->pathlist)
+	{
+		Path	   *path = (Path *) lfirst(lc);
+
+		if (looks_rows_up(root, joinrel, path))
+			dropped = true;
+		else
+			kept = lappend(kept, path);
+	}
+	if (!dropped || (jfp == NULL && kept == NIL))
+		return;
+	joinrel->pathlist = kept;
+	if (jfp != NULL)
+		offer_join_paths(root, joinrel, jfp);
+}
+
+/*
+ * afdw_join_init
+ *		At load: the setting async_fdw.prefer_remote_joins and the hook
+ *		that applies it.
+ */
+void
+afdw_join_init(void)
+{
+	DefineCustomBoolVariable("async_fdw.prefer_remote_joins",
+							 "Joins of one server's tables go to it whole rather than as a local join looking rows up one by one.",
+							 "A local nested loop whose inner side is a parameterized remote scan sends a query per outer row; when the same join can be sent as one remote query, that plan is not considered.",
+							 &afdw_prefer_remote_joins,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+	prev_join_pathlist_hook = set_join_pathlist_hook;
+	set_join_pathlist_hook = afdw_join_pathlist;
 }
 
 /*
