@@ -53,7 +53,7 @@ $$;
 
 -- Q21's shape: each partition's whole join, its EXISTS and NOT EXISTS
 -- inside, one remote query per partition.
-EXPLAIN (VERBOSE, COSTS OFF)
+EXPLAIN (COSTS OFF)
 SELECT l1.supp, count(*) FROM rl_item l1 JOIN rl_ord o ON o.okey = l1.okey
  WHERE o.status = 'F' AND l1.late
    AND EXISTS (SELECT 1 FROM rl_item l2 WHERE l2.okey = l1.okey AND l2.supp <> l1.supp)

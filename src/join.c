@@ -688,7 +688,8 @@ looks_rows_up(PlannerInfo *root, RelOptInfo *joinrel, Path *path)
 	if (!IsA(path, NestPath) || path->param_info != NULL)
 		return false;
 	lookup = lookup_side(join->innerjoinpath);
-	if (lookup == NULL || !only_remote(root, join->outerjoinpath->parent->relids))
+	if (lookup == NULL ||
+		!only_remote(root, afdw_base_relids(root, join->outerjoinpath->parent)))
 		return false;
 	if (is_ours(joinrel) && joinrel->fdw_private != NULL)
 		return true;
