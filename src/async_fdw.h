@@ -179,6 +179,7 @@ typedef struct AfdwRelInfo
 	 * when none is needed), kept to offer its paths again once the local
 	 * joins that look rows up one by one are dropped (join.c).
 	 */
+	bool		join_offered;	/* its paths were offered */
 	Cost		join_startup;
 	Cost		join_read;
 	Cost		join_total;

@@ -95,6 +95,7 @@ static void set_recheck_paths(PlannerInfo *root, RelOptInfo *joinrel,
 static void offer_join_paths(PlannerInfo *root, RelOptInfo *joinrel,
 							 AfdwRelInfo *jfp);
 static bool is_ours(RelOptInfo *rel);
+static bool joined_by_us(RelOptInfo *rel);
 
 /*
  * side_conditions
@@ -535,6 +536,7 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	jfp->join_read = startup + jfp->remote_total;
 	jfp->join_total = total;
 	jfp->epq_path = epq_path;
+	jfp->join_offered = true;
 	offer_join_paths(root, joinrel, jfp);
 }
 
@@ -569,6 +571,20 @@ is_ours(RelOptInfo *rel)
 }
 
 /*
+ * joined_by_us
+ *		True if REL is a join relation whose remote join of ours was
+ *		offered (afdwGetForeignJoinPaths may keep its AfdwRelInfo without
+ *		offering one: a join holding the target of an UPDATE that cannot
+ *		be rechecked locally).
+ */
+static bool
+joined_by_us(RelOptInfo *rel)
+{
+	return is_ours(rel) && rel->fdw_private != NULL &&
+		((AfdwRelInfo *) rel->fdw_private)->join_offered;
+}
+
+/*
  * all_partitions_ours
  *		True if REL, a partitioned relation (base or join) split into its
  *		partitions, has only partitions of ours (pruned ones aside), each of
@@ -587,7 +603,7 @@ all_partitions_ours(RelOptInfo *rel)
 
 		if (part == NULL || IS_DUMMY_REL(part))
 			continue;
-		if (!is_ours(part) || part->fdw_private == NULL)
+		if (IS_JOIN_REL(part) ? !joined_by_us(part) : !is_ours(part))
 			return false;
 		any = true;
 	}
@@ -631,7 +647,7 @@ joined_remotely(PlannerInfo *root, Relids relids)
 	if (rel == NULL)
 		return false;
 	if (is_ours(rel))
-		return rel->fdw_private != NULL;
+		return joined_by_us(rel);
 	return rel->fdwroutine == NULL && all_partitions_ours(rel);
 }
 
@@ -691,7 +707,7 @@ looks_rows_up(PlannerInfo *root, RelOptInfo *joinrel, Path *path)
 	if (lookup == NULL ||
 		!only_remote(root, afdw_base_relids(root, join->outerjoinpath->parent)))
 		return false;
-	if (is_ours(joinrel) && joinrel->fdw_private != NULL)
+	if (joined_by_us(joinrel))
 		return true;
 	return joined_remotely(root,
 						   bms_union(lookup->parent->relids,
@@ -738,9 +754,9 @@ afdw_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 		return;
 	if (is_ours(joinrel))
 	{
-		jfp = (AfdwRelInfo *) joinrel->fdw_private;
-		if (jfp == NULL)
+		if (!joined_by_us(joinrel))
 			return;
+		jfp = (AfdwRelInfo *) joinrel->fdw_private;
 	}
 	foreach(lc, joinrel->pathlist)
 	{
