@@ -53,28 +53,12 @@ $$;
 
 -- Q21's shape: each partition's whole join, its EXISTS and NOT EXISTS
 -- inside, one remote query per partition.
-EXPLAIN (COSTS OFF)
-SELECT l1.supp, count(*) FROM rl_item l1 JOIN rl_ord o ON o.okey = l1.okey
- WHERE o.status = 'F' AND l1.late
-   AND EXISTS (SELECT 1 FROM rl_item l2 WHERE l2.okey = l1.okey AND l2.supp <> l1.supp)
-   AND NOT EXISTS (SELECT 1 FROM rl_item l3 WHERE l3.okey = l1.okey
-                     AND l3.supp <> l1.supp AND l3.late)
- GROUP BY l1.supp ORDER BY 2 DESC, 1 LIMIT 10;
-SELECT rl_same($$SELECT l1.supp, count(*) FROM rl_item l1 JOIN rl_ord o ON o.okey = l1.okey
- WHERE o.status = 'F' AND l1.late
-   AND EXISTS (SELECT 1 FROM rl_item l2 WHERE l2.okey = l1.okey AND l2.supp <> l1.supp)
-   AND NOT EXISTS (SELECT 1 FROM rl_item l3 WHERE l3.okey = l1.okey
-                     AND l3.supp <> l1.supp AND l3.late)
- GROUP BY l1.supp ORDER BY 2 DESC, 1 LIMIT 10$$);
+\set q21 'SELECT l1.supp, count(*) FROM rl_item l1 JOIN rl_ord o ON o.okey = l1.okey WHERE o.status = ''F'' AND l1.late AND EXISTS (SELECT 1 FROM rl_item l2 WHERE l2.okey = l1.okey AND l2.supp <> l1.supp) AND NOT EXISTS (SELECT 1 FROM rl_item l3 WHERE l3.okey = l1.okey AND l3.supp <> l1.supp AND l3.late) GROUP BY l1.supp ORDER BY 2 DESC, 1 LIMIT 10'
+EXPLAIN (COSTS OFF) :q21;
+SELECT rl_same(:'q21');
 -- Without the setting, the nested loops that look rows up come back.
 SET async_fdw.prefer_remote_joins = off;
-EXPLAIN (COSTS OFF)
-SELECT l1.supp, count(*) FROM rl_item l1 JOIN rl_ord o ON o.okey = l1.okey
- WHERE o.status = 'F' AND l1.late
-   AND EXISTS (SELECT 1 FROM rl_item l2 WHERE l2.okey = l1.okey AND l2.supp <> l1.supp)
-   AND NOT EXISTS (SELECT 1 FROM rl_item l3 WHERE l3.okey = l1.okey
-                     AND l3.supp <> l1.supp AND l3.late)
- GROUP BY l1.supp ORDER BY 2 DESC, 1 LIMIT 10;
+EXPLAIN (COSTS OFF) :q21;
 RESET async_fdw.prefer_remote_joins;
 
 -- One partition (pruned to one server): a join of foreign tables.
