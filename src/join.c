@@ -758,16 +758,25 @@ afdw_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 			return;
 		jfp = (AfdwRelInfo *) joinrel->fdw_private;
 	}
+	/* The hook runs for every join of every query: no list unless needed. */
+	foreach(lc, joinrel->pathlist)
+	{
+		if (looks_rows_up(root, joinrel, (Path *) lfirst(lc)))
+		{
+			dropped = true;
+			break;
+		}
+	}
+	if (!dropped)
+		return;
 	foreach(lc, joinrel->pathlist)
 	{
 		Path	   *path = (Path *) lfirst(lc);
 
-		if (looks_rows_up(root, joinrel, path))
-			dropped = true;
-		else
+		if (!looks_rows_up(root, joinrel, path))
 			kept = lappend(kept, path);
 	}
-	if (!dropped || (jfp == NULL && kept == NIL))
+	if (jfp == NULL && kept == NIL)
 		return;
 	joinrel->pathlist = kept;
 	if (jfp != NULL)
