@@ -48,6 +48,7 @@ _PG_init(void)
 	afdw_upper_init();
 	afdw_join_init();
 	afdw_keys_init();
+	afdw_decorrelate_init();
 	afdw_collect_init();
 	afdw_twophase_init();
 	afdw_recovery_worker_init();

@@ -520,7 +520,8 @@ extern void afdw_deparse_grouped_select(StringInfo buf, PlannerInfo *root,
 										List *remote_conds, List *group_positions,
 										List *group_values, List *having,
 										bool partial,
-										List **params);
+										List **params,
+										int *key_at, bool *key_where);
 extern void afdw_deparse_relation(StringInfo buf, Relation rel);
 extern char *afdw_deparse_condition(PlannerInfo *root, RelOptInfo *baserel,
 									Relation rel, Expr *cond, List *params);
@@ -683,6 +684,9 @@ extern List *afdw_key_conditions(PlannerInfo *root, RelOptInfo *rel,
 extern void afdw_late_partitionwise(PlannerInfo *root);
 extern List *afdw_key_slots(PlannerInfo *root, RelOptInfo *rel, Relation relation,
 							ForeignPath *path, List *params);
+extern List *afdw_group_key_slots(PlannerInfo *root, RelOptInfo *input_rel,
+								  Relation relation, List *grouped_tlist,
+								  List *group_positions, List *params);
 extern int	afdw_key_slots_made(void);
 extern int	afdw_key_array_limit(void);
 
@@ -691,6 +695,10 @@ extern int	afdw_key_array_limit(void);
 
 /* hashkeys.c */
 extern void afdw_attach_key_collectors(PlannedStmt *stmt);
+
+/* decorrelate.c */
+extern void afdw_decorrelate_init(void);
+extern void afdw_decorrelate(Query *query);
 
 /* collect.c */
 extern void afdw_collect_init(void);

@@ -22,6 +22,10 @@
  * has given up past that many keys; the scans then run their queries as
  * planned.
  *
+ * A collector may also go over a hash join's outer side, for the scans
+ * under its Hash (hashkeys.c): the same node, read by the join instead of
+ * the Hash, and read ahead when the Hash's scan asks first.
+ *
  * The collectors of a statement are found by their plan_node_id in a
  * list of the backend's, which each leaves at its end (or when its
  * query's memory goes, after an error).

@@ -403,7 +403,10 @@ grouped_subquery_columns(List *tlist, List *having)
  *		the join's conditions, grouped by the TLIST items at the 1-based
  *		positions GROUP_POSITIONS and by the values of GROUP_VALUES
  *		(Params), and the groups kept by HAVING (expressions).  *PARAMS
- *		gets the expressions sent as $1, $2, ...
+ *		gets the expressions sent as $1, $2, ...  *KEY_AT is the offset
+ *		where more conditions on the table's rows may go (keys.c), with
+ *		*KEY_WHERE true if a WHERE clause is written already; -1 for a
+ *		join or the subquery form below.
  *
  * The state of an avg reads its argument twice (in a count and a sum):
  * such an argument that is not a column is then computed once a row in a
@@ -415,7 +418,8 @@ void
 afdw_deparse_grouped_select(StringInfo buf, PlannerInfo *root, RelOptInfo *baserel,
 							Relation rel, List *tlist, List *remote_conds,
 							List *group_positions, List *group_values,
-							List *having, bool partial, List **params)
+							List *having, bool partial, List **params,
+							int *key_at, bool *key_where)
 {
 	DeparseContext cxt;
 	ListCell   *lc;
@@ -441,10 +445,19 @@ afdw_deparse_grouped_select(StringInfo buf, PlannerInfo *root, RelOptInfo *baser
 		}
 		appendStringInfoString(buf, " FROM ");
 	}
+	*key_at = -1;
+	*key_where = false;
 	if (rel != NULL)
 	{
+		List	   *conds = extract_actual_clauses(remote_conds, false);
+
 		afdw_deparse_relation(buf, rel);
-		append_conditions(extract_actual_clauses(remote_conds, false), &cxt);
+		append_conditions(conds, &cxt);
+		if (computed == NIL)
+		{
+			*key_at = buf->len;
+			*key_where = (conds != NIL);
+		}
 	}
 	else
 		afdw_deparse_join_from_where(baserel, &cxt);

@@ -4,7 +4,8 @@
  *		Keys of a hash join's inner side sent to the scans of its outer
  *		side: once the planner has made the plan, each hash join whose
  *		outer side scans a foreign table of ours on its join key gets a key
- *		collector under its Hash, and the scan sends the keys collected.
+ *		collector under its Hash, and the scan sends the keys collected
+ *		(or, failing that, the other way round).
  *
  * TPC-H's Q18 joins orders and lineitem (hundreds of thousands of rows)
  * to the 25 order keys of a grouped IN subquery.  keys.c cannot send
@@ -26,15 +27,31 @@
  *
  *	- Append, MergeAppend, Sort, Incremental Sort, Material, Result,
  *	  Subquery Scan, and a Hash under a join;
+ *	- an Agg, from one of its grouping columns (without grouping sets):
+ *	  dropping rows of some keys drops those keys' groups and leaves the
+ *	  others as they were; down to a remote aggregate (upper.c), whose
+ *	  grouping columns are its table's;
  *	- either side of an inner or outer join: a row of the other side that
  *	  loses its match is null-extended, and a null key joins nothing;
  *	- the outer side of a semi-join or anti-join.
+ *
+ * The other way round, the scans under the Hash may take the keys of the
+ * outer side, when the join needs none of the Hash's rows without a match
+ * (an inner, left, semi or anti join): a collector then goes over the
+ * outer side, and reads it ahead when a scan under the Hash asks first.
+ * That serves an aggregate grouped by its join key and estimated at fewer
+ * rows than the other side, which the planner hashes: a correlated
+ * subquery turned into a join (decorrelate.c, TPC-H's Q20).  A join gets
+ * keys one way only, so that no scan waits for rows that wait for it.
  *
  * A Hash whose input depends on a parameter is left alone: it may be
  * rescanned after the scan has taken its keys.  So is one whose input is a
  * scan of a table estimated at more rows than an array holds keys (a
  * table's estimate is trusted; those of groups and joins are not: Q18's
- * 25 orders are estimated at 42,000).  So are the parallel hash
+ * 25 orders are estimated at 42,000), and, the other way round, an outer
+ * side that is such a scan or depends on a parameter (other than the
+ * output of an InitPlan of the statement's top plan, set once per run: the
+ * keys of a small table, keys.c).  So are the parallel hash
  * joins, and statements that lock rows or are not plain SELECTs (as for
  * keys.c).
  *
@@ -64,6 +81,8 @@ typedef struct KeyTarget
 typedef struct AttachState
 {
 	int			next_id;		/* plan_node_id of the next collector */
+	Bitmapset  *fixed;			/* parameters set once per execution: the
+								 * outputs of the statement's own InitPlans */
 } AttachState;
 
 /*
@@ -135,6 +154,24 @@ output_var(Plan *plan, AttrNumber resno)
 }
 
 /*
+ * output_column
+ *		The column of a remote aggregate's table that item ATTNO of its scan
+ *		target list TLIST is, or NULL if it is not a plain column.
+ */
+static Var *
+output_column(List *tlist, AttrNumber attno)
+{
+	TargetEntry *tle;
+
+	if (attno < 1 || attno > list_length(tlist))
+		return NULL;
+	tle = list_nth_node(TargetEntry, tlist, attno - 1);
+	if (!IsA(tle->expr, Var) || ((Var *) tle->expr)->varlevelsup != 0)
+		return NULL;
+	return (Var *) tle->expr;
+}
+
+/*
  * follow_column
  *		Add to *TARGETS the key slots that output column RESNO of PLAN comes
  *		from unchanged (see the file's comment), for keys compared by
@@ -158,8 +195,17 @@ follow_column(Plan *plan, AttrNumber resno, Oid opno, Oid collation,
 				ForeignScan *fs = (ForeignScan *) plan;
 				int			n;
 
-				if (fs->fdw_scan_tlist != NIL || var->varno != (int) fs->scan.scanrelid ||
-					!our_scan(fs))
+				/* A remote aggregate's grouping column is a column of its table. */
+				if (fs->scan.scanrelid == 0)
+				{
+					if (var->varno != INDEX_VAR ||
+						(var = output_column(fs->fdw_scan_tlist, var->varattno)) == NULL)
+						return;
+				}
+				else if (fs->fdw_scan_tlist != NIL ||
+						 var->varno != (int) fs->scan.scanrelid)
+					return;
+				if (!our_scan(fs))
 					return;
 				n = afdw_scan_key_slots(fs);
 				for (int i = 0; i < n; i++)
@@ -195,6 +241,22 @@ follow_column(Plan *plan, AttrNumber resno, Oid opno, Oid collation,
 				follow_column(((SubqueryScan *) plan)->subplan, var->varattno,
 							  opno, collation, targets);
 			return;
+		case T_Agg:
+			{
+				Agg		   *agg = (Agg *) plan;
+				bool		grouping = false;
+
+				/* A grouping column: fewer rows are fewer groups, the same. */
+				if (var->varno != OUTER_VAR || agg->aggstrategy == AGG_PLAIN ||
+					agg->groupingSets != NIL || agg->chain != NIL)
+					return;
+				for (int i = 0; i < agg->numCols; i++)
+					grouping = grouping || agg->grpColIdx[i] == var->varattno;
+				if (grouping)
+					follow_column(plan->lefttree, var->varattno, opno, collation,
+								  targets);
+				return;
+			}
 		case T_Result:
 		case T_Sort:
 		case T_IncrementalSort:
@@ -256,9 +318,81 @@ too_many_keys(Plan *plan)
 }
 
 /*
+ * give_keys_back
+ *		Put a key collector over the outer side of HJ if a scan under its
+ *		Hash can take the keys of one of its hash clauses (see the file's
+ *		comment); true if it did.
+ */
+static bool
+give_keys_back(HashJoin *hj, AttachState *as)
+{
+	Hash	   *hash = (Hash *) innerPlan(hj);
+	Plan	   *outer_plan = outerPlan(hj);
+	List	   *columns = NIL;
+	List	   *uses = NIL;
+	ListCell   *lc;
+	int			id;
+
+	if ((hj->join.jointype != JOIN_INNER && hj->join.jointype != JOIN_LEFT &&
+		 hj->join.jointype != JOIN_SEMI && hj->join.jointype != JOIN_ANTI) ||
+		outer_plan == NULL || !bms_is_subset(outer_plan->extParam, as->fixed) ||
+		afdw_is_key_collector(outer_plan) || too_many_keys(outer_plan))
+		return false;
+
+	for (int i = 0; i < list_length(hj->hashkeys); i++)
+	{
+		Expr	   *outer = list_nth(hj->hashkeys, i);
+		Expr	   *inner = list_nth(hash->hashkeys, i);
+		Oid			opno = list_nth_oid(hj->hashoperators, i);
+		Oid			collation = list_nth_oid(hj->hashcollations, i);
+		List	   *targets = NIL;
+		ListCell   *lc2;
+		bool		used = false;
+
+		if (!IsA(outer, Var) || ((Var *) outer)->varno != OUTER_VAR ||
+			!IsA(inner, Var) || ((Var *) inner)->varno != OUTER_VAR ||
+			((Var *) inner)->vartype != ((Var *) outer)->vartype ||
+			!op_strict(opno))
+			continue;
+		follow_column(hash->plan.lefttree, ((Var *) inner)->varattno, opno,
+					  collation, &targets);
+		foreach(lc2, targets)
+		{
+			KeyTarget  *t = (KeyTarget *) lfirst(lc2);
+
+			if (afdw_scan_key_uses(t->scan) >= AFDW_MAX_KEY_SLOTS)
+				continue;
+			uses = lappend(uses, list_make3(t->scan, makeInteger(list_length(columns)),
+											makeInteger(t->slot)));
+			used = true;
+		}
+		if (used)
+			columns = lappend(columns,
+							  list_make3(makeInteger(((Var *) outer)->varattno),
+										 makeInteger((int) opno),
+										 makeInteger((int) collation)));
+	}
+	if (columns == NIL)
+		return false;
+
+	id = as->next_id++;
+	outerPlan(hj) = (Plan *) afdw_make_key_collector(outer_plan, columns,
+													 afdw_key_array_limit(), id);
+	foreach(lc, uses)
+	{
+		List	   *use = (List *) lfirst(lc);
+
+		afdw_add_key_use((ForeignScan *) linitial(use), id,
+						 intVal(lsecond(use)), intVal(lthird(use)));
+	}
+	return true;
+}
+
+/*
  * give_keys
  *		Put a key collector under the Hash of HJ if a scan of its outer
- *		side can take the keys of one of its hash clauses.
+ *		side can take the keys of one of its hash clauses; if none can, one
+ *		over its outer side for the scans under its Hash (give_keys_back).
  */
 static void
 give_keys(HashJoin *hj, AttachState *as)
@@ -269,14 +403,18 @@ give_keys(HashJoin *hj, AttachState *as)
 	ListCell   *lc;
 	int			id;
 
-	if ((hj->join.jointype != JOIN_INNER && hj->join.jointype != JOIN_SEMI &&
-		 hj->join.jointype != JOIN_RIGHT) ||
-		hj->join.plan.parallel_aware || !IsA(hash, Hash) ||
+	if (hj->join.plan.parallel_aware || !IsA(hash, Hash) ||
 		hash->plan.parallel_aware || !bms_is_empty(hash->plan.extParam) ||
 		hash->plan.lefttree == NULL || afdw_is_key_collector(hash->plan.lefttree) ||
-		too_many_keys(hash->plan.lefttree) ||
 		list_length(hj->hashkeys) != list_length(hash->hashkeys))
 		return;
+	if ((hj->join.jointype != JOIN_INNER && hj->join.jointype != JOIN_SEMI &&
+		 hj->join.jointype != JOIN_RIGHT) ||
+		too_many_keys(hash->plan.lefttree))
+	{
+		(void) give_keys_back(hj, as);
+		return;
+	}
 
 	for (int i = 0; i < list_length(hj->hashkeys); i++)
 	{
@@ -312,7 +450,10 @@ give_keys(HashJoin *hj, AttachState *as)
 										 makeInteger((int) collation)));
 	}
 	if (columns == NIL)
+	{
+		(void) give_keys_back(hj, as);
 		return;
+	}
 
 	id = as->next_id++;
 	hash->plan.lefttree = (Plan *) afdw_make_key_collector(hash->plan.lefttree,
@@ -375,6 +516,15 @@ afdw_attach_key_collectors(PlannedStmt *stmt)
 	foreach(lc, stmt->subplans)
 		max = Max(max, max_plan_id((Plan *) lfirst(lc)));
 	as.next_id = max + 1;
+	as.fixed = NULL;
+	foreach(lc, stmt->planTree->initPlan)
+	{
+		SubPlan    *sp = lfirst_node(SubPlan, lc);
+		ListCell   *lc2;
+
+		foreach(lc2, sp->setParam)
+			as.fixed = bms_add_member(as.fixed, lfirst_int(lc2));
+	}
 
 	attach_walker(stmt->planTree, &as);
 	foreach(lc, stmt->subplans)

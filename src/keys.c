@@ -25,8 +25,12 @@
  * outer join or the inner side of an anti-join (semi-joins are fine both
  * ways).  Only plain SELECTs without row locks get keys.
  *
+ * It also writes the key slots of scans (path.c) and remote aggregates
+ * (upper.c): the conditions a hash join's keys take at run time
+ * (hashkeys.c).
+ *
  * Planner layer: called from path.c's afdwGetForeignPlan, which it calls
- * in turn to plan the small table's scan.
+ * in turn to plan the small table's scan, and from upper.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -44,6 +48,7 @@
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/typcache.h"
 
 #include "async_fdw.h"
 #include "pg_compat.h"
@@ -613,6 +618,74 @@ afdw_key_slots(PlannerInfo *root, RelOptInfo *rel, Relation relation,
 						params, marker, slots);
 		if (slot != NULL)
 			slots = lappend(slots, slot);
+	}
+	if (slots != NIL)
+		key_slots_made++;
+	return slots;
+}
+
+/*
+ * afdw_group_key_slots
+ *		The grouping columns of a remote aggregate over INPUT_REL (foreign
+ *		table RELATION) that may take at run time the keys of a hash join's
+ *		other side (hashkeys.c), as afdw_key_slots: those of
+ *		GROUP_POSITIONS (1-based, in GROUPED_TLIST) that are columns of the
+ *		table, compared by their type's default equality under their
+ *		collation, the equality of the grouping.  The remote SELECT has
+ *		parameters PARAMS.  NIL if the table is not large.
+ *
+ * The aggregate of a correlated subquery turned into a join
+ * (decorrelate.c) is grouped by the columns it joins on, and is joined in
+ * a subquery of its own: its planner sees no equivalence with the other
+ * side, so every grouping column gets a slot.
+ */
+List *
+afdw_group_key_slots(PlannerInfo *root, RelOptInfo *input_rel, Relation relation,
+					 List *grouped_tlist, List *group_positions, List *params)
+{
+	Relids		own = IS_OTHER_REL(input_rel) ? input_rel->top_parent_relids :
+		input_rel->relids;
+	int			parent;
+	double		rows = input_rel->rows;
+	List	   *slots = NIL;
+	ListCell   *lc;
+	char	   *marker = psprintf("$%d::", list_length(params) + 1);
+
+	if (key_filter_min_rows < 0 || planning_key_source || relation == NULL ||
+		root->parse->commandType != CMD_SELECT ||
+		root->rowMarks != NIL || root->parse->rowMarks != NIL ||
+		!bms_is_empty(input_rel->lateral_relids))
+		return NIL;
+	if (bms_get_singleton_member(own, &parent) && parent != (int) input_rel->relid &&
+		root->simple_rel_array[parent] != NULL)
+		rows = root->simple_rel_array[parent]->rows;
+	if (rows < key_filter_min_rows)
+		return NIL;
+
+	foreach(lc, group_positions)
+	{
+		int			pos = lfirst_int(lc);
+		TargetEntry *tle;
+		Var		   *column;
+		TypeCacheEntry *tc;
+		List	   *slot;
+
+		if (pos < 1 || pos > list_length(grouped_tlist))
+			continue;
+		tle = list_nth_node(TargetEntry, grouped_tlist, pos - 1);
+		column = (Var *) tle->expr;
+		if (!IsA(column, Var) || column->varno != (int) input_rel->relid ||
+			column->varlevelsup != 0 || column->varattno <= 0)
+			continue;
+		tc = lookup_type_cache(column->vartype, TYPECACHE_EQ_OPR);
+		if (!OidIsValid(tc->eq_opr))
+			continue;
+		slot = key_slot(root, input_rel, relation, column, tc->eq_opr,
+						column->varcollid, params, marker, slots);
+		if (slot != NULL)
+			slots = lappend(slots, slot);
+		if (list_length(slots) == AFDW_MAX_KEY_SLOTS)
+			break;
 	}
 	if (slots != NIL)
 		key_slots_made++;

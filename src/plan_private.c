@@ -264,13 +264,13 @@ afdw_make_key_slot(AttrNumber attno, Oid opno, Oid collation,
 
 /*
  * afdw_scan_key_slots
- *		How many columns of PLAN, a scan of a foreign table of async_fdw,
- *		may take keys.
+ *		How many columns of PLAN, a scan of a foreign table of async_fdw or
+ *		a remote aggregate over one, may take keys.
  */
 int
 afdw_scan_key_slots(ForeignScan *plan)
 {
-	if (plan->operation != CMD_SELECT || plan->scan.scanrelid == 0 ||
+	if (plan->operation != CMD_SELECT ||
 		list_length(plan->fdw_private) <= AFDW_PRIVATE_KEY_USES)
 		return 0;
 	return list_length((List *) list_nth(plan->fdw_private, AFDW_PRIVATE_KEY_SLOTS));
@@ -313,7 +313,7 @@ afdw_add_key_use(ForeignScan *plan, int collector, int column, int slot)
 int
 afdw_scan_key_uses(ForeignScan *plan)
 {
-	if (plan->operation != CMD_SELECT || plan->scan.scanrelid == 0 ||
+	if (plan->operation != CMD_SELECT ||
 		list_length(plan->fdw_private) <= AFDW_PRIVATE_KEY_USES)
 		return 0;
 	return list_length((List *) list_nth(plan->fdw_private, AFDW_PRIVATE_KEY_USES));

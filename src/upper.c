@@ -404,6 +404,10 @@ afdw_grouping_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist,
 	Relation	frel;
 	const char *what;
 	bool		stream;
+	int			key_at;
+	bool		key_where;
+	List	   *key_slots = NIL;
+	ForeignScan *scan;
 
 	/* Read to the end, as a scan with no LIMIT is (path.c). */
 	if (ifp->fetch_mode == AFDW_FETCH_AUTO)
@@ -427,7 +431,17 @@ afdw_grouping_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist,
 								gfp->grouped_tlist, ifp->remote_conds,
 								gfp->group_positions, gfp->group_values,
 								gfp->having,
-								gfp->partial, &params);
+								gfp->partial, &params, &key_at, &key_where);
+
+	/*
+	 * The grouping columns that may take the keys of a hash join above at
+	 * run time (hashkeys.c): a condition on a grouping column drops whole
+	 * groups and changes no other (nor what HAVING keeps of them).
+	 */
+	if (key_at >= 0)
+		key_slots = afdw_group_key_slots(root, gfp->input_rel, frel,
+										 gfp->grouped_tlist, gfp->group_positions,
+										 params);
 	if (frel != NULL)
 		table_close(frel, NoLock);
 
@@ -435,7 +449,7 @@ afdw_grouping_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist,
 	for (int i = 1; i <= list_length(gfp->grouped_tlist); i++)
 		retrieved_attrs = lappend_int(retrieved_attrs, i);
 
-	return make_foreignscan(tlist, gfp->local_having, 0, params,
+	scan = make_foreignscan(tlist, gfp->local_having, 0, params,
 							afdw_make_scan_private(sql.data, retrieved_attrs,
 												   ifp->fetch_size, stream, "",
 												   psprintf("%s on %s",
@@ -443,6 +457,9 @@ afdw_grouping_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist,
 															"Partial Aggregate" :
 															"Aggregate", what)),
 							gfp->grouped_tlist, NIL, outer_plan);
+	if (key_slots != NIL)
+		afdw_set_key_slots(scan, key_at, key_where, key_slots);
+	return scan;
 }
 
 /*
@@ -745,6 +762,9 @@ afdw_planner(Query *query, const char *query_string, int cursor_options,
 	bool		saved_join = enable_partitionwise_join;
 	bool		saved_wrapped = planner_wrapped;
 	PartialSearch ps = {false, false, false};
+
+	/* Correlated aggregates over our tables as joins (decorrelate.c). */
+	afdw_decorrelate(query);
 
 	if ((afdw_partitionwise_aggregate && !enable_partitionwise_aggregate) ||
 		(afdw_partitionwise_join && !enable_partitionwise_join))
