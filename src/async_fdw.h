@@ -703,7 +703,7 @@ extern void afdw_decorrelate(Query *query);
 /* collect.c */
 extern void afdw_collect_init(void);
 extern CustomScan *afdw_make_key_collector(Plan *child, List *columns, int limit,
-											int id);
+											int id, bool outer);
 extern bool afdw_is_key_collector(Plan *plan);
 extern bool afdw_collected_keys(EState *estate, int collector, int column,
 								Datum *keys, int *count);

@@ -125,6 +125,8 @@ typedef struct KeyCollector
 	bool		gave_up;		/* reading ahead went past the limit */
 	Tuplestorestate *ahead;		/* rows read ahead, not yet handed on */
 	TupleTableSlot *ahead_slot;
+	TupleTableSlot *own_slot;	/* over a join's outer side: the rows passed
+								 * on, copied (NULL under a Hash) */
 	int64		rows_ahead;
 	MemoryContext keys_cxt;		/* the keys and arrays */
 	MemoryContextCallback cleanup;
@@ -188,14 +190,16 @@ afdw_collect_init(void)
 
 /*
  * afdw_make_key_collector
- *		A key collector over CHILD, a Hash's input, whose rows it returns as
- *		they are; COLUMNS are Lists of three Integers: a key's column
- *		number in the rows, the Oid of the join's operator and of its
- *		collation.  Past LIMIT distinct keys, a column gives up.  ID is its
+ *		A key collector over CHILD, a Hash's input or (OUTER) a hash join's
+ *		outer side, whose rows it returns as they are (copied over an outer
+ *		side); COLUMNS are Lists of three Integers: a key's column number
+ *		in the rows, the Oid of the join's operator and of its collation.
+ *		Past LIMIT distinct keys, a column gives up.  ID is its
  *		plan_node_id.
  */
 CustomScan *
-afdw_make_key_collector(Plan *child, List *columns, int limit, int id)
+afdw_make_key_collector(Plan *child, List *columns, int limit, int id,
+						bool outer)
 {
 	CustomScan *cs = makeNode(CustomScan);
 	ListCell   *lc;
@@ -227,7 +231,7 @@ afdw_make_key_collector(Plan *child, List *columns, int limit, int id)
 	}
 	cs->scan.scanrelid = 0;
 	cs->flags = 0;
-	cs->custom_private = list_make2(makeInteger(limit), columns);
+	cs->custom_private = list_make3(makeInteger(limit), columns, makeBoolean(outer));
 	cs->methods = &collector_plan_methods;
 	return cs;
 }
@@ -310,6 +314,17 @@ collector_begin(CustomScanState *node, EState *estate, int eflags)
 	node->ss.ps.resultopsfixed = false;
 	c->ahead_slot = ExecInitExtraTupleSlot(estate, ExecGetResultType(child),
 										   &TTSOpsMinimalTuple);
+
+	/*
+	 * A hash join keeps the outer row it read before building its hash
+	 * table, while the scans under the Hash have the collector read ahead
+	 * with the input's slots: the row must not be one of those.
+	 */
+	c->own_slot = NULL;
+	if (list_length(cscan->custom_private) > 2 &&
+		boolVal(lthird(cscan->custom_private)))
+		c->own_slot = ExecInitExtraTupleSlot(estate, ExecGetResultType(child),
+											 &TTSOpsMinimalTuple);
 
 	c->estate = estate;
 	c->keys_cxt = AllocSetContextCreate(estate->es_query_cxt, "async_fdw keys",
@@ -470,6 +485,8 @@ collector_exec(CustomScanState *node)
 		return NULL;
 	}
 	note_keys(c, slot);
+	if (c->own_slot != NULL)
+		return ExecCopySlot(c->own_slot, slot);
 	return slot;
 }
 

@@ -377,7 +377,8 @@ give_keys_back(HashJoin *hj, AttachState *as)
 
 	id = as->next_id++;
 	outerPlan(hj) = (Plan *) afdw_make_key_collector(outer_plan, columns,
-													 afdw_key_array_limit(), id);
+													 afdw_key_array_limit(), id,
+													 true);
 	foreach(lc, uses)
 	{
 		List	   *use = (List *) lfirst(lc);
@@ -459,7 +460,7 @@ give_keys(HashJoin *hj, AttachState *as)
 	hash->plan.lefttree = (Plan *) afdw_make_key_collector(hash->plan.lefttree,
 														   columns,
 														   afdw_key_array_limit(),
-														   id);
+														   id, false);
 	foreach(lc, uses)
 	{
 		List	   *use = (List *) lfirst(lc);
