@@ -683,7 +683,7 @@ extern List *afdw_key_conditions(PlannerInfo *root, RelOptInfo *rel,
 								 ForeignPath *path);
 extern void afdw_late_partitionwise(PlannerInfo *root);
 extern List *afdw_key_slots(PlannerInfo *root, RelOptInfo *rel, Relation relation,
-							ForeignPath *path, List *params);
+							ForeignPath *path, List *params, List *key_conds);
 extern List *afdw_group_key_slots(PlannerInfo *root, RelOptInfo *input_rel,
 								  Relation relation, List *grouped_tlist,
 								  List *group_positions, List *params);
@@ -698,7 +698,7 @@ extern void afdw_attach_key_collectors(PlannedStmt *stmt);
 
 /* decorrelate.c */
 extern void afdw_decorrelate_init(void);
-extern void afdw_decorrelate(Query *query);
+extern Query *afdw_decorrelate(Query *query);
 
 /* collect.c */
 extern void afdw_collect_init(void);

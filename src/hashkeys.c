@@ -318,149 +318,120 @@ too_many_keys(Plan *plan)
 }
 
 /*
- * give_keys_back
- *		Put a key collector over the outer side of HJ if a scan under its
- *		Hash can take the keys of one of its hash clauses (see the file's
- *		comment); true if it did.
+ * key_targets
+ *		For each hash clause of HJ, the key slots that the keys of one side
+ *		of the join reach on the other: the scans of the outer side, for
+ *		the Hash's keys, or (BACK) the scans under the Hash, for the outer
+ *		side's keys.  *COLUMNS gets the key columns collected (each a List:
+ *		column number in the collecting side's rows, operator, collation),
+ *		*USES the slots that take them (scan, column index, slot).
  */
-static bool
-give_keys_back(HashJoin *hj, AttachState *as)
+static void
+key_targets(HashJoin *hj, bool back, List **columns, List **uses)
 {
 	Hash	   *hash = (Hash *) innerPlan(hj);
-	Plan	   *outer_plan = outerPlan(hj);
-	List	   *columns = NIL;
-	List	   *uses = NIL;
-	ListCell   *lc;
-	int			id;
 
-	if ((hj->join.jointype != JOIN_INNER && hj->join.jointype != JOIN_LEFT &&
-		 hj->join.jointype != JOIN_SEMI && hj->join.jointype != JOIN_ANTI) ||
-		outer_plan == NULL || !bms_is_subset(outer_plan->extParam, as->fixed) ||
-		afdw_is_key_collector(outer_plan) || too_many_keys(outer_plan))
-		return false;
-
+	*columns = NIL;
+	*uses = NIL;
 	for (int i = 0; i < list_length(hj->hashkeys); i++)
 	{
-		Expr	   *outer = list_nth(hj->hashkeys, i);
-		Expr	   *inner = list_nth(hash->hashkeys, i);
+		Var		   *outer = list_nth(hj->hashkeys, i);
+		Var		   *inner = list_nth(hash->hashkeys, i);
 		Oid			opno = list_nth_oid(hj->hashoperators, i);
 		Oid			collation = list_nth_oid(hj->hashcollations, i);
 		List	   *targets = NIL;
-		ListCell   *lc2;
+		ListCell   *lc;
 		bool		used = false;
 
-		if (!IsA(outer, Var) || ((Var *) outer)->varno != OUTER_VAR ||
-			!IsA(inner, Var) || ((Var *) inner)->varno != OUTER_VAR ||
-			((Var *) inner)->vartype != ((Var *) outer)->vartype ||
-			!op_strict(opno))
+		if (!IsA(outer, Var) || outer->varno != OUTER_VAR ||
+			!IsA(inner, Var) || inner->varno != OUTER_VAR ||
+			inner->vartype != outer->vartype || !op_strict(opno))
 			continue;
-		follow_column(hash->plan.lefttree, ((Var *) inner)->varattno, opno,
-					  collation, &targets);
-		foreach(lc2, targets)
+		if (back)
+			follow_column(hash->plan.lefttree, inner->varattno, opno, collation,
+						  &targets);
+		else
+			follow_column(outerPlan(hj), outer->varattno, opno, collation,
+						  &targets);
+		foreach(lc, targets)
 		{
-			KeyTarget  *t = (KeyTarget *) lfirst(lc2);
+			KeyTarget  *t = (KeyTarget *) lfirst(lc);
 
 			if (afdw_scan_key_uses(t->scan) >= AFDW_MAX_KEY_SLOTS)
 				continue;
-			uses = lappend(uses, list_make3(t->scan, makeInteger(list_length(columns)),
-											makeInteger(t->slot)));
+			*uses = lappend(*uses, list_make3(t->scan, makeInteger(list_length(*columns)),
+											  makeInteger(t->slot)));
 			used = true;
 		}
 		if (used)
-			columns = lappend(columns,
-							  list_make3(makeInteger(((Var *) outer)->varattno),
-										 makeInteger((int) opno),
-										 makeInteger((int) collation)));
+			*columns = lappend(*columns,
+							   list_make3(makeInteger(back ? outer->varattno :
+													  inner->varattno),
+										  makeInteger((int) opno),
+										  makeInteger((int) collation)));
 	}
-	if (columns == NIL)
-		return false;
-
-	id = as->next_id++;
-	outerPlan(hj) = (Plan *) afdw_make_key_collector(outer_plan, columns,
-													 afdw_key_array_limit(), id,
-													 true);
-	foreach(lc, uses)
-	{
-		List	   *use = (List *) lfirst(lc);
-
-		afdw_add_key_use((ForeignScan *) linitial(use), id,
-						 intVal(lsecond(use)), intVal(lthird(use)));
-	}
-	return true;
 }
 
 /*
  * give_keys
  *		Put a key collector under the Hash of HJ if a scan of its outer
- *		side can take the keys of one of its hash clauses; if none can, one
- *		over its outer side for the scans under its Hash (give_keys_back).
+ *		side can take the keys of one of its hash clauses, or over its outer
+ *		side if a scan under the Hash can take the outer side's (see the
+ *		file's comment), the first way if both can: the Hash's side is the
+ *		one the planner expects smaller.
  */
 static void
 give_keys(HashJoin *hj, AttachState *as)
 {
 	Hash	   *hash = (Hash *) innerPlan(hj);
+	Plan	   *outer_plan = outerPlan(hj);
+	bool		forth_ok;
+	bool		back_ok;
 	List	   *columns = NIL;
 	List	   *uses = NIL;
+	List	   *back_columns = NIL;
+	List	   *back_uses = NIL;
+	bool		back;
 	ListCell   *lc;
 	int			id;
 
 	if (hj->join.plan.parallel_aware || !IsA(hash, Hash) ||
 		hash->plan.parallel_aware || !bms_is_empty(hash->plan.extParam) ||
 		hash->plan.lefttree == NULL || afdw_is_key_collector(hash->plan.lefttree) ||
+		outer_plan == NULL || afdw_is_key_collector(outer_plan) ||
 		list_length(hj->hashkeys) != list_length(hash->hashkeys))
 		return;
-	if ((hj->join.jointype != JOIN_INNER && hj->join.jointype != JOIN_SEMI &&
-		 hj->join.jointype != JOIN_RIGHT) ||
-		too_many_keys(hash->plan.lefttree))
+	forth_ok = (hj->join.jointype == JOIN_INNER || hj->join.jointype == JOIN_SEMI ||
+				hj->join.jointype == JOIN_RIGHT) &&
+		!too_many_keys(hash->plan.lefttree);
+	back_ok = (hj->join.jointype == JOIN_INNER || hj->join.jointype == JOIN_LEFT ||
+			   hj->join.jointype == JOIN_SEMI || hj->join.jointype == JOIN_ANTI) &&
+		bms_is_subset(outer_plan->extParam, as->fixed) &&
+		!too_many_keys(outer_plan);
+
+	if (forth_ok)
+		key_targets(hj, false, &columns, &uses);
+	if (back_ok)
+		key_targets(hj, true, &back_columns, &back_uses);
+	back = (columns == NIL && back_columns != NIL);
+	if (back)
 	{
-		(void) give_keys_back(hj, as);
-		return;
-	}
-
-	for (int i = 0; i < list_length(hj->hashkeys); i++)
-	{
-		Expr	   *outer = list_nth(hj->hashkeys, i);
-		Expr	   *inner = list_nth(hash->hashkeys, i);
-		Oid			opno = list_nth_oid(hj->hashoperators, i);
-		Oid			collation = list_nth_oid(hj->hashcollations, i);
-		List	   *targets = NIL;
-		ListCell   *lc2;
-		bool		used = false;
-
-		if (!IsA(outer, Var) || ((Var *) outer)->varno != OUTER_VAR ||
-			!IsA(inner, Var) || ((Var *) inner)->varno != OUTER_VAR ||
-			((Var *) inner)->vartype != ((Var *) outer)->vartype ||
-			!op_strict(opno))
-			continue;
-		follow_column(outerPlan(hj), ((Var *) outer)->varattno, opno, collation,
-					  &targets);
-		foreach(lc2, targets)
-		{
-			KeyTarget  *t = (KeyTarget *) lfirst(lc2);
-
-			if (afdw_scan_key_uses(t->scan) >= AFDW_MAX_KEY_SLOTS)
-				continue;
-			uses = lappend(uses, list_make3(t->scan, makeInteger(list_length(columns)),
-											makeInteger(t->slot)));
-			used = true;
-		}
-		if (used)
-			columns = lappend(columns,
-							  list_make3(makeInteger(((Var *) inner)->varattno),
-										 makeInteger((int) opno),
-										 makeInteger((int) collation)));
+		columns = back_columns;
+		uses = back_uses;
 	}
 	if (columns == NIL)
-	{
-		(void) give_keys_back(hj, as);
 		return;
-	}
 
 	id = as->next_id++;
-	hash->plan.lefttree = (Plan *) afdw_make_key_collector(hash->plan.lefttree,
-														   columns,
-														   afdw_key_array_limit(),
-														   id, false);
+	if (back)
+		outerPlan(hj) = (Plan *) afdw_make_key_collector(outer_plan, columns,
+														 afdw_key_array_limit(),
+														 id, true);
+	else
+		hash->plan.lefttree = (Plan *) afdw_make_key_collector(hash->plan.lefttree,
+															   columns,
+															   afdw_key_array_limit(),
+															   id, false);
 	foreach(lc, uses)
 	{
 		List	   *use = (List *) lfirst(lc);

@@ -44,6 +44,7 @@
 #include "optimizer/optimizer.h"
 #include "optimizer/restrictinfo.h"
 #include "optimizer/subselect.h"
+#include "optimizer/tlist.h"
 #include "parser/parsetree.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
@@ -350,6 +351,34 @@ equality_operator(EquivalenceClass *ec, Oid lefttype, Oid righttype)
 }
 
 /*
+ * grouping_columns
+ *		The columns of REL, a foreign table (not a partition), by which the
+ *		subquery that ROOT plans groups: the level above may join on them,
+ *		and a grouped subquery made of a correlated one (decorrelate.c)
+ *		does.  NIL at the top level, or under grouping sets.
+ */
+static List *
+grouping_columns(PlannerInfo *root, RelOptInfo *rel)
+{
+	List	   *columns = NIL;
+	ListCell   *lc;
+
+	if (root->parent_root == NULL || rel->reloptkind != RELOPT_BASEREL ||
+		root->parse->groupClause == NIL || root->parse->groupingSets != NIL)
+		return NIL;
+	foreach(lc, get_sortgrouplist_exprs(root->parse->groupClause,
+										root->parse->targetList))
+	{
+		Var		   *var = (Var *) lfirst(lc);
+
+		if (IsA(var, Var) && var->varno == (int) rel->relid &&
+			var->varlevelsup == 0 && var->varattno > 0)
+			columns = lappend(columns, var);
+	}
+	return columns;
+}
+
+/*
  * large_scan
  *		Whether REL's scan by PATH may take keys: a plain SELECT's
  *		unparameterized scan, joined to other relations by equivalence
@@ -366,7 +395,8 @@ large_scan(PlannerInfo *root, RelOptInfo *rel, ForeignPath *path, double *rows)
 		root->parse->commandType != CMD_SELECT ||
 		root->rowMarks != NIL || root->parse->rowMarks != NIL ||
 		path->path.param_info != NULL || !bms_is_empty(rel->lateral_relids) ||
-		(!rel->has_eclass_joins && rel->joininfo == NIL))
+		(!rel->has_eclass_joins && rel->joininfo == NIL &&
+		 grouping_columns(root, rel) == NIL))
 		return false;
 
 	*rows = rel->rows;
@@ -523,7 +553,10 @@ key_slot(PlannerInfo *root, RelOptInfo *rel, Relation relation, Var *column,
  *		The columns of REL (foreign table RELATION) whose scan by PATH, a
  *		remote SELECT with parameters PARAMS, may take at run time the keys
  *		of a hash join's other side (hashkeys.c): those joined by an
- *		equivalence class to another relation, at most AFDW_MAX_KEY_SLOTS.
+ *		equivalence class or an outer join's equality to another relation,
+ *		and those by which a subquery groups (grouping_columns), at most
+ *		AFDW_MAX_KEY_SLOTS, but those that KEY_CONDS (the keys of small
+ *		tables, afdw_key_conditions) filter already.
  *		Each is a List made by afdw_make_key_slot: the condition
  *		"column = ANY ($n)", written with its parameter numbered after
  *		PARAMS.  NIL if the scan is not large (large_scan).
@@ -534,16 +567,22 @@ key_slot(PlannerInfo *root, RelOptInfo *rel, Relation relation, Var *column,
  */
 List *
 afdw_key_slots(PlannerInfo *root, RelOptInfo *rel, Relation relation,
-			   ForeignPath *path, List *params)
+			   ForeignPath *path, List *params, List *key_conds)
 {
 	Relids		own = IS_OTHER_REL(rel) ? rel->top_parent_relids : rel->relids;
 	double		rows;
 	List	   *slots = NIL;
 	ListCell   *lc;
 	char	   *marker = psprintf("$%d::", list_length(params) + 1);
+	Bitmapset  *keyed = NULL;
 
 	if (!large_scan(root, rel, path, &rows))
 		return NIL;
+
+	/* A column that has a small table's keys needs no others. */
+	foreach(lc, key_conds)
+		pull_varattnos((Node *) lfirst_node(RestrictInfo, lc)->clause, rel->relid,
+					   &keyed);
 
 	foreach(lc, root->eq_classes)
 	{
@@ -571,7 +610,8 @@ afdw_key_slots(PlannerInfo *root, RelOptInfo *rel, Relation relation,
 					 !bms_overlap(em->em_relids, own))
 				joined = true;
 		}
-		if (column == NULL || !joined)
+		if (column == NULL || !joined ||
+			bms_is_member(column->varattno - FirstLowInvalidHeapAttributeNumber, keyed))
 			continue;
 		eq = equality_operator(ec, column->vartype, column->vartype);
 		if (!OidIsValid(eq))
@@ -582,6 +622,24 @@ afdw_key_slots(PlannerInfo *root, RelOptInfo *rel, Relation relation,
 			slots = lappend(slots, slot);
 		if (list_length(slots) == AFDW_MAX_KEY_SLOTS)
 			break;
+	}
+
+	/* Grouping columns of a subquery, by the type's default equality. */
+	foreach(lc, grouping_columns(root, rel))
+	{
+		Var		   *column = (Var *) lfirst(lc);
+		TypeCacheEntry *tc = lookup_type_cache(column->vartype, TYPECACHE_EQ_OPR);
+		List	   *slot;
+
+		if (list_length(slots) == AFDW_MAX_KEY_SLOTS)
+			break;
+		if (!OidIsValid(tc->eq_opr) ||
+			bms_is_member(column->varattno - FirstLowInvalidHeapAttributeNumber, keyed))
+			continue;
+		slot = key_slot(root, rel, relation, column, tc->eq_opr, column->varcollid,
+						params, marker, slots);
+		if (slot != NULL)
+			slots = lappend(slots, slot);
 	}
 
 	/* Equalities of outer joins, which are in no equivalence class. */
@@ -611,6 +669,7 @@ afdw_key_slots(PlannerInfo *root, RelOptInfo *rel, Relation relation,
 		}
 		if (column == NULL || column->varno != (int) rel->relid ||
 			column->varlevelsup != 0 || column->varattno <= 0 ||
+			bms_is_member(column->varattno - FirstLowInvalidHeapAttributeNumber, keyed) ||
 			exprType(other) != column->vartype ||
 			bms_overlap(pull_varnos(root, other), own))
 			continue;

@@ -569,10 +569,11 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	/*
 	 * The columns that may take the keys of a hash join's inner side at
 	 * run time (hashkeys.c): not with a LIMIT, which the keys would make
-	 * return other rows, nor besides a small table's keys.
+	 * return other rows.  A small table's keys may be there too: both
+	 * only drop rows that join nothing.
 	 */
-	if (key_conds == NIL && sent_limit < 0 && !afdw_is_final_path(&best_path->path))
-		key_slots = afdw_key_slots(root, baserel, rel, best_path, params);
+	if (sent_limit < 0 && !afdw_is_final_path(&best_path->path))
+		key_slots = afdw_key_slots(root, baserel, rel, best_path, params, key_conds);
 	table_close(rel, NoLock);
 
 	/*

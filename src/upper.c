@@ -746,7 +746,7 @@ search_query(Node *node, PartialSearch *ps)
 }
 
 /*
- * afdw_planner
+ * plan_query
  *		Plan QUERY with partitionwise aggregation on when it aggregates a
  *		partitioned table with async_fdw partitions, each of whose
  *		aggregates the shards can compute partially (see the file's
@@ -754,17 +754,14 @@ search_query(Node *node, PartialSearch *ps)
  *		tables (join.c).
  */
 static PlannedStmt *
-afdw_planner(Query *query, const char *query_string, int cursor_options,
-			 ParamListInfo bound_params)
+plan_query(Query *query, const char *query_string, int cursor_options,
+		   ParamListInfo bound_params)
 {
 	PlannedStmt *result;
 	bool		saved = enable_partitionwise_aggregate;
 	bool		saved_join = enable_partitionwise_join;
 	bool		saved_wrapped = planner_wrapped;
 	PartialSearch ps = {false, false, false};
-
-	/* Correlated aggregates over our tables as joins (decorrelate.c). */
-	afdw_decorrelate(query);
 
 	if ((afdw_partitionwise_aggregate && !enable_partitionwise_aggregate) ||
 		(afdw_partitionwise_join && !enable_partitionwise_join))
@@ -800,6 +797,29 @@ afdw_planner(Query *query, const char *query_string, int cursor_options,
 	}
 	PG_END_TRY();
 	return result;
+}
+
+/*
+ * afdw_planner
+ *		Plan QUERY (plan_query); if it has correlated aggregate subqueries
+ *		that decorrelate.c can make joins, plan it that way too, and keep
+ *		the cheaper plan.
+ */
+static PlannedStmt *
+afdw_planner(Query *query, const char *query_string, int cursor_options,
+			 ParamListInfo bound_params)
+{
+	Query	   *joined = afdw_decorrelate(query);
+	PlannedStmt *as_joins;
+	PlannedStmt *as_written;
+
+	if (joined == NULL)
+		return plan_query(query, query_string, cursor_options, bound_params);
+	as_joins = plan_query(joined, query_string, cursor_options, bound_params);
+	as_written = plan_query(query, query_string, cursor_options, bound_params);
+	if (as_joins->planTree->total_cost < as_written->planTree->total_cost)
+		return as_joins;
+	return as_written;
 }
 
 /*
