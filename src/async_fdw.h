@@ -542,6 +542,8 @@ extern int	afdw_set_transmission_modes(void);
 extern void afdw_reset_transmission_modes(int nestlevel);
 
 /* deparse_join.c */
+extern char *afdw_deparse_join_condition(PlannerInfo *root, RelOptInfo *joinrel,
+										 Expr *cond, List *params);
 extern void afdw_deparse_join_column(StringInfo buf, PlannerInfo *root,
 									 RelOptInfo *joinrel, Var *var);
 extern void afdw_deparse_join_select(StringInfo buf, PlannerInfo *root,
@@ -643,7 +645,8 @@ extern void afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 									RelOptInfo *outerrel, RelOptInfo *innerrel,
 									JoinType jointype, JoinPathExtraData *extra);
 extern ForeignScan *afdw_join_plan(PlannerInfo *root, RelOptInfo *rel,
-								   List *tlist, Plan *outer_plan);
+								   List *tlist, Plan *outer_plan,
+								   bool parameterized);
 extern ForeignScan *afdw_join_lock_rows(PlannerInfo *root, RelOptInfo *rel,
 										ForeignScan *scan);
 
@@ -684,6 +687,9 @@ extern List *afdw_key_conditions(PlannerInfo *root, RelOptInfo *rel,
 extern void afdw_late_partitionwise(PlannerInfo *root);
 extern List *afdw_key_slots(PlannerInfo *root, RelOptInfo *rel, Relation relation,
 							ForeignPath *path, List *params, List *key_conds);
+extern List *afdw_join_key_slots(PlannerInfo *root, RelOptInfo *joinrel,
+								 List *scan_tlist, List *params,
+								 bool parameterized);
 extern List *afdw_group_key_slots(PlannerInfo *root, RelOptInfo *input_rel,
 								  Relation relation, List *grouped_tlist,
 								  List *group_positions, List *params);

@@ -570,6 +570,29 @@ afdw_deparse_join_column(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel,
 }
 
 /*
+ * afdw_deparse_join_condition
+ *		The text of COND, a condition on the columns of JOINREL, a remote
+ *		join, as its remote SELECT whose parameters are PARAMS would have
+ *		it: a parameter not among them is numbered after them (PARAMS itself
+ *		is left as it is).
+ */
+char *
+afdw_deparse_join_condition(PlannerInfo *root, RelOptInfo *joinrel, Expr *cond,
+							List *params)
+{
+	DeparseContext cxt;
+	StringInfoData buf;
+	List	   *own = list_copy(params);
+
+	initStringInfo(&buf);
+	afdw_init_join_deparse(&cxt, &buf, root, joinrel, &own);
+	afdw_deparse_expr(cond, &cxt);
+	afdw_end_deparse(&cxt);
+	list_free(own);
+	return buf.data;
+}
+
+/*
  * afdw_deparse_join_locking_clause
  *		Append to BUF the locking clause of the remote SELECT of JOINREL, a
  *		remote join, that the query's row marks ask for: FOR UPDATE OF r<n>

@@ -29,8 +29,10 @@
  *	  Subquery Scan, and a Hash under a join;
  *	- an Agg, from one of its grouping columns (without grouping sets):
  *	  dropping rows of some keys drops those keys' groups and leaves the
- *	  others as they were; down to a remote aggregate (upper.c), whose
- *	  grouping columns are its table's;
+ *	  others as they were; down to a remote aggregate (upper.c), on its
+ *	  grouping columns;
+ *	- into a remote join (join.c), whose WHERE clause takes the keys of a
+ *	  column of one of its tables that it returns;
  *	- either side of an inner or outer join: a row of the other side that
  *	  loses its match is null-extended, and a null key joins nothing;
  *	- the outer side of a semi-join or anti-join.
@@ -154,24 +156,6 @@ output_var(Plan *plan, AttrNumber resno)
 }
 
 /*
- * output_column
- *		The column of a remote aggregate's table that item ATTNO of its scan
- *		target list TLIST is, or NULL if it is not a plain column.
- */
-static Var *
-output_column(List *tlist, AttrNumber attno)
-{
-	TargetEntry *tle;
-
-	if (attno < 1 || attno > list_length(tlist))
-		return NULL;
-	tle = list_nth_node(TargetEntry, tlist, attno - 1);
-	if (!IsA(tle->expr, Var) || ((Var *) tle->expr)->varlevelsup != 0)
-		return NULL;
-	return (Var *) tle->expr;
-}
-
-/*
  * follow_column
  *		Add to *TARGETS the key slots that output column RESNO of PLAN comes
  *		from unchanged (see the file's comment), for keys compared by
@@ -195,15 +179,12 @@ follow_column(Plan *plan, AttrNumber resno, Oid opno, Oid collation,
 				ForeignScan *fs = (ForeignScan *) plan;
 				int			n;
 
-				/* A remote aggregate's grouping column is a column of its table. */
-				if (fs->scan.scanrelid == 0)
-				{
-					if (var->varno != INDEX_VAR ||
-						(var = output_column(fs->fdw_scan_tlist, var->varattno)) == NULL)
-						return;
-				}
-				else if (fs->fdw_scan_tlist != NIL ||
-						 var->varno != (int) fs->scan.scanrelid)
+				/*
+				 * A remote join's or aggregate's key slots are known by the
+				 * item of its scan target list, a table's by its column.
+				 */
+				if (fs->scan.scanrelid == 0 ? var->varno != INDEX_VAR :
+					(fs->fdw_scan_tlist != NIL || var->varno != (int) fs->scan.scanrelid))
 					return;
 				if (!our_scan(fs))
 					return;

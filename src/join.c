@@ -865,7 +865,8 @@ set_recheck_paths(PlannerInfo *root, RelOptInfo *joinrel, Path *epq_path)
  *		join's columns, which TLIST reads.
  */
 ForeignScan *
-afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan)
+afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan,
+			   bool parameterized)
 {
 	AfdwRelInfo *jfp = (AfdwRelInfo *) rel->fdw_private;
 	List	   *scan_tlist = NIL;
@@ -875,6 +876,8 @@ afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan
 	StringInfoData sql;
 	ListCell   *lc;
 	bool		stream;
+	List	   *key_slots = NIL;
+	ForeignScan *scan;
 
 	/*
 	 * The columns the plan's target reads: by now the join's target may be
@@ -909,6 +912,14 @@ afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan
 	{
 		afdw_deparse_join_select(&sql, root, rel, scan_tlist, &params);
 		afdw_check_params_apart(params, scan_tlist);
+
+		/*
+		 * The columns that may take a hash join's keys at run time
+		 * (hashkeys.c), in the WHERE clause that ends the statement.
+		 */
+		if (!afdw_deparse_join_locking_clause(NULL, root, rel))
+			key_slots = afdw_join_key_slots(root, rel, scan_tlist, params,
+											parameterized);
 	}
 
 	/*
@@ -940,11 +951,17 @@ afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan
 		afdw_mark_recheck_only(outer_plan);
 	}
 
-	return make_foreignscan(tlist, local_exprs, 0, params,
+	scan = make_foreignscan(tlist, local_exprs, 0, params,
 							afdw_make_scan_private(sql.data, retrieved_attrs,
 												   jfp->fetch_size, stream, "",
 												   jfp->relations),
 							scan_tlist, NIL, outer_plan);
+	if (key_slots != NIL)
+		afdw_set_key_slots(scan, sql.len,
+						   jfp->where_conds != NIL || jfp->jointype == JOIN_SEMI ||
+						   jfp->jointype == JOIN_ANTI,
+						   key_slots);
+	return scan;
 }
 
 /*

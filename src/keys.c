@@ -25,12 +25,12 @@
  * outer join or the inner side of an anti-join (semi-joins are fine both
  * ways).  Only plain SELECTs without row locks get keys.
  *
- * It also writes the key slots of scans (path.c) and remote aggregates
- * (upper.c): the conditions a hash join's keys take at run time
- * (hashkeys.c).
+ * It also writes the key slots of scans (path.c), remote aggregates
+ * (upper.c) and remote joins (join.c): the conditions a hash join's keys
+ * take at run time (hashkeys.c).
  *
  * Planner layer: called from path.c's afdwGetForeignPlan, which it calls
- * in turn to plan the small table's scan, and from upper.c.
+ * in turn to plan the small table's scan, and from upper.c and join.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -496,14 +496,17 @@ afdw_key_conditions(PlannerInfo *root, RelOptInfo *rel, ForeignPath *path)
 /*
  * key_slot
  *		The key slot (afdw_make_key_slot) of COLUMN of REL (foreign table
- *		RELATION), compared by operator EQ under COLLATION, in a remote
- *		SELECT with parameters PARAMS (its array written as MARKER's
- *		parameter); NULL if SLOTS has the column already, or the condition
- *		cannot be sent.
+ *		RELATION, or NULL for a remote join), compared by operator EQ under
+ *		COLLATION, in a remote SELECT with parameters PARAMS (its array
+ *		written as MARKER's parameter), known as column SLOT_ATTNO of the
+ *		scan (the table's column, or the item of the scan's target list);
+ *		NULL if SLOTS has the column already, or the condition cannot be
+ *		sent.
  */
 static List *
 key_slot(PlannerInfo *root, RelOptInfo *rel, Relation relation, Var *column,
-		 Oid eq, Oid collation, List *params, const char *marker, List *slots)
+		 AttrNumber slot_attno, Oid eq, Oid collation, List *params,
+		 const char *marker, List *slots)
 {
 	ScalarArrayOpExpr *any;
 	Param	   *keys;
@@ -513,7 +516,7 @@ key_slot(PlannerInfo *root, RelOptInfo *rel, Relation relation, Var *column,
 
 	foreach(lc, slots)
 	{
-		if (intVal(linitial(lfirst(lc))) == column->varattno)
+		if (intVal(linitial(lfirst(lc))) == slot_attno)
 			return NULL;
 	}
 	if (!op_strict(eq) || !op_hashjoinable(eq, column->vartype) ||
@@ -537,14 +540,24 @@ key_slot(PlannerInfo *root, RelOptInfo *rel, Relation relation, Var *column,
 	any->inputcollid = collation;
 	any->args = list_make2(copyObject(column), keys);
 	any->location = -1;
-	if (!afdw_is_shippable(root, rel, (Expr *) any))
-		return NULL;
-	text = afdw_deparse_condition(root, rel, relation, (Expr *) any, params);
+	if (IS_JOIN_REL(rel))
+	{
+		/* Shippable as a condition on the column's own table. */
+		if (!afdw_is_shippable(root, find_base_rel(root, column->varno), (Expr *) any))
+			return NULL;
+		text = afdw_deparse_join_condition(root, rel, (Expr *) any, params);
+	}
+	else
+	{
+		if (!afdw_is_shippable(root, rel, (Expr *) any))
+			return NULL;
+		text = afdw_deparse_condition(root, rel, relation, (Expr *) any, params);
+	}
 	at = strstr(text, marker);
 	if (at == NULL)
 		return NULL;
 	*at = '\0';
-	return afdw_make_key_slot(column->varattno, eq, collation, text,
+	return afdw_make_key_slot(slot_attno, eq, collation, text,
 							  at + strlen(marker) - 2);
 }
 
@@ -616,7 +629,8 @@ afdw_key_slots(PlannerInfo *root, RelOptInfo *rel, Relation relation,
 		eq = equality_operator(ec, column->vartype, column->vartype);
 		if (!OidIsValid(eq))
 			continue;
-		slot = key_slot(root, rel, relation, column, eq, ec->ec_collation,
+		slot = key_slot(root, rel, relation, column, column->varattno, eq,
+						ec->ec_collation,
 						params, marker, slots);
 		if (slot != NULL)
 			slots = lappend(slots, slot);
@@ -636,8 +650,8 @@ afdw_key_slots(PlannerInfo *root, RelOptInfo *rel, Relation relation,
 		if (!OidIsValid(tc->eq_opr) ||
 			bms_is_member(column->varattno - FirstLowInvalidHeapAttributeNumber, keyed))
 			continue;
-		slot = key_slot(root, rel, relation, column, tc->eq_opr, column->varcollid,
-						params, marker, slots);
+		slot = key_slot(root, rel, relation, column, column->varattno, tc->eq_opr,
+						column->varcollid, params, marker, slots);
 		if (slot != NULL)
 			slots = lappend(slots, slot);
 	}
@@ -673,7 +687,8 @@ afdw_key_slots(PlannerInfo *root, RelOptInfo *rel, Relation relation,
 			exprType(other) != column->vartype ||
 			bms_overlap(pull_varnos(root, other), own))
 			continue;
-		slot = key_slot(root, rel, relation, column, op->opno, op->inputcollid,
+		slot = key_slot(root, rel, relation, column, column->varattno, op->opno,
+						op->inputcollid,
 						params, marker, slots);
 		if (slot != NULL)
 			slots = lappend(slots, slot);
@@ -690,7 +705,8 @@ afdw_key_slots(PlannerInfo *root, RelOptInfo *rel, Relation relation,
  *		other side (hashkeys.c), as afdw_key_slots: those of
  *		GROUP_POSITIONS (1-based, in GROUPED_TLIST) that are columns of the
  *		table, compared by their type's default equality under their
- *		collation, the equality of the grouping.  The remote SELECT has
+ *		collation, the equality of the grouping, each known by its position
+ *		in GROUPED_TLIST (the scan's target list).  The remote SELECT has
  *		parameters PARAMS.  NIL if the table is not large.
  *
  * The aggregate of a correlated subquery turned into a join
@@ -739,8 +755,88 @@ afdw_group_key_slots(PlannerInfo *root, RelOptInfo *input_rel, Relation relation
 		tc = lookup_type_cache(column->vartype, TYPECACHE_EQ_OPR);
 		if (!OidIsValid(tc->eq_opr))
 			continue;
-		slot = key_slot(root, input_rel, relation, column, tc->eq_opr,
+		slot = key_slot(root, input_rel, relation, column, (AttrNumber) pos, tc->eq_opr,
 						column->varcollid, params, marker, slots);
+		if (slot != NULL)
+			slots = lappend(slots, slot);
+		if (list_length(slots) == AFDW_MAX_KEY_SLOTS)
+			break;
+	}
+	if (slots != NIL)
+		key_slots_made++;
+	return slots;
+}
+
+/*
+ * afdw_join_key_slots
+ *		The columns of JOINREL, a remote join whose SELECT returns SCAN_TLIST
+ *		and has parameters PARAMS, that may take at run time the keys of a
+ *		hash join's other side (hashkeys.c), as afdw_key_slots: a column of
+ *		one of its tables, returned, joined by an equivalence class to a
+ *		relation outside the join.  Each slot is known by the column's item
+ *		in SCAN_TLIST.  NIL unless the join is estimated at
+ *		key_filter_min_rows rows or more, or if it is parameterized
+ *		(PARAMETERIZED).
+ *
+ * The condition goes in the join's WHERE clause, which filters the joined
+ * rows: those whose key the hash join above has not, which it would drop
+ * (a null key included, under the strict equality), whatever the joins
+ * inside.  TPC-H's Q8 joins each partition's lineitem and orders remotely,
+ * then part's 139 keys locally: the remote joins return 1 row in 150.
+ */
+List *
+afdw_join_key_slots(PlannerInfo *root, RelOptInfo *joinrel, List *scan_tlist,
+					List *params, bool parameterized)
+{
+	Relids		own = IS_OTHER_REL(joinrel) ? joinrel->top_parent_relids :
+		joinrel->relids;
+	List	   *slots = NIL;
+	ListCell   *lc;
+	char	   *marker = psprintf("$%d::", list_length(params) + 1);
+
+	if (key_filter_min_rows < 0 || planning_key_source || parameterized ||
+		root->parse->commandType != CMD_SELECT ||
+		root->rowMarks != NIL || root->parse->rowMarks != NIL ||
+		!bms_is_empty(joinrel->lateral_relids) ||
+		joinrel->rows < key_filter_min_rows)
+		return NIL;
+
+	foreach(lc, root->eq_classes)
+	{
+		EquivalenceClass *ec = (EquivalenceClass *) lfirst(lc);
+		EquivalenceMember *em;
+		AfdwMemberIter iter;
+		Var		   *column = NULL;
+		TargetEntry *tle = NULL;
+		bool		joined = false;
+		Oid			eq;
+		List	   *slot;
+
+		if (ec->ec_has_const || ec->ec_has_volatile || ec->ec_broken ||
+			list_length(ec->ec_members) < 2 || !bms_overlap(ec->ec_relids, own))
+			continue;
+
+		afdw_members_begin(&iter, ec, joinrel->relids);
+		while ((em = afdw_members_next(&iter)) != NULL)
+		{
+			Var		   *var = (Var *) em->em_expr;
+
+			if (IsA(var, Var) && var->varlevelsup == 0 && var->varattno > 0 &&
+				bms_is_member(var->varno, joinrel->relids) &&
+				(tle = tlist_member((Expr *) var, scan_tlist)) != NULL)
+				column = var;
+			else if (!em->em_is_child && !bms_is_empty(em->em_relids) &&
+					 !bms_overlap(em->em_relids, own))
+				joined = true;
+		}
+		if (column == NULL || !joined)
+			continue;
+		tle = tlist_member((Expr *) column, scan_tlist);
+		eq = equality_operator(ec, column->vartype, column->vartype);
+		if (!OidIsValid(eq) || tle == NULL)
+			continue;
+		slot = key_slot(root, joinrel, NULL, column, tle->resno, eq,
+						ec->ec_collation, params, marker, slots);
 		if (slot != NULL)
 			slots = lappend(slots, slot);
 		if (list_length(slots) == AFDW_MAX_KEY_SLOTS)

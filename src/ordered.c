@@ -615,6 +615,10 @@ afdw_finish_remote_plan(PlannerInfo *root, RelOptInfo *rel, Path *path,
 		limit = -1;				/* none sent */
 	if (buf.len != (int) strlen(strVal(sql)))
 		linitial(scan->fdw_private) = makeString(buf.data);
+
+	/* With a LIMIT, keys would make it return other rows: none. */
+	if ((afdw_is_final_path(path) || limit >= 0) && afdw_scan_key_slots(scan) > 0)
+		afdw_set_key_slots(scan, -1, false, NIL);
 	if (afdw_is_final_path(path))
 		afdw_mark_own_limit(root, scan);
 	else if (limit >= 0)

@@ -507,7 +507,8 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 														   &best_path->path,
 														   afdw_join_plan(root, baserel,
 																		  tlist,
-																		  outer_plan)));
+																		  outer_plan,
+																		  best_path->path.param_info != NULL)));
 
 	/*
 	 * Streaming pays off for scans read to the end.  A parameterized scan
