@@ -561,6 +561,77 @@ key_slot(PlannerInfo *root, RelOptInfo *rel, Relation relation, Var *column,
 							  at + strlen(marker) - 2);
 }
 
+/* A column of a scan that may take keys, from an equivalence member. */
+typedef Var *(*MemberColumn) (EquivalenceMember *em, RelOptInfo *rel, void *arg);
+
+/*
+ * joined_column
+ *		The column of REL in EC that COLUMN_OF finds among its members, if
+ *		EC also has a member of a relation outside OWN (REL's, or its
+ *		parent's): what joins REL to another relation by equality.  NULL
+ *		if there is none, or EC is of no use for keys (constant, volatile,
+ *		broken, of one member, or not REL's).
+ */
+static Var *
+joined_column(EquivalenceClass *ec, RelOptInfo *rel, Relids own,
+			  MemberColumn column_of, void *arg)
+{
+	EquivalenceMember *em;
+	AfdwMemberIter iter;
+	Var		   *column = NULL;
+	bool		joined = false;
+
+	if (ec->ec_has_const || ec->ec_has_volatile || ec->ec_broken ||
+		list_length(ec->ec_members) < 2 || !bms_overlap(ec->ec_relids, own))
+		return NULL;
+
+	afdw_members_begin(&iter, ec, rel->relids);
+	while ((em = afdw_members_next(&iter)) != NULL)
+	{
+		Var		   *var = column_of(em, rel, arg);
+
+		if (var != NULL)
+			column = var;
+		else if (!em->em_is_child && !bms_is_empty(em->em_relids) &&
+				 !bms_overlap(em->em_relids, own))
+			joined = true;
+	}
+	return joined ? column : NULL;
+}
+
+/*
+ * table_column
+ *		MemberColumn of a foreign table's scan: EM if it is a column of REL.
+ */
+static Var *
+table_column(EquivalenceMember *em, RelOptInfo *rel, void *arg)
+{
+	Var		   *var = (Var *) em->em_expr;
+
+	if (bms_equal(em->em_relids, rel->relids) && IsA(var, Var) &&
+		var->varno == (int) rel->relid && var->varlevelsup == 0 &&
+		var->varattno > 0)
+		return var;
+	return NULL;
+}
+
+/*
+ * returned_column
+ *		MemberColumn of a remote join's scan: EM if it is a column of one of
+ *		REL's tables that ARG, the scan's target list, returns.
+ */
+static Var *
+returned_column(EquivalenceMember *em, RelOptInfo *rel, void *arg)
+{
+	Var		   *var = (Var *) em->em_expr;
+
+	if (IsA(var, Var) && var->varlevelsup == 0 && var->varattno > 0 &&
+		bms_is_member(var->varno, rel->relids) &&
+		tlist_member((Expr *) var, (List *) arg) != NULL)
+		return var;
+	return NULL;
+}
+
 /*
  * afdw_key_slots
  *		The columns of REL (foreign table RELATION) whose scan by PATH, a
@@ -600,30 +671,11 @@ afdw_key_slots(PlannerInfo *root, RelOptInfo *rel, Relation relation,
 	foreach(lc, root->eq_classes)
 	{
 		EquivalenceClass *ec = (EquivalenceClass *) lfirst(lc);
-		EquivalenceMember *em;
-		AfdwMemberIter iter;
-		Var		   *column = NULL;
-		bool		joined = false;
+		Var		   *column = joined_column(ec, rel, own, table_column, NULL);
 		Oid			eq;
 		List	   *slot;
 
-		if (ec->ec_has_const || ec->ec_has_volatile || ec->ec_broken ||
-			list_length(ec->ec_members) < 2 || !bms_overlap(ec->ec_relids, own))
-			continue;
-
-		afdw_members_begin(&iter, ec, rel->relids);
-		while ((em = afdw_members_next(&iter)) != NULL)
-		{
-			if (bms_equal(em->em_relids, rel->relids) && IsA(em->em_expr, Var) &&
-				((Var *) em->em_expr)->varno == (int) rel->relid &&
-				((Var *) em->em_expr)->varlevelsup == 0 &&
-				((Var *) em->em_expr)->varattno > 0)
-				column = (Var *) em->em_expr;
-			else if (!em->em_is_child && !bms_is_empty(em->em_relids) &&
-					 !bms_overlap(em->em_relids, own))
-				joined = true;
-		}
-		if (column == NULL || !joined ||
+		if (column == NULL ||
 			bms_is_member(column->varattno - FirstLowInvalidHeapAttributeNumber, keyed))
 			continue;
 		eq = equality_operator(ec, column->vartype, column->vartype);
@@ -804,32 +856,13 @@ afdw_join_key_slots(PlannerInfo *root, RelOptInfo *joinrel, List *scan_tlist,
 	foreach(lc, root->eq_classes)
 	{
 		EquivalenceClass *ec = (EquivalenceClass *) lfirst(lc);
-		EquivalenceMember *em;
-		AfdwMemberIter iter;
-		Var		   *column = NULL;
-		TargetEntry *tle = NULL;
-		bool		joined = false;
+		Var		   *column = joined_column(ec, joinrel, own, returned_column,
+										   scan_tlist);
+		TargetEntry *tle;
 		Oid			eq;
 		List	   *slot;
 
-		if (ec->ec_has_const || ec->ec_has_volatile || ec->ec_broken ||
-			list_length(ec->ec_members) < 2 || !bms_overlap(ec->ec_relids, own))
-			continue;
-
-		afdw_members_begin(&iter, ec, joinrel->relids);
-		while ((em = afdw_members_next(&iter)) != NULL)
-		{
-			Var		   *var = (Var *) em->em_expr;
-
-			if (IsA(var, Var) && var->varlevelsup == 0 && var->varattno > 0 &&
-				bms_is_member(var->varno, joinrel->relids) &&
-				(tle = tlist_member((Expr *) var, scan_tlist)) != NULL)
-				column = var;
-			else if (!em->em_is_child && !bms_is_empty(em->em_relids) &&
-					 !bms_overlap(em->em_relids, own))
-				joined = true;
-		}
-		if (column == NULL || !joined)
+		if (column == NULL)
 			continue;
 		tle = tlist_member((Expr *) column, scan_tlist);
 		eq = equality_operator(ec, column->vartype, column->vartype);
