@@ -604,7 +604,7 @@ joined_column(EquivalenceClass *ec, RelOptInfo *rel, Relids own,
  *		MemberColumn of a foreign table's scan: EM if it is a column of REL.
  */
 static Var *
-table_column(EquivalenceMember *em, RelOptInfo *rel, void *arg)
+table_column(EquivalenceMember *em, RelOptInfo *rel, void *arg pg_attribute_unused())
 {
 	Var		   *var = (Var *) em->em_expr;
 
