@@ -222,6 +222,7 @@ extern int	afdw_int_option(List *options, const char *name, int current);
 extern bool afdw_is_libpq_option(const char *name);
 extern List *afdw_extensions_option(List *options);
 extern bool afdw_server_is_ours(Oid serverid);
+extern bool afdw_table_reads_ours(Oid relid, bool partitions);
 extern bool afdw_mapping_ids(Oid umid, Oid *serverid, Oid *userid);
 
 /* async_fdw.c */

@@ -63,10 +63,8 @@
 
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_class.h"
-#include "catalog/pg_inherits.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
-#include "foreign/foreign.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -281,34 +279,6 @@ null_on_no_rows(Node *node)
 }
 
 /*
- * reads_ours
- *		Whether RELID is a foreign table of async_fdw, or a partitioned
- *		table with one among its partitions.
- */
-static bool
-reads_ours(Oid relid)
-{
-	char		kind = get_rel_relkind(relid);
-	List	   *children;
-	ListCell   *lc;
-
-	if (kind == RELKIND_FOREIGN_TABLE)
-		return afdw_server_is_ours(GetForeignServerIdByRelId(relid));
-	if (kind != RELKIND_PARTITIONED_TABLE)
-		return false;
-	children = find_all_inheritors(relid, NoLock, NULL);
-	foreach(lc, children)
-	{
-		Oid			child = lfirst_oid(lc);
-
-		if (get_rel_relkind(child) == RELKIND_FOREIGN_TABLE &&
-			afdw_server_is_ours(GetForeignServerIdByRelId(child)))
-			return true;
-	}
-	return false;
-}
-
-/*
  * plain_subquery
  *		Whether SUB, the query of a scalar subquery, has the form the file's
  *		comment allows, leaving aside its conditions: one aggregated value,
@@ -351,7 +321,7 @@ plain_subquery(Query *sub)
 		if (rte->rtekind != RTE_RELATION || rte->securityQuals != NIL ||
 			rte->tablesample != NULL)
 			return false;
-		ours = ours || reads_ours(rte->relid);
+		ours = ours || afdw_table_reads_ours(rte->relid, true);
 	}
 	return ours;
 }

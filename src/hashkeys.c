@@ -370,8 +370,6 @@ give_keys(HashJoin *hj, AttachState *as)
 	bool		back_ok;
 	List	   *columns = NIL;
 	List	   *uses = NIL;
-	List	   *back_columns = NIL;
-	List	   *back_uses = NIL;
 	bool		back;
 	ListCell   *lc;
 	int			id;
@@ -392,14 +390,9 @@ give_keys(HashJoin *hj, AttachState *as)
 
 	if (forth_ok)
 		key_targets(hj, false, &columns, &uses);
-	if (back_ok)
-		key_targets(hj, true, &back_columns, &back_uses);
-	back = (columns == NIL && back_columns != NIL);
+	back = (columns == NIL && back_ok);
 	if (back)
-	{
-		columns = back_columns;
-		uses = back_uses;
-	}
+		key_targets(hj, true, &columns, &uses);
 	if (columns == NIL)
 		return;
 

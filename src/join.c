@@ -877,6 +877,7 @@ afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan
 	ListCell   *lc;
 	bool		stream;
 	List	   *key_slots = NIL;
+	bool		locks;
 	ForeignScan *scan;
 
 	/*
@@ -907,6 +908,7 @@ afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan
 	 * The join that becomes the remote UPDATE or DELETE has no SELECT
 	 * (afdwPlanDirectModify writes the statement).
 	 */
+	locks = afdw_deparse_join_locking_clause(NULL, root, rel);
 	initStringInfo(&sql);
 	if (!afdw_direct_join_mode(root) || !afdw_direct_join_ok(root, rel))
 	{
@@ -917,7 +919,7 @@ afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan
 		 * The columns that may take a hash join's keys at run time
 		 * (hashkeys.c), in the WHERE clause that ends the statement.
 		 */
-		if (!afdw_deparse_join_locking_clause(NULL, root, rel))
+		if (!locks)
 			key_slots = afdw_join_key_slots(root, rel, scan_tlist, params,
 											parameterized);
 	}
@@ -926,7 +928,7 @@ afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan
 	 * Locked rows come through a cursor, as a locking scan's do (path.c);
 	 * the locking clause follows the ORDER BY (afdw_join_lock_rows).
 	 */
-	if (afdw_deparse_join_locking_clause(NULL, root, rel))
+	if (locks)
 		stream = false;
 
 	/*

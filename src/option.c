@@ -18,9 +18,11 @@
 
 #include "access/reloptions.h"
 #include "catalog/pg_attribute.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_foreign_data_wrapper.h"
 #include "catalog/pg_foreign_server.h"
 #include "catalog/pg_foreign_table.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_user_mapping.h"
@@ -30,6 +32,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 #include "utils/varlena.h"
@@ -879,4 +882,29 @@ afdw_server_is_ours(Oid serverid)
 	if (server == NULL)
 		return false;
 	return handler_is_ours(GetForeignDataWrapper(server->fdwid)->fdwhandler);
+}
+
+/*
+ * afdw_table_reads_ours
+ *		True if RELID is a foreign table of a server of async_fdw or, with
+ *		PARTITIONS, a partitioned table with one among its partitions at any
+ *		depth.  The partitions are looked up without a lock: the planner
+ *		asks before it locks them, and only to decide what to try.
+ */
+bool
+afdw_table_reads_ours(Oid relid, bool partitions)
+{
+	char		kind = get_rel_relkind(relid);
+	ListCell   *lc;
+
+	if (kind == RELKIND_FOREIGN_TABLE)
+		return afdw_server_is_ours(GetForeignServerIdByRelId(relid));
+	if (!partitions || kind != RELKIND_PARTITIONED_TABLE)
+		return false;
+	foreach(lc, find_all_inheritors(relid, NoLock, NULL))
+	{
+		if (afdw_table_reads_ours(lfirst_oid(lc), false))
+			return true;
+	}
+	return false;
 }

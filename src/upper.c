@@ -35,7 +35,6 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_class.h"
-#include "catalog/pg_inherits.h"
 #include "executor/executor.h"
 #include "foreign/fdwapi.h"
 #include "nodes/makefuncs.h"
@@ -583,18 +582,6 @@ aggref_without_partial_form(Node *node, void *context)
 }
 
 /*
- * is_async_fdw_table
- *		True if RELID is a foreign table of a server of async_fdw.
- */
-static bool
-is_async_fdw_table(Oid relid)
-{
-	if (get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE)
-		return false;
-	return afdw_server_is_ours(GetForeignServerIdByRelId(relid));
-}
-
-/*
  * partitioned_relids_walker
  *		expression_tree_walker callback: add to *RELIDS (a List of OIDs) the
  *		partitioned tables of the subquery of each EXISTS, IN or ANY under
@@ -671,17 +658,8 @@ async_partitioned_tables(List *relids)
 
 	foreach(lc, relids)
 	{
-		List	   *children = find_all_inheritors(lfirst_oid(lc), NoLock, NULL);
-		ListCell   *lc2;
-
-		foreach(lc2, children)
-		{
-			if (is_async_fdw_table(lfirst_oid(lc2)))
-			{
-				count++;
-				break;
-			}
-		}
+		if (afdw_table_reads_ours(lfirst_oid(lc), true))
+			count++;
 	}
 	return count;
 }
