@@ -68,14 +68,19 @@ sub listen_silently
 					next;
 				}
 				my $got = sysread($s, my $buf, 8192);
+				my $k = $id{$s};
 				if (!$got)
 				{
-					print $out "close $id{$s}\n";
+					print $out "close $k\n";
 					$sel->remove($s);
+					# A later socket may get this one's address, which
+					# names it in the hashes.
+					delete $id{$s};
 					close($s);
 					next;
 				}
-				print $out "data $id{$s}\n" unless $seen{$s}++;
+				# By number: the address of a closed socket is reused.
+				print $out "data $k\n" unless $seen{$k}++;
 			}
 		}
 	}
