@@ -50,6 +50,7 @@ _PG_init(void)
 	afdw_keys_init();
 	afdw_decorrelate_init();
 	afdw_collect_init();
+	afdw_combine_init();
 	afdw_twophase_init();
 	afdw_recovery_worker_init();
 	MarkGUCPrefixReserved("async_fdw");

@@ -707,6 +707,9 @@ extern void afdw_attach_key_collectors(PlannedStmt *stmt);
 extern void afdw_decorrelate_init(void);
 extern Query *afdw_decorrelate(Query *query);
 
+/* combine.c */
+extern void afdw_combine_init(void);
+
 /* collect.c */
 extern void afdw_collect_init(void);
 extern CustomScan *afdw_make_key_collector(Plan *child, List *columns, int limit,

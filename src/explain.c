@@ -27,7 +27,8 @@
 /*
  * explain_reads
  *		The ways the scan's query ran, e.g. "binary stream 1, cursor 3;
- *		stopped early 1": runs by read mode, then what ended runs early.
+ *		stopped early 1": runs by read mode (and those a sibling's query
+ *		carried), then what its queries carried and what ended runs early.
  */
 static char *
 explain_reads(AfdwScanStats *stats)
@@ -50,9 +51,17 @@ explain_reads(AfdwScanStats *stats)
 			sep = ", ";
 		}
 	}
+	if (stats->absorbed > 0)
+		appendStringInfo(&buf, "%sin a sibling's query %d", sep, stats->absorbed);
 	if (buf.len == 0)
 		appendStringInfoString(&buf, "none");
 	sep = "; ";
+	if (stats->carried > 0)
+	{
+		appendStringInfo(&buf, "%scarried %d sibling %s", sep, stats->carried,
+						 stats->carried == 1 ? "query" : "queries");
+		sep = ", ";
+	}
 	if (stats->stopped > 0)
 	{
 		appendStringInfo(&buf, "%sstopped early %d", sep, stats->stopped);

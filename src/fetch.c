@@ -249,9 +249,10 @@ afdw_send_start(AfdwScanState *st)
 		/*
 		 * Binary format once a remote check has found the remote columns of
 		 * the local types; the first stream of a table asks, after its
-		 * COPY, in the same message.
+		 * COPY, in the same message.  Text for a query that carries its
+		 * siblings' (combine.c): their tables were not checked.
 		 */
-		if (afdw_binary_allowed(st))
+		if (st->carrying == 0 && afdw_binary_allowed(st))
 		{
 			BinaryStatus status = afdw_binary_status(RelationGetRelid(st->rel));
 

@@ -421,4 +421,20 @@ afdw_returns_old_or_new(List *returning)
 #endif
 }
 
+/*
+ * afdw_append_prunes
+ *		Whether APPEND may prune its children, at executor start or while
+ *		it runs.  18 numbers its pruning information in the statement's
+ *		list; before, the Append holds it.
+ */
+static inline bool
+afdw_append_prunes(Append *append)
+{
+#if PG_VERSION_NUM >= 180000
+	return append->part_prune_index >= 0;
+#else
+	return append->part_prune_info != NULL;
+#endif
+}
+
 #endif							/* AFDW_PG_COMPAT_H */

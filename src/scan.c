@@ -94,7 +94,8 @@ static int	append_waits_on_latch = -1;
 /*
  * afdw_scan_error_context
  *		Name the foreign table whose scan (ARG, its AfdwScanState) failed,
- *		or the tables of a remote join (as EXPLAIN's Relations line does).
+ *		or the tables of a remote join (as EXPLAIN's Relations line does),
+ *		and say when its query carried its siblings'.
  */
 void
 afdw_scan_error_context(void *arg)
@@ -107,6 +108,12 @@ afdw_scan_error_context(void *arg)
 	else
 		errcontext("scan of foreign table \"%s\"",
 				   RelationGetRelationName(st->rel));
+	/* The error may be a sibling's: its query went with this one. */
+	if (st->carrying == 1)
+		errcontext("its remote query carried that of one sibling scan (async_fdw.combine_scans)");
+	else if (st->carrying > 1)
+		errcontext("its remote query carried those of %d sibling scans (async_fdw.combine_scans)",
+				   st->carrying);
 }
 
 /*
@@ -148,8 +155,11 @@ afdw_set_phase(AfdwScanState *st, AfdwPhase phase)
 				   st->phase == PHASE_STREAM_FAILED);
 			break;
 		case PHASE_DONE:
-			/* The last results, a stream's end, or the query stopped. */
-			Assert(afdw_query_sent(st));
+			/*
+			 * The last results, a stream's end, the query stopped, or a
+			 * sibling's query carries it (combine.c).
+			 */
+			Assert(afdw_query_sent(st) || st->absorbed);
 			break;
 	}
 #endif
@@ -377,6 +387,7 @@ begin_scan(ForeignScanState *node)
 	int			own_bound = -1;
 	int			relid = -1;
 	bool		want_parent;
+	bool		may_combine;
 
 	/* Rows an INSERT of this statement still keeps are read too. */
 	afdw_flush_kept_rows(plan->fs_server);
@@ -548,13 +559,16 @@ begin_scan(ForeignScanState *node)
 					   !st->own_limit ||
 					   (own_bound >= 0 && own_bound <= st->fetch_size)))) &&
 					afdw_statement_is_transaction());
-	if (want_parent || st->one_shot)
+	may_combine = afdw_may_combine(st, plan, estate);
+	if (want_parent || st->one_shot || may_combine)
 	{
 		const AfdwScanPlace *place = afdw_find_scan_place(estate, (Plan *) plan);
 
 		if (want_parent && place != NULL)
 			st->async_parent = place->parent;
 		st->one_shot = st->one_shot && place != NULL && place->alone;
+		if (may_combine)
+			st->combine_parent = afdw_combine_parent(place);
 	}
 
 	if (st->locks_rows)
@@ -795,6 +809,83 @@ take_keys(AfdwScanState *st)
 }
 
 /*
+ * combine_pending_scans
+ *		Give the queries of ESTATE's scans still waiting to start that may
+ *		go together (combine.c) to the first of them on each connection
+ *		under each Append, the leader, which sends them as one; the others
+ *		are marked absorbed.
+ *
+ * A leader's query goes when its connection is free, as any other.  A
+ * group holds at most AFDW_COMBINE_MAX scans, which keeps the remote
+ * statement of a server with thousands of partitions of a reasonable
+ * size; past that, another leader starts another group.
+ */
+#define AFDW_COMBINE_MAX	128
+
+static void
+combine_pending_scans(EState *estate)
+{
+	dlist_iter	it;
+	AfdwScanState **leaders = NULL;
+	AfdwScanState ***members = NULL;
+	int		   *nmembers = NULL;
+	int			ngroups = 0;
+	int			maxgroups = 0;
+
+	dlist_foreach(it, &pending_scans)
+	{
+		AfdwScanState *st = dlist_container(AfdwScanState, pending_node, it.cur);
+		int			g;
+
+		if (st->estate != estate || st->combine_parent == NULL)
+			continue;
+		for (g = 0; g < ngroups; g++)
+		{
+			AfdwScanState *leader = leaders[g];
+
+			if (leader->conn == st->conn &&
+				leader->combine_parent == st->combine_parent &&
+				nmembers[g] < AFDW_COMBINE_MAX - 1 && afdw_rows_alike(leader, st))
+				break;
+		}
+		if (g < ngroups)
+		{
+			members[g][nmembers[g]++] = st;
+			st->absorbed = true;
+			continue;
+		}
+		if (ngroups == maxgroups)
+		{
+			maxgroups = Max(8, maxgroups * 2);
+			leaders = (leaders == NULL) ?
+				palloc(sizeof(AfdwScanState *) * maxgroups) :
+				repalloc(leaders, sizeof(AfdwScanState *) * maxgroups);
+			members = (members == NULL) ?
+				palloc(sizeof(AfdwScanState **) * maxgroups) :
+				repalloc(members, sizeof(AfdwScanState **) * maxgroups);
+			nmembers = (nmembers == NULL) ? palloc(sizeof(int) * maxgroups) :
+				repalloc(nmembers, sizeof(int) * maxgroups);
+		}
+		leaders[ngroups] = st;
+		members[ngroups] = palloc(sizeof(AfdwScanState *) * (AFDW_COMBINE_MAX - 1));
+		nmembers[ngroups] = 0;
+		ngroups++;
+	}
+	for (int g = 0; g < ngroups; g++)
+	{
+		if (nmembers[g] > 0)
+			afdw_combine_queries(leaders[g], members[g], nmembers[g]);
+		pfree(members[g]);
+	}
+	if (ngroups > 0)
+	{
+		pfree(leaders);
+		pfree(members);
+		pfree(nmembers);
+	}
+}
+
+/*
  * start_pending_scans
  *		Send the queries of every scan of ESTATE still waiting to start,
  *		when they need no parameter and their connection is free.
@@ -825,12 +916,20 @@ start_pending_scans(EState *estate)
 			afdw_prepare_snapshot(other->conn);
 	}
 
+	combine_pending_scans(estate);
+
 	dlist_foreach_modify(it, &pending_scans)
 	{
 		AfdwScanState *other = dlist_container(AfdwScanState, pending_node, it.cur);
 
 		if (other->estate != estate)
 			continue;
+		if (other->absorbed)
+		{
+			/* Its rows come with a sibling's: it returns none. */
+			afdw_set_phase(other, PHASE_DONE);
+			continue;
+		}
 		afdw_set_phase(other, PHASE_UNSENT);
 		if (other->nparams == 0 && other->nkey_uses == 0 &&
 			!afdw_is_busy(other->conn))
@@ -1095,8 +1194,14 @@ afdwReScanForeignScan(ForeignScanState *node)
 		return;
 	}
 
-	/* Keys are asked for again: the join's inner side may be read anew. */
+	/*
+	 * Keys are asked for again: the join's inner side may be read anew.
+	 * A query that carried its siblings', or that a sibling's carried,
+	 * runs as its own.
+	 */
 	st->keys_taken = false;
+	st->carrying = 0;
+	st->absorbed = false;
 	if (st->sql != st->plain_sql)
 		pfree(st->sql);
 	st->sql = st->plain_sql;

@@ -117,6 +117,8 @@ typedef struct AfdwScanStats
 								 * spilled lines; streamed lines are in
 								 * lines.received */
 	int64		round_trips;	/* messages sent that get an answer */
+	int			carried;		/* siblings' queries carried by its own */
+	int			absorbed;		/* runs carried by a sibling's query */
 	int			users;			/* most scans seen holding the connection */
 	bool		count_bytes;	/* the node is instrumented (ANALYZE) */
 	bool		timed;			/* ... with timing: waits are timed */
@@ -289,6 +291,17 @@ typedef struct AfdwScanState
 	 * (PHASE_QUEUED) and starts when that stream ends.
 	 */
 	Plan	   *async_parent;
+
+	/*
+	 * The Append under which the scan's query may go with its siblings'
+	 * (combine.c), or NULL; of the current query, how many siblings' it
+	 * carries (the leader), or that a sibling's carries this one's
+	 * (absorbed: the scan returns no row).
+	 */
+	Plan	   *combine_parent;
+	int			carrying;
+	bool		absorbed;
+
 	dlist_node	active_node;	/* in active_scans from Begin to End */
 	bool		active;
 
@@ -421,5 +434,12 @@ typedef struct AfdwScanPlace
 } AfdwScanPlace;
 
 extern const AfdwScanPlace *afdw_find_scan_place(EState *estate, Plan *scan);
+
+/* combine.c */
+extern bool afdw_may_combine(AfdwScanState *st, ForeignScan *plan, EState *estate);
+extern Plan *afdw_combine_parent(const AfdwScanPlace *place);
+extern bool afdw_rows_alike(AfdwScanState *a, AfdwScanState *b);
+extern void afdw_combine_queries(AfdwScanState *leader, AfdwScanState **members,
+								 int n);
 
 #endif							/* SCAN_INTERNAL_H */

@@ -55,9 +55,30 @@ ${3:-}
 CONF
 }
 
+# Settings of servers reached over TCP on loopback, as in a cluster, one
+# process per query (for init_cluster's SETTINGS, with more lines after).
+# shellcheck disable=SC2034  # used by the scripts that source this file
+LOOPBACK_CONF="listen_addresses = '127.0.0.1'
+synchronous_commit = off
+max_parallel_workers_per_gather = 0
+jit = off"
+
 # start_cluster NAME: start it with pg_ctl.
 start_cluster() {
 	as_pg "$BINDIR/pg_ctl" -D "$WORK/data_$1" -l "$WORK/$1.log" -w start >/dev/null
+}
+
+# start_shards N SETTINGS [COORD_SETTINGS]: a coordinator on PORT_BASE
+# (COORD_SETTINGS, else SETTINGS) and N shards on PORT_BASE + 1 .. N,
+# named coord and shard1 .. shardN, started.
+start_shards() {
+	local k
+	init_cluster coord "$PORT_BASE" "${3:-$2}"
+	start_cluster coord
+	for k in $(seq 1 "$1"); do
+		init_cluster "shard$k" $((PORT_BASE + k)) "$2"
+		start_cluster "shard$k"
+	done
 }
 
 # stop_cluster NAME

@@ -30,12 +30,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/cg_common.sh"
 
 # The shards are reached over TCP on loopback, as in a cluster; one
 # process per query everywhere, as in the shards' own Q1.
-SETTINGS_CONF="listen_addresses = '127.0.0.1'
-synchronous_commit = off
+SETTINGS_CONF="$LOOPBACK_CONF
 shared_buffers = 256MB
-work_mem = 64MB
-max_parallel_workers_per_gather = 0
-jit = off"
+work_mem = 64MB"
 
 # start_server NAME PORT: a new data directory, started.
 start_server() {

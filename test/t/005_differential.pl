@@ -1239,6 +1239,8 @@ sub gen_settings
 	push @gucs, 'enable_partitionwise_aggregate = on' if chance(0.2);
 	push @gucs, 'enable_seqscan = off' if chance(0.1);
 	push @gucs, 'enable_sort = off' if chance(0.1);
+	# small scans of an Append sharing a connection: one query (combine.c)
+	push @gucs, 'async_fdw.combine_scans = off' if chance(0.2);
 	# keys of small tables sent to large scans (keys.c), down to the
 	# smallest tables, with arrays that overflow (max_keys 1: past 10 rows)
 	if (chance(0.4))
