@@ -13,6 +13,10 @@
 #   PORT_BASE=56500      coordinator; shard k on PORT_BASE + k
 #   ROWS=250000 SHARDS=4 RUNS=9  PRELOAD=1: async_fdw in
 #   shared_preload_libraries of the coordinator  KEEP=1
+#   POOLER=1: the coordinator reaches each shard through a pgbouncer in
+#   session mode (port PORT_BASE + 10 + k, server option pooler 'session'),
+#   which keeps the shards' sessions from one coordinator session to the
+#   next
 #
 # Run as root (servers run as postgres) or as the owner of the binaries.
 PORT_BASE=${PORT_BASE:-56500}
@@ -36,12 +40,41 @@ for k in $(seq 1 "$SHARDS"); do
 		-c "VACUUM ANALYZE items" >/dev/null &
 done
 wait
+# pgbouncer k: a session-mode pgbouncer in front of shard k.
+pgbouncer() {
+	local dir=$WORK/pgbouncer$1
+	mkdir -p "$dir"
+	echo '"postgres" ""' >"$dir/userlist.txt"
+	cat >"$dir/pgbouncer.ini" <<INI
+[databases]
+postgres = host=127.0.0.1 port=$((PORT_BASE + $1)) dbname=postgres
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $((PORT_BASE + 10 + $1))
+unix_socket_dir =
+auth_type = trust
+auth_file = $dir/userlist.txt
+pool_mode = session
+logfile = $dir/pgbouncer.log
+pidfile = $dir/pgbouncer.pid
+INI
+	chown -R postgres "$dir" 2>/dev/null || true
+	as_pg /usr/sbin/pgbouncer -d "$dir/pgbouncer.ini"
+}
+server_port=$PORT_BASE
+server_opts=""
+if [ -n "${POOLER:-}" ]; then
+	for k in $(seq 1 "$SHARDS"); do pgbouncer "$k"; done
+	trap 'for k in $(seq 1 "$SHARDS"); do kill "$(cat "$WORK/pgbouncer$k/pgbouncer.pid")" 2>/dev/null; done; cg_cleanup' EXIT
+	server_port=$((PORT_BASE + 10))
+	server_opts=", pooler 'session'"
+fi
 {
 	echo "CREATE EXTENSION async_fdw;"
 	echo "CREATE TABLE items (a int, b int, c text) PARTITION BY RANGE (a);"
 	for k in $(seq 1 "$SHARDS"); do
 		echo "CREATE SERVER s$k FOREIGN DATA WRAPPER async_fdw
-			OPTIONS (host '127.0.0.1', port '$((PORT_BASE + k))', dbname 'postgres');
+			OPTIONS (host '127.0.0.1', port '$((server_port + k))', dbname 'postgres'$server_opts);
 		CREATE USER MAPPING FOR postgres SERVER s$k OPTIONS (user 'postgres');
 		CREATE FOREIGN TABLE items_$k PARTITION OF items
 			FOR VALUES FROM ($(((k - 1) * ROWS + 1))) TO ($((k * ROWS + 1)))
@@ -53,7 +86,7 @@ wait
 Q="SELECT count(*), sum(a), max(c) FROM items"
 # Rows first: the coordinator's equal the shards' combined.
 want=$(for k in $(seq 1 "$SHARDS"); do psql_at $((PORT_BASE + k)) -c "SELECT count(*), sum(a), max(c) FROM items"; done |
-	awk -F'|' '{ n += $1; s += $2; if ($3 > m) m = $3 } END { printf "%d|%d|%s\n", n, s, m }')
+	awk -F'|' '{ n += $1; s += $2; if ($3 > m) m = $3 } END { printf "%d|%.0f|%s\n", n, s, m }')
 got=$(psql_at "$COORD" -c "$Q")
 if [ "$got" != "$want" ]; then
 	echo "WRONG ROWS: $got (shards: $want)" >&2
@@ -84,7 +117,7 @@ median_of() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 
 col() { awk -v c="$2" '{ print $c }' "$WORK/$1" | median_of; }
 s1=$(col shards 1)
 c1=$(col coord 1)
-echo "| $SHARDS shards of $ROWS rows, medians of $RUNS (ms)${PRELOAD:+, preloaded} | first query | second query |"
+echo "| $SHARDS shards of $ROWS rows, medians of $RUNS (ms)${PRELOAD:+, preloaded}${POOLER:+, through pgbouncer (session)} | first query | second query |"
 echo "| --- | ---: | ---: |"
 echo "| shards alone, all at once (slowest) | $s1 | $(col shards 2) |"
 echo "| coordinator, new session | $c1 | $(col coord 2) |"
