@@ -28,7 +28,7 @@ import sys
 # below it, never above.
 LAYERS = [
     ('entry', ['async_fdw', 'funcs', 'twophase_worker']),
-    ('planner', ['path', 'join', 'keys', 'hashkeys', 'upper', 'decorrelate', 'ordered', 'shippable', 'direct_plan']),
+    ('planner', ['path', 'join', 'copies', 'keys', 'hashkeys', 'upper', 'decorrelate', 'ordered', 'shippable', 'direct_plan']),
     ('execution', ['scan', 'collect', 'census', 'combine', 'fetch', 'stream', 'convert', 'modify', 'direct',
                    'explain', 'analyze', 'truncate', 'import']),
     ('session', ['xact', 'xact_end', 'snapshot', 'statements', 'twophase', 'recovery']),

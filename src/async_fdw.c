@@ -47,6 +47,7 @@ _PG_init(void)
 
 	afdw_upper_init();
 	afdw_join_init();
+	afdw_copies_init();
 	afdw_keys_init();
 	afdw_decorrelate_init();
 	afdw_collect_init();

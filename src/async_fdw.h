@@ -180,6 +180,8 @@ typedef struct AfdwRelInfo
 	 * joins that look rows up one by one are dropped (join.c).
 	 */
 	bool		join_offered;	/* its paths were offered */
+	bool		copy_join;		/* a partition's join with copies of
+								 * replicated tables (copies.c) */
 	Cost		join_startup;
 	Cost		join_read;
 	Cost		join_total;
@@ -221,6 +223,8 @@ extern double afdw_real_option(List *options, const char *name, double current);
 extern int	afdw_int_option(List *options, const char *name, int current);
 extern bool afdw_is_libpq_option(const char *name);
 extern List *afdw_extensions_option(List *options);
+extern List *afdw_copy_servers(ForeignTable *table);
+extern void afdw_refuse_copies_write(Oid relid);
 extern bool afdw_server_is_ours(Oid serverid);
 extern bool afdw_table_reads_ours(Oid relid, bool partitions);
 extern bool afdw_mapping_ids(Oid umid, Oid *serverid, Oid *userid);
@@ -650,6 +654,10 @@ extern ForeignScan *afdw_join_plan(PlannerInfo *root, RelOptInfo *rel,
 								   bool parameterized);
 extern ForeignScan *afdw_join_lock_rows(PlannerInfo *root, RelOptInfo *rel,
 										ForeignScan *scan);
+extern bool afdw_all_partitions_ours(RelOptInfo *rel);
+
+/* copies.c */
+extern void afdw_copies_init(void);
 
 /* ordered.c */
 extern bool afdw_has_exec_param(Node *node, void *context);

@@ -137,6 +137,7 @@ afdwPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 
 	if (operation != CMD_UPDATE && operation != CMD_DELETE)
 		return false;
+	afdw_refuse_copies_write(planner_rt_fetch(resultRelation, root)->relid);
 	fscan = (ForeignScan *) target_scan(outerPlan(plan), resultRelation);
 	if (fscan == NULL || fscan->scan.plan.qual != NIL)
 		return false;

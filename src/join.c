@@ -585,13 +585,13 @@ joined_by_us(RelOptInfo *rel)
 }
 
 /*
- * all_partitions_ours
+ * afdw_all_partitions_ours
  *		True if REL, a partitioned relation (base or join) split into its
  *		partitions, has only partitions of ours (pruned ones aside), each of
  *		them, when a join, a remote join of ours.
  */
-static bool
-all_partitions_ours(RelOptInfo *rel)
+bool
+afdw_all_partitions_ours(RelOptInfo *rel)
 {
 	bool		any = false;
 
@@ -628,7 +628,7 @@ only_remote(PlannerInfo *root, Relids relids)
 		if (rel == NULL)
 			return false;
 		if (rel->reloptkind == RELOPT_BASEREL && rel->part_rels != NULL ?
-			!all_partitions_ours(rel) : !is_ours(rel))
+			!afdw_all_partitions_ours(rel) : !is_ours(rel))
 			return false;
 	}
 	return true;
@@ -648,7 +648,7 @@ joined_remotely(PlannerInfo *root, Relids relids)
 		return false;
 	if (is_ours(rel))
 		return joined_by_us(rel);
-	return rel->fdwroutine == NULL && all_partitions_ours(rel);
+	return rel->fdwroutine == NULL && afdw_all_partitions_ours(rel);
 }
 
 /*

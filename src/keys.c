@@ -217,6 +217,8 @@ source_scan(PlannerInfo *root, RelOptInfo *src, Oid relid, ForeignPath *path,
 		planning_key_source = false;
 	}
 	PG_END_TRY();
+	/* As create_foreignscan_plan would: the server it reads (scan.c). */
+	scan->fs_server = src->serverid;
 	return scan;
 }
 

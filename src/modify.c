@@ -197,7 +197,8 @@ writer_user(EState *estate, ResultRelInfo *rinfo)
 /*
  * afdwIsForeignRelUpdatable
  *		Which of INSERT, UPDATE and DELETE REL takes: all of them, unless
- *		its updatable option (or its server's) says false.
+ *		its updatable option (or its server's) says false, or it is
+ *		replicated (option copies).
  */
 static int
 afdwIsForeignRelUpdatable(Relation rel)
@@ -208,6 +209,9 @@ afdwIsForeignRelUpdatable(Relation rel)
 
 	updatable = afdw_bool_option(server->options, "updatable", true);
 	updatable = afdw_bool_option(table->options, "updatable", updatable);
+	/* A replicated table is read, never written (afdw_copy_servers). */
+	if (afdw_copy_servers(table) != NIL)
+		updatable = false;
 	return updatable ?
 		(1 << CMD_INSERT) | (1 << CMD_UPDATE) | (1 << CMD_DELETE) : 0;
 }
@@ -307,6 +311,7 @@ afdwPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 	bool		check_partition = false;
 	List	   *result;
 
+	afdw_refuse_copies_write(rte->relid);
 	if (plan->onConflictAction == ONCONFLICT_UPDATE)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -561,6 +566,8 @@ afdwBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 	bool		do_nothing = false;
 	bool		returning;
 	List	   *fdw_private;
+
+	afdw_refuse_copies_write(RelationGetRelid(rel));
 
 	/*
 	 * A row moved by an UPDATE into a partition that the same UPDATE

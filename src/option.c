@@ -53,7 +53,8 @@ typedef enum AfdwOptionKind
 	AFDW_OPT_CONNECTIONS,		/* 1 to AFDW_MAX_MAX_CONNECTIONS */
 	AFDW_OPT_BUDGET,			/* 0 (none) to INT_MAX */
 	AFDW_OPT_SAMPLING,			/* off, auto, random, system or bernoulli */
-	AFDW_OPT_TWO_PHASE			/* off, auto or on */
+	AFDW_OPT_TWO_PHASE,			/* off, auto or on */
+	AFDW_OPT_SERVERS			/* a list of async_fdw server names */
 } AfdwOptionKind;
 
 /* One valid option: its name, where it may appear, how its value looks. */
@@ -105,6 +106,7 @@ static const AfdwOption own_options[] = {
 	{"updatable", ForeignTableRelationId, AFDW_OPT_BOOL, false},
 	{"truncatable", ForeignTableRelationId, AFDW_OPT_BOOL, false},
 	{"batch_size", ForeignTableRelationId, AFDW_OPT_POSITIVE_INT, false},
+	{"copies", ForeignTableRelationId, AFDW_OPT_SERVERS, false},
 	/* columns of foreign tables */
 	{"column_name", AttributeRelationId, AFDW_OPT_STRING, false},
 	{NULL, InvalidOid, AFDW_OPT_STRING, false}
@@ -127,6 +129,7 @@ static const char *const reserved_libpq_options[] = {
 static AfdwOption *all_options = NULL;
 
 static List *extension_list(const char *value, bool warn_missing);
+static List *server_list(const char *value);
 
 /*
  * is_reserved_libpq_option
@@ -460,6 +463,10 @@ check_option_value(const AfdwOption *opt, const char *value)
 			/* Names not installed here are only warned of. */
 			list_free(extension_list(value, true));
 			break;
+		case AFDW_OPT_SERVERS:
+			/* Each server must exist and be async_fdw's. */
+			list_free(server_list(value));
+			break;
 	}
 
 	if (expected != NULL)
@@ -747,6 +754,88 @@ extension_list(const char *value, bool warn_missing)
 	list_free(names);
 	pfree(copy);
 	return oids;
+}
+
+/*
+ * server_list
+ *		The OIDs of the foreign servers named in VALUE (the copies option),
+ *		a comma-separated list of names, each an existing server of
+ *		async_fdw, none twice; an error otherwise.
+ */
+static List *
+server_list(const char *value)
+{
+	char	   *copy = pstrdup(value);
+	List	   *names;
+	List	   *oids = NIL;
+	ListCell   *lc;
+
+	if (!SplitIdentifierString(copy, ',', &names) || names == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for option \"%s\": \"%s\"", "copies", value),
+				 errdetail("The option takes a comma-separated list of foreign server names.")));
+	foreach(lc, names)
+	{
+		const char *name = (const char *) lfirst(lc);
+		ForeignServer *server = GetForeignServerByName(name, true);
+
+		if (server == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("server \"%s\" does not exist", name),
+					 errdetail("Option \"copies\" names the servers that hold a copy of the table.")));
+		if (!afdw_server_is_ours(server->serverid))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("server \"%s\" is not a server of async_fdw", name),
+					 errdetail("Option \"copies\" names servers of async_fdw only.")));
+		if (list_member_oid(oids, server->serverid))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("server \"%s\" is named twice in option \"copies\"", name)));
+		oids = lappend_oid(oids, server->serverid);
+	}
+	list_free(names);
+	pfree(copy);
+	return oids;
+}
+
+/*
+ * afdw_copy_servers
+ *		The servers holding a copy of the foreign table TABLE: its own
+ *		server first, then those of its copies option, each once; NIL for
+ *		a table without the option (not replicated).
+ */
+List *
+afdw_copy_servers(ForeignTable *table)
+{
+	const char *value = find_def(table->options, "copies");
+	List	   *oids;
+
+	if (value == NULL)
+		return NIL;
+	oids = list_make1_oid(table->serverid);
+	return list_concat_unique_oid(oids, server_list(value));
+}
+
+/*
+ * afdw_refuse_copies_write
+ *		Raise an error if RELID, a foreign table of async_fdw, is replicated
+ *		(option copies): a write through it would change one copy only.
+ */
+void
+afdw_refuse_copies_write(Oid relid)
+{
+	ForeignTable *table = GetForeignTable(relid);
+
+	if (find_def(table->options, "copies") != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("cannot change replicated foreign table \"%s\"",
+						get_rel_name(relid)),
+				 errdetail("Option \"copies\" says that the table has the same rows on several servers; async_fdw reads one copy and does not change them all."),
+				 errhint("Change the rows on every copy's server in one transaction, through a foreign table without option \"copies\" for each; two-phase commit makes the change atomic.")));
 }
 
 /*

@@ -437,4 +437,20 @@ afdw_append_prunes(Append *append)
 #endif
 }
 
+/*
+ * afdw_set_parent_rel
+ *		Make CHILD, a relation made for one partition's part of PARENT, name
+ *		PARENT as its topmost parent; 16 and later keep the parents
+ *		themselves too.
+ */
+static inline void
+afdw_set_parent_rel(RelOptInfo *child, RelOptInfo *parent)
+{
+	child->top_parent_relids = parent->relids;
+#if PG_VERSION_NUM >= 160000
+	child->parent = parent;
+	child->top_parent = parent;
+#endif
+}
+
 #endif							/* AFDW_PG_COMPAT_H */

@@ -170,16 +170,20 @@ afdw_set_phase(AfdwScanState *st, AfdwPhase phase)
 
 /*
  * scan_user
- *		The user mapping a scan of REL, range table entry RTINDEX of PLAN,
- *		runs under.
+ *		The user mapping a scan of range table entry RTINDEX of PLAN runs
+ *		under, on the server the plan names: the table's, or for a remote
+ *		join the server of its tables (of a partition's, where it reads a
+ *		replicated table's copy: copies.c); the first table's when the plan
+ *		names none (a remote aggregate of a subquery's partition).
  */
 static UserMapping *
-scan_user(ForeignScan *plan, EState *estate, Relation rel, Index rtindex)
+scan_user(ForeignScan *plan, EState *estate, Index rtindex)
 {
-	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
+	Oid			server = plan->fs_server;
 
-	return GetUserMapping(afdw_plan_check_user(plan, estate, rtindex),
-						  table->serverid);
+	if (!OidIsValid(server))
+		server = GetForeignTable(exec_rt_fetch(rtindex, estate)->relid)->serverid;
+	return GetUserMapping(afdw_plan_check_user(plan, estate, rtindex), server);
 }
 
 /*
@@ -573,11 +577,11 @@ begin_scan(ForeignScanState *node)
 
 	if (st->locks_rows)
 	{
-		st->conn = afdw_acquire_writer(scan_user(plan, estate, st->rel, rtindex));
+		st->conn = afdw_acquire_writer(scan_user(plan, estate, rtindex));
 		afdw_note_row_locks(st->conn);
 	}
 	else
-		st->conn = afdw_acquire_connection(scan_user(plan, estate, st->rel, rtindex));
+		st->conn = afdw_acquire_connection(scan_user(plan, estate, rtindex));
 
 	st->stats.users = afdw_conn_users(st->conn);
 

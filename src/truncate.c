@@ -84,6 +84,7 @@ afdwExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 	{
 		Relation	rel = (Relation) lfirst(lc);
 
+		afdw_refuse_copies_write(RelationGetRelid(rel));
 		if (server == NULL)
 		{
 			serverid = GetForeignTable(RelationGetRelid(rel))->serverid;

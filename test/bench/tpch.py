@@ -348,10 +348,16 @@ class Tpch:
                         srv, wrapper, ", ".join("%s '%s'" % kv for kv in opts.items())))
                     sql.append("CREATE USER MAPPING FOR CURRENT_USER SERVER %s OPTIONS (user '%s');"
                                % (srv, USER))
+                # The layout with replicated tables (--copies): async_fdw's
+                # small tables name every other shard's copy.
+                copies = ""
+                if cfg.copies and wrapper == "async_fdw" and cfg.shards > 1:
+                    copies = ", copies '%s'" % ", ".join(
+                        "%s_s%d" % (sch, s) for s in range(2, cfg.shards + 1))
                 for name in SMALL:
                     sql.append("CREATE FOREIGN TABLE %s.%s (%s) SERVER %s_s1 "
-                               "OPTIONS (schema_name 'public', table_name '%s');"
-                               % (sch, name, COLUMNS[name], sch, name))
+                               "OPTIONS (schema_name 'public', table_name '%s'%s);"
+                               % (sch, name, COLUMNS[name], sch, name, copies))
                     analyze.append("ANALYZE %s.%s;" % (sch, name))
                 for name, col in (("orders", "o_orderkey"), ("lineitem", "l_orderkey")):
                     sql.append("CREATE TABLE %s.%s (%s) PARTITION BY RANGE (%s);"
@@ -483,12 +489,14 @@ class Tpch:
                 "; shards at max_parallel_workers_per_gather = %d" % cfg.shard_parallel), "",
              "orders and lineitem: range-partitioned on the order key, one foreign partition "
              "per shard (co-located); region, nation, supplier, customer, part, partsupp: on "
-             "every shard, foreign tables to shard 1; local: the same rows in plain tables on "
+             "every shard, foreign tables to shard 1%s; local: the same rows in plain tables on "
              "the coordinator. postgres_fdw runs with enable_partitionwise_join/aggregate on; "
              "async_fdw %s. Speed-up = best postgres_fdw ms / async_fdw ms (above 1: async_fdw "
              "faster); a timed-out postgres_fdw counts as the timeout (a lower bound, marked "
              "≥). Correct: every run's rows, sorted, equal the local rows exactly (no float "
-             "columns)." % ("with them on too" if cfg.afdw_partitionwise else "at its defaults"),
+             "columns)." % ("" if not cfg.copies else
+                            " (async_fdw's declare their copies on every shard: option copies)",
+                            "with them on too" if cfg.afdw_partitionwise else "at its defaults"),
              ""]
         for rtt in cfg.rtts:
             L += ["## RTT %s ms" % fmt_num(rtt), "",
@@ -595,6 +603,7 @@ def parse_args():
     ap.add_argument("--fdws", default="postgres_fdw_sync,postgres_fdw_async,async_fdw")
     ap.add_argument("--queries", type=ints, default=[])
     ap.add_argument("--afdw-partitionwise", type=int, default=0)
+    ap.add_argument("--copies", type=int, default=0)
     ap.add_argument("--shard-parallel", type=int, default=-1,
                     help="max_parallel_workers_per_gather of the shards' database (-1: untouched; tpch.sh turns auto into a number)")
     cfg = ap.parse_args()

@@ -30,6 +30,9 @@ usage: test/bench/tpch.sh [options]
   --fdws LIST            of postgres_fdw_sync,postgres_fdw_async,async_fdw (default all)
   --afdw-partitionwise   also set enable_partitionwise_join/aggregate for async_fdw
                          (postgres_fdw always has them on)
+  --copies               the layout with replicated tables: async_fdw's six small
+                         tables declare their copies on every shard (option
+                         copies), so each partition joins them on its own shard
   --shard-parallel N|auto|own
                          max_parallel_workers_per_gather on the shards: auto (the
                          default) gives each its share of the cores, cores/shards - 1
@@ -48,7 +51,7 @@ USAGE
 # functions use (SHARDS, RTT, OPT_PORT_BASE, ...) and tpch.py's.
 tpch_options() {
 	SF=0.1 RTT=0 RUNS=3 TIMEOUT=120 FETCH_SIZE=10000 QUERIES="" OPT_FDWS=""
-	AFDW_PW=0 SHARD_PARALLEL=auto SHARDS=4 OPT_PORT_BASE=57000 OPT_RESULTS="$HERE/results"
+	AFDW_PW=0 COPIES=0 SHARD_PARALLEL=auto SHARDS=4 OPT_PORT_BASE=57000 OPT_RESULTS="$HERE/results"
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--sf) SF=${2:?}; shift ;;
@@ -59,6 +62,7 @@ tpch_options() {
 		--queries) QUERIES=${2:?}; shift ;;
 		--fdws) OPT_FDWS=${2:?}; shift ;;
 		--afdw-partitionwise) AFDW_PW=1 ;;
+		--copies) COPIES=1 ;;
 		--shard-parallel) SHARD_PARALLEL=${2:?}; shift ;;
 		--shards) SHARDS=${2:?}; shift ;;
 		--port-base) OPT_PORT_BASE=${2:?}; shift ;;
@@ -111,7 +115,7 @@ tpch_main() {
 		--coord-port "$COORD_PORT" --shard-ports "$(IFS=,; echo "${SHARD_PORTS[*]}")" \
 		--proxies "$PROXY_SPEC" --rtt "$RTT" --runs "$RUNS" --sf "$SF" \
 		--timeout "$TIMEOUT" --fetch-size "$FETCH_SIZE" --fdws "$FDWS" \
-		--queries "$QUERIES" --afdw-partitionwise "$AFDW_PW" --shard-parallel "$SHARD_PARALLEL" \
+		--queries "$QUERIES" --afdw-partitionwise "$AFDW_PW" --copies "$COPIES" --shard-parallel "$SHARD_PARALLEL" \
 		--command "$COMMAND_LINE" --setup-seconds "$(($(date +%s) - START_TIME))"
 	log "done in $(($(date +%s) - START_TIME)) s"
 }

@@ -109,7 +109,8 @@ END
 
 # The tables: pa has six partitions on shard 1 (more than max_connections,
 # one of them empty), pb six spread over both shards, fa and fb are single
-# foreign tables.  [name, [[shard, lo, hi(excl), rows lo, rows hi]...], salt]
+# foreign tables; fb is on both shards, and async_fdw's declares the copy
+# (option copies), so that its joins with partitions go to their shards.  [name, [[shard, lo, hi(excl), rows lo, rows hi]...], salt]
 my @TABLES = (
 	[
 		'pa',
@@ -197,10 +198,13 @@ for my $t (@TABLES)
 	{
 		my ($shard, $lo, $hi, $rlo, $rhi) = @$p;
 		my $remote = @$parts > 1 ? "${name}_$pn" : $name;
-		$shard_sql[ $shard - 1 ] .= "CREATE TABLE $remote ($COLUMNS);\n"
-		  . "CREATE INDEX ON $remote (k);\n"
-		  . rows_sql($remote, $rlo, $rhi, $salt)
-		  . "ANALYZE $remote;\n";
+		for my $s ($name eq 'fb' ? (1, 2) : ($shard))
+		{
+			$shard_sql[ $s - 1 ] .= "CREATE TABLE $remote ($COLUMNS);\n"
+			  . "CREATE INDEX ON $remote (k);\n"
+			  . rows_sql($remote, $rlo, $rhi, $salt)
+			  . "ANALYZE $remote;\n";
+		}
 		$coord_sql .= rows_sql("l_$name", $rlo, $rhi, $salt);
 		for my $w ('a', 'p')
 		{
@@ -212,8 +216,11 @@ for my $t (@TABLES)
 			}
 			else
 			{
+				# fb is replicated: a copy on shard 1 too, which async_fdw
+				# joins with each partition there (copies.c).
+				my $copies = ($w eq 'a' && $name eq 'fb') ? ", copies 'a_s1'" : '';
 				$coord_sql .= "CREATE FOREIGN TABLE ${w}_$name ($COLUMNS_FT)"
-				  . " SERVER ${w}_s$shard OPTIONS (table_name '$remote');\n";
+				  . " SERVER ${w}_s$shard OPTIONS (table_name '$remote'$copies);\n";
 			}
 		}
 		$pn++;
@@ -1241,6 +1248,8 @@ sub gen_settings
 	push @gucs, 'enable_sort = off' if chance(0.1);
 	# small scans of an Append sharing a connection: one query (combine.c)
 	push @gucs, 'async_fdw.combine_scans = off' if chance(0.2);
+	# joins with the replicated fb made on each partition's shard (copies.c)
+	push @gucs, 'async_fdw.join_copies = off' if chance(0.2);
 	# keys of small tables sent to large scans (keys.c), down to the
 	# smallest tables, with arrays that overflow (max_keys 1: past 10 rows)
 	if (chance(0.4))

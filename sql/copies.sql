@@ -1,0 +1,169 @@
+--
+-- copies: a foreign table with the same rows on several servers (option
+-- copies) joined with a partitioned table: each partition's join is made
+-- on the partition's own server, with the copy there (copies.c).  Which
+-- server made a row shows in served_by: the copy is a view returning its
+-- session's application_name, which each server sets apart.
+--
+CREATE SERVER cp_s1 FOREIGN DATA WRAPPER async_fdw;
+CREATE SERVER cp_s2 FOREIGN DATA WRAPPER async_fdw;
+CREATE SERVER cp_s3 FOREIGN DATA WRAPPER async_fdw;
+DO $$
+DECLARE
+  s text;
+BEGIN
+  FOREACH s IN ARRAY ARRAY['cp_s1', 'cp_s2', 'cp_s3'] LOOP
+    EXECUTE format('ALTER SERVER %I OPTIONS (host %L, port %L, dbname %L,
+                    application_name %L, idle_timeout %L)', s,
+                   coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
+                   current_setting('port'), current_database(), s, '0');
+  END LOOP;
+END
+$$;
+CREATE USER MAPPING FOR CURRENT_USER SERVER cp_s1;
+CREATE USER MAPPING FOR CURRENT_USER SERVER cp_s2;
+CREATE USER MAPPING FOR CURRENT_USER SERVER cp_s3;
+
+-- The facts: four partitions, two a server; cpl the same rows locally.
+CREATE TABLE cpf (id int, k int, v int) PARTITION BY HASH (id);
+CREATE TABLE cpl (id int, k int, v int) PARTITION BY HASH (id);
+DO $$
+BEGIN
+  FOR i IN 0..3 LOOP
+    EXECUTE format('CREATE TABLE remote.cpf_%s (id int, k int, v int)', i);
+    EXECUTE format('CREATE FOREIGN TABLE cpf_%s PARTITION OF cpf
+                    FOR VALUES WITH (MODULUS 4, REMAINDER %s) SERVER %I
+                    OPTIONS (schema_name %L, table_name %L)',
+                   i, i, 'cp_s' || (1 + i % 2), 'remote', 'cpf_' || i);
+    EXECUTE format('CREATE TABLE cpl_%s PARTITION OF cpl
+                    FOR VALUES WITH (MODULUS 4, REMAINDER %s)', i, i);
+  END LOOP;
+END
+$$;
+INSERT INTO cpf SELECT g, g % 12, g % 100 FROM generate_series(1, 2000) g;
+INSERT INTO cpl SELECT g, g % 12, g % 100 FROM generate_series(1, 2000) g;
+-- The server of each partition, for the expected rows.
+CREATE FUNCTION cp_server(id int) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN satisfies_hash_partition('cpl'::regclass, 4, 0, id)
+                OR satisfies_hash_partition('cpl'::regclass, 4, 2, id)
+              THEN 'cp_s1' ELSE 'cp_s2' END
+$$;
+
+-- The dimensions, replicated: each server's copy is the same view.
+CREATE TABLE remote.cp_dim_rows (k int, name text, region int);
+INSERT INTO remote.cp_dim_rows SELECT g, 'name ' || g, g % 3 FROM generate_series(0, 9) g;
+CREATE VIEW remote.cp_dim AS
+  SELECT k, name, region, current_setting('application_name') AS served_by
+    FROM remote.cp_dim_rows;
+CREATE TABLE remote.cp_region (region int, rname text);
+INSERT INTO remote.cp_region VALUES (0, 'north'), (1, 'south');
+CREATE FOREIGN TABLE cpd (k int, name text, region int, served_by text) SERVER cp_s1
+  OPTIONS (schema_name 'remote', table_name 'cp_dim', copies 'cp_s2');
+CREATE FOREIGN TABLE cpr (region int, rname text) SERVER cp_s2
+  OPTIONS (schema_name 'remote', table_name 'cp_region', copies 'cp_s1');
+ANALYZE cpf;
+ANALYZE cpl;
+ANALYZE cpd;
+ANALYZE cpr;
+
+-- The option names servers of async_fdw, each once.
+ALTER FOREIGN TABLE cpd OPTIONS (SET copies 'cp_nosuch');
+CREATE FOREIGN DATA WRAPPER cp_other;
+CREATE SERVER cp_other_s FOREIGN DATA WRAPPER cp_other;
+ALTER FOREIGN TABLE cpd OPTIONS (SET copies 'cp_s2, cp_other_s');
+ALTER FOREIGN TABLE cpd OPTIONS (SET copies 'cp_s2, cp_s2');
+ALTER FOREIGN TABLE cpd OPTIONS (SET copies '');
+-- (Not a server option; the hint lists libpq's options, which vary.)
+\set VERBOSITY terse
+ALTER SERVER cp_s1 OPTIONS (ADD copies 'cp_s2');
+\set VERBOSITY default
+DROP SERVER cp_other_s;
+DROP FOREIGN DATA WRAPPER cp_other;
+
+-- Each partition joined on its own server: served_by is the partition's.
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT f.id, d.name, d.served_by FROM cpf f JOIN cpd d ON f.k = d.k WHERE f.v < 5;
+SELECT rows_same(
+  'SELECT f.id, d.name, d.served_by FROM cpf f JOIN cpd d ON f.k = d.k WHERE f.v < 5',
+  'SELECT f.id, d.name, cp_server(f.id) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k WHERE f.v < 5');
+-- A star: the second dimension's join goes with each partition's too.
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT f.id, d.name, r.rname FROM cpf f JOIN cpd d ON f.k = d.k
+    JOIN cpr r ON d.region = r.region WHERE f.v < 5;
+SELECT rows_same(
+  'SELECT f.id, d.name, r.rname, d.served_by FROM cpf f JOIN cpd d ON f.k = d.k JOIN cpr r ON d.region = r.region WHERE f.v < 5',
+  'SELECT f.id, d.name, r.rname, cp_server(f.id) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k JOIN remote.cp_region r ON d.region = r.region WHERE f.v < 5');
+-- Aggregated above the joins.
+SELECT rows_same(
+  'SELECT r.rname, count(*), sum(f.v) FROM cpf f JOIN cpd d ON f.k = d.k JOIN cpr r ON d.region = r.region GROUP BY r.rname',
+  'SELECT r.rname, count(*), sum(f.v) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k JOIN remote.cp_region r ON d.region = r.region GROUP BY r.rname');
+-- Left join (keys 10 and 11 have no dimension row), semi- and anti-join.
+SELECT rows_same(
+  'SELECT f.id, d.name, d.served_by FROM cpf f LEFT JOIN cpd d ON f.k = d.k WHERE f.v < 5',
+  'SELECT f.id, d.name, CASE WHEN d.k IS NOT NULL THEN cp_server(f.id) END FROM cpl f LEFT JOIN remote.cp_dim_rows d ON f.k = d.k WHERE f.v < 5');
+SELECT rows_same(
+  'SELECT f.id FROM cpf f WHERE f.v < 10 AND EXISTS (SELECT 1 FROM cpd d WHERE d.k = f.k AND d.region = 1)',
+  'SELECT f.id FROM cpl f WHERE f.v < 10 AND EXISTS (SELECT 1 FROM remote.cp_dim_rows d WHERE d.k = f.k AND d.region = 1)');
+SELECT rows_same(
+  'SELECT f.id FROM cpf f WHERE f.v < 10 AND NOT EXISTS (SELECT 1 FROM cpd d WHERE d.k = f.k)',
+  'SELECT f.id FROM cpl f WHERE f.v < 10 AND NOT EXISTS (SELECT 1 FROM remote.cp_dim_rows d WHERE d.k = f.k)');
+-- A pruned partitioned table: its partitions left, each on its server.
+SELECT rows_same(
+  'SELECT f.id, d.served_by FROM cpf f JOIN cpd d ON f.k = d.k WHERE f.id IN (1, 2, 3)',
+  'SELECT f.id, cp_server(f.id) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k WHERE f.id IN (1, 2, 3)');
+
+-- A partition on a server without a copy: the join is made locally, the
+-- dimension read once, from its own server.
+CREATE TABLE remote.cpf_x (id int, k int, v int);
+INSERT INTO remote.cpf_x VALUES (5000, 1, 1);
+CREATE TABLE cpf3 (id int, k int, v int) PARTITION BY RANGE (id);
+CREATE FOREIGN TABLE cpf3_a PARTITION OF cpf3 FOR VALUES FROM (0) TO (3000) SERVER cp_s1
+  OPTIONS (schema_name 'remote', table_name 'cpf_0');
+CREATE FOREIGN TABLE cpf3_b PARTITION OF cpf3 FOR VALUES FROM (3000) TO (6000) SERVER cp_s3
+  OPTIONS (schema_name 'remote', table_name 'cpf_x');
+EXPLAIN (COSTS OFF) SELECT f.id, d.served_by FROM cpf3 f JOIN cpd d ON f.k = d.k;
+SELECT rows_same(
+  'SELECT f.id, d.name, d.served_by FROM cpf3 f JOIN cpd d ON f.k = d.k',
+  'SELECT f.id, d.name, ''cp_s1'' FROM (SELECT * FROM remote.cpf_0 UNION ALL SELECT * FROM remote.cpf_x) f JOIN remote.cp_dim_rows d ON f.k = d.k');
+DROP TABLE cpf3;
+DROP TABLE remote.cpf_x;
+
+-- The setting off: the join is made locally.
+SET async_fdw.join_copies = off;
+EXPLAIN (COSTS OFF)
+  SELECT f.id, d.name FROM cpf f JOIN cpd d ON f.k = d.k WHERE f.v < 5;
+SELECT rows_same(
+  'SELECT f.id, d.name FROM cpf f JOIN cpd d ON f.k = d.k WHERE f.v < 5',
+  'SELECT f.id, d.name FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k WHERE f.v < 5');
+RESET async_fdw.join_copies;
+
+-- Rows locked: each table is read by itself.
+EXPLAIN (COSTS OFF) SELECT f.id FROM cpf f JOIN cpd d ON f.k = d.k WHERE f.v < 5 FOR SHARE OF f;
+SELECT count(*) FROM (SELECT f.id FROM cpf f JOIN cpd d ON f.k = d.k WHERE f.v < 5
+                       FOR SHARE OF f) s;
+SELECT count(*) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k WHERE f.v < 5;
+
+-- A replicated table alone reads its own server's copy.
+SELECT DISTINCT served_by FROM cpd;
+
+-- Writes would change one copy: refused.
+\set VERBOSITY default
+INSERT INTO cpd VALUES (99, 'x', 0, NULL);
+UPDATE cpd SET name = 'y' WHERE k = 1;
+DELETE FROM cpd WHERE k = 1;
+TRUNCATE cpd;
+-- (COPY is refused by PostgreSQL itself: the table is not insertable.)
+COPY cpd FROM '/dev/null';
+\set VERBOSITY terse
+SELECT count(*) FROM remote.cp_dim_rows;
+
+DROP FUNCTION cp_server(int);
+DROP TABLE cpf, cpl;
+DROP FOREIGN TABLE cpd, cpr;
+DROP VIEW remote.cp_dim;
+DROP TABLE remote.cp_dim_rows, remote.cp_region, remote.cpf_0, remote.cpf_1,
+  remote.cpf_2, remote.cpf_3;
+DROP USER MAPPING FOR CURRENT_USER SERVER cp_s1;
+DROP USER MAPPING FOR CURRENT_USER SERVER cp_s2;
+DROP USER MAPPING FOR CURRENT_USER SERVER cp_s3;
+DROP SERVER cp_s1, cp_s2, cp_s3;

@@ -1,0 +1,323 @@
+/*-------------------------------------------------------------------------
+ *
+ * copies.c
+ *		Joins of partitions with replicated tables, each partition's made
+ *		on its own server with that server's copy.
+ *
+ * A foreign table whose option copies names servers has the same rows on
+ * each of them and on its own server (the dimension tables of a star
+ * schema, which Citus calls reference tables).  A partitioned table whose
+ * partitions are all async_fdw's, joined with such a table, is the union
+ * of each partition's join with it; when every partition's server holds
+ * a copy, each partition's join is sent whole to its server, reading the
+ * copy there, and an Append takes them all, asynchronously.  The join of
+ * that with another replicated table extends each partition's join in the
+ * same way, so that a star join goes to every shard whole.
+ *
+ * The planner offers no such join itself (partitionwise joins need both
+ * sides partitioned alike), so a set_join_pathlist_hook adds it: for each
+ * partition, a join relation made here for that partition's join (its
+ * target and conditions translated to the partition's columns, its server
+ * the partition's), whose remote join path afdwGetForeignJoinPaths makes
+ * with the replicated table read on that server; the Append of the
+ * cheapest of each is offered for the whole join, to win on cost or not.
+ * Only inner, left (the partitions preserved), semi- and anti-joins, in
+ * queries that neither lock nor change rows; a join relation of a
+ * partitionwise join (already a partition's) is left alone.
+ *
+ * Setting async_fdw.join_copies (on) turns it off.
+ *
+ * Neighbours: option.c reads the copies option; join.c makes each
+ * partition's remote join and says whether a relation's partitions are all
+ * ours; scan.c runs each on the server its plan names (fs_server).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "foreign/foreign.h"
+#include "miscadmin.h"
+#include "optimizer/appendinfo.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "optimizer/tlist.h"
+#include "parser/parsetree.h"
+#include "utils/guc.h"
+
+#include "async_fdw.h"
+
+/* async_fdw.join_copies */
+static bool join_copies = true;
+static set_join_pathlist_hook_type prev_join_pathlist_hook = NULL;
+
+/*
+ * partition_joins
+ *		The relations whose joins with a replicated table make REL's rows,
+ *		one a partition: REL's partitions when it is a partitioned table
+ *		(or a partitionwise join) whose partitions are all async_fdw's, or
+ *		the partitions' joins under the Append of such a join made here
+ *		(a join with another replicated table); NIL otherwise.  Pruned
+ *		partitions are left out.
+ */
+static List *
+partition_joins(RelOptInfo *rel)
+{
+	List	   *parts = NIL;
+	ListCell   *lc;
+
+	if (afdw_all_partitions_ours(rel))
+	{
+		for (int i = 0; i < rel->nparts; i++)
+		{
+			RelOptInfo *part = rel->part_rels[i];
+
+			if (part != NULL && !IS_DUMMY_REL(part))
+				parts = lappend(parts, part);
+		}
+		return parts;
+	}
+	foreach(lc, rel->pathlist)
+	{
+		AppendPath *append = (AppendPath *) lfirst(lc);
+		ListCell   *lc2;
+
+		if (!IsA(append, AppendPath) || append->subpaths == NIL ||
+			append->path.param_info != NULL)
+			continue;
+		foreach(lc2, append->subpaths)
+		{
+			Path	   *sub = (Path *) lfirst(lc2);
+			AfdwRelInfo *fp = (AfdwRelInfo *) sub->parent->fdw_private;
+
+			if (!IsA(sub, ForeignPath) || sub->parent->fdw_private == NULL ||
+				!IS_JOIN_REL(sub->parent) || !fp->copy_join)
+				break;
+			parts = lappend(parts, sub->parent);
+		}
+		if (lc2 == NULL)
+			return parts;
+		list_free(parts);
+		parts = NIL;
+	}
+	return NIL;
+}
+
+/*
+ * partition_appinfos
+ *		The AppendRelInfos that translate the partitioned tables' columns to
+ *		those of the partitions among RELIDS; *N is set to their number.
+ */
+static AppendRelInfo **
+partition_appinfos(PlannerInfo *root, Relids relids, int *n)
+{
+	AppendRelInfo **appinfos = palloc(sizeof(AppendRelInfo *) *
+									  Max(bms_num_members(relids), 1));
+	int			relid = -1;
+
+	*n = 0;
+	while ((relid = bms_next_member(relids, relid)) >= 0)
+	{
+		if (root->append_rel_array != NULL && root->append_rel_array[relid] != NULL)
+			appinfos[(*n)++] = root->append_rel_array[relid];
+	}
+	return appinfos;
+}
+
+/*
+ * copies_on
+ *		Whether every table of REL, a foreign table of async_fdw or a
+ *		remote join of them, has a copy on SERVER (each replicated, SERVER
+ *		among its copies).
+ */
+static bool
+copies_on(PlannerInfo *root, RelOptInfo *rel, Oid server)
+{
+	int			relid = -1;
+
+	while ((relid = bms_next_member(rel->relids, relid)) >= 0)
+	{
+		RangeTblEntry *rte = planner_rt_fetch(relid, root);
+
+		/* From 16 on a join's relids hold its outer joins too. */
+		if (rte->rtekind != RTE_RELATION)
+			continue;
+		if (!list_member_oid(afdw_copy_servers(GetForeignTable(rte->relid)), server))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * copy_on
+ *		REL, a replicated foreign table of async_fdw or a remote join of
+ *		them, as read from the copies on SERVER: a copy of its relation
+ *		whose AfdwRelInfo (and those of a join's sides) names that server
+ *		and the user mapping there.
+ */
+static RelOptInfo *
+copy_on(RelOptInfo *rel, Oid server)
+{
+	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
+	RelOptInfo *copy = makeNode(RelOptInfo);
+	AfdwRelInfo *cfp = palloc(sizeof(AfdwRelInfo));
+
+	memcpy(copy, rel, sizeof(RelOptInfo));
+	memcpy(cfp, fp, sizeof(AfdwRelInfo));
+	cfp->server = GetForeignServer(server);
+	cfp->user = GetUserMapping(OidIsValid(fp->user->userid) ? fp->user->userid :
+							   (OidIsValid(rel->userid) ? rel->userid : GetUserId()),
+							   server);
+	if (fp->outer_rel != NULL)
+	{
+		cfp->outer_rel = copy_on(fp->outer_rel, server);
+		cfp->inner_rel = copy_on(fp->inner_rel, server);
+	}
+	copy->fdw_private = cfp;
+	copy->serverid = server;
+	return copy;
+}
+
+/*
+ * partition_join_path
+ *		The cheapest remote join of PART, one partition's relation (or join)
+ *		among OUTER's, with INNER, a replicated table or a remote join of
+ *		such, made on PART's server from the copies there, as a part of
+ *		JOINREL (the join of OUTER and INNER, of type JOINTYPE); NULL when
+ *		it cannot be made so.
+ */
+static Path *
+partition_join_path(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outer,
+					RelOptInfo *part, RelOptInfo *inner, JoinType jointype,
+					JoinPathExtraData *extra)
+{
+	AfdwRelInfo *pfp = (AfdwRelInfo *) part->fdw_private;
+	Oid			server = pfp->server->serverid;
+	RelOptInfo *join;
+	AppendRelInfo **appinfos;
+	int			nappinfos;
+	JoinPathExtraData part_extra;
+
+	if (!copies_on(root, inner, server))
+		return NULL;
+	appinfos = partition_appinfos(root, part->relids, &nappinfos);
+
+	/*
+	 * The partition's join: JOINREL's target and conditions in the
+	 * partition's columns, its share of JOINREL's rows, made on its server.
+	 * It is no relation of the query's join search, only the parent of
+	 * its own paths.
+	 */
+	join = makeNode(RelOptInfo);
+	memcpy(join, joinrel, sizeof(RelOptInfo));
+	join->reloptkind = RELOPT_OTHER_JOINREL;
+	join->relids = bms_union(part->relids, inner->relids);
+	afdw_set_parent_rel(join, joinrel);
+	join->reltarget = copy_pathtarget(joinrel->reltarget);
+	join->reltarget->exprs = (List *)
+		adjust_appendrel_attrs(root, (Node *) joinrel->reltarget->exprs,
+							   nappinfos, appinfos);
+	join->rows = clamp_row_est(joinrel->rows * part->rows / Max(outer->rows, 1.0));
+	join->pathlist = NIL;
+	join->ppilist = NIL;
+	join->partial_pathlist = NIL;
+	join->cheapest_startup_path = NULL;
+	join->cheapest_total_path = NULL;
+	join->cheapest_unique_path = NULL;
+	join->cheapest_parameterized_paths = NIL;
+	join->joininfo = NIL;
+	join->has_eclass_joins = false;
+	join->fdwroutine = part->fdwroutine;
+	join->fdw_private = NULL;
+	join->serverid = server;
+	join->part_scheme = NULL;
+	join->nparts = 0;
+	join->boundinfo = NULL;
+	join->part_rels = NULL;
+	join->partexprs = NULL;
+	join->nullable_partexprs = NULL;
+	join->consider_partitionwise_join = false;
+
+	part_extra = *extra;
+	part_extra.restrictlist = (List *)
+		adjust_appendrel_attrs(root, (Node *) extra->restrictlist,
+							   nappinfos, appinfos);
+	afdwGetForeignJoinPaths(root, join, part, copy_on(inner, server),
+							jointype, &part_extra);
+	if (join->pathlist == NIL || join->fdw_private == NULL)
+		return NULL;
+	((AfdwRelInfo *) join->fdw_private)->copy_join = true;
+	set_cheapest(join);
+	return join->cheapest_total_path;
+}
+
+/*
+ * join_copies_paths
+ *		set_join_pathlist_hook: offer for JOINREL, the join of OUTERREL and
+ *		INNERREL of type JOINTYPE, the Append of each partition's join with
+ *		the replicated table INNERREL made on the partition's server, when
+ *		OUTERREL's partitions (or partitions' joins) are all async_fdw's on
+ *		servers that hold a copy.
+ */
+static void
+join_copies_paths(PlannerInfo *root, RelOptInfo *joinrel,
+				  RelOptInfo *outerrel, RelOptInfo *innerrel,
+				  JoinType jointype, JoinPathExtraData *extra)
+{
+	AfdwRelInfo *ifp = (AfdwRelInfo *) innerrel->fdw_private;
+	List	   *parts;
+	List	   *paths = NIL;
+	ListCell   *lc;
+
+	if (prev_join_pathlist_hook != NULL)
+		prev_join_pathlist_hook(root, joinrel, outerrel, innerrel, jointype,
+								extra);
+	/*
+	 * The other side: a foreign table of ours, or a remote join of ours
+	 * (offered, not a partition's), whose tables copies_on checks.
+	 */
+	if (!join_copies || IS_OTHER_REL(joinrel) ||
+		(jointype != JOIN_INNER && jointype != JOIN_LEFT &&
+		 jointype != JOIN_SEMI && jointype != JOIN_ANTI) ||
+		root->parse->commandType != CMD_SELECT || root->rowMarks != NIL ||
+		(innerrel->reloptkind != RELOPT_BASEREL &&
+		 innerrel->reloptkind != RELOPT_JOINREL) ||
+		ifp == NULL || innerrel->fdwroutine == NULL ||
+		innerrel->fdwroutine->GetForeignJoinPaths != afdwGetForeignJoinPaths ||
+		(innerrel->reloptkind == RELOPT_JOINREL &&
+		 (!ifp->join_offered || ifp->copy_join)))
+		return;
+	parts = partition_joins(outerrel);
+	if (parts == NIL)
+		return;
+	foreach(lc, parts)
+	{
+		Path	   *path = partition_join_path(root, joinrel, outerrel,
+											   (RelOptInfo *) lfirst(lc), innerrel,
+											   jointype, extra);
+
+		if (path == NULL)
+			return;
+		paths = lappend(paths, path);
+	}
+	add_path(joinrel, (Path *)
+			 create_append_path(root, joinrel, paths, NIL, NIL, NULL, 0, false,
+								-1));
+}
+
+/*
+ * afdw_copies_init
+ *		At load: the setting async_fdw.join_copies and its hook.
+ */
+void
+afdw_copies_init(void)
+{
+	DefineCustomBoolVariable("async_fdw.join_copies",
+							 "Joins each partition with a replicated table on the partition's server.",
+							 "A join of a partitioned table whose partitions are async_fdw's with a foreign table whose option copies names every partition's server is offered as each partition's remote join with the copy on its server.",
+							 &join_copies,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	prev_join_pathlist_hook = set_join_pathlist_hook;
+	set_join_pathlist_hook = join_copies_paths;
+}
