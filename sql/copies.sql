@@ -143,8 +143,29 @@ SELECT count(*) FROM (SELECT f.id FROM cpf f JOIN cpd d ON f.k = d.k WHERE f.v <
                        FOR SHARE OF f) s;
 SELECT count(*) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k WHERE f.v < 5;
 
--- A replicated table alone reads its own server's copy.
+-- A replicated table read alone reads one copy, the sessions spread over
+-- them by process ID (the copies in order: its own server's, then the
+-- option's).  Joined with a table of one server, the copy on that server:
+-- the join goes to it whole.
+SELECT DISTINCT served_by = (ARRAY['cp_s1', 'cp_s2'])[pg_backend_pid() % 2 + 1] AS spread
+  FROM cpd;
+CREATE TABLE remote.cp_other (k int, note text);
+INSERT INTO remote.cp_other VALUES (1, 'one'), (2, 'two'), (4, 'four');
+CREATE FOREIGN TABLE cpo (k int, note text) SERVER cp_s2
+  OPTIONS (schema_name 'remote', table_name 'cp_other');
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT d.name, d.served_by, o.note FROM cpd d JOIN cpo o ON o.k = d.k;
+SELECT d.name, d.served_by, o.note FROM cpd d JOIN cpo o ON o.k = d.k ORDER BY 1;
+-- A copy the user has no user mapping for is not chosen.
+CREATE ROLE regress_cp_user;
+GRANT SELECT ON cpd, cpo TO regress_cp_user;
+CREATE USER MAPPING FOR regress_cp_user SERVER cp_s1 OPTIONS (password_required 'false');
+SET ROLE regress_cp_user;
 SELECT DISTINCT served_by FROM cpd;
+RESET ROLE;
+DROP USER MAPPING FOR regress_cp_user SERVER cp_s1;
+REVOKE ALL ON cpd, cpo FROM regress_cp_user;
+DROP ROLE regress_cp_user;
 
 -- Writes would change one copy: refused.
 \set VERBOSITY default
@@ -159,9 +180,9 @@ SELECT count(*) FROM remote.cp_dim_rows;
 
 DROP FUNCTION cp_server(int);
 DROP TABLE cpf, cpl;
-DROP FOREIGN TABLE cpd, cpr;
+DROP FOREIGN TABLE cpd, cpr, cpo;
 DROP VIEW remote.cp_dim;
-DROP TABLE remote.cp_dim_rows, remote.cp_region, remote.cpf_0, remote.cpf_1,
+DROP TABLE remote.cp_dim_rows, remote.cp_region, remote.cp_other, remote.cpf_0, remote.cpf_1,
   remote.cpf_2, remote.cpf_3;
 DROP USER MAPPING FOR CURRENT_USER SERVER cp_s1;
 DROP USER MAPPING FOR CURRENT_USER SERVER cp_s2;

@@ -33,11 +33,92 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
 #include "async_fdw.h"
 
 static bool remote_estimate(PlannerInfo *root, RelOptInfo *baserel, AfdwRelInfo *fp,
 							Oid foreigntableid, double *rows);
+
+/*
+ * has_user_mapping
+ *		Whether USERID, or PUBLIC, has a user mapping for SERVERID.
+ */
+static bool
+has_user_mapping(Oid userid, Oid serverid)
+{
+	return SearchSysCacheExists2(USERMAPPINGUSERSERVER, ObjectIdGetDatum(userid),
+								 ObjectIdGetDatum(serverid)) ||
+		SearchSysCacheExists2(USERMAPPINGUSERSERVER, ObjectIdGetDatum(InvalidOid),
+							  ObjectIdGetDatum(serverid));
+}
+
+/*
+ * read_copy
+ *		The server whose copy a scan of TABLE reads: its own for a table
+ *		that is not replicated; for a replicated one (option copies), the
+ *		copy on the server that most of the query's other foreign tables
+ *		of async_fdw are on (so that their joins can go to it whole), the
+ *		sessions spread over the copies where several are as good (by
+ *		process ID), among those USERID has a user mapping for.
+ */
+static Oid
+read_copy(PlannerInfo *root, ForeignTable *table, Oid userid)
+{
+	List	   *copies = afdw_copy_servers(table);
+	int		   *uses;
+	int			best = -1;
+	int			ties = 0;
+	int			pick;
+	int			i;
+	ListCell   *lc;
+
+	if (copies == NIL)
+		return table->serverid;
+	uses = palloc0(sizeof(int) * list_length(copies));
+	for (int rti = 1; rti < root->simple_rel_array_size; rti++)
+	{
+		RangeTblEntry *rte = root->simple_rte_array[rti];
+
+		if (rte == NULL || rte->rtekind != RTE_RELATION ||
+			rte->relkind != RELKIND_FOREIGN_TABLE || rte->relid == table->relid ||
+			!afdw_table_reads_ours(rte->relid, false))
+			continue;
+		i = 0;
+		foreach(lc, copies)
+		{
+			if (lfirst_oid(lc) == GetForeignServerIdByRelId(rte->relid))
+				uses[i]++;
+			i++;
+		}
+	}
+	/* The most used copies that the user may reach, and how many tie. */
+	i = 0;
+	foreach(lc, copies)
+	{
+		if (i == 0 || has_user_mapping(userid, lfirst_oid(lc)))
+		{
+			if (uses[i] > best)
+			{
+				best = uses[i];
+				ties = 0;
+			}
+			if (uses[i] == best)
+				ties++;
+		}
+		i++;
+	}
+	pick = MyProcPid % ties;
+	i = 0;
+	foreach(lc, copies)
+	{
+		if ((i == 0 || has_user_mapping(userid, lfirst_oid(lc))) &&
+			uses[i] == best && pick-- == 0)
+			return lfirst_oid(lc);
+		i++;
+	}
+	return table->serverid;		/* not reached */
+}
 
 /*
  * afdwGetForeignRelSize
@@ -57,8 +138,10 @@ afdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid
 	afdw_late_partitionwise(root);
 
 	fp->table = GetForeignTable(foreigntableid);
-	fp->server = GetForeignServer(fp->table->serverid);
 	userid = OidIsValid(baserel->userid) ? baserel->userid : GetUserId();
+	/* A replicated table is read from one of its copies: see read_copy. */
+	fp->server = GetForeignServer(read_copy(root, fp->table, userid));
+	baserel->serverid = fp->server->serverid;
 	fp->user = GetUserMapping(userid, fp->server->serverid);
 
 	/* Table options override server options. */
