@@ -8,11 +8,12 @@
 CREATE SERVER cp_s1 FOREIGN DATA WRAPPER async_fdw;
 CREATE SERVER cp_s2 FOREIGN DATA WRAPPER async_fdw;
 CREATE SERVER cp_s3 FOREIGN DATA WRAPPER async_fdw;
+CREATE SERVER cp_s4 FOREIGN DATA WRAPPER async_fdw;
 DO $$
 DECLARE
   s text;
 BEGIN
-  FOREACH s IN ARRAY ARRAY['cp_s1', 'cp_s2', 'cp_s3'] LOOP
+  FOREACH s IN ARRAY ARRAY['cp_s1', 'cp_s2', 'cp_s3', 'cp_s4'] LOOP
     EXECUTE format('ALTER SERVER %I OPTIONS (host %L, port %L, dbname %L,
                     application_name %L, idle_timeout %L)', s,
                    coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
@@ -23,6 +24,7 @@ $$;
 CREATE USER MAPPING FOR CURRENT_USER SERVER cp_s1;
 CREATE USER MAPPING FOR CURRENT_USER SERVER cp_s2;
 CREATE USER MAPPING FOR CURRENT_USER SERVER cp_s3;
+CREATE USER MAPPING FOR CURRENT_USER SERVER cp_s4;
 
 -- The facts: four partitions, two a server; cpl the same rows locally.
 CREATE TABLE cpf (id int, k int, v int) PARTITION BY HASH (id);
@@ -112,6 +114,30 @@ SELECT rows_same(
   'SELECT f.id, d.served_by FROM cpf f JOIN cpd d ON f.k = d.k WHERE f.id IN (1, 2, 3)',
   'SELECT f.id, cp_server(f.id) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k WHERE f.id IN (1, 2, 3)');
 
+-- Four servers: each partition on its own, joined with the copy there.
+CREATE FOREIGN TABLE cpd4 (k int, name text, region int, served_by text) SERVER cp_s1
+  OPTIONS (schema_name 'remote', table_name 'cp_dim', copies 'cp_s2, cp_s3, cp_s4');
+CREATE TABLE cpf4 (id int, k int, v int) PARTITION BY HASH (id);
+DO $$
+BEGIN
+  FOR i IN 0..3 LOOP
+    EXECUTE format('CREATE FOREIGN TABLE cpf4_%s PARTITION OF cpf4
+                    FOR VALUES WITH (MODULUS 4, REMAINDER %s) SERVER %I
+                    OPTIONS (schema_name %L, table_name %L)',
+                   i, i, 'cp_s' || (1 + i), 'remote', 'cpf_' || i);
+  END LOOP;
+END
+$$;
+ANALYZE cpf4;
+ANALYZE cpd4;
+SELECT rows_same(
+  'SELECT f.id, d.name, d.served_by FROM cpf4 f JOIN cpd4 d ON f.k = d.k WHERE f.v < 5',
+  'SELECT f.id, d.name, ''cp_s'' || (1 + (SELECT r FROM generate_series(0, 3) r
+                                          WHERE satisfies_hash_partition(''cpl''::regclass, 4, r, f.id)))
+     FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k WHERE f.v < 5');
+DROP TABLE cpf4;
+DROP FOREIGN TABLE cpd4;
+
 -- A partition on a server without a copy: the join is made locally, the
 -- dimension read once, from its own server.
 CREATE TABLE remote.cpf_x (id int, k int, v int);
@@ -187,4 +213,5 @@ DROP TABLE remote.cp_dim_rows, remote.cp_region, remote.cp_other, remote.cpf_0, 
 DROP USER MAPPING FOR CURRENT_USER SERVER cp_s1;
 DROP USER MAPPING FOR CURRENT_USER SERVER cp_s2;
 DROP USER MAPPING FOR CURRENT_USER SERVER cp_s3;
-DROP SERVER cp_s1, cp_s2, cp_s3;
+DROP USER MAPPING FOR CURRENT_USER SERVER cp_s4;
+DROP SERVER cp_s1, cp_s2, cp_s3, cp_s4;
