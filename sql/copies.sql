@@ -138,6 +138,44 @@ SELECT rows_same(
 DROP TABLE cpf4;
 DROP FOREIGN TABLE cpd4;
 
+-- Partitions of another wrapper (a partitionwise join of postgres_fdw's
+-- partitions) are not async_fdw's to join with the copies: a local join.
+CREATE EXTENSION IF NOT EXISTS postgres_fdw;
+DO $$
+BEGIN
+  EXECUTE format('CREATE SERVER cp_pg FOREIGN DATA WRAPPER postgres_fdw
+                  OPTIONS (host %L, port %L, dbname %L)',
+                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
+                 current_setting('port'), current_database());
+END
+$$;
+CREATE USER MAPPING FOR CURRENT_USER SERVER cp_pg;
+CREATE TABLE cpg1 (id int, k int, v int) PARTITION BY HASH (id);
+CREATE TABLE cpg2 (id int, k int, v int) PARTITION BY HASH (id);
+DO $$
+BEGIN
+  FOR i IN 0..1 LOOP
+    EXECUTE format('CREATE FOREIGN TABLE cpg1_%s PARTITION OF cpg1
+                    FOR VALUES WITH (MODULUS 2, REMAINDER %s) SERVER cp_pg
+                    OPTIONS (schema_name %L, table_name %L)', i, i, 'remote', 'cpf_' || i);
+    EXECUTE format('CREATE FOREIGN TABLE cpg2_%s PARTITION OF cpg2
+                    FOR VALUES WITH (MODULUS 2, REMAINDER %s) SERVER cp_pg
+                    OPTIONS (schema_name %L, table_name %L)', i, i, 'remote', 'cpf_' || i);
+  END LOOP;
+END
+$$;
+SET enable_partitionwise_join = on;
+SELECT count(*) FROM cpg1 a JOIN cpg2 b ON a.id = b.id AND a.v = b.v
+  JOIN cpd d ON d.k = a.k WHERE a.v < 5;
+SELECT count(*) FROM remote.cpf_0 a JOIN remote.cp_dim_rows d ON d.k = a.k WHERE a.v < 5
+  AND satisfies_hash_partition('cpg1'::regclass, 2, 0, a.id);
+SELECT count(*) FROM remote.cpf_1 a JOIN remote.cp_dim_rows d ON d.k = a.k WHERE a.v < 5
+  AND satisfies_hash_partition('cpg1'::regclass, 2, 1, a.id);
+RESET enable_partitionwise_join;
+DROP TABLE cpg1, cpg2;
+DROP USER MAPPING FOR CURRENT_USER SERVER cp_pg;
+DROP SERVER cp_pg;
+
 -- A partition on a server without a copy: the join is made locally, the
 -- dimension read once, from its own server.
 CREATE TABLE remote.cpf_x (id int, k int, v int);

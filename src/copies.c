@@ -87,12 +87,16 @@ partition_joins(RelOptInfo *rel)
 		foreach(lc2, append->subpaths)
 		{
 			Path	   *sub = (Path *) lfirst(lc2);
-			AfdwRelInfo *fp = (AfdwRelInfo *) sub->parent->fdw_private;
+			RelOptInfo *part = sub->parent;
 
-			if (!IsA(sub, ForeignPath) || sub->parent->fdw_private == NULL ||
-				!IS_JOIN_REL(sub->parent) || !fp->copy_join)
+			/* Another wrapper's private state is not ours to read. */
+			if (!IsA(sub, ForeignPath) || !IS_JOIN_REL(part) ||
+				part->fdwroutine == NULL ||
+				part->fdwroutine->GetForeignJoinPaths != afdwGetForeignJoinPaths ||
+				part->fdw_private == NULL ||
+				!((AfdwRelInfo *) part->fdw_private)->copy_join)
 				break;
-			parts = lappend(parts, sub->parent);
+			parts = lappend(parts, part);
 		}
 		if (lc2 == NULL)
 			return parts;
