@@ -140,7 +140,9 @@ DROP FOREIGN TABLE cpd4;
 
 -- Partitions of another wrapper (a partitionwise join of postgres_fdw's
 -- partitions) are not async_fdw's to join with the copies: a local join.
+SET client_min_messages = warning;  -- whether an earlier test made it or not
 CREATE EXTENSION IF NOT EXISTS postgres_fdw;
+RESET client_min_messages;
 DO $$
 BEGIN
   EXECUTE format('CREATE SERVER cp_pg FOREIGN DATA WRAPPER postgres_fdw
