@@ -133,13 +133,13 @@ same_projection(ForeignScan *a, ForeignScan *b)
 }
 
 /*
- * afdw_rows_alike
+ * rows_alike
  *		Whether the rows of B's query may be read by A, the leader, as B
  *		would read them: the same remote columns in the same local columns
  *		of the same types, projected alike.
  */
-bool
-afdw_rows_alike(AfdwScanState *a, AfdwScanState *b)
+static bool
+rows_alike(AfdwScanState *a, AfdwScanState *b)
 {
 	TupleDesc	da = a->node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
 	TupleDesc	db = b->node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
@@ -161,13 +161,13 @@ afdw_rows_alike(AfdwScanState *a, AfdwScanState *b)
 }
 
 /*
- * afdw_combine_queries
+ * combine_queries
  *		Make LEADER's query carry the queries of the N scans of MEMBERS:
  *		the UNION ALL of them all, in the leader's memory, until a rescan
  *		gives it back its own.
  */
-void
-afdw_combine_queries(AfdwScanState *leader, AfdwScanState **members, int n)
+static void
+combine_queries(AfdwScanState *leader, AfdwScanState **members, int n)
 {
 	StringInfoData sql;
 
@@ -182,4 +182,78 @@ afdw_combine_queries(AfdwScanState *leader, AfdwScanState **members, int n)
 	leader->stats.carried += n;
 	for (int i = 0; i < n; i++)
 		members[i]->stats.absorbed++;
+}
+
+/*
+ * afdw_combine_scans
+ *		Give the queries of the N scans of SCANS (a statement's scans still
+ *		waiting to start, in order, each with a combine_parent) that may go
+ *		together to the first of them on each connection under each Append,
+ *		the leader, which sends them as one; the others are marked absorbed.
+ *
+ * A leader's query goes when its connection is free, as any other.  A
+ * group holds at most AFDW_COMBINE_MAX scans, which keeps the remote
+ * statement of a server with thousands of partitions of a reasonable
+ * size; past that, another leader starts another group.
+ */
+#define AFDW_COMBINE_MAX	128
+
+void
+afdw_combine_scans(AfdwScanState **scans, int n)
+{
+	AfdwScanState **leaders = NULL;
+	AfdwScanState ***members = NULL;
+	int		   *nmembers = NULL;
+	int			ngroups = 0;
+	int			maxgroups = 0;
+
+	for (int k = 0; k < n; k++)
+	{
+		AfdwScanState *st = scans[k];
+		int			g;
+
+		for (g = 0; g < ngroups; g++)
+		{
+			AfdwScanState *leader = leaders[g];
+
+			if (leader->conn == st->conn &&
+				leader->combine_parent == st->combine_parent &&
+				nmembers[g] < AFDW_COMBINE_MAX - 1 && rows_alike(leader, st))
+				break;
+		}
+		if (g < ngroups)
+		{
+			members[g][nmembers[g]++] = st;
+			st->absorbed = true;
+			continue;
+		}
+		if (ngroups == maxgroups)
+		{
+			maxgroups = Max(8, maxgroups * 2);
+			leaders = (leaders == NULL) ?
+				palloc(sizeof(AfdwScanState *) * maxgroups) :
+				repalloc(leaders, sizeof(AfdwScanState *) * maxgroups);
+			members = (members == NULL) ?
+				palloc(sizeof(AfdwScanState **) * maxgroups) :
+				repalloc(members, sizeof(AfdwScanState **) * maxgroups);
+			nmembers = (nmembers == NULL) ? palloc(sizeof(int) * maxgroups) :
+				repalloc(nmembers, sizeof(int) * maxgroups);
+		}
+		leaders[ngroups] = st;
+		members[ngroups] = palloc(sizeof(AfdwScanState *) * (AFDW_COMBINE_MAX - 1));
+		nmembers[ngroups] = 0;
+		ngroups++;
+	}
+	for (int g = 0; g < ngroups; g++)
+	{
+		if (nmembers[g] > 0)
+			combine_queries(leaders[g], members[g], nmembers[g]);
+		pfree(members[g]);
+	}
+	if (ngroups > 0)
+	{
+		pfree(leaders);
+		pfree(members);
+		pfree(nmembers);
+	}
 }

@@ -128,27 +128,46 @@ partition_appinfos(PlannerInfo *root, Relids relids, int *n)
 }
 
 /*
- * copies_on
- *		Whether every table of REL, a foreign table of async_fdw or a
- *		remote join of them, has a copy on SERVER (each replicated, SERVER
- *		among its copies).
+ * copy_servers
+ *		The servers on which every table of REL, a foreign table of
+ *		async_fdw or a remote join of them, has a copy (each replicated):
+ *		NIL when one is not.
  */
-static bool
-copies_on(PlannerInfo *root, RelOptInfo *rel, Oid server)
+static List *
+copy_servers(PlannerInfo *root, RelOptInfo *rel)
 {
+	List	   *servers = NIL;
+	bool		first = true;
 	int			relid = -1;
 
 	while ((relid = bms_next_member(rel->relids, relid)) >= 0)
 	{
 		RangeTblEntry *rte = planner_rt_fetch(relid, root);
+		List	   *copies;
 
 		/* From 16 on a join's relids hold its outer joins too. */
 		if (rte->rtekind != RTE_RELATION)
 			continue;
-		if (!list_member_oid(afdw_copy_servers(GetForeignTable(rte->relid)), server))
-			return false;
+		copies = afdw_copy_servers(GetForeignTable(rte->relid));
+		if (first)
+			servers = copies;
+		else
+		{
+			List	   *both = NIL;
+			ListCell   *lc;
+
+			foreach(lc, servers)
+			{
+				if (list_member_oid(copies, lfirst_oid(lc)))
+					both = lappend_oid(both, lfirst_oid(lc));
+			}
+			servers = both;
+		}
+		first = false;
+		if (servers == NIL)
+			break;
 	}
-	return true;
+	return servers;
 }
 
 /*
@@ -185,14 +204,15 @@ copy_on(RelOptInfo *rel, Oid server)
  * partition_join_path
  *		The cheapest remote join of PART, one partition's relation (or join)
  *		among OUTER's, with INNER, a replicated table or a remote join of
- *		such, made on PART's server from the copies there, as a part of
+ *		such, whose copies are on SERVERS, made on PART's server from the
+ *		copies there, as a part of
  *		JOINREL (the join of OUTER and INNER, of type JOINTYPE); NULL when
  *		it cannot be made so.
  */
 static Path *
 partition_join_path(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outer,
-					RelOptInfo *part, RelOptInfo *inner, JoinType jointype,
-					JoinPathExtraData *extra)
+					RelOptInfo *part, RelOptInfo *inner, List *servers,
+					JoinType jointype, JoinPathExtraData *extra)
 {
 	AfdwRelInfo *pfp = (AfdwRelInfo *) part->fdw_private;
 	Oid			server = pfp->server->serverid;
@@ -201,7 +221,7 @@ partition_join_path(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outer,
 	int			nappinfos;
 	JoinPathExtraData part_extra;
 
-	if (!copies_on(root, inner, server))
+	if (!list_member_oid(servers, server))
 		return NULL;
 	appinfos = partition_appinfos(root, part->relids, &nappinfos);
 
@@ -269,6 +289,7 @@ join_copies_paths(PlannerInfo *root, RelOptInfo *joinrel,
 {
 	AfdwRelInfo *ifp = (AfdwRelInfo *) innerrel->fdw_private;
 	List	   *parts;
+	List	   *servers;
 	List	   *paths = NIL;
 	ListCell   *lc;
 
@@ -277,7 +298,7 @@ join_copies_paths(PlannerInfo *root, RelOptInfo *joinrel,
 								extra);
 	/*
 	 * The other side: a foreign table of ours, or a remote join of ours
-	 * (offered, not a partition's), whose tables copies_on checks.
+	 * (offered, not a partition's), whose tables copy_servers reads.
 	 */
 	if (!join_copies || IS_OTHER_REL(joinrel) ||
 		(jointype != JOIN_INNER && jointype != JOIN_LEFT &&
@@ -293,11 +314,14 @@ join_copies_paths(PlannerInfo *root, RelOptInfo *joinrel,
 	parts = partition_joins(outerrel);
 	if (parts == NIL)
 		return;
+	servers = copy_servers(root, innerrel);
+	if (servers == NIL)
+		return;
 	foreach(lc, parts)
 	{
 		Path	   *path = partition_join_path(root, joinrel, outerrel,
 											   (RelOptInfo *) lfirst(lc), innerrel,
-											   jointype, extra);
+											   servers, jointype, extra);
 
 		if (path == NULL)
 			return;

@@ -814,79 +814,35 @@ take_keys(AfdwScanState *st)
 
 /*
  * combine_pending_scans
- *		Give the queries of ESTATE's scans still waiting to start that may
- *		go together (combine.c) to the first of them on each connection
- *		under each Append, the leader, which sends them as one; the others
- *		are marked absorbed.
- *
- * A leader's query goes when its connection is free, as any other.  A
- * group holds at most AFDW_COMBINE_MAX scans, which keeps the remote
- * statement of a server with thousands of partitions of a reasonable
- * size; past that, another leader starts another group.
+ *		Let ESTATE's scans still waiting to start that may send their
+ *		queries together (combine.c) do so.
  */
-#define AFDW_COMBINE_MAX	128
-
 static void
 combine_pending_scans(EState *estate)
 {
 	dlist_iter	it;
-	AfdwScanState **leaders = NULL;
-	AfdwScanState ***members = NULL;
-	int		   *nmembers = NULL;
-	int			ngroups = 0;
-	int			maxgroups = 0;
+	AfdwScanState **scans = NULL;
+	int			n = 0;
+	int			max = 0;
 
 	dlist_foreach(it, &pending_scans)
 	{
 		AfdwScanState *st = dlist_container(AfdwScanState, pending_node, it.cur);
-		int			g;
 
 		if (st->estate != estate || st->combine_parent == NULL)
 			continue;
-		for (g = 0; g < ngroups; g++)
+		if (n == max)
 		{
-			AfdwScanState *leader = leaders[g];
-
-			if (leader->conn == st->conn &&
-				leader->combine_parent == st->combine_parent &&
-				nmembers[g] < AFDW_COMBINE_MAX - 1 && afdw_rows_alike(leader, st))
-				break;
+			max = Max(16, max * 2);
+			scans = (scans == NULL) ? palloc(sizeof(AfdwScanState *) * max) :
+				repalloc(scans, sizeof(AfdwScanState *) * max);
 		}
-		if (g < ngroups)
-		{
-			members[g][nmembers[g]++] = st;
-			st->absorbed = true;
-			continue;
-		}
-		if (ngroups == maxgroups)
-		{
-			maxgroups = Max(8, maxgroups * 2);
-			leaders = (leaders == NULL) ?
-				palloc(sizeof(AfdwScanState *) * maxgroups) :
-				repalloc(leaders, sizeof(AfdwScanState *) * maxgroups);
-			members = (members == NULL) ?
-				palloc(sizeof(AfdwScanState **) * maxgroups) :
-				repalloc(members, sizeof(AfdwScanState **) * maxgroups);
-			nmembers = (nmembers == NULL) ? palloc(sizeof(int) * maxgroups) :
-				repalloc(nmembers, sizeof(int) * maxgroups);
-		}
-		leaders[ngroups] = st;
-		members[ngroups] = palloc(sizeof(AfdwScanState *) * (AFDW_COMBINE_MAX - 1));
-		nmembers[ngroups] = 0;
-		ngroups++;
+		scans[n++] = st;
 	}
-	for (int g = 0; g < ngroups; g++)
-	{
-		if (nmembers[g] > 0)
-			afdw_combine_queries(leaders[g], members[g], nmembers[g]);
-		pfree(members[g]);
-	}
-	if (ngroups > 0)
-	{
-		pfree(leaders);
-		pfree(members);
-		pfree(nmembers);
-	}
+	if (n > 1)
+		afdw_combine_scans(scans, n);
+	if (scans != NULL)
+		pfree(scans);
 }
 
 /*

@@ -438,8 +438,6 @@ extern const AfdwScanPlace *afdw_find_scan_place(EState *estate, Plan *scan);
 /* combine.c */
 extern bool afdw_may_combine(AfdwScanState *st, ForeignScan *plan, EState *estate);
 extern Plan *afdw_combine_parent(const AfdwScanPlace *place);
-extern bool afdw_rows_alike(AfdwScanState *a, AfdwScanState *b);
-extern void afdw_combine_queries(AfdwScanState *leader, AfdwScanState **members,
-								 int n);
+extern void afdw_combine_scans(AfdwScanState **scans, int n);
 
 #endif							/* SCAN_INTERNAL_H */
