@@ -24,8 +24,13 @@
  * allows the connection: point 1 of the pool (optional connections shared
  * when the server refuses them) still holds.
  *
+ * A unit stands for a place on the remote server, so a connection that
+ * holds one is closed by afdw_budget_finish, which waits for the remote
+ * backend to exit before the unit is given back: a backend that takes the
+ * unit at once finds the place free, not still held by an exiting process.
+ *
  * Neighbours: pool.c (the pool) calls afdw_budget_charge,
- * afdw_budget_release and the idle calls, and reads afdw_budget_wanted at
+ * afdw_budget_finish, afdw_budget_release and the idle calls, and reads afdw_budget_wanted at
  * the end of a transaction; async_fdw.c calls afdw_budget_preload from
  * _PG_init; funcs.c shows the figures through afdw_budget_figures.  It
  * sees struct AfdwConn through connection_internal.h.
@@ -33,6 +38,10 @@
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -64,6 +73,13 @@
  * exit and free its place.
  */
 #define AFDW_BUDGET_IDLE_MARGIN_MS	250
+
+/*
+ * How long the closing of connections that hold units waits, at most, for
+ * their remote backends to exit before the units are given back anyway (a
+ * remote server that does not answer).
+ */
+#define AFDW_BUDGET_CLOSE_WAIT_MS	1000
 
 /* A server of a database. */
 typedef struct BudgetKey
@@ -123,6 +139,8 @@ static int	budget_limit(ForeignServer *server);
 static int	budget_usage(BudgetEntry *e, TimestampTz now, int *expiring);
 static BudgetIdle *my_idle_slot(BudgetKey *key, bool create);
 static void budget_at_exit(int code, Datum arg);
+static int	finish_keeping_socket(AfdwConn *entry);
+static void await_remote_exits(int *socks, int n);
 
 /*
  * afdw_budget_preload
@@ -576,6 +594,112 @@ afdw_budget_figures(ForeignServer *server, int *limit, int *held,
 }
 
 /*
+ * afdw_budget_finish
+ *		Close ENTRY's connection (entry->conn becomes NULL).  When it holds a
+ *		unit of the budget, return only once the remote backend has exited
+ *		(at most AFDW_BUDGET_CLOSE_WAIT_MS), so that the unit the caller
+ *		gives back next stands for a place the remote server has freed:
+ *		another backend that takes it at once must not find the server full.
+ */
+void
+afdw_budget_finish(AfdwConn *entry)
+{
+	int			sock;
+
+	if (entry->conn == NULL)
+		return;
+	sock = finish_keeping_socket(entry);
+	if (sock >= 0)
+		await_remote_exits(&sock, 1);
+}
+
+/*
+ * finish_keeping_socket
+ *		PQfinish ENTRY's connection.  If it holds a unit and stands idle
+ *		between commands, first keep a duplicate of its socket, returned
+ *		(else -1): libpq's Terminate message ends the remote backend, and the
+ *		server closes its end of the socket last, when the backend's process
+ *		exits, after it has left the server's count of clients.
+ *
+ * A connection busy with a command, or broken, is closed at once: its
+ * remote backend leaves when it notices, which nobody here can wait for
+ * without holding up an error or a cancel.
+ */
+static int
+finish_keeping_socket(AfdwConn *entry)
+{
+	int			sock = -1;
+
+	if (OidIsValid(entry->charged_server) &&
+		PQstatus(entry->conn) == CONNECTION_OK &&
+		PQtransactionStatus(entry->conn) != PQTRANS_ACTIVE &&
+		PQsocket(entry->conn) >= 0)
+		sock = dup(PQsocket(entry->conn));	/* -1 on failure: no wait */
+	PQfinish(entry->conn);
+	entry->conn = NULL;
+	return sock;
+}
+
+/*
+ * await_remote_exits
+ *		Read and drop what comes on the N sockets SOCKS until each reports
+ *		its end (or an error), or AFDW_BUDGET_CLOSE_WAIT_MS have passed;
+ *		then close them all.  Signals do not end the wait early: it runs at
+ *		the end of a transaction and at backend exit, where an error cannot
+ *		be raised, and it is bounded.
+ */
+static void
+await_remote_exits(int *socks, int n)
+{
+	struct pollfd fds[64];
+	TimestampTz start = GetCurrentTimestamp();
+	int			open = 0;
+
+	Assert(n <= lengthof(fds));
+	for (int i = 0; i < n; i++)
+	{
+		fds[i].fd = socks[i];
+		fds[i].events = POLLIN;
+		if (socks[i] >= 0)
+			open++;
+		else
+			fds[i].fd = -1;		/* poll skips it */
+	}
+	while (open > 0)
+	{
+		long		left = AFDW_BUDGET_CLOSE_WAIT_MS -
+			TimestampDifferenceMilliseconds(start, GetCurrentTimestamp());
+		int			ready;
+
+		if (left <= 0)
+			break;
+		ready = poll(fds, n, (int) left);
+		if (ready < 0 && errno != EINTR)
+			break;
+		for (int i = 0; i < n && ready > 0; i++)
+		{
+			char		drop[512];
+			ssize_t		got;
+
+			if (fds[i].fd < 0 || fds[i].revents == 0)
+				continue;
+			got = recv(fds[i].fd, drop, sizeof(drop), MSG_DONTWAIT);
+			if (got > 0 || (got < 0 && (errno == EAGAIN ||
+										errno == EWOULDBLOCK ||
+										errno == EINTR)))
+				continue;
+			/* Its end (0) or an error: the remote side is gone. */
+			close(fds[i].fd);
+			fds[i].fd = -1;
+			open--;
+		}
+	}
+	for (int i = 0; i < n; i++)
+		if (fds[i].fd >= 0)
+			close(fds[i].fd);
+}
+
+/*
  * budget_at_exit
  *		Give back every unit of the exiting backend.  The connections are
  *		closed first, so that their places on the remote servers are free
@@ -586,6 +710,9 @@ budget_at_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
 {
 	HASH_SEQ_STATUS scan;
 	AfdwConn   *entry;
+	int			socks[64];
+	int			nsocks = 0;
+	int			sock;
 
 	if (waiting_on != NULL)
 	{
@@ -596,14 +723,28 @@ budget_at_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
 	}
 	if (afdw_conn_hash == NULL)
 		return;
+
+	/*
+	 * Close every connection, then wait for their remote backends to exit
+	 * all at once, then give back every unit.
+	 */
 	hash_seq_init(&scan, afdw_conn_hash);
 	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
 	{
-		if (entry->conn != NULL)
+		if (entry->conn == NULL)
+			continue;
+		sock = finish_keeping_socket(entry);
+		if (sock < 0)
+			continue;
+		if (nsocks == lengthof(socks))
 		{
-			PQfinish(entry->conn);
-			entry->conn = NULL;
+			await_remote_exits(socks, nsocks);
+			nsocks = 0;
 		}
-		afdw_budget_release(entry);
+		socks[nsocks++] = sock;
 	}
+	await_remote_exits(socks, nsocks);
+	hash_seq_init(&scan, afdw_conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+		afdw_budget_release(entry);
 }

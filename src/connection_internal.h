@@ -359,6 +359,7 @@ typedef struct AfdwSessionHooks
 extern bool afdw_budget_charge(AfdwConn *entry, ForeignServer *server,
 							   bool optional);
 extern void afdw_budget_release(AfdwConn *entry);
+extern void afdw_budget_finish(AfdwConn *entry);
 extern void afdw_budget_idle(AfdwConn *entry, int idle_timeout_ms);
 extern bool afdw_budget_idle_expired(AfdwConn *entry);
 extern void afdw_budget_in_use(AfdwConn *entry);

@@ -1021,8 +1021,7 @@ afdw_disconnect_entry(AfdwConn *entry)
 	}
 	if (entry->conn != NULL)
 	{
-		PQfinish(entry->conn);
-		entry->conn = NULL;
+		afdw_budget_finish(entry);
 		ReleaseExternalFD();
 	}
 	afdw_connect_forget(entry);

@@ -5,8 +5,8 @@
 #   with room for 12 clients all succeed and never exceed the budget; a
 #   required connection waits for room (wait event Extension), and cancel
 #   and statement_timeout end the wait; an idle connection gives its place
-#   back when another backend waits, or by time when the remote server
-#   closes it; async_fdw_connection_budget() shows the figures.  Without
+#   back when another backend waits (once its remote backend has exited),
+#   or by time when the remote server closes it; async_fdw_connection_budget() shows the figures.  Without
 #   preloading the function shows no figures and optional connections are
 #   still shared when the shard refuses them.
 
@@ -19,11 +19,13 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
 
-# A shard with room for 12 clients, all counted.
+# A shard with room for 12 clients, all counted (and locks for the many
+# temporary tables of 3b).
 my $shard = PostgreSQL::Test::Cluster->new('shard');
 $shard->init;
 $shard->append_conf('postgresql.conf',
-	"max_connections = 12\nsuperuser_reserved_connections = 0");
+	"max_connections = 12\nsuperuser_reserved_connections = 0\n"
+	  . "max_locks_per_transaction = 1024");
 $shard->start;
 $shard->safe_psql('postgres', join("\n", map {
 	"CREATE TABLE t$_ (part int, id int);
@@ -189,6 +191,50 @@ $holder->quit;
 $waiter->quit;
 ok($coord->poll_query_until('postgres', $none_held),
 	'sessions that exit give their places back');
+
+# 3b. A unit given back stands for a place the shard has freed: the
+# holder's remote session made many temporary tables, so its backend takes
+# a while to exit (it drops them while still counted on the shard).  The
+# holder's closing of its idle connection waits for that exit, and the
+# waiter's own remote session, once it has the place, finds no other
+# client on the shard.
+$shard->safe_psql('postgres', q{
+	CREATE FUNCTION slow_exit() RETURNS int LANGUAGE plpgsql AS $$
+	BEGIN
+	  FOR i IN 1 .. 1500 LOOP
+	    EXECUTE format('CREATE TEMP TABLE IF NOT EXISTS slow_exit_%s (a int)', i);
+	  END LOOP;
+	  RETURN 1;
+	END $$;
+	CREATE VIEW slow AS SELECT slow_exit() AS one;
+	CREATE VIEW others AS SELECT count(*)::int AS n FROM pg_stat_activity
+	  WHERE backend_type = 'client backend' AND pid <> pg_backend_pid();
+});
+$coord->safe_psql('postgres', q{
+	CREATE FOREIGN TABLE slow (one int) SERVER s OPTIONS (table_name 'slow');
+	CREATE FOREIGN TABLE others (n int) SERVER s OPTIONS (table_name 'others');
+});
+ok($coord->poll_query_until('postgres', $none_held), 'nothing held before 3b');
+ok($shard->poll_query_until('postgres', "SELECT ($afdw_on_shard) = 0"),
+	'no coordinator session on the shard before 3b');
+$holder = $coord->background_psql('postgres');
+$waiter = $coord->background_psql('postgres', on_error_stop => 0);
+is($holder->query_safe('SELECT one FROM slow'), '1',
+	"the holder's remote session makes its temporary tables");
+$waiter->{stderr} = '';
+$waiter->query_until(qr/started/, "\\echo started\nSELECT n FROM others;\n");
+ok($coord->poll_query_until('postgres',
+	"SELECT waiting = 1 FROM async_fdw_connection_budget() WHERE server_name = 's'"),
+	'the waiter waits for the idle connection with a slow exit');
+is($holder->query_safe('SELECT count(*) FROM p3'), '1000',
+	'the holder runs another transaction, and closes its idle connection');
+is($waiter->query('SELECT 1'), "0\n1",
+	"the waiter's remote session finds no other client on the shard: the holder's had exited");
+is($waiter->{stderr}, '', 'without error');
+$holder->quit;
+$waiter->quit;
+ok($coord->poll_query_until('postgres', $none_held),
+	'sessions that exit give their places back (3b)');
 
 # 4. Idle connections past the first carry the remote idle_timeout: they
 # count until the shard has closed them, then no longer.
