@@ -34,6 +34,7 @@ OBJS = \
 	src/pool.o \
 	src/recovery.o \
 	src/remote.o \
+	src/replica_writes.o \
 	src/scan.o \
 	src/shippable.o \
 	src/snapshot.o \

@@ -29,7 +29,7 @@ import sys
 LAYERS = [
     ('entry', ['async_fdw', 'funcs', 'twophase_worker']),
     ('planner', ['path', 'join', 'copies', 'keys', 'hashkeys', 'upper', 'decorrelate', 'ordered', 'shippable', 'direct_plan']),
-    ('execution', ['scan', 'collect', 'census', 'combine', 'fetch', 'stream', 'convert', 'modify', 'direct',
+    ('execution', ['scan', 'collect', 'census', 'combine', 'fetch', 'stream', 'convert', 'modify', 'direct', 'replica_writes',
                    'explain', 'analyze', 'truncate', 'import']),
     ('session', ['xact', 'xact_end', 'snapshot', 'statements', 'twophase', 'recovery']),
     ('wire', ['connect', 'pool', 'remote', 'budget']),

@@ -233,16 +233,63 @@ DROP USER MAPPING FOR regress_cp_user SERVER cp_s1;
 REVOKE ALL ON cpd, cpo FROM regress_cp_user;
 DROP ROLE regress_cp_user;
 
--- Writes would change one copy: refused.
+-- Writes go to every copy (test/t/021_replicated_writes.pl writes real
+-- copies on servers of their own): an INSERT, and an UPDATE or DELETE sent
+-- whole, the copies named in EXPLAIN; a change by row identity, which
+-- differs between copies, is refused.
+CREATE FUNCTION cp_local(t text) RETURNS text LANGUAGE plpgsql
+  AS 'BEGIN RETURN upper(t); END';
+EXPLAIN (VERBOSE, COSTS OFF) INSERT INTO cpd VALUES (99, 'x', 0, NULL);
+EXPLAIN (VERBOSE, COSTS OFF) UPDATE cpd SET name = 'y' WHERE k = 1;
+EXPLAIN (VERBOSE, COSTS OFF) DELETE FROM cpd WHERE k = 1 RETURNING k;
 \set VERBOSITY default
-INSERT INTO cpd VALUES (99, 'x', 0, NULL);
-UPDATE cpd SET name = 'y' WHERE k = 1;
-DELETE FROM cpd WHERE k = 1;
-TRUNCATE cpd;
--- (COPY is refused by PostgreSQL itself: the table is not insertable.)
-COPY cpd FROM '/dev/null';
+UPDATE cpd SET name = cp_local(name) WHERE k = 1;
+DELETE FROM cpd WHERE cp_local(name) = 'X';
+UPDATE cpd SET name = 'y' FROM cpr WHERE cpd.region = cpr.region;
 \set VERBOSITY terse
 SELECT count(*) FROM remote.cp_dim_rows;
+DROP FUNCTION cp_local(text);
+
+-- Real writes to two copies in one database: each server's copy is the
+-- view of its own rows (by application_name); the second copy refuses a
+-- name 'bad'.
+CREATE TABLE remote.cp_w_rows (server text DEFAULT current_setting('application_name'),
+  k int, name text, CHECK (NOT (server = 'cp_s2' AND name = 'bad')));
+CREATE VIEW remote.cp_w AS SELECT k, name FROM remote.cp_w_rows
+  WHERE server = current_setting('application_name');
+CREATE FOREIGN TABLE cpw (k int, name text) SERVER cp_s1
+  OPTIONS (schema_name 'remote', table_name 'cp_w', copies 'cp_s2');
+INSERT INTO cpw VALUES (1, 'one'), (2, 'two');
+INSERT INTO cpw VALUES (3, 'three') RETURNING *;
+COPY cpw FROM STDIN;
+4	four
+\.
+UPDATE cpw SET name = name || '!' WHERE k >= 2 RETURNING *;
+DELETE FROM cpw WHERE k = 1;
+BEGIN;
+INSERT INTO cpw VALUES (5, 'five');
+UPDATE cpw SET name = 'FIVE' WHERE k = 5;
+COMMIT;
+SELECT server, k, name FROM remote.cp_w_rows ORDER BY 1, 2;
+-- A write one copy refuses, alone or later in a transaction: no copy changes.
+\set VERBOSITY default
+INSERT INTO cpw VALUES (6, 'bad');
+UPDATE cpw SET name = 'bad' WHERE k = 2;
+BEGIN;
+DELETE FROM cpw WHERE k = 3;
+INSERT INTO cpw VALUES (7, 'bad');
+COMMIT;
+-- Copies that differ: a row only the second has.
+INSERT INTO remote.cp_w_rows VALUES ('cp_s2', 9, 'stray');
+DELETE FROM cpw WHERE k > 2;
+\set VERBOSITY terse
+DELETE FROM remote.cp_w_rows WHERE k = 9;
+SELECT server, k, name FROM remote.cp_w_rows ORDER BY 1, 2;
+-- Read back through the table: one copy.
+SELECT * FROM cpw ORDER BY k;
+DROP FOREIGN TABLE cpw;
+DROP VIEW remote.cp_w;
+DROP TABLE remote.cp_w_rows;
 
 DROP FUNCTION cp_server(int);
 DROP TABLE cpf, cpl;

@@ -114,6 +114,19 @@ CREATE TEMP TABLE returned_ctid (tid tid);
 WITH u AS (UPDATE wt SET c = c WHERE a = 3 AND local_even(a + 1) RETURNING ctid)
 INSERT INTO returned_ctid SELECT ctid FROM u;
 SELECT tid = (SELECT ctid FROM wr.t WHERE a = 3) AS same_ctid FROM returned_ctid;
+-- A remote view has no ctid: RETURNING asks for it only when it is read,
+-- as postgres_fdw does (an INSERT through a view failed before).
+CREATE TABLE wr.vt_rows (a int, b text);
+CREATE VIEW wr.vt AS SELECT a, b FROM wr.vt_rows;
+CREATE FOREIGN TABLE wvt (a int, b text) SERVER loopback
+  OPTIONS (schema_name 'wr', table_name 'vt');
+EXPLAIN (VERBOSE, COSTS OFF) INSERT INTO wvt VALUES (1, 'one') RETURNING *;
+INSERT INTO wvt VALUES (1, 'one') RETURNING *;
+INSERT INTO wvt VALUES (2, 'two') RETURNING b;
+SELECT * FROM wvt ORDER BY a;
+DROP FOREIGN TABLE wvt;
+DROP VIEW wr.vt;
+DROP TABLE wr.vt_rows;
 
 -- Locked rows are changed through the same remote transaction: no wait.
 SET statement_timeout = '10s';

@@ -506,12 +506,14 @@ extern void afdw_append_literal(StringInfo buf, const char *val);
 extern void afdw_deparse_insert(StringInfo head, StringInfo row,
 								StringInfo tail, Relation rel,
 								List *target_attrs, bool do_nothing,
-								bool returning, List **retrieved_attrs);
+								bool returning, bool with_ctid,
+								List **retrieved_attrs);
 extern void afdw_deparse_update(StringInfo head, StringInfo tail,
 								Relation rel, List *target_attrs,
-								bool returning, List **retrieved_attrs);
+								bool returning, bool with_ctid,
+								List **retrieved_attrs);
 extern void afdw_deparse_delete(StringInfo head, StringInfo tail,
-								Relation rel, bool returning,
+								Relation rel, bool returning, bool with_ctid,
 								List **retrieved_attrs);
 extern void afdw_deparse_copy_from(StringInfo buf, Relation rel,
 								   List *target_attrs);
@@ -567,6 +569,7 @@ extern void afdw_twophase_init(void);
 extern char *afdw_twophase_gid_prefix(void);
 extern void afdw_twophase_pause_recovery(void);
 extern char *afdw_twophase_records_name(void);
+extern void afdw_twophase_require(Oid relid);
 
 /* recovery.c */
 
@@ -640,6 +643,15 @@ extern void afdw_direct_routines(FdwRoutine *routine);
 
 /* import.c */
 extern List *afdwImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serveroid);
+
+/* replica_writes.c */
+typedef struct AfdwReplicaWrites AfdwReplicaWrites;
+extern AfdwReplicaWrites *afdw_replica_writes_begin(Relation rel, Oid userid);
+extern void afdw_replica_writes_send(AfdwReplicaWrites *rw, const char *sql);
+extern void afdw_replica_writes_finish(AfdwReplicaWrites *rw, uint64 rows,
+									   const char *verb);
+extern void afdw_replica_writes_end(AfdwReplicaWrites *rw);
+extern char *afdw_replica_server_names(Oid relid);
 
 /* truncate.c */
 extern void afdwExecForeignTruncate(List *rels, DropBehavior behavior,

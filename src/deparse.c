@@ -669,13 +669,13 @@ append_column_list(StringInfo buf, Relation rel, List *target_attrs)
 /*
  * append_returning
  *		Append to BUF, when RETURNING, a RETURNING clause of every column of
- *		REL and the ctid, whose numbers go to *RETRIEVED_ATTRS (NIL
- *		otherwise): the row as the remote server stored it replaces the
- *		local one, for the query's RETURNING list, triggers and check
- *		options to see.
+ *		REL, and the ctid with WITH_CTID (RETURNING ctid: a remote view has
+ *		none), whose numbers go to *RETRIEVED_ATTRS (NIL otherwise): the row
+ *		as the remote server stored it replaces the local one, for the
+ *		query's RETURNING list, triggers and check options to see.
  */
 static void
-append_returning(StringInfo buf, Relation rel, bool returning,
+append_returning(StringInfo buf, Relation rel, bool returning, bool with_ctid,
 				 List **retrieved_attrs)
 {
 	TupleDesc	tupdesc = RelationGetDescr(rel);
@@ -693,9 +693,12 @@ append_returning(StringInfo buf, Relation rel, bool returning,
 		appendStringInfoString(buf, quote_identifier(afdw_remote_column_name(rel, i)));
 		*retrieved_attrs = lappend_int(*retrieved_attrs, i);
 	}
-	/* And where the row now is, for RETURNING ctid. */
-	appendStringInfoString(buf, first ? " RETURNING ctid" : ", ctid");
-	*retrieved_attrs = lappend_int(*retrieved_attrs, SelfItemPointerAttributeNumber);
+	/* And where the row now is, for RETURNING ctid (or a table of no column). */
+	if (with_ctid || first)
+	{
+		appendStringInfoString(buf, first ? " RETURNING ctid" : ", ctid");
+		*retrieved_attrs = lappend_int(*retrieved_attrs, SelfItemPointerAttributeNumber);
+	}
 }
 
 /*
@@ -710,7 +713,7 @@ append_returning(StringInfo buf, Relation rel, bool returning,
 void
 afdw_deparse_insert(StringInfo head, StringInfo row, StringInfo tail,
 					Relation rel, List *target_attrs, bool do_nothing,
-					bool returning, List **retrieved_attrs)
+					bool returning, bool with_ctid, List **retrieved_attrs)
 {
 	appendStringInfoString(head, "INSERT INTO ");
 	afdw_deparse_relation(head, rel);
@@ -728,7 +731,7 @@ afdw_deparse_insert(StringInfo head, StringInfo row, StringInfo tail,
 		appendStringInfoString(head, " DEFAULT VALUES");
 	if (do_nothing)
 		appendStringInfoString(tail, " ON CONFLICT DO NOTHING");
-	append_returning(tail, rel, returning, retrieved_attrs);
+	append_returning(tail, rel, returning, with_ctid, retrieved_attrs);
 }
 
 /*
@@ -740,7 +743,8 @@ afdw_deparse_insert(StringInfo head, StringInfo row, StringInfo tail,
  */
 void
 afdw_deparse_update(StringInfo head, StringInfo tail, Relation rel,
-					List *target_attrs, bool returning, List **retrieved_attrs)
+					List *target_attrs, bool returning, bool with_ctid,
+					List **retrieved_attrs)
 {
 	ListCell   *lc;
 	int			n = 0;
@@ -761,7 +765,7 @@ afdw_deparse_update(StringInfo head, StringInfo tail, Relation rel,
 						 quote_identifier(afdw_remote_column_name(rel, 1)),
 						 quote_identifier(afdw_remote_column_name(rel, 1)));
 	appendStringInfo(head, " WHERE ctid = $%d", n + 1);
-	append_returning(tail, rel, returning, retrieved_attrs);
+	append_returning(tail, rel, returning, with_ctid, retrieved_attrs);
 }
 
 /*
@@ -771,12 +775,12 @@ afdw_deparse_update(StringInfo head, StringInfo tail, Relation rel,
  */
 void
 afdw_deparse_delete(StringInfo head, StringInfo tail, Relation rel,
-					bool returning, List **retrieved_attrs)
+					bool returning, bool with_ctid, List **retrieved_attrs)
 {
 	appendStringInfoString(head, "DELETE FROM ");
 	afdw_deparse_relation(head, rel);
 	appendStringInfoString(head, " WHERE ctid = $1");
-	append_returning(tail, rel, returning, retrieved_attrs);
+	append_returning(tail, rel, returning, with_ctid, retrieved_attrs);
 }
 
 /*

@@ -12,7 +12,12 @@
  * on one server share its writer: a later statement's send reads the
  * earlier one's result first (drain_direct).
  *
- * Neighbours: deparse.c binds the parameters; xact.c sends the statement
+ * A replicated table (option copies) sends the same statement to the other
+ * servers holding a copy, which must change as many rows
+ * (replica_writes.c).
+ *
+ * Neighbours: deparse.c binds the parameters; replica_writes.c writes the
+ * copies; xact.c sends the statement
  * in the remote transaction (afdw_send_write) and remote.c reads it;
  * async_fdw.c registers the callbacks (afdw_direct_routines).  Execution
  * layer.
@@ -63,6 +68,8 @@ typedef struct AfdwDirectState
 								 * COMMIT may ride along (may_commit) */
 	AfdwConn   *conn;			/* the writer of the user mapping */
 	bool		released;		/* conn given back */
+	AfdwReplicaWrites *replicas;	/* the other copies of a replicated
+									 * table, else NULL */
 
 	/* Parameters: expressions and their output functions. */
 	int			nparams;
@@ -119,6 +126,7 @@ afdwBeginDirectModify(ForeignScanState *node, int eflags)
 	ForeignScan *plan = (ForeignScan *) node->ss.ps.plan;
 	EState	   *estate = node->ss.ps.state;
 	AfdwDirectState *st;
+	UserMapping *user;
 	ListCell   *lc;
 	int			i = 0;
 
@@ -179,8 +187,11 @@ afdwBeginDirectModify(ForeignScanState *node, int eflags)
 							  columns, st->row_cxt);
 	}
 
-	st->final = may_commit(node, st);
-	st->conn = afdw_acquire_writer(direct_user(node, st->rel));
+	user = direct_user(node, st->rel);
+	st->conn = afdw_acquire_writer(user);
+	/* A replicated table: the same statement changes every copy. */
+	st->replicas = afdw_replica_writes_begin(st->rel, user->userid);
+	st->final = st->replicas == NULL && may_commit(node, st);
 
 	/* From here on the state is referenced from outside its memory. */
 	st->cleanup.func = direct_cleanup;
@@ -347,6 +358,13 @@ check_result(AfdwDirectState *st)
 	/* No RETURNING clause when RETURNING reads no column: the count. */
 	st->nrows = PQresultStatus(res) == PGRES_TUPLES_OK ? (uint64) PQntuples(res) :
 		(uint64) strtoul(PQcmdTuples(res), NULL, 10);
+	if (st->replicas != NULL)
+	{
+		/* The copies follow the table's own server: see replica_writes.c. */
+		afdw_replica_writes_send(st->replicas, st->sent_sql);
+		afdw_replica_writes_finish(st->replicas, st->nrows,
+								   st->operation == CMD_UPDATE ? "UPDATE" : "DELETE");
+	}
 	if (st->count)
 		st->node->ss.ps.state->es_processed += st->nrows;
 	if (st->check_partition)
@@ -487,6 +505,7 @@ afdwEndDirectModify(ForeignScanState *node)
 	}
 	afdw_release_connection(st->conn);
 	st->released = true;
+	afdw_replica_writes_end(st->replicas);
 }
 
 /*
@@ -539,8 +558,16 @@ afdwExplainDirectModify(ForeignScanState *node, ExplainState *es)
 	ForeignScan *plan = (ForeignScan *) node->ss.ps.plan;
 
 	if (es->verbose)
+	{
+		char	   *servers = NULL;
+
+		if (node->resultRelInfo != NULL)
+			servers = afdw_replica_server_names(RelationGetRelid(node->resultRelInfo->ri_RelationDesc));
 		ExplainPropertyText("Remote SQL",
 							strVal(list_nth(plan->fdw_private, AFDW_DIRECT_SQL)), es);
+		if (servers != NULL)
+			ExplainPropertyText("Copies Written", servers, es);
+	}
 }
 
 /*

@@ -137,7 +137,6 @@ afdwPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 
 	if (operation != CMD_UPDATE && operation != CMD_DELETE)
 		return false;
-	afdw_refuse_copies_write(planner_rt_fetch(resultRelation, root)->relid);
 	fscan = (ForeignScan *) target_scan(outerPlan(plan), resultRelation);
 	if (fscan == NULL || fscan->scan.plan.qual != NIL)
 		return false;
@@ -145,6 +144,12 @@ afdwPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 	{
 		RelOptInfo *joinrel = find_join_rel(root, fscan->fs_relids);
 
+		/*
+		 * A replicated table is changed by the same statement on each copy,
+		 * whose other tables need not be there (replica_writes.c).
+		 */
+		if (afdw_copy_servers(GetForeignTable(planner_rt_fetch(resultRelation, root)->relid)) != NIL)
+			return false;
 		/* A join that reads the target's rows for a change by ctid (join.c). */
 		if (joinrel == NULL || !afdw_direct_join_ok(root, joinrel))
 			return false;

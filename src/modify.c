@@ -46,6 +46,7 @@
 #include "lib/ilist.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
 #include "optimizer/appendinfo.h"
 #include "optimizer/inherit.h"
 #include "optimizer/optimizer.h"
@@ -99,6 +100,8 @@ typedef struct AfdwModifyState
 	EState	   *estate;			/* of the statement */
 	CmdType		operation;
 	AfdwConn   *conn;			/* the writer, as taken at Begin */
+	AfdwReplicaWrites *replicas;	/* the other copies of a replicated
+									 * table, else NULL */
 
 	/* The statement, in parts (see afdw_deparse_insert and _update). */
 	char	   *head;
@@ -197,8 +200,7 @@ writer_user(EState *estate, ResultRelInfo *rinfo)
 /*
  * afdwIsForeignRelUpdatable
  *		Which of INSERT, UPDATE and DELETE REL takes: all of them, unless
- *		its updatable option (or its server's) says false, or it is
- *		replicated (option copies).
+ *		its updatable option (or its server's) says false.
  */
 static int
 afdwIsForeignRelUpdatable(Relation rel)
@@ -209,9 +211,6 @@ afdwIsForeignRelUpdatable(Relation rel)
 
 	updatable = afdw_bool_option(server->options, "updatable", true);
 	updatable = afdw_bool_option(table->options, "updatable", updatable);
-	/* A replicated table is read, never written (afdw_copy_servers). */
-	if (afdw_copy_servers(table) != NIL)
-		updatable = false;
 	return updatable ?
 		(1 << CMD_INSERT) | (1 << CMD_UPDATE) | (1 << CMD_DELETE) : 0;
 }
@@ -255,12 +254,53 @@ insert_columns(Relation rel)
 }
 
 /*
+ * ctid_walker
+ *		Whether NODE reads a ctid column.
+ */
+static bool
+ctid_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var) && ((Var *) node)->varattno == SelfItemPointerAttributeNumber)
+		return true;
+	return expression_tree_walker(node, ctid_walker, context);
+}
+
+/*
+ * mentions_ctid
+ *		Whether a write's RETURNING list or its check options (a List of
+ *		WithCheckOption) read the ctid: only then does the remote statement
+ *		return it (a remote view has none).  Another table's ctid in an
+ *		UPDATE ... FROM counts too, which costs only a column.
+ */
+static bool
+mentions_ctid(List *returning, List *check_options)
+{
+	ListCell   *lc;
+
+	if (ctid_walker((Node *) returning, NULL))
+		return true;
+	foreach(lc, check_options)
+	{
+		WithCheckOption *wco = lfirst_node(WithCheckOption, lc);
+
+		if (ctid_walker(wco->qual, NULL))
+			return true;
+	}
+	return false;
+}
+
+/*
  * make_private
- *		The fdw_private list of a write to REL (see enum ModifyPrivate).
+ *		The fdw_private list of a write to REL (see enum ModifyPrivate);
+ *		with RETURNING, the remote statement returns the stored row, and its
+ *		ctid with WITH_CTID (mentions_ctid).
  */
 static List *
 make_private(Relation rel, CmdType operation, List *target_attrs,
-			 bool do_nothing, bool returning, bool check_partition)
+			 bool do_nothing, bool returning, bool with_ctid,
+			 bool check_partition)
 {
 	StringInfoData head;
 	StringInfoData row;
@@ -275,14 +315,15 @@ make_private(Relation rel, CmdType operation, List *target_attrs,
 	{
 		case CMD_INSERT:
 			afdw_deparse_insert(&head, &row, &tail, rel, target_attrs,
-								do_nothing, returning, &retrieved_attrs);
+								do_nothing, returning, with_ctid, &retrieved_attrs);
 			break;
 		case CMD_UPDATE:
 			afdw_deparse_update(&head, &tail, rel, target_attrs, returning,
-								&retrieved_attrs);
+								with_ctid, &retrieved_attrs);
 			break;
 		case CMD_DELETE:
-			afdw_deparse_delete(&head, &tail, rel, returning, &retrieved_attrs);
+			afdw_deparse_delete(&head, &tail, rel, returning, with_ctid,
+								&retrieved_attrs);
 			break;
 		default:
 			elog(ERROR, "unexpected operation: %d", (int) operation);
@@ -311,7 +352,8 @@ afdwPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 	bool		check_partition = false;
 	List	   *result;
 
-	afdw_refuse_copies_write(rte->relid);
+	if (operation != CMD_INSERT)
+		afdw_refuse_copies_write(rte->relid);
 	if (plan->onConflictAction == ONCONFLICT_UPDATE)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -369,6 +411,10 @@ afdwPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 		check_partition;
 
 	result = make_private(rel, operation, target_attrs, do_nothing, returning,
+						  mentions_ctid(plan->returningLists != NIL ?
+										list_nth(plan->returningLists, subplan_index) : NIL,
+										plan->withCheckOptionLists != NIL ?
+										list_nth(plan->withCheckOptionLists, subplan_index) : NIL),
 						  check_partition);
 	table_close(rel, NoLock);
 	return result;
@@ -454,6 +500,7 @@ begin_modify(EState *estate, ResultRelInfo *rinfo, CmdType operation,
 	AfdwModifyState *st = palloc0(sizeof(AfdwModifyState));
 	Relation	rel = rinfo->ri_RelationDesc;
 	TupleDesc	tupdesc = RelationGetDescr(rel);
+	UserMapping *user;
 	ListCell   *lc;
 	int			i = 0;
 
@@ -492,7 +539,9 @@ begin_modify(EState *estate, ResultRelInfo *rinfo, CmdType operation,
 		afdw_init_row_builder(&st->rb, tupdesc, st->relname, false,
 							  st->retrieved_attrs, st->temp_cxt);
 
-	st->bulk = may_load_in_bulk(rinfo, operation, fdw_private);
+	/* A replicated table's rows go to every copy, statement by statement. */
+	st->bulk = may_load_in_bulk(rinfo, operation, fdw_private) &&
+		afdw_copy_servers(GetForeignTable(RelationGetRelid(rel))) == NIL;
 	if (st->bulk)
 	{
 		StringInfoData sql;
@@ -507,7 +556,9 @@ begin_modify(EState *estate, ResultRelInfo *rinfo, CmdType operation,
 		st->held = true;
 	}
 
-	st->conn = afdw_acquire_writer(writer_user(estate, rinfo));
+	user = writer_user(estate, rinfo);
+	st->conn = afdw_acquire_writer(user);
+	st->replicas = afdw_replica_writes_begin(rel, user->userid);
 
 	/* An error that ends the statement gives the writer back. */
 	st->cleanup.func = modify_cleanup;
@@ -567,8 +618,6 @@ afdwBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 	bool		returning;
 	List	   *fdw_private;
 
-	afdw_refuse_copies_write(RelationGetRelid(rel));
-
 	/*
 	 * A row moved by an UPDATE into a partition that the same UPDATE
 	 * changes: the moved row would be found and changed again.
@@ -602,6 +651,8 @@ afdwBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 	 */
 	fdw_private = make_private(rel, CMD_INSERT, insert_columns(rel), do_nothing,
 							   returning,
+							   mentions_ctid(rinfo->ri_returningList,
+											 rinfo->ri_WithCheckOptions),
 							   plan != NULL && rel->rd_rel->relispartition &&
 							   rinfo->ri_TrigDesc != NULL &&
 							   rinfo->ri_TrigDesc->trig_insert_before_row);
@@ -684,6 +735,17 @@ store_returned(AfdwModifyState *st, PGresult *res, TupleTableSlot *slot)
 }
 
 /*
+ * operation_name
+ *		The SQL command of OPERATION, for messages.
+ */
+static const char *
+operation_name(CmdType operation)
+{
+	return operation == CMD_INSERT ? "INSERT" :
+		operation == CMD_UPDATE ? "UPDATE" : "DELETE";
+}
+
+/*
  * run_row
  *		Write the row of SLOT (CTID: the row to change) with one remote
  *		statement; SLOT with what the remote server stored, or NULL when it
@@ -709,6 +771,15 @@ run_row(AfdwModifyState *st, TupleTableSlot *slot, Datum ctid)
 	MemoryContextSwitchTo(old);
 	PG_TRY();
 	{
+		/* The copies follow the table's own server: see replica_writes.c. */
+		if (st->replicas != NULL)
+			afdw_replica_writes_send(st->replicas, sql.data);
+		if (st->replicas != NULL)
+			afdw_replica_writes_finish(st->replicas,
+									   PQresultStatus(res) == PGRES_TUPLES_OK ?
+									   (uint64) PQntuples(res) :
+									   (uint64) strtoul(PQcmdTuples(res), NULL, 10),
+									   operation_name(st->operation));
 		if (st->retrieved_attrs != NIL)
 			result = (PQntuples(res) == 0) ? NULL : store_returned(st, res, slot);
 		else if (strcmp(PQcmdTuples(res), "0") == 0)
@@ -789,9 +860,15 @@ afdwExecForeignBatchInsert(EState *estate pg_attribute_unused(), ResultRelInfo *
 	appendStringInfoString(&sql, st->tail);
 	st->conn = afdw_current_writer(st->conn);
 	res = afdw_run_write(st->conn, sql.data);
-	MemoryContextSwitchTo(old);
 	*numslots = atoi(PQcmdTuples(res));
 	PQclear(res);
+	/* The copies follow the table's own server: see replica_writes.c. */
+	if (st->replicas != NULL)
+	{
+		afdw_replica_writes_send(st->replicas, sql.data);
+		afdw_replica_writes_finish(st->replicas, (uint64) *numslots, "INSERT");
+	}
+	MemoryContextSwitchTo(old);
 
 	error_context_stack = errcb.previous;
 	return slots;
@@ -1182,6 +1259,7 @@ end_modify(AfdwModifyState *st)
 
 	afdw_release_connection(st->conn);
 	st->conn = NULL;
+	afdw_replica_writes_end(st->replicas);
 }
 
 /*
@@ -1353,6 +1431,7 @@ afdwExplainForeignModify(ModifyTableState *mtstate,
 						 ExplainState *es)
 {
 	StringInfoData sql;
+	char	   *copies;
 
 	if (!es->verbose)
 		return;
@@ -1361,7 +1440,10 @@ afdwExplainForeignModify(ModifyTableState *mtstate,
 	appendStringInfoString(&sql, strVal(list_nth(fdw_private, MODIFY_ROW)));
 	appendStringInfoString(&sql, strVal(list_nth(fdw_private, MODIFY_TAIL)));
 	ExplainPropertyText("Remote SQL", sql.data, es);
-	if (may_load_in_bulk(rinfo, mtstate->operation, fdw_private))
+	copies = afdw_replica_server_names(RelationGetRelid(rinfo->ri_RelationDesc));
+	if (copies != NULL)
+		ExplainPropertyText("Copies Written", copies, es);
+	if (copies == NULL && may_load_in_bulk(rinfo, mtstate->operation, fdw_private))
 	{
 		resetStringInfo(&sql);
 		afdw_deparse_copy_from(&sql, rinfo->ri_RelationDesc,

@@ -822,7 +822,8 @@ afdw_copy_servers(ForeignTable *table)
 /*
  * afdw_refuse_copies_write
  *		Raise an error if RELID, a foreign table of async_fdw, is replicated
- *		(option copies): a write through it would change one copy only.
+ *		(option copies): an UPDATE or DELETE of it cannot change its rows one
+ *		by one, by remote row identity, which differs between the copies.
  */
 void
 afdw_refuse_copies_write(Oid relid)
@@ -831,11 +832,11 @@ afdw_refuse_copies_write(Oid relid)
 
 	if (find_def(table->options, "copies") != NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("cannot change replicated foreign table \"%s\"",
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot change replicated foreign table \"%s\" row by row",
 						get_rel_name(relid)),
-				 errdetail("Option \"copies\" says that the table has the same rows on several servers; async_fdw reads one copy and does not change them all."),
-				 errhint("Change the rows on every copy's server in one transaction, through a foreign table without option \"copies\" for each; two-phase commit makes the change atomic.")));
+				 errdetail("Each server holding a copy keeps the rows in places of its own, so an UPDATE or DELETE of a replicated table goes to each copy as one remote statement; this one needs the rows on the coordinator (a condition, value or RETURNING item the remote servers cannot compute, a row trigger, or a join)."),
+				 errhint("Use conditions and values the remote servers can compute, on the table alone, or change each copy through a foreign table of its own in one transaction.")));
 }
 
 /*

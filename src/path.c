@@ -139,8 +139,14 @@ afdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid
 
 	fp->table = GetForeignTable(foreigntableid);
 	userid = OidIsValid(baserel->userid) ? baserel->userid : GetUserId();
-	/* A replicated table is read from one of its copies: see read_copy. */
-	fp->server = GetForeignServer(read_copy(root, fp->table, userid));
+	/*
+	 * A replicated table is read from one of its copies (see read_copy),
+	 * but as the target of an UPDATE or DELETE on its own server, which
+	 * the change reaches first (replica_writes.c).
+	 */
+	fp->server = GetForeignServer((int) baserel->relid == root->parse->resultRelation ?
+								  fp->table->serverid :
+								  read_copy(root, fp->table, userid));
 	baserel->serverid = fp->server->serverid;
 	fp->user = GetUserMapping(userid, fp->server->serverid);
 

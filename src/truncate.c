@@ -8,7 +8,9 @@
  * or CONTINUE IDENTITY and CASCADE or RESTRICT, run on the writer of the
  * current user's mapping, so that it belongs to the local transaction
  * (a rollback, or that of a savepoint, undoes it) and later reads of the
- * mapping see the tables empty.  A table may refuse with the option
+ * mapping see the tables empty.  A replicated table (option copies) is
+ * emptied on each other copy's server as well, and the transaction then
+ * commits in two phases (afdw_twophase_require).  A table may refuse with the option
  * truncatable (table over server, default true).
  *
  * The remote TRUNCATE takes the strongest lock, which any other remote
@@ -34,6 +36,7 @@
 #include "async_fdw.h"
 
 static void check_truncatable(Relation rel, ForeignServer *server);
+static void truncate_on(Oid serverid, const char *sql);
 
 /*
  * check_truncatable
@@ -72,7 +75,6 @@ afdwExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 	ForeignServer *server = NULL;
 	StringInfoData sql;
 	ListCell   *lc;
-	AfdwConn   *conn;
 
 	if (rels == NIL)
 		return;
@@ -84,7 +86,6 @@ afdwExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 	{
 		Relation	rel = (Relation) lfirst(lc);
 
-		afdw_refuse_copies_write(RelationGetRelid(rel));
 		if (server == NULL)
 		{
 			serverid = GetForeignTable(RelationGetRelid(rel))->serverid;
@@ -100,16 +101,56 @@ afdwExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 	appendStringInfoString(&sql, behavior == DROP_CASCADE ? " CASCADE" :
 						   " RESTRICT");
 
-	conn = afdw_acquire_writer(GetUserMapping(GetUserId(), serverid));
+	truncate_on(serverid, sql.data);
+	pfree(sql.data);
+
+	/*
+	 * A replicated table is emptied on every copy's server too, in the
+	 * same transaction, which then commits in two phases.
+	 */
+	foreach(lc, rels)
+	{
+		Relation	rel = (Relation) lfirst(lc);
+		List	   *copies = afdw_copy_servers(GetForeignTable(RelationGetRelid(rel)));
+		ListCell   *lc2;
+
+		if (copies == NIL)
+			continue;
+		afdw_twophase_require(RelationGetRelid(rel));
+		initStringInfo(&sql);
+		appendStringInfoString(&sql, "TRUNCATE ");
+		afdw_deparse_relation(&sql, rel);
+		appendStringInfoString(&sql, restart_seqs ? " RESTART IDENTITY" :
+							   " CONTINUE IDENTITY");
+		appendStringInfoString(&sql, behavior == DROP_CASCADE ? " CASCADE" :
+							   " RESTRICT");
+		for_each_from(lc2, copies, 1)
+		{
+			check_truncatable(rel, GetForeignServer(lfirst_oid(lc2)));
+			truncate_on(lfirst_oid(lc2), sql.data);
+		}
+		pfree(sql.data);
+	}
+}
+
+/*
+ * truncate_on
+ *		Run SQL, a TRUNCATE, on the writer of the current user's mapping
+ *		for SERVERID.
+ */
+static void
+truncate_on(Oid serverid, const char *sql)
+{
+	AfdwConn   *conn = afdw_acquire_writer(GetUserMapping(GetUserId(), serverid));
+
 	PG_TRY();
 	{
 		afdw_end_read_transactions(conn, "TRUNCATE");
-		PQclear(afdw_run_write(conn, sql.data));
+		PQclear(afdw_run_write(conn, sql));
 	}
 	PG_FINALLY();
 	{
 		afdw_release_connection(conn);
 	}
 	PG_END_TRY();
-	pfree(sql.data);
 }

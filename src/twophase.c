@@ -47,6 +47,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -121,6 +122,13 @@ static List *finished_gids = NIL;
 static bool prepares_sent = false;
 
 /*
+ * A replicated foreign table this transaction wrote (afdw_twophase_require),
+ * InvalidOid if none: its copies change together only with two-phase
+ * commit, which the transaction then requires, whatever the settings say.
+ */
+static Oid	replicated_written = InvalidOid;
+
+/*
  * The servers auto committed without two-phase commit because they cannot
  * prepare, already logged once by this backend (in TopMemoryContext).
  */
@@ -130,6 +138,7 @@ static bool record_table(RecordTable *tbl, bool missing_ok);
 static void forget_table(Datum arg, Oid relid);
 static void record_prepared(List *gids, List *entries);
 static bool wants_two_phase(List *writers);
+static bool replicas_need_two_phase(List *writers);
 static void learn_can_prepare(List *writers);
 static afdw_noreturn void refuse_two_phase(AfdwConn *entry, const char *detail);
 static afdw_noreturn void report_prepare_error(PGresult *res, AfdwConn *entry,
@@ -241,6 +250,19 @@ afdw_twophase_pause_recovery(void)
 }
 
 /*
+ * afdw_twophase_require
+ *		The current transaction wrote to RELID, a replicated foreign table
+ *		(replica_writes.c): it must commit with two-phase commit on every
+ *		server it wrote to, else fail (wants_two_phase).
+ */
+void
+afdw_twophase_require(Oid relid)
+{
+	if (!OidIsValid(replicated_written))
+		replicated_written = relid;
+}
+
+/*
  * afdw_twophase_prepare
  *		At pre-commit: if the transaction needs two-phase commit, record and
  *		prepare every remote transaction that wrote, all at once; a failure
@@ -272,8 +294,10 @@ afdw_twophase_prepare(void)
 	if (writers == NIL || !wants_two_phase(writers))
 	{
 		list_free(writers);
+		replicated_written = InvalidOid;
 		return;
 	}
+	replicated_written = InvalidOid;
 
 	/* The records first: they commit or vanish with the local transaction. */
 	fxid = GetTopFullTransactionId();
@@ -411,6 +435,8 @@ wants_two_phase(List *writers)
 	AfdwConn   *off = NULL;
 	AfdwConn   *unable = NULL;
 
+	if (OidIsValid(replicated_written))
+		return replicas_need_two_phase(writers);
 	foreach(lc, writers)
 	{
 		AfdwConn   *entry = (AfdwConn *) lfirst(lc);
@@ -466,6 +492,39 @@ wants_two_phase(List *writers)
 				 errhint("Set max_prepared_transactions on the remote server for atomic commits, or set two_phase_commit to on to refuse commits without it.")));
 	}
 	return unable == NULL;
+}
+
+/*
+ * replicas_need_two_phase
+ *		wants_two_phase for a transaction that wrote to a replicated table:
+ *		every server of WRITERS must prepare, whatever its mode, so that all
+ *		copies commit or none; one that cannot, or whose two_phase_commit
+ *		is off, fails the commit (and the transaction rolls back).
+ */
+static bool
+replicas_need_two_phase(List *writers)
+{
+	ListCell   *lc;
+	char	   *relname = get_rel_name(replicated_written);
+
+	learn_can_prepare(writers);
+	foreach(lc, writers)
+	{
+		AfdwConn   *entry = (AfdwConn *) lfirst(lc);
+
+		if (mode_of(entry) == AFDW_2PC_OFF || entry->can_prepare == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("server \"%s\" cannot take part in a two-phase commit",
+							NameStr(entry->servername)),
+					 errdetail("The transaction changed replicated foreign table \"%s\", whose copies change together only by two-phase commit, and %s.",
+							   relname ? relname : "?",
+							   mode_of(entry) == AFDW_2PC_OFF ?
+							   _("this server's two_phase_commit is off") :
+							   _("this server's max_prepared_transactions is 0")),
+					 errhint("Set max_prepared_transactions on every server holding a copy, and leave two_phase_commit at auto or on for them.")));
+	}
+	return true;
 }
 
 /*
@@ -538,6 +597,7 @@ afdw_twophase_end(bool committed)
 	TimestampTz deadline;
 	const char *verb = committed ? "COMMIT PREPARED" : "ROLLBACK PREPARED";
 
+	replicated_written = InvalidOid;
 	if (!prepares_sent)
 		return;
 	prepares_sent = false;
