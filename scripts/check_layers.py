@@ -27,7 +27,7 @@ import sys
 # Top first.  A file may call files of its own layer and of the layers
 # below it, never above.
 LAYERS = [
-    ('entry', ['async_fdw', 'funcs', 'twophase_worker']),
+    ('entry', ['async_fdw', 'funcs', 'check_copies', 'twophase_worker']),
     ('planner', ['path', 'join', 'copies', 'keys', 'hashkeys', 'upper', 'decorrelate', 'ordered', 'shippable', 'direct_plan']),
     ('execution', ['scan', 'collect', 'census', 'combine', 'fetch', 'stream', 'convert', 'modify', 'direct', 'replica_writes',
                    'explain', 'analyze', 'truncate', 'import']),

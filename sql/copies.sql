@@ -82,6 +82,19 @@ ALTER SERVER cp_s1 OPTIONS (ADD copies 'cp_s2');
 DROP SERVER cp_other_s;
 DROP FOREIGN DATA WRAPPER cp_other;
 
+-- async_fdw_check_copies: the copies agree with the foreign table (no
+-- row); a column of another type, a missing column, a missing table are
+-- each named, for every server of the copies.
+SELECT * FROM async_fdw_check_copies('cpd');
+CREATE FOREIGN TABLE cp_bad (k bigint, name text, nope int) SERVER cp_s1
+  OPTIONS (schema_name 'remote', table_name 'cp_dim', copies 'cp_s2');
+SELECT * FROM async_fdw_check_copies('cp_bad') ORDER BY 1, 2;
+ALTER FOREIGN TABLE cp_bad OPTIONS (SET table_name 'cp_nosuch');
+SELECT * FROM async_fdw_check_copies('cp_bad') ORDER BY 1, 2;
+DROP FOREIGN TABLE cp_bad;
+SELECT * FROM async_fdw_check_copies('cpf_0');
+SELECT * FROM async_fdw_check_copies('cpl');
+
 -- Each partition joined on its own server: served_by is the partition's.
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT f.id, d.name, d.served_by FROM cpf f JOIN cpd d ON f.k = d.k WHERE f.v < 5;
