@@ -647,9 +647,8 @@ extern List *afdwImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serveroi
 /* replica_writes.c */
 typedef struct AfdwReplicaWrites AfdwReplicaWrites;
 extern AfdwReplicaWrites *afdw_replica_writes_begin(Relation rel, Oid userid);
-extern void afdw_replica_writes_send(AfdwReplicaWrites *rw, const char *sql);
-extern void afdw_replica_writes_finish(AfdwReplicaWrites *rw, uint64 rows,
-									   const char *verb);
+extern void afdw_replica_writes_run(AfdwReplicaWrites *rw, const char *sql,
+									uint64 rows, const char *verb);
 extern void afdw_replica_writes_end(AfdwReplicaWrites *rw);
 extern char *afdw_replica_server_names(Oid relid);
 

@@ -361,9 +361,8 @@ check_result(AfdwDirectState *st)
 	if (st->replicas != NULL)
 	{
 		/* The copies follow the table's own server: see replica_writes.c. */
-		afdw_replica_writes_send(st->replicas, st->sent_sql);
-		afdw_replica_writes_finish(st->replicas, st->nrows,
-								   st->operation == CMD_UPDATE ? "UPDATE" : "DELETE");
+		afdw_replica_writes_run(st->replicas, st->sent_sql, st->nrows,
+								st->operation == CMD_UPDATE ? "UPDATE" : "DELETE");
 	}
 	if (st->count)
 		st->node->ss.ps.state->es_processed += st->nrows;

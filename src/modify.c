@@ -773,13 +773,11 @@ run_row(AfdwModifyState *st, TupleTableSlot *slot, Datum ctid)
 	{
 		/* The copies follow the table's own server: see replica_writes.c. */
 		if (st->replicas != NULL)
-			afdw_replica_writes_send(st->replicas, sql.data);
-		if (st->replicas != NULL)
-			afdw_replica_writes_finish(st->replicas,
-									   PQresultStatus(res) == PGRES_TUPLES_OK ?
-									   (uint64) PQntuples(res) :
-									   (uint64) strtoul(PQcmdTuples(res), NULL, 10),
-									   operation_name(st->operation));
+			afdw_replica_writes_run(st->replicas, sql.data,
+									PQresultStatus(res) == PGRES_TUPLES_OK ?
+									(uint64) PQntuples(res) :
+									(uint64) strtoul(PQcmdTuples(res), NULL, 10),
+									operation_name(st->operation));
 		if (st->retrieved_attrs != NIL)
 			result = (PQntuples(res) == 0) ? NULL : store_returned(st, res, slot);
 		else if (strcmp(PQcmdTuples(res), "0") == 0)
@@ -864,10 +862,7 @@ afdwExecForeignBatchInsert(EState *estate pg_attribute_unused(), ResultRelInfo *
 	PQclear(res);
 	/* The copies follow the table's own server: see replica_writes.c. */
 	if (st->replicas != NULL)
-	{
-		afdw_replica_writes_send(st->replicas, sql.data);
-		afdw_replica_writes_finish(st->replicas, (uint64) *numslots, "INSERT");
-	}
+		afdw_replica_writes_run(st->replicas, sql.data, (uint64) *numslots, "INSERT");
 	MemoryContextSwitchTo(old);
 
 	error_context_stack = errcb.previous;

@@ -8,20 +8,35 @@
  * A write to such a table begins here (afdw_replica_writes_begin), which
  * takes the writer of the user's mapping on each other copy's server.
  * Each remote statement runs on the table's own server first, as for any
- * table; once it has succeeded, it goes to all the other copies at once
- * (afdw_replica_writes_send), and afdw_replica_writes_finish reads their
- * results, raises the first remote error, and fails the statement if a
- * copy changed another number of rows than the table's server did: the
- * copies differ, and a statement that would leave them further apart is
- * rolled back.
+ * table; once it has succeeded, afdw_replica_writes_run runs it on the
+ * other copies one after the other, in the order of their servers' OIDs,
+ * and fails the statement at the first copy that fails or that changed
+ * another number of rows than the table's server did.
  *
- * The table's own server goes first so that two transactions changing the
- * same rows meet there: the second waits for the first's row locks (or
- * its key, for an INSERT) before it touches any other copy.  Sent to all
- * copies at once, each could take the lock first on another server and
- * wait for the other there, a deadlock that no single server sees.  The transaction that wrote is committed with two-phase
- * commit on every server (afdw_twophase_require), so that all copies
- * change or none.
+ * The order is what keeps concurrent writers of the same rows from a
+ * deadlock that no single server would see: each statement takes its
+ * locks server by server in one order, so two statements wait for each
+ * other, if at all, on one server, whose deadlock detector breaks it.  A
+ * statement that takes no lock on a server (an INSERT that ON CONFLICT DO
+ * NOTHING skipped there, a DELETE that found nothing) may find another
+ * state on the next copy, where a commit is not visible yet: sent to all
+ * copies at once, two such statements locked each other on two servers and
+ * waited for ever (021_replicated_writes.pl, 1 run in 8).
+ *
+ * A difference in the number of rows has two causes, which cannot be told
+ * apart here: the copies differ, or another transaction committed on the
+ * copies between the snapshots this one's statement took on them, seen by
+ * one and not the other (a multi-server commit is atomic, its visibility
+ * is not).  In the second case, under the remote REPEATABLE READ, every
+ * row a copy matched that the other did not see is a row the other
+ * transaction inserted or changed into the statement's condition: rows it
+ * deleted or changed out of it would have been locked by it on the other
+ * copy, which fails the statement with 40001 there.  So equal counts mean
+ * the same rows, and a difference fails the statement with 40001 too, for
+ * the application to retry; one that persists means the copies differ.
+ *
+ * The transaction that wrote is committed with two-phase commit on every
+ * server (afdw_twophase_require), so that all copies change or none.
  *
  * Only statements that name their rows by their values can be repeated
  * on each copy: an INSERT, and an UPDATE or DELETE sent whole to the
@@ -53,8 +68,6 @@ typedef struct ReplicaWrite
 	Oid			serverid;
 	char	   *servername;
 	AfdwConn   *conn;			/* its writer; NULL once given back */
-	const char *sql;			/* the statement in flight, if any */
-	PGresult   *res;			/* its result, once read */
 } ReplicaWrite;
 
 /* The copies a statement writes besides the table's own server's. */
@@ -68,7 +81,7 @@ struct AfdwReplicaWrites
 	MemoryContextCallback cleanup;
 };
 
-static void drain_replica(void *owner);
+static int	server_oid_cmp(const ListCell *a, const ListCell *b);
 static void replica_error_context(void *arg);
 static void replicas_cleanup(void *arg);
 
@@ -102,7 +115,9 @@ afdw_replica_writes_begin(Relation rel, Oid userid)
 	MemoryContextRegisterResetCallback(CurrentMemoryContext, &rw->cleanup);
 
 	/* The first is the table's own server (afdw_copy_servers). */
-	for_each_from(lc, servers, 1)
+	servers = list_copy_tail(servers, 1);
+	list_sort(servers, server_oid_cmp);
+	foreach(lc, servers)
 	{
 		ReplicaWrite *w = &rw->w[i];
 		ForeignServer *server = GetForeignServer(lfirst_oid(lc));
@@ -117,48 +132,30 @@ afdw_replica_writes_begin(Relation rel, Oid userid)
 }
 
 /*
- * afdw_replica_writes_send
- *		Send SQL, a write of the table, on every other copy's writer,
- *		without waiting.  SQL must live until afdw_replica_writes_finish.
+ * server_oid_cmp
+ *		list_sort comparator of server OIDs.
+ */
+static int
+server_oid_cmp(const ListCell *a, const ListCell *b)
+{
+	Oid			x = lfirst_oid(a);
+	Oid			y = lfirst_oid(b);
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * afdw_replica_writes_run
+ *		Run SQL, a write of the table that changed ROWS rows on its own
+ *		server, on every other copy in turn, and fail at the first copy that
+ *		fails or changes another number of rows (VERB names the statement
+ *		in the message).
  */
 void
-afdw_replica_writes_send(AfdwReplicaWrites *rw, const char *sql)
+afdw_replica_writes_run(AfdwReplicaWrites *rw, const char *sql, uint64 rows,
+						const char *verb)
 {
 	afdw_twophase_require(rw->relid);
-	for (int i = 0; i < rw->n; i++)
-	{
-		ReplicaWrite *w = &rw->w[i];
-
-		Assert(w->res == NULL);
-		w->conn = afdw_current_writer(w->conn);
-		w->sql = sql;
-		afdw_send_write(w->conn, sql, false, w, drain_replica);
-	}
-}
-
-/*
- * drain_replica
- *		Another command needs a copy's writer: read the write's result now,
- *		for afdw_replica_writes_finish.
- */
-static void
-drain_replica(void *owner)
-{
-	ReplicaWrite *w = (ReplicaWrite *) owner;
-
-	w->res = afdw_wait_result(w->conn, w->sql);
-}
-
-/*
- * afdw_replica_writes_finish
- *		Read the results of the write sent to the copies, and fail unless
- *		each succeeded and changed ROWS rows, as many as the table's own
- *		server did (VERB names the statement in the message).
- */
-void
-afdw_replica_writes_finish(AfdwReplicaWrites *rw, uint64 rows,
-						   const char *verb)
-{
 	for (int i = 0; i < rw->n; i++)
 	{
 		ReplicaWrite *w = &rw->w[i];
@@ -166,48 +163,30 @@ afdw_replica_writes_finish(AfdwReplicaWrites *rw, uint64 rows,
 		uint64		changed;
 		ErrorContextCallback errcb;
 
-		if (w->sql == NULL)
-			continue;
 		errcb.callback = replica_error_context;
 		errcb.arg = w;
 		errcb.previous = error_context_stack;
 		error_context_stack = &errcb;
-		if (w->res == NULL)
-		{
-			/* A rollback to a savepoint took the write's result. */
-			if (!afdw_is_owner(w->conn, w))
-				ereport(ERROR,
-						(errcode(ERRCODE_FDW_ERROR),
-						 errmsg("remote statement on the copy of foreign table \"%s\" was cancelled",
-								rw->relname)));
-			w->res = afdw_wait_result(w->conn, w->sql);
-		}
-		res = w->res;
-		w->res = NULL;
-		if (res == NULL ||
-			(PQresultStatus(res) != PGRES_COMMAND_OK &&
-			 PQresultStatus(res) != PGRES_TUPLES_OK))
-			afdw_report_remote_error(res, w->conn, w->sql);
+		w->conn = afdw_current_writer(w->conn);
+		res = afdw_run_write(w->conn, sql);
 		changed = PQresultStatus(res) == PGRES_TUPLES_OK ?
 			(uint64) PQntuples(res) : (uint64) strtoul(PQcmdTuples(res), NULL, 10);
 		PQclear(res);
-		w->sql = NULL;
 		if (changed != rows)
 			ereport(ERROR,
-					(errcode(ERRCODE_FDW_ERROR),
-					 errmsg("copies of replicated foreign table \"%s\" differ",
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not serialize access to replicated foreign table \"%s\": its copies changed different numbers of rows",
 							rw->relname),
 					 errdetail("The %s changed " UINT64_FORMAT " rows on server \"%s\" and " UINT64_FORMAT " on server \"%s\".",
 							   verb, rows, rw->servername, changed, w->servername),
-					 errhint("Make the table's rows the same on every server of its option \"copies\"; the statement changed none of them.")));
+					 errhint("A transaction that committed on the copies meanwhile, seen on one server and not yet on the other, causes this: retry the transaction. If it fails again the same way, the copies differ: make their rows the same.")));
 		error_context_stack = errcb.previous;
 	}
 }
 
 /*
  * afdw_replica_writes_end
- *		Give the copies' writers back; a result nobody read is thrown away
- *		before their next use.
+ *		Give the copies' writers back.
  */
 void
 afdw_replica_writes_end(AfdwReplicaWrites *rw)
@@ -219,9 +198,8 @@ afdw_replica_writes_end(AfdwReplicaWrites *rw)
 
 /*
  * replicas_cleanup
- *		Memory-context callback, and afdw_replica_writes_end: forget the
- *		writes in flight (an abort handles the remote side) and give the
- *		writers back, once.
+ *		Memory-context callback, and afdw_replica_writes_end: give the
+ *		writers back, once (an abort handles the remote side).
  */
 static void
 replicas_cleanup(void *arg)
@@ -232,14 +210,8 @@ replicas_cleanup(void *arg)
 	{
 		ReplicaWrite *w = &rw->w[i];
 
-		if (w->res != NULL)
-		{
-			PQclear(w->res);
-			w->res = NULL;
-		}
 		if (w->conn == NULL)
 			continue;
-		afdw_forget_owner(w->conn, w);
 		afdw_release_connection(w->conn);
 		w->conn = NULL;
 	}
