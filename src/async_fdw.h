@@ -651,6 +651,7 @@ extern void afdw_replica_writes_run(AfdwReplicaWrites *rw, const char *sql,
 									uint64 rows, const char *verb);
 extern void afdw_replica_writes_end(AfdwReplicaWrites *rw);
 extern char *afdw_replica_server_names(Oid relid);
+extern List *afdw_replica_other_servers(Oid relid);
 
 /* truncate.c */
 extern void afdwExecForeignTruncate(List *rels, DropBehavior behavior,

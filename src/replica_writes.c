@@ -114,9 +114,7 @@ afdw_replica_writes_begin(Relation rel, Oid userid)
 	rw->cleanup.arg = rw;
 	MemoryContextRegisterResetCallback(CurrentMemoryContext, &rw->cleanup);
 
-	/* The first is the table's own server (afdw_copy_servers). */
-	servers = list_copy_tail(servers, 1);
-	list_sort(servers, server_oid_cmp);
+	servers = afdw_replica_other_servers(RelationGetRelid(rel));
 	foreach(lc, servers)
 	{
 		ReplicaWrite *w = &rw->w[i];
@@ -142,6 +140,23 @@ server_oid_cmp(const ListCell *a, const ListCell *b)
 	Oid			y = lfirst_oid(b);
 
 	return (x > y) - (x < y);
+}
+
+/*
+ * afdw_replica_other_servers
+ *		The servers of the copies of the replicated table RELID other than
+ *		its own, in the order writes reach them (by OID); NIL when it is not
+ *		replicated.
+ */
+List *
+afdw_replica_other_servers(Oid relid)
+{
+	List	   *servers = afdw_copy_servers(GetForeignTable(relid));
+
+	/* The first is the table's own server (afdw_copy_servers). */
+	servers = list_copy_tail(servers, 1);
+	list_sort(servers, server_oid_cmp);
+	return servers;
 }
 
 /*

@@ -37,6 +37,8 @@
 
 static void check_truncatable(Relation rel, ForeignServer *server);
 static void truncate_on(Oid serverid, const char *sql);
+static void append_truncate_options(StringInfo sql, DropBehavior behavior,
+									bool restart_seqs);
 
 /*
  * check_truncatable
@@ -96,11 +98,7 @@ afdwExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 			appendStringInfoString(&sql, ", ");
 		afdw_deparse_relation(&sql, rel);
 	}
-	appendStringInfoString(&sql, restart_seqs ? " RESTART IDENTITY" :
-						   " CONTINUE IDENTITY");
-	appendStringInfoString(&sql, behavior == DROP_CASCADE ? " CASCADE" :
-						   " RESTRICT");
-
+	append_truncate_options(&sql, behavior, restart_seqs);
 	truncate_on(serverid, sql.data);
 	pfree(sql.data);
 
@@ -111,7 +109,7 @@ afdwExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 	foreach(lc, rels)
 	{
 		Relation	rel = (Relation) lfirst(lc);
-		List	   *copies = afdw_copy_servers(GetForeignTable(RelationGetRelid(rel)));
+		List	   *copies = afdw_replica_other_servers(RelationGetRelid(rel));
 		ListCell   *lc2;
 
 		if (copies == NIL)
@@ -120,17 +118,29 @@ afdwExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 		initStringInfo(&sql);
 		appendStringInfoString(&sql, "TRUNCATE ");
 		afdw_deparse_relation(&sql, rel);
-		appendStringInfoString(&sql, restart_seqs ? " RESTART IDENTITY" :
-							   " CONTINUE IDENTITY");
-		appendStringInfoString(&sql, behavior == DROP_CASCADE ? " CASCADE" :
-							   " RESTRICT");
-		for_each_from(lc2, copies, 1)
+		append_truncate_options(&sql, behavior, restart_seqs);
+		/* In the order of writes (replica_writes.c). */
+		foreach(lc2, copies)
 		{
 			check_truncatable(rel, GetForeignServer(lfirst_oid(lc2)));
 			truncate_on(lfirst_oid(lc2), sql.data);
 		}
 		pfree(sql.data);
 	}
+}
+
+/*
+ * append_truncate_options
+ *		Append to SQL, a TRUNCATE, its RESTART or CONTINUE IDENTITY
+ *		(RESTART_SEQS) and its CASCADE or RESTRICT (BEHAVIOR).
+ */
+static void
+append_truncate_options(StringInfo sql, DropBehavior behavior, bool restart_seqs)
+{
+	appendStringInfoString(sql, restart_seqs ? " RESTART IDENTITY" :
+						   " CONTINUE IDENTITY");
+	appendStringInfoString(sql, behavior == DROP_CASCADE ? " CASCADE" :
+						   " RESTRICT");
 }
 
 /*
