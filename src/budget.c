@@ -655,7 +655,7 @@ await_remote_exits(int *socks, int n)
 	TimestampTz start = GetCurrentTimestamp();
 	int			open = 0;
 
-	Assert(n <= lengthof(fds));
+	Assert(n <= (int) lengthof(fds));
 	for (int i = 0; i < n; i++)
 	{
 		fds[i].fd = socks[i];
