@@ -50,9 +50,10 @@ enum
 
 PG_FUNCTION_INFO_V1(async_fdw_check_copies);
 
-static void check_one_copy(Relation rel, ForeignServer *server,
-						   Tuplestorestate *store, TupleDesc desc);
-static char *local_type_name(Form_pg_attribute att);
+static void check_one_copy(Relation rel, char **local_types,
+						   ForeignServer *server, Tuplestorestate *store,
+						   TupleDesc desc);
+static char **local_type_names(TupleDesc tupdesc);
 static void put_problem(Tuplestorestate *store, TupleDesc desc,
 						ForeignServer *server, const char *column,
 						const char *local_type, const char *remote_type,
@@ -76,6 +77,7 @@ async_fdw_check_copies(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char	   *relname = get_rel_name(relid);
 	Relation	rel;
+	char	  **local_types;
 	List	   *servers;
 	ListCell   *lc;
 	AclResult	aclresult;
@@ -103,8 +105,9 @@ async_fdw_check_copies(PG_FUNCTION_ARGS)
 				 errdetail("It has no option \"copies\".")));
 
 	rel = table_open(relid, AccessShareLock);
+	local_types = local_type_names(RelationGetDescr(rel));
 	foreach(lc, servers)
-		check_one_copy(rel, GetForeignServer(lfirst_oid(lc)),
+		check_one_copy(rel, local_types, GetForeignServer(lfirst_oid(lc)),
 					   rsinfo->setResult, rsinfo->setDesc);
 	table_close(rel, AccessShareLock);
 	return (Datum) 0;
@@ -112,14 +115,15 @@ async_fdw_check_copies(PG_FUNCTION_ARGS)
 
 /*
  * check_one_copy
- *		Compare REL's columns with those of its remote table on SERVER, and
+ *		Compare REL's columns (LOCAL_TYPES their types, local_type_names)
+ *		with those of its remote table on SERVER, and
  *		put a row into STORE (of DESC) for each difference that matters: a
  *		missing table or column, a column of another type.  A remote column
  *		the foreign table does not declare is not one.
  */
 static void
-check_one_copy(Relation rel, ForeignServer *server, Tuplestorestate *store,
-			   TupleDesc desc)
+check_one_copy(Relation rel, char **local_types, ForeignServer *server,
+			   Tuplestorestate *store, TupleDesc desc)
 {
 	UserMapping *user = GetUserMapping(GetUserId(), server->serverid);
 	AfdwConn   *conn = afdw_get_connection(user);
@@ -153,7 +157,7 @@ check_one_copy(Relation rel, ForeignServer *server, Tuplestorestate *store,
 				Form_pg_attribute att = TupleDescAttr(tupdesc, i - 1);
 				const char *remote = afdw_remote_column_name(rel, i);
 				const char *remote_type = NULL;
-				char	   *local_type;
+				char	   *local_type = local_types[i - 1];
 
 				if (att->attisdropped)
 					continue;
@@ -166,7 +170,6 @@ check_one_copy(Relation rel, ForeignServer *server, Tuplestorestate *store,
 						break;
 					}
 				}
-				local_type = local_type_name(att);
 				if (remote_type == NULL)
 					put_problem(store, desc, server, NameStr(att->attname),
 								local_type, NULL,
@@ -187,21 +190,28 @@ check_one_copy(Relation rel, ForeignServer *server, Tuplestorestate *store,
 }
 
 /*
- * local_type_name
- *		ATT's type as format_type prints it with search_path pg_catalog, as
- *		the remote session prints its own.
+ * local_type_names
+ *		The type of each column of TUPDESC (NULL for a dropped one) as
+ *		format_type prints it with search_path pg_catalog, as the remote
+ *		session prints its own.
  */
-static char *
-local_type_name(Form_pg_attribute att)
+static char **
+local_type_names(TupleDesc tupdesc)
 {
+	char	  **names = palloc0(sizeof(char *) * Max(tupdesc->natts, 1));
 	int			nestlevel = NewGUCNestLevel();
-	char	   *result;
 
 	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	result = format_type_with_typemod(att->atttypid, att->atttypmod);
+	for (int i = 0; i < tupdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+
+		if (!att->attisdropped)
+			names[i] = format_type_with_typemod(att->atttypid, att->atttypmod);
+	}
 	AtEOXact_GUC(true, nestlevel);
-	return result;
+	return names;
 }
 
 /*

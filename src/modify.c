@@ -445,7 +445,8 @@ modify_returns_rows(ResultRelInfo *rinfo, CmdType operation, bool returning_list
  *		is more than 1, nobody looks
  *		at the rows again in the statement, and no AFTER trigger of the table or of the statement's
  *		target, which runs before the end of the statement, could read the
- *		table and miss them.
+ *		table and miss them.  Not a replicated table (option copies), whose
+ *		rows go to every copy statement by statement (replica_writes.c).
  */
 static bool
 may_load_in_bulk(ResultRelInfo *rinfo, CmdType operation, List *fdw_private)
@@ -459,6 +460,8 @@ may_load_in_bulk(ResultRelInfo *rinfo, CmdType operation, List *fdw_private)
 		return false;
 	/* batch_size 1 asks for an INSERT a row, as postgres_fdw sends. */
 	if (batch_size_option(rinfo) <= 1)
+		return false;
+	if (afdw_copy_servers(GetForeignTable(RelationGetRelid(rinfo->ri_RelationDesc))) != NIL)
 		return false;
 	if (rinfo->ri_TrigDesc != NULL &&
 		(rinfo->ri_TrigDesc->trig_insert_after_row ||
@@ -539,9 +542,7 @@ begin_modify(EState *estate, ResultRelInfo *rinfo, CmdType operation,
 		afdw_init_row_builder(&st->rb, tupdesc, st->relname, false,
 							  st->retrieved_attrs, st->temp_cxt);
 
-	/* A replicated table's rows go to every copy, statement by statement. */
-	st->bulk = may_load_in_bulk(rinfo, operation, fdw_private) &&
-		afdw_copy_servers(GetForeignTable(RelationGetRelid(rel))) == NIL;
+	st->bulk = may_load_in_bulk(rinfo, operation, fdw_private);
 	if (st->bulk)
 	{
 		StringInfoData sql;
@@ -1438,7 +1439,7 @@ afdwExplainForeignModify(ModifyTableState *mtstate,
 	copies = afdw_replica_server_names(RelationGetRelid(rinfo->ri_RelationDesc));
 	if (copies != NULL)
 		ExplainPropertyText("Copies Written", copies, es);
-	if (copies == NULL && may_load_in_bulk(rinfo, mtstate->operation, fdw_private))
+	if (may_load_in_bulk(rinfo, mtstate->operation, fdw_private))
 	{
 		resetStringInfo(&sql);
 		afdw_deparse_copy_from(&sql, rinfo->ri_RelationDesc,

@@ -95,26 +95,24 @@ static void replicas_cleanup(void *arg);
 AfdwReplicaWrites *
 afdw_replica_writes_begin(Relation rel, Oid userid)
 {
-	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
-	List	   *servers = afdw_copy_servers(table);
+	List	   *servers = afdw_replica_other_servers(RelationGetRelid(rel));
 	AfdwReplicaWrites *rw;
 	ListCell   *lc;
 	int			i = 0;
 
-	if (list_length(servers) < 2)
+	if (servers == NIL)
 		return NULL;
 	rw = palloc0(sizeof(AfdwReplicaWrites));
 	rw->relid = RelationGetRelid(rel);
 	rw->relname = pstrdup(RelationGetRelationName(rel));
-	rw->servername = GetForeignServer(table->serverid)->servername;
-	rw->w = palloc0(sizeof(ReplicaWrite) * (list_length(servers) - 1));
+	rw->servername = GetForeignServer(GetForeignServerIdByRelId(rw->relid))->servername;
+	rw->w = palloc0(sizeof(ReplicaWrite) * list_length(servers));
 
 	/* The writers are given back however the statement ends. */
 	rw->cleanup.func = replicas_cleanup;
 	rw->cleanup.arg = rw;
 	MemoryContextRegisterResetCallback(CurrentMemoryContext, &rw->cleanup);
 
-	servers = afdw_replica_other_servers(RelationGetRelid(rel));
 	foreach(lc, servers)
 	{
 		ReplicaWrite *w = &rw->w[i];
