@@ -55,9 +55,10 @@ my $budget_sql = 'SELECT server_name, budget, held, idle_expiring, waiting
 	FROM async_fdw_connection_budget() ORDER BY 1';
 my $held_sql = "SELECT held FROM async_fdw_connection_budget() WHERE server_name = 's'";
 my $none_held = "SELECT held = 0 FROM async_fdw_connection_budget() WHERE server_name = 's'";
-# The coordinator's connections on the shard: every client but the query's.
+# The coordinator's connections on the shard, by their application_name
+# (a sampling session of an earlier moment may still be exiting).
 my $afdw_on_shard = "SELECT count(*) FROM pg_stat_activity
-	WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()";
+	WHERE backend_type = 'client backend' AND application_name = 'async_fdw'";
 
 # The default budget is the coordinator's max_connections (100 here).
 is($coord->safe_psql('postgres', $budget_sql), "other|100|0|0|0\ns|10|0|0|0",
@@ -75,6 +76,9 @@ sub pgbench_run
 	open my $fh, '>', $script or die $!;
 	print $fh "SELECT 1 / (count(*) = 4000 AND sum(id) = 2002000)::int FROM p;\n";
 	close $fh;
+	# One sampling session on the shard for the whole run, opened before
+	# the scans start: new ones each time would compete for its places.
+	my $sampler = $sample_shard ? $shard->background_psql('postgres') : undef;
 	my ($out, $err) = ('', '');
 	my $h = IPC::Run::start(
 		[ 'pgbench', '-n', '-h', $coord->host, '-p', $coord->port,
@@ -84,12 +88,9 @@ sub pgbench_run
 	while ($h->pumpable)
 	{
 		$h->pump_nb;
-		if ($sample_shard)
+		if ($sampler)
 		{
-			# A full shard refuses the sample itself: count it as full.
-			my ($n, $e) = (0, '');
-			$shard->psql('postgres', $afdw_on_shard, stdout => \$n, stderr => \$e);
-			$n = 12 if $e =~ /too many clients/;
+			my $n = $sampler->query_safe($afdw_on_shard);
 			$max_shard = $n if $n > $max_shard;
 		}
 		my ($held, $waiting) = split /\|/, $coord->safe_psql('postgres',
@@ -99,6 +100,7 @@ sub pgbench_run
 		usleep(20_000);
 	}
 	$h->finish;
+	$sampler->quit if $sampler;
 	return ($h->result(0), $out . $err, $max_shard, $max_held, $max_waiting);
 }
 
@@ -208,7 +210,8 @@ $shard->safe_psql('postgres', q{
 	END $$;
 	CREATE VIEW slow AS SELECT slow_exit() AS one;
 	CREATE VIEW others AS SELECT count(*)::int AS n FROM pg_stat_activity
-	  WHERE backend_type = 'client backend' AND pid <> pg_backend_pid();
+	  WHERE backend_type = 'client backend' AND application_name = 'async_fdw'
+	    AND pid <> pg_backend_pid();
 });
 $coord->safe_psql('postgres', q{
 	CREATE FOREIGN TABLE slow (one int) SERVER s OPTIONS (table_name 'slow');
