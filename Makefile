@@ -39,6 +39,8 @@ OBJS = \
 	src/scan.o \
 	src/shippable.o \
 	src/snapshot.o \
+	src/visibility.o \
+	src/fence.o \
 	src/statements.o \
 	src/stream.o \
 	src/subplan.o \

@@ -31,7 +31,7 @@ LAYERS = [
     ('planner', ['path', 'join', 'copies', 'keys', 'hashkeys', 'upper', 'decorrelate', 'ordered', 'shippable', 'direct_plan']),
     ('execution', ['scan', 'collect', 'census', 'combine', 'fetch', 'stream', 'convert', 'modify', 'direct', 'replica_writes',
                    'explain', 'analyze', 'truncate', 'import']),
-    ('session', ['xact', 'xact_end', 'snapshot', 'statements', 'twophase', 'recovery']),
+    ('session', ['xact', 'xact_end', 'visibility', 'snapshot', 'statements', 'twophase', 'recovery', 'fence']),
     ('wire', ['connect', 'pool', 'remote', 'budget']),
     ('common', ['option', 'deparse', 'deparse_join', 'expr', 'subplan', 'plan_private']),
 ]

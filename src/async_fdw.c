@@ -53,9 +53,12 @@ _PG_init(void)
 	afdw_collect_init();
 	afdw_combine_init();
 	afdw_twophase_init();
+	afdw_fence_init();
+	afdw_visibility_init();
 	afdw_recovery_worker_init();
 	MarkGUCPrefixReserved("async_fdw");
 	afdw_budget_preload();
+	afdw_fence_preload();
 }
 
 PG_FUNCTION_INFO_V1(async_fdw_handler);

@@ -296,6 +296,31 @@ extern int	afdw_scan_key_uses(ForeignScan *plan);
 extern void afdw_scan_key_use(ForeignScan *plan, int i, int *collector, int *column);
 extern char *afdw_keyed_sql(ForeignScan *plan, const bool *used, int first_param);
 
+/* fence.c: the two sides that hold the commit fence */
+typedef enum AfdwFenceSide
+{
+	AFDW_FENCE_READER = 0,		/* a statement taking several snapshots */
+	AFDW_FENCE_COMMITTER = 1	/* a transaction committing on several
+								 * servers */
+} AfdwFenceSide;
+
+extern void afdw_fence_init(void);
+extern void afdw_fence_preload(void);
+extern bool afdw_fence_active(void);
+extern void afdw_fence_note_unfenced(void);
+extern uint64 afdw_fence_enter(AfdwFenceSide side);
+extern void afdw_fence_leave(void);
+extern bool afdw_fence_holding(void);
+extern void afdw_fence_publish(Oid serverid, uint64 number);
+extern uint64 afdw_fence_floor(void);
+extern bool afdw_fence_committed_since(Oid serverid, uint64 floor);
+
+/* visibility.c */
+extern void afdw_visibility_init(void);
+extern void afdw_visibility_begin(AfdwConn **conns, Oid *relids, int n);
+extern void afdw_visibility_end(AfdwConn **conns, int n);
+extern void afdw_visibility_abort(void);
+
 /* budget.c */
 extern void afdw_budget_preload(void);
 extern bool afdw_budget_active(void);
@@ -461,6 +486,7 @@ extern void afdw_note_row_locks(AfdwConn *conn);
 extern void afdw_end_read_transactions(AfdwConn *writer, const char *what);
 extern unsigned int afdw_next_cursor_number(AfdwConn *conn);
 extern void afdw_close_cursor_later(AfdwConn *conn, unsigned int cursor);
+extern void afdw_begin_xact_async(AfdwConn *conn);
 
 /*
  * How the remote server computes an aggregate's transition state for a

@@ -203,6 +203,17 @@ struct AfdwConn
 	PGresult   *held_result;
 
 	/*
+	 * The command in flight opens the remote transaction with a wide row
+	 * right after the statements that open it: the row comes once the
+	 * server has taken the transaction's snapshot, and pushes the answers
+	 * before it out at once (snapshot.c marks the snapshots of a statement
+	 * that the commit fence covers).  afdw_expect_marker sets it,
+	 * afdw_pop_result clears it when the row comes (showing it as a
+	 * command's result) or cannot come any more.
+	 */
+	bool		marker_pending;
+
+	/*
 	 * Every command of a scan runs in the savepoint afdw_ra, taken after
 	 * the statements that open the transaction (wrap_skip of them), so
 	 * that a failure of work the query may never need leaves the remote
@@ -413,6 +424,7 @@ extern void afdw_set_in_flight(AfdwConn *conn, AfdwInFlight state);
 extern void afdw_forget_in_flight(AfdwConn *conn);
 extern bool afdw_send_cleanup(AfdwConn *entry, const char *sql);
 extern void afdw_expect_export(AfdwConn *conn);
+extern void afdw_expect_marker(AfdwConn *conn);
 
 /* snapshot.c */
 extern bool afdw_store_export(AfdwConn *conn, PGresult *res);
@@ -423,9 +435,19 @@ extern void afdw_snapshot_ended(AfdwConn *conn);
 extern AfdwConn *afdw_snapshot_leader(Oid serverid, Oid umid);
 extern bool afdw_snapshot_exporter(AfdwConn *conn);
 extern void afdw_pass_leadership(AfdwConn *gone, AfdwConn *heir);
+extern bool afdw_snapshot_is_new(AfdwConn *conn);
+extern void afdw_snapshot_note_floor(void);
+extern bool afdw_snapshot_floor_noted(void);
+extern bool afdw_snapshot_check_wanted(bool mixes);
+extern bool afdw_snapshot_start_checked(AfdwConn *entry);
+extern void afdw_snapshot_marking(bool on);
+extern List *afdw_snapshot_marked(void);
+extern void afdw_snapshot_await_taken(AfdwConn *leader);
+extern void afdw_snapshot_check(AfdwConn *conn);
 
 /* twophase.c */
 extern void afdw_twophase_prepare(void);
+extern void afdw_fence_commit(List *writers);
 extern void afdw_twophase_end(bool committed);
 
 /* xact.c */

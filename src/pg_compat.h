@@ -237,6 +237,8 @@ typedef enum AfdwWaitEvent
 								 * COMMIT, PREPARE or ROLLBACK */
 	AFDW_WAIT_BUDGET,			/* AsyncFdwConnectionBudget: room to connect */
 	AFDW_WAIT_RECOVERY,			/* AsyncFdwRecovery: the worker's idle time */
+	AFDW_WAIT_FENCE,			/* AsyncFdwCommitFence: the other side of
+								 * the commit fence to leave */
 	AFDW_NUM_WAIT_EVENTS
 } AfdwWaitEvent;
 
@@ -246,7 +248,8 @@ afdw_wait_event(AfdwWaitEvent what)
 #if PG_VERSION_NUM >= 170000
 	static const char *const names[AFDW_NUM_WAIT_EVENTS] = {
 		"AsyncFdwConnect", "AsyncFdwGetResult", "AsyncFdwCopyRoom",
-		"AsyncFdwCommit", "AsyncFdwConnectionBudget", "AsyncFdwRecovery"
+		"AsyncFdwCommit", "AsyncFdwConnectionBudget", "AsyncFdwRecovery",
+		"AsyncFdwCommitFence"
 	};
 	/* Registered on first use, one shared-memory lookup per name. */
 	static uint32 ids[AFDW_NUM_WAIT_EVENTS];

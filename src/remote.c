@@ -546,6 +546,20 @@ afdw_pop_result(AfdwConn *conn, bool *is_export)
 			res = command_done(conn);
 		}
 	}
+	else if (conn->marker_pending &&
+			 (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK))
+	{
+		/*
+		 * The wide row that marks the snapshot taken (snapshot.c), as a
+		 * command's result; after an error it never comes.
+		 */
+		conn->marker_pending = false;
+		if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK)
+		{
+			PQclear(res);
+			res = command_done(conn);
+		}
+	}
 	afdw_session_hooks->result(conn, res);
 	if (conn->export_pending &&
 		(res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK))
@@ -639,9 +653,24 @@ afdw_forget_in_flight(AfdwConn *conn)
 	}
 	conn->export_pending = false;
 	conn->pad_pending = false;
+	conn->marker_pending = false;
 	conn->owner = NULL;
 	conn->drain = NULL;
 	conn->in_flight = AFDW_IN_FLIGHT_NONE;
+}
+
+/*
+ * afdw_expect_marker
+ *		The next command sent on CONN opens its remote transaction with the
+ *		row that marks its snapshot taken (snapshot.c), which
+ *		afdw_pop_result is to tell apart.
+ */
+void
+afdw_expect_marker(AfdwConn *conn)
+{
+	Assert(conn->in_flight == AFDW_IN_FLIGHT_NONE && !conn->export_pending &&
+		   !conn->marker_pending);
+	conn->marker_pending = true;
 }
 
 /*

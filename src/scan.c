@@ -846,6 +846,24 @@ combine_pending_scans(EState *estate)
 }
 
 /*
+ * scan_relid
+ *		A table ST reads: its own, or the first of its join or aggregate.
+ */
+static Oid
+scan_relid(AfdwScanState *st)
+{
+	ForeignScan *plan = (ForeignScan *) st->node->ss.ps.plan;
+	int			rti;
+
+	if (st->rel != NULL)
+		return RelationGetRelid(st->rel);
+	rti = bms_next_member(afdw_scan_base_relids(plan), -1);
+	if (rti <= 0)
+		return InvalidOid;
+	return exec_rt_fetch(rti, st->estate)->relid;
+}
+
+/*
  * start_pending_scans
  *		Send the queries of every scan of ESTATE still waiting to start,
  *		when they need no parameter and their connection is free.
@@ -860,6 +878,10 @@ start_pending_scans(EState *estate)
 {
 	dlist_mutable_iter it;
 	dlist_iter	it2;
+	AfdwConn  **volatile conns = NULL;
+	Oid		   *volatile relids = NULL;
+	int			n = 0;
+	int			max = 0;
 
 	ready_connections(estate);
 
@@ -878,22 +900,61 @@ start_pending_scans(EState *estate)
 
 	combine_pending_scans(estate);
 
-	dlist_foreach_modify(it, &pending_scans)
+	/*
+	 * The servers that take their snapshots now take them together, under
+	 * the commit fence when there are several (visibility.c).
+	 */
+	dlist_foreach(it2, &pending_scans)
 	{
-		AfdwScanState *other = dlist_container(AfdwScanState, pending_node, it.cur);
+		AfdwScanState *other = dlist_container(AfdwScanState, pending_node, it2.cur);
 
-		if (other->estate != estate)
+		if (!afdw_fence_active())
+			break;
+		if (other->estate != estate || other->absorbed)
 			continue;
-		if (other->absorbed)
+		if (n == max)
 		{
-			/* Its rows come with a sibling's: it returns none. */
-			afdw_set_phase(other, PHASE_DONE);
-			continue;
+			max = Max(16, max * 2);
+			conns = (conns == NULL) ? palloc(sizeof(AfdwConn *) * max) :
+				repalloc(conns, sizeof(AfdwConn *) * max);
+			relids = (relids == NULL) ? palloc(sizeof(Oid) * max) :
+				repalloc(relids, sizeof(Oid) * max);
 		}
-		afdw_set_phase(other, PHASE_UNSENT);
-		if (other->nparams == 0 && other->nkey_uses == 0 &&
-			!afdw_is_busy(other->conn))
-			afdw_send_start(other);
+		relids[n] = scan_relid(other);
+		conns[n++] = other->conn;
+	}
+	afdw_visibility_begin(conns, relids, n);
+
+	PG_TRY();
+	{
+		dlist_foreach_modify(it, &pending_scans)
+		{
+			AfdwScanState *other = dlist_container(AfdwScanState, pending_node, it.cur);
+
+			if (other->estate != estate)
+				continue;
+			if (other->absorbed)
+			{
+				/* Its rows come with a sibling's: it returns none. */
+				afdw_set_phase(other, PHASE_DONE);
+				continue;
+			}
+			afdw_set_phase(other, PHASE_UNSENT);
+			if (other->nparams == 0 && other->nkey_uses == 0 &&
+				!afdw_is_busy(other->conn))
+				afdw_send_start(other);
+		}
+		afdw_visibility_end(conns, n);
+	}
+	PG_FINALLY();
+	{
+		afdw_visibility_abort();
+	}
+	PG_END_TRY();
+	if (conns != NULL)
+	{
+		pfree(conns);
+		pfree(relids);
 	}
 }
 

@@ -31,6 +31,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "nodes/pg_list.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -71,6 +72,23 @@ typedef struct ServerSnapshot
 
 /* ServerSnapshots of the current local transaction, or NULL. */
 static HTAB *snapshot_hash = NULL;
+
+/*
+ * The floor of the commit fence's numbers (fence.c) when the current local
+ * transaction took its first snapshots, if noted: a server first read
+ * later is checked against it.
+ */
+static bool floor_noted = false;
+static uint64 xact_floor = 0;
+
+/*
+ * While the first commands of a statement's scans are sent under the
+ * commit fence (visibility.c), each leader opening its server's remote
+ * transaction marks its snapshot taken, and is listed here (in
+ * TopTransactionContext).
+ */
+static bool marking = false;
+static List *marked = NIL;
 
 static bool valid_snapshot_name(const char *name);
 
@@ -500,6 +518,26 @@ afdw_share_snapshot(AfdwConn *entry, bool nested, StringInfo sql)
 							 EXPORT_PAD_BYTES);
 			afdw_expect_export(entry);
 		}
+		else if (marking)
+		{
+			/*
+			 * The row takes the snapshot (the first statement of a
+			 * REPEATABLE READ transaction that needs one) and comes at
+			 * once, wide as it is.
+			 */
+			appendStringInfo(sql, "; SELECT pg_catalog.repeat(' ', %d)",
+							 EXPORT_PAD_BYTES);
+			afdw_expect_marker(entry);
+		}
+		if (marking)
+		{
+			MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+
+			marked = lappend(marked, entry);
+			MemoryContextSwitchTo(old);
+		}
+		else
+			afdw_snapshot_note_floor();
 		return;
 	}
 
@@ -521,4 +559,155 @@ void
 afdw_forget_snapshots(void)
 {
 	snapshot_hash = NULL;
+	floor_noted = false;
+	marking = false;
+	marked = NIL;
+}
+
+/*
+ * afdw_snapshot_is_new
+ *		Whether CONN's first command in the local transaction would open the
+ *		first remote transaction of its server and user mapping, taking a
+ *		snapshot of its own (rather than importing one taken before).
+ */
+bool
+afdw_snapshot_is_new(AfdwConn *conn)
+{
+	return afdw_snapshot_leader(conn->serverid, conn->key.umid) == NULL;
+}
+
+/*
+ * afdw_snapshot_note_floor
+ *		The local transaction takes its first snapshots now: note the floor
+ *		of the commit fence's numbers, against which servers read later are
+ *		checked (afdw_snapshot_check).  Not for a statement that is its own
+ *		transaction: nothing is read after it.
+ */
+void
+afdw_snapshot_note_floor(void)
+{
+	if (floor_noted || !afdw_fence_active() || afdw_statement_is_transaction())
+		return;
+	xact_floor = afdw_fence_floor();
+	floor_noted = true;
+}
+
+/*
+ * afdw_snapshot_floor_noted
+ *		Whether the local transaction took its first snapshots, and noted
+ *		the floor of the commit fence then.
+ */
+bool
+afdw_snapshot_floor_noted(void)
+{
+	return floor_noted;
+}
+
+/*
+ * afdw_snapshot_check_wanted
+ *		Whether a new snapshot taken now must be checked against the ones
+ *		taken before (see fence.c): the transaction noted its floor, and it
+ *		is REPEATABLE READ or SERIALIZABLE (every snapshot of it must be
+ *		one) or MIXES, the statement also reads snapshots taken before.
+ */
+bool
+afdw_snapshot_check_wanted(bool mixes)
+{
+	return floor_noted && afdw_fence_active() &&
+		(IsolationUsesXactSnapshot() || mixes);
+}
+
+/*
+ * afdw_snapshot_start_checked
+ *		Whether ENTRY's first command must open its remote transaction on
+ *		its own, to check its new snapshot (xact.c): outside a statement's
+ *		first commands, which visibility.c checks together.
+ */
+bool
+afdw_snapshot_start_checked(AfdwConn *entry)
+{
+	return !marking && afdw_snapshot_is_new(entry) &&
+		afdw_snapshot_check_wanted(false);
+}
+
+/*
+ * afdw_snapshot_marking
+ *		Have the leaders that open their servers' remote transactions from
+ *		now on (ON) mark their snapshots taken, or stop (and forget them).
+ */
+void
+afdw_snapshot_marking(bool on)
+{
+	marking = on;
+	if (!on)
+	{
+		list_free(marked);
+		marked = NIL;
+	}
+}
+
+/*
+ * afdw_snapshot_marked
+ *		The leaders that marked their snapshots since marking began.
+ */
+List *
+afdw_snapshot_marked(void)
+{
+	return marked;
+}
+
+/*
+ * afdw_snapshot_await_taken
+ *		Wait until LEADER's server has taken the snapshot of the remote
+ *		transaction that its command in flight opens: the export's result or
+ *		the marker row has come.  The results of the statements that open
+ *		the transaction are read on the way; an error among them is held
+ *		for the command's owner, and ends the wait (no snapshot comes).
+ */
+void
+afdw_snapshot_await_taken(AfdwConn *leader)
+{
+	static const char what[] = "SELECT pg_catalog.repeat(...)";
+
+	while (leader->marker_pending || leader->export_pending)
+	{
+		PGresult   *res;
+		bool		is_export;
+
+		while (!afdw_result_ready(leader))
+			afdw_wait_socket(leader, what);
+		res = afdw_pop_result(leader, &is_export);
+		if (is_export)
+		{
+			afdw_take_export(leader, res);
+			break;
+		}
+		if (res != NULL && PQresultStatus(res) == PGRES_COMMAND_OK)
+		{
+			PQclear(res);
+			continue;
+		}
+		leader->held_result = res;
+		break;
+	}
+}
+
+/*
+ * afdw_snapshot_check
+ *		CONN's server has just taken a new snapshot in a transaction whose
+ *		snapshots must be one: fail with a serialization failure if a
+ *		transaction that committed on several servers since the first
+ *		snapshots may have reached it (fence.c).
+ */
+void
+afdw_snapshot_check(AfdwConn *conn)
+{
+	if (!floor_noted || !afdw_fence_committed_since(conn->serverid, xact_floor))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not serialize access due to a concurrent commit on several servers"),
+			 errdetail("Server \"%s\" was first read after this transaction had read other servers, and a transaction that committed on it and on other servers meanwhile may be visible on it and not on them.",
+					   NameStr(conn->servername)),
+			 errhint("Retry the transaction.  Reading every server in the transaction's first statement avoids this.")));
 }

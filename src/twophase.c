@@ -363,6 +363,48 @@ afdw_twophase_prepare(void)
 		afdw_reset_xact_state(entry, 1);
 	}
 	debug_pause_at(AFDW_PAUSE_AFTER_PREPARE, true);
+
+	/* The COMMIT PREPAREDs of several servers go under the commit fence. */
+	afdw_fence_commit(writers);
+	list_free(writers);
+}
+
+/*
+ * afdw_fence_commit
+ *		The connections WRITERS are about to commit: if they are on more
+ *		than one server, hold the commit fence on the committers' side
+ *		(waiting for readers taking snapshots to be done, which a cancel
+ *		ends with an error) and record the commit's number for each server,
+ *		or note that the commit goes unfenced.  Held until the commits have
+ *		answered (afdw_twophase_end, xact_end.c).
+ */
+void
+afdw_fence_commit(List *writers)
+{
+	ListCell   *lc;
+	Oid			first = InvalidOid;
+	bool		several = false;
+	uint64		number;
+
+	foreach(lc, writers)
+	{
+		AfdwConn   *entry = (AfdwConn *) lfirst(lc);
+
+		if (!OidIsValid(first))
+			first = entry->serverid;
+		else if (entry->serverid != first)
+			several = true;
+	}
+	if (!several || afdw_fence_holding())
+		return;
+	if (!afdw_fence_active())
+	{
+		afdw_fence_note_unfenced();
+		return;
+	}
+	number = afdw_fence_enter(AFDW_FENCE_COMMITTER);
+	foreach(lc, writers)
+		afdw_fence_publish(((AfdwConn *) lfirst(lc))->serverid, number);
 }
 
 /*
@@ -599,7 +641,10 @@ afdw_twophase_end(bool committed)
 
 	replicated_written = InvalidOid;
 	if (!prepares_sent)
+	{
+		afdw_fence_leave();
 		return;
+	}
 	prepares_sent = false;
 	if (committed)
 		debug_pause_at(AFDW_PAUSE_BEFORE_COMMIT_PREPARED, false);
@@ -665,6 +710,8 @@ afdw_twophase_end(bool committed)
 		pfree(entry->prepared_gid);
 		entry->prepared_gid = NULL;
 	}
+	/* Every server has answered, or is left to recovery. */
+	afdw_fence_leave();
 }
 
 /*

@@ -56,6 +56,7 @@ typedef struct RemoteCursor
 
 static void append_closes(AfdwConn *entry, StringInfo sql);
 static void begin_xact(AfdwConn *conn);
+static void start_checked(AfdwConn *entry, bool nested);
 static void set_savepoint_op(AfdwConn *conn, const char *sql, int level);
 static void track_wrap(AfdwConn *conn, PGresult *res);
 static void note_xact_failed(AfdwConn *conn, PGresult *res);
@@ -304,6 +305,10 @@ xact_prefix(AfdwConn *entry, bool nested, int *nstatements)
 		entry->savepoint_op = NULL;
 	}
 
+	if (entry->xact_depth == 0 && sql.len == 0 &&
+		afdw_snapshot_start_checked(entry))
+		start_checked(entry, nested);
+
 	if (entry->xact_depth == 0)
 	{
 		/* Busy from now on: its end sets idle_since again. */
@@ -335,6 +340,45 @@ xact_prefix(AfdwConn *entry, bool nested, int *nstatements)
 			(*nstatements)++;
 	}
 	return sql.data;
+}
+
+/*
+ * start_checked
+ *		Open ENTRY's remote transaction now, the first of its server in a
+ *		local transaction that read other servers before and whose snapshots
+ *		must be one (afdw_snapshot_check_wanted): under the commit fence,
+ *		wait until the server has taken the snapshot, then check it.  A
+ *		round trip of its own, before the command that needs it.
+ */
+static void
+start_checked(AfdwConn *entry, bool nested)
+{
+	StringInfoData sql;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, IsolationIsSerializable() ?
+						   "START TRANSACTION ISOLATION LEVEL SERIALIZABLE" :
+						   "START TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+	afdw_share_snapshot(entry, nested, &sql);
+	/* The first statement that needs a snapshot takes it. */
+	appendStringInfoString(&sql, "; SELECT 1");
+	if (entry->pooler == AFDW_POOLER_TRANSACTION)
+		afdw_append_xact_settings(&sql);
+	entry->idle_since = 0;
+	entry->xact_depth = 1;
+
+	afdw_fence_enter(AFDW_FENCE_READER);
+	PG_TRY();
+	{
+		afdw_run_command(entry, sql.data);
+		afdw_snapshot_check(entry);
+	}
+	PG_FINALLY();
+	{
+		afdw_fence_leave();
+	}
+	PG_END_TRY();
+	pfree(sql.data);
 }
 
 /*
@@ -370,6 +414,28 @@ begin_xact(AfdwConn *conn)
 	prefix = xact_prefix(conn, true, &nstatements);
 	if (prefix[0] != '\0')
 		afdw_run_command(conn, prefix);
+	pfree(prefix);
+}
+
+/*
+ * afdw_begin_xact_async
+ *		Send what opens CONN's remote transaction (and savepoints) now,
+ *		without waiting: its server takes its snapshot with the other
+ *		servers of the statement (visibility.c), before the scan that needs
+ *		it can send its query.  The answers are read with the connection's
+ *		next use.
+ */
+void
+afdw_begin_xact_async(AfdwConn *conn)
+{
+	char	   *prefix;
+	int			nstatements;
+
+	afdw_make_idle(conn);
+	check_xact_failed(conn);
+	prefix = xact_prefix(conn, false, &nstatements);
+	if (prefix[0] != '\0')
+		afdw_send_query(conn, prefix, 0, NULL);
 	pfree(prefix);
 }
 

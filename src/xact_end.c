@@ -79,7 +79,9 @@ commit_all(void)
 	AfdwConn   *entry;
 	StringInfoData sql;
 	List	   *deferred = NIL;
+	List	   *writers = NIL;
 	int			nwritten = 0;
+	bool		fenced;
 	ListCell   *lc;
 
 	/* Two-phase commit, where it is needed, prepares the writers first. */
@@ -97,9 +99,20 @@ commit_all(void)
 			entry->role != AFDW_ROLE_WROTE)
 			continue;
 		nwritten++;
+		writers = lappend(writers, entry);
 		if (entry->deferred != NULL)
 			deferred = lappend(deferred, entry);
 	}
+
+	/*
+	 * Commits on several servers without two-phase commit go under the
+	 * commit fence too (those of two-phase commit took it with their
+	 * PREPAREs): held until every COMMIT has answered, below.
+	 */
+	fenced = !afdw_fence_holding();
+	afdw_fence_commit(writers);
+	fenced = fenced && afdw_fence_holding();
+	list_free(writers);
 	if (nwritten > 1)
 	{
 		List	   *sent = NIL;
@@ -195,6 +208,8 @@ commit_all(void)
 			continue;
 		wait_commit(entry, &scan);
 	}
+	if (fenced)
+		afdw_fence_leave();
 }
 
 /*

@@ -1,0 +1,315 @@
+/*-------------------------------------------------------------------------
+ *
+ * visibility.c
+ *		The snapshots a statement takes of several servers at once, under
+ *		the commit fence, so that they never show part of a transaction
+ *		that committed on several servers.
+ *
+ * When a statement's scans send their first commands together (scan.c's
+ * start of pending scans), the servers they open remote transactions on
+ * take their snapshots.  If two or more do, the backend holds the commit
+ * fence (fence.c) on the readers' side from before the first command goes
+ * until every one of those servers has taken its snapshot: each leader's
+ * first command carries a marker (snapshot.c) whose answer comes as soon
+ * as the snapshot is taken, ahead of the query's rows.  No transaction
+ * commits on several servers meanwhile, so every such transaction is
+ * either visible on all of them or on none.  A server of the statement
+ * whose scan cannot send its query yet (it takes parameters or a hash
+ * join's keys) opens its remote transaction now, in the same fence.
+ *
+ * A statement that also reads servers whose snapshots an earlier statement
+ * of the transaction took, or any new snapshot of a REPEATABLE READ or
+ * SERIALIZABLE transaction, is checked against the transaction's first
+ * snapshots while the fence is held (afdw_snapshot_check).
+ *
+ * Neighbours: scan.c calls afdw_visibility_begin before sending the first
+ * commands of a statement's scans and afdw_visibility_end after (or
+ * afdw_visibility_abort when it fails); this file uses snapshot.c (which
+ * servers are new, the markers, the check), xact.c (a remote transaction
+ * opened without a query) and fence.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/partition.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
+#include "foreign/foreign.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+
+#include "async_fdw.h"
+#include "connection_internal.h"
+
+/* async_fdw.snapshot_scope (AfdwSnapshotScope) */
+typedef enum AfdwSnapshotScope
+{
+	AFDW_SCOPE_SERVERS_READ,	/* the servers the first statement reads */
+	AFDW_SCOPE_PARTITIONED_TABLES	/* and every server of their
+									 * partitioned tables */
+} AfdwSnapshotScope;
+
+static const struct config_enum_entry scope_options[] = {
+	{"servers_read", AFDW_SCOPE_SERVERS_READ, false},
+	{"partitioned_tables", AFDW_SCOPE_PARTITIONED_TABLES, false},
+	{NULL, 0, false}
+};
+
+static int	snapshot_scope = AFDW_SCOPE_PARTITIONED_TABLES;
+
+/* Whether a batch of first commands is being sent, and how. */
+static bool batch_open = false;
+static bool batch_checks = false;
+
+/*
+ * Connections opened for servers the statement does not read, whose
+ * snapshots a REPEATABLE READ transaction takes with the first ones
+ * (snapshot_scope), held until afdw_visibility_end opens their remote
+ * transactions.
+ */
+static AfdwConn **extra = NULL;
+static int	nextra = 0;
+
+/*
+ * afdw_visibility_init
+ *		Define async_fdw.snapshot_scope.
+ */
+void
+afdw_visibility_init(void)
+{
+	DefineCustomEnumVariable("async_fdw.snapshot_scope",
+							 "Sets which servers a REPEATABLE READ or SERIALIZABLE transaction takes snapshots of at its first read.",
+							 "servers_read: those its first statement reads; partitioned_tables: also every other server of the partitioned tables it reads. A server first read later is checked against the commit fence, and may fail with a serialization failure.",
+							 &snapshot_scope,
+							 AFDW_SCOPE_PARTITIONED_TABLES,
+							 scope_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+}
+
+/*
+ * has_mapping
+ *		Whether USERID (or PUBLIC) has a user mapping for SERVERID.
+ */
+static bool
+has_mapping(Oid userid, Oid serverid)
+{
+	return SearchSysCacheExists2(USERMAPPINGUSERSERVER,
+								 ObjectIdGetDatum(userid),
+								 ObjectIdGetDatum(serverid)) ||
+		SearchSysCacheExists2(USERMAPPINGUSERSERVER,
+							  ObjectIdGetDatum(InvalidOid),
+							  ObjectIdGetDatum(serverid));
+}
+
+/*
+ * open_partition_servers
+ *		The first statement of a REPEATABLE READ or SERIALIZABLE transaction
+ *		block reads the N tables RELIDS through CONNS: open connections to
+ *		the other async_fdw servers of their partitioned tables (for the
+ *		same local user, where a user mapping exists), into EXTRA, so that
+ *		their snapshots are taken with the first ones.
+ */
+static void
+open_partition_servers(AfdwConn **conns, Oid *relids, int n)
+{
+	List	   *roots = NIL;
+	List	   *servers = NIL;
+	ListCell   *lc;
+	Oid			userid = conns[0]->userid;
+
+	for (int i = 0; i < n; i++)
+	{
+		List	   *ancestors;
+
+		if (!OidIsValid(relids[i]) || !get_rel_relispartition(relids[i]))
+			continue;
+		ancestors = get_partition_ancestors(relids[i]);
+		if (ancestors != NIL)
+			roots = list_append_unique_oid(roots, llast_oid(ancestors));
+		list_free(ancestors);
+	}
+	foreach(lc, roots)
+	{
+		List	   *leaves = find_all_inheritors(lfirst_oid(lc), NoLock, NULL);
+		ListCell   *lc2;
+
+		foreach(lc2, leaves)
+		{
+			Oid			leaf = lfirst_oid(lc2);
+			Oid			serverid;
+			bool		read = false;
+
+			if (get_rel_relkind(leaf) != RELKIND_FOREIGN_TABLE)
+				continue;
+			serverid = GetForeignTable(leaf)->serverid;
+			for (int i = 0; i < n && !read; i++)
+				read = (conns[i]->serverid == serverid);
+			if (!read && afdw_server_is_ours(serverid) &&
+				has_mapping(userid, serverid))
+				servers = list_append_unique_oid(servers, serverid);
+		}
+		list_free(leaves);
+	}
+	list_free(roots);
+	if (servers == NIL)
+		return;
+
+	extra = MemoryContextAlloc(TopTransactionContext,
+							   sizeof(AfdwConn *) * list_length(servers));
+	nextra = 0;
+	foreach(lc, servers)
+		extra[nextra++] =
+			afdw_acquire_connection(GetUserMapping(userid, lfirst_oid(lc)));
+	/* Their handshakes together, then each ready (or shared). */
+	afdw_connect_finish(extra, nextra);
+	for (int i = 0; i < nextra; i++)
+		extra[i] = afdw_connection_ready(extra[i]);
+	list_free(servers);
+}
+
+/*
+ * release_extra
+ *		Give back the connections open_partition_servers took.
+ */
+static void
+release_extra(void)
+{
+	for (int i = 0; i < nextra; i++)
+		afdw_release_connection(extra[i]);
+	if (extra != NULL)
+		pfree(extra);
+	extra = NULL;
+	nextra = 0;
+}
+
+/*
+ * count_new
+ *		How many servers (and user mappings) among the N connections CONNS
+ *		would take a snapshot of their own with their first command; *MIXES
+ *		tells whether one of them reads a snapshot taken before.
+ */
+static int
+count_new(AfdwConn **conns, int n, bool *mixes)
+{
+	int			nnew = 0;
+
+	*mixes = false;
+	for (int i = 0; i < n; i++)
+	{
+		bool		seen = false;
+
+		if (!afdw_snapshot_is_new(conns[i]))
+		{
+			*mixes = true;
+			continue;
+		}
+		for (int j = 0; j < i && !seen; j++)
+			seen = (conns[j]->serverid == conns[i]->serverid &&
+					conns[j]->key.umid == conns[i]->key.umid);
+		if (!seen)
+			nnew++;
+	}
+	return nnew;
+}
+
+/*
+ * afdw_visibility_begin
+ *		The first commands of a statement's scans of the N tables RELIDS,
+ *		on the connections CONNS (repeats allowed), are about to be sent:
+ *		hold the commit fence if their new snapshots must be taken under
+ *		it, and have them marked.  The first statement of a REPEATABLE READ
+ *		transaction block also takes the snapshots of the other servers of
+ *		the partitioned tables it reads (async_fdw.snapshot_scope), so that
+ *		a later statement reading them needs no check.
+ */
+void
+afdw_visibility_begin(AfdwConn **conns, Oid *relids, int n)
+{
+	bool		mixes;
+	int			nnew;
+
+	Assert(!batch_open && nextra == 0);
+	if (!afdw_fence_active() || n == 0)
+		return;
+	nnew = count_new(conns, n, &mixes);
+	if (nnew == 0)
+		return;
+	if (!afdw_snapshot_floor_noted() && IsTransactionBlock() &&
+		IsolationUsesXactSnapshot() &&
+		snapshot_scope == AFDW_SCOPE_PARTITIONED_TABLES)
+	{
+		open_partition_servers(conns, relids, n);
+		for (int i = 0; i < nextra; i++)
+		{
+			if (afdw_snapshot_is_new(extra[i]))
+				nnew++;
+		}
+	}
+	batch_checks = afdw_snapshot_check_wanted(mixes);
+	if (nnew < 2 && !batch_checks)
+	{
+		release_extra();
+		return;
+	}
+
+	afdw_fence_enter(AFDW_FENCE_READER);
+	batch_open = true;
+	afdw_snapshot_note_floor();
+	afdw_snapshot_marking(true);
+}
+
+/*
+ * afdw_visibility_end
+ *		The first commands have gone: open the remote transactions of the
+ *		servers among CONNS whose scans could not send theirs, wait until
+ *		every new snapshot is taken, check them if need be, and let go of
+ *		the fence.
+ */
+void
+afdw_visibility_end(AfdwConn **conns, int n)
+{
+	ListCell   *lc;
+
+	if (!batch_open)
+		return;
+	for (int i = 0; i < n; i++)
+	{
+		if (afdw_snapshot_is_new(conns[i]))
+			afdw_begin_xact_async(conns[i]);
+	}
+	for (int i = 0; i < nextra; i++)
+	{
+		if (afdw_snapshot_is_new(extra[i]))
+			afdw_begin_xact_async(extra[i]);
+	}
+	foreach(lc, afdw_snapshot_marked())
+		afdw_snapshot_await_taken((AfdwConn *) lfirst(lc));
+	if (batch_checks)
+	{
+		foreach(lc, afdw_snapshot_marked())
+			afdw_snapshot_check((AfdwConn *) lfirst(lc));
+	}
+	afdw_visibility_abort();
+}
+
+/*
+ * afdw_visibility_abort
+ *		The batch is over, sent or failed: stop marking and let go of the
+ *		fence.  Never raises an error.
+ */
+void
+afdw_visibility_abort(void)
+{
+	release_extra();
+	if (!batch_open)
+		return;
+	batch_open = false;
+	batch_checks = false;
+	afdw_snapshot_marking(false);
+	afdw_fence_leave();
+}

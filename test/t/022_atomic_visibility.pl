@@ -1,0 +1,210 @@
+# test/t/022_atomic_visibility.pl
+#   Reads never see half of a transaction that committed on several
+#   shards (the commit fence, async_fdw.atomic_visibility).  Accounts whose
+#   total never changes are spread over 2 and 4 shards (and over 4
+#   partitions on 2 shards); pgbench clients move money between shards in
+#   transactions (two-phase commit) while readers add up the total: one
+#   statement over every shard, and a REPEATABLE READ transaction that
+#   reads one half of the shards and then the other (its second statement
+#   is checked, and may fail with 40001, which pgbench retries).  Another
+#   client moves money within one shard at the same time.  With the fence
+#   no read is wrong, the final total is right and nothing stays prepared;
+#   with the setting off, the same run finds wrong totals.
+#
+#   AFDW_VIS_SECONDS (default 4) sets each run's length; the long form of
+#   this test is test/bench/atomic_visibility.sh.
+
+use strict;
+use warnings;
+
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $seconds = $ENV{AFDW_VIS_SECONDS} // 4;
+
+my @shards;
+for my $i (1 .. 4)
+{
+	my $node = PostgreSQL::Test::Cluster->new("visshard$i");
+	$node->init;
+	$node->append_conf('postgresql.conf', "max_prepared_transactions = 40\n");
+	$node->start;
+	push @shards, $node;
+}
+
+my $coord = PostgreSQL::Test::Cluster->new('viscoord');
+$coord->init;
+$coord->append_conf('postgresql.conf', "shared_preload_libraries = 'async_fdw'\n");
+$coord->start;
+$coord->safe_psql('postgres', q{
+	CREATE EXTENSION async_fdw;
+	CREATE TABLE wrong (layout text, reader text, total bigint);
+});
+for my $i (1 .. 4)
+{
+	my ($host, $port) = ($shards[ $i - 1 ]->host, $shards[ $i - 1 ]->port);
+	$coord->safe_psql('postgres', qq{
+		CREATE SERVER vis$i FOREIGN DATA WRAPPER async_fdw
+		  OPTIONS (host '$host', port '$port', dbname 'postgres');
+		CREATE USER MAPPING FOR CURRENT_USER SERVER vis$i;
+	});
+}
+
+# make_layout(name, [shard of each partition], ids per partition): 200
+# accounts of 1000, ids split evenly over the partitions in order.
+sub make_layout
+{
+	my ($name, $where) = @_;
+	my $parts = scalar @$where;
+	my $per = 200 / $parts;
+	$coord->safe_psql('postgres',
+		"CREATE TABLE $name (id int, bal int) PARTITION BY RANGE (id)");
+	for my $p (0 .. $parts - 1)
+	{
+		my ($lo, $hi) = ($p * $per + 1, ($p + 1) * $per);
+		my $shard = $where->[$p];
+		$shards[ $shard - 1 ]->safe_psql('postgres', qq{
+			CREATE TABLE ${name}_$p (id int PRIMARY KEY, bal int);
+			INSERT INTO ${name}_$p SELECT g, 1000 FROM generate_series($lo, $hi) g;
+		});
+		$coord->safe_psql('postgres', qq{
+			CREATE FOREIGN TABLE ${name}_$p PARTITION OF $name
+			  FOR VALUES FROM ($lo) TO (@{[ $hi + 1 ]}) SERVER vis$shard
+			  OPTIONS (table_name '${name}_$p');
+		});
+	}
+}
+make_layout('two', [ 1, 2 ]);
+make_layout('four', [ 1, 2, 3, 4 ]);
+make_layout('twoparts', [ 1, 1, 2, 2 ]);
+
+my $dir = $coord->basedir;
+
+# write_script(name, text): a pgbench script file.
+sub write_script
+{
+	my ($name, $text) = @_;
+	open my $fh, '>', "$dir/$name" or die $!;
+	print $fh $text;
+	close $fh;
+	return "$dir/$name";
+}
+
+# start_pgbench(script, clients, extra options): a pgbench run of $seconds.
+sub start_pgbench
+{
+	my ($script, $clients, @extra) = @_;
+	my ($out, $err) = ('', '');
+	my $h = IPC::Run::start(
+		[ 'pgbench', '-n', '-h', $coord->host, '-p', $coord->port,
+		  '-c', $clients, '-T', $seconds, '--max-tries', 1000,
+		  @extra, '-f', $script, 'postgres' ],
+		'>', \$out, '2>', \$err);
+	return { h => $h, out => \$out, err => \$err };
+}
+
+# processed(run): the transactions a finished pgbench run processed.
+sub processed
+{
+	my ($run) = @_;
+	my ($n) = ${ $run->{out} } =~ /number of transactions actually processed: (\d+)/;
+	return $n // 0;
+}
+
+# run_layout(layout, first half's ids, setting): transfers across the
+# halves, a transfer within the first shard, and the two readers, all at
+# once; returns (statement reads, RR reads, wrong statement reads, wrong
+# RR reads, transfers).
+sub run_layout
+{
+	my ($layout, $half, $setting) = @_;
+	$coord->safe_psql('postgres', 'TRUNCATE wrong');
+	my $opts = "-c async_fdw.atomic_visibility=$setting";
+	local $ENV{PGOPTIONS} = $opts;
+	my $transfer = write_script("transfer_$layout.sql", qq{
+\\set a random(1, $half)
+\\set b random($half + 1, 200)
+BEGIN;
+UPDATE $layout SET bal = bal - 1 WHERE id = :a;
+UPDATE $layout SET bal = bal + 1 WHERE id = :b;
+COMMIT;
+});
+	my $local = write_script("local_$layout.sql", qq{
+\\set a random(1, 10)
+\\set b random(11, 20)
+BEGIN;
+UPDATE $layout SET bal = bal - 1 WHERE id = :a;
+UPDATE $layout SET bal = bal + 1 WHERE id = :b;
+COMMIT;
+});
+	my $stmt = write_script("stmt_$layout.sql", qq{
+SELECT sum(bal) AS total FROM $layout \\gset
+\\if :total != 200000
+INSERT INTO wrong VALUES ('$layout', 'statement', :total);
+\\endif
+});
+	my $rr = write_script("rr_$layout.sql", qq{
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT sum(bal) AS low FROM $layout WHERE id <= $half \\gset
+SELECT sum(bal) AS high FROM $layout WHERE id > $half \\gset
+COMMIT;
+\\if :low + :high != 200000
+INSERT INTO wrong VALUES ('$layout', 'repeatable read', :low + :high);
+\\endif
+});
+	my @runs = (
+		start_pgbench($transfer, 4, '-j', 2),
+		start_pgbench($local, 1),
+		start_pgbench($stmt, 1),
+		start_pgbench($rr, 1));
+	for my $run (@runs)
+	{
+		$run->{h}->finish;
+		is($run->{h}->result(0), 0, "$layout ($setting): pgbench ends without error")
+		  or diag(${ $run->{out} } . ${ $run->{err} });
+	}
+	my ($ws, $wr) = split /\|/, $coord->safe_psql('postgres',
+		"SELECT count(*) FILTER (WHERE reader = 'statement'),
+		        count(*) FILTER (WHERE reader = 'repeatable read') FROM wrong");
+	return (processed($runs[2]), processed($runs[3]), $ws, $wr, processed($runs[0]));
+}
+
+# after_run(layout): the total is right everywhere, nothing stays prepared.
+sub after_run
+{
+	my ($layout, $setting) = @_;
+	is($coord->safe_psql('postgres', "SELECT sum(bal) FROM $layout"), '200000',
+		"$layout ($setting): the final total is right");
+	my $prepared = 0;
+	for my $s (@shards)
+	{
+		ok($s->poll_query_until('postgres', 'SELECT count(*) = 0 FROM pg_prepared_xacts'),
+			"$layout ($setting): nothing stays prepared on " . $s->name);
+	}
+}
+
+for my $case ([ 'two', 100 ], [ 'four', 100 ], [ 'twoparts', 100 ])
+{
+	my ($layout, $half) = @$case;
+	my ($ns, $nr, $ws, $wr, $nt) = run_layout($layout, $half, 'on');
+	note "$layout, fence on: $nt transfers, $ns statement reads ($ws wrong), "
+	  . "$nr repeatable read reads ($wr wrong)";
+	cmp_ok($ns, '>', 0, "$layout: the statement reader read");
+	cmp_ok($nr, '>', 0, "$layout: the repeatable read reader read");
+	cmp_ok($nt, '>', 0, "$layout: transfers committed");
+	is($ws, '0', "$layout: no statement read saw part of a transfer");
+	is($wr, '0', "$layout: no repeatable read transaction saw part of a transfer");
+	after_run($layout, 'on');
+}
+
+# The same without the fence finds the anomaly the fence removes (a
+# reader's snapshots of the two shards taken at different moments).
+my ($ns, $nr, $ws, $wr, $nt) = run_layout('two', 100, 'off');
+note "two, fence off: $nt transfers, $ns statement reads ($ws wrong), "
+  . "$nr repeatable read reads ($wr wrong)";
+cmp_ok($ws + $wr, '>', 0, 'without the fence, reads see part of a transfer');
+after_run('two', 'off');
+
+done_testing();
