@@ -296,7 +296,12 @@ extern int	afdw_scan_key_uses(ForeignScan *plan);
 extern void afdw_scan_key_use(ForeignScan *plan, int i, int *collector, int *column);
 extern char *afdw_keyed_sql(ForeignScan *plan, const bool *used, int first_param);
 
-/* fence.c: the two sides that hold the commit fence */
+/*
+ * fence.c: the two sides that hold the commit fence, and how long a reader
+ * holds it or waits for it at most (then its snapshots are checked instead).
+ */
+#define AFDW_FENCE_READER_MS	1000
+
 typedef enum AfdwFenceSide
 {
 	AFDW_FENCE_READER = 0,		/* a statement taking several snapshots */
@@ -308,10 +313,10 @@ extern void afdw_fence_init(void);
 extern void afdw_fence_preload(void);
 extern bool afdw_fence_active(void);
 extern void afdw_fence_note_unfenced(void);
-extern uint64 afdw_fence_enter(AfdwFenceSide side);
+extern bool afdw_fence_enter(AfdwFenceSide side, int timeout_ms);
 extern void afdw_fence_leave(void);
 extern bool afdw_fence_holding(void);
-extern void afdw_fence_publish(Oid serverid, uint64 number);
+extern void afdw_fence_publish(Oid serverid);
 extern uint64 afdw_fence_floor(void);
 extern bool afdw_fence_committed_since(Oid serverid, uint64 floor);
 
@@ -432,6 +437,8 @@ extern PGresult *afdw_run_query(AfdwConn *conn, const char *sql, int nparams,
 								const char *const *values);
 extern void afdw_run_command(AfdwConn *conn, const char *sql);
 extern void afdw_wait_socket(AfdwConn *conn, const char *sql);
+extern bool afdw_wait_socket_until(AfdwConn *conn, const char *sql,
+								   TimestampTz deadline);
 extern bool afdw_result_ready(AfdwConn *conn);
 extern PGresult *afdw_get_result(AfdwConn *conn);
 extern void afdw_set_owner(AfdwConn *conn, void *owner, AfdwDrainFn drain);

@@ -442,12 +442,13 @@ extern bool afdw_snapshot_check_wanted(bool mixes);
 extern bool afdw_snapshot_start_checked(AfdwConn *entry);
 extern void afdw_snapshot_marking(bool on);
 extern List *afdw_snapshot_marked(void);
-extern void afdw_snapshot_await_taken(AfdwConn *leader);
-extern void afdw_snapshot_check(AfdwConn *conn);
+extern bool afdw_snapshot_await_taken(AfdwConn *leader, TimestampTz deadline);
+extern bool afdw_snapshot_floor(uint64 *floor);
+extern void afdw_snapshot_check(AfdwConn *conn, uint64 floor);
 
 /* twophase.c */
 extern void afdw_twophase_prepare(void);
-extern void afdw_fence_commit(List *writers);
+extern void afdw_fence_commit(List *writers, bool publish_now);
 extern void afdw_twophase_end(bool committed);
 
 /* xact.c */

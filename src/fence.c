@@ -53,6 +53,7 @@
 #include "storage/shmem.h"
 #include "storage/spin.h"
 #include "utils/guc.h"
+#include "utils/timestamp.h"
 
 #include "async_fdw.h"
 
@@ -83,8 +84,9 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 /* async_fdw.atomic_visibility */
 static bool atomic_visibility = true;
 
-/* The side this backend holds the fence on, or -1. */
+/* The side this backend holds the fence on, or -1, and its number. */
 static int	held_side = -1;
+static uint64 held_number = 0;
 static bool exit_registered = false;
 static bool unfenced_logged = false;
 
@@ -208,16 +210,18 @@ slot_of(Oid serverid)
 /*
  * afdw_fence_enter
  *		Hold the fence on SIDE, waiting while the other side holds it or
- *		has its turn.  The wait ends with the usual errors on a cancel or
- *		statement_timeout; it shows the wait event AsyncFdwCommitFence.
- *		A committer gets its number (else 0).
+ *		has its turn, at most TIMEOUT_MS milliseconds (-1: no limit); false
+ *		if the time ran out.  A cancel or statement_timeout ends the wait
+ *		with the usual errors; it shows the wait event AsyncFdwCommitFence.
+ *		A committer gets a number (afdw_fence_publish records it).
  */
-uint64
-afdw_fence_enter(AfdwFenceSide side)
+bool
+afdw_fence_enter(AfdwFenceSide side, int timeout_ms)
 {
 	int			other = 1 - side;
 	volatile bool counted = false;
-	volatile uint64 number = 0;
+	volatile bool entered = false;
+	TimestampTz start = timeout_ms >= 0 ? GetCurrentTimestamp() : 0;
 
 	Assert(fence != NULL && held_side < 0);
 	if (!exit_registered)
@@ -230,7 +234,7 @@ afdw_fence_enter(AfdwFenceSide side)
 	{
 		for (;;)
 		{
-			bool		entered = false;
+			long		wait = AFDW_FENCE_RECHECK_MS;
 
 			SpinLockAcquire(&fence->mutex);
 			if (fence->active[other] == 0 &&
@@ -246,7 +250,7 @@ afdw_fence_enter(AfdwFenceSide side)
 				{
 					if (fence->active[side] == 0)
 						fence->floor = fence->last_number;
-					number = ++fence->last_number;
+					held_number = ++fence->last_number;
 				}
 				fence->active[side]++;
 				held_side = side;
@@ -260,7 +264,16 @@ afdw_fence_enter(AfdwFenceSide side)
 			SpinLockRelease(&fence->mutex);
 			if (entered)
 				break;
-			ConditionVariableTimedSleep(&fence->turn, AFDW_FENCE_RECHECK_MS,
+			if (timeout_ms >= 0)
+			{
+				long		left = timeout_ms -
+					TimestampDifferenceMilliseconds(start, GetCurrentTimestamp());
+
+				if (left <= 0)
+					break;
+				wait = Min(wait, left);
+			}
+			ConditionVariableTimedSleep(&fence->turn, wait,
 										afdw_wait_event(AFDW_WAIT_FENCE));
 			CHECK_FOR_INTERRUPTS();
 		}
@@ -279,7 +292,15 @@ afdw_fence_enter(AfdwFenceSide side)
 	}
 	PG_END_TRY();
 	ConditionVariableCancelSleep();
-	return number;
+	if (counted)
+	{
+		/* Timed out: no longer waiting. */
+		SpinLockAcquire(&fence->mutex);
+		fence->waiting[side]--;
+		SpinLockRelease(&fence->mutex);
+		ConditionVariableBroadcast(&fence->turn);
+	}
+	return entered;
 }
 
 /*
@@ -306,6 +327,7 @@ afdw_fence_leave(void)
 	}
 	SpinLockRelease(&fence->mutex);
 	held_side = -1;
+	held_number = 0;
 	ConditionVariableBroadcast(&fence->turn);
 }
 
@@ -321,19 +343,23 @@ afdw_fence_holding(void)
 
 /*
  * afdw_fence_publish
- *		A committer holding NUMBER is about to commit on SERVERID: record it
- *		in the server's slot, before the commit is sent.
+ *		The committer holding the fence is about to send its commit to
+ *		SERVERID: record its number in the server's slot first.
  */
 void
-afdw_fence_publish(Oid serverid, uint64 number)
+afdw_fence_publish(Oid serverid)
 {
-	pg_atomic_uint64 *slot = &fence->slots[slot_of(serverid)];
-	uint64		seen = pg_atomic_read_u64(slot);
+	pg_atomic_uint64 *slot;
+	uint64		seen;
 
-	Assert(held_side == AFDW_FENCE_COMMITTER);
-	while (seen < number &&
-		   !pg_atomic_compare_exchange_u64(slot, &seen, number))
+	if (held_side != AFDW_FENCE_COMMITTER)
+		return;
+	slot = &fence->slots[slot_of(serverid)];
+	seen = pg_atomic_read_u64(slot);
+	while (seen < held_number &&
+		   !pg_atomic_compare_exchange_u64(slot, &seen, held_number))
 		;
+	pg_memory_barrier();
 }
 
 /*

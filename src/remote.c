@@ -403,6 +403,22 @@ afdw_wait_socket(AfdwConn *conn, const char *sql)
 }
 
 /*
+ * afdw_wait_socket_until
+ *		afdw_wait_socket, at most until DEADLINE: false if it passed first.
+ */
+bool
+afdw_wait_socket_until(AfdwConn *conn, const char *sql, TimestampTz deadline)
+{
+	if (wait_for_input(conn, deadline))
+		return true;
+	/* A cancel noticed first is served here. */
+	CHECK_FOR_INTERRUPTS();
+	if (GetCurrentTimestamp() >= deadline)
+		return false;
+	afdw_report_remote_error(NULL, conn, sql);
+}
+
+/*
  * afdw_wait_cleanup
  *		Wait at most until DEADLINE for the results of the command in flight,
  *		without raising errors for them; true if it succeeded.  When a

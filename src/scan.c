@@ -923,10 +923,9 @@ start_pending_scans(EState *estate)
 		relids[n] = scan_relid(other);
 		conns[n++] = other->conn;
 	}
-	afdw_visibility_begin(conns, relids, n);
-
 	PG_TRY();
 	{
+		afdw_visibility_begin(conns, relids, n);
 		dlist_foreach_modify(it, &pending_scans)
 		{
 			AfdwScanState *other = dlist_container(AfdwScanState, pending_node, it.cur);

@@ -660,12 +660,13 @@ afdw_snapshot_marked(void)
  * afdw_snapshot_await_taken
  *		Wait until LEADER's server has taken the snapshot of the remote
  *		transaction that its command in flight opens: the export's result or
- *		the marker row has come.  The results of the statements that open
- *		the transaction are read on the way; an error among them is held
- *		for the command's owner, and ends the wait (no snapshot comes).
+ *		the marker row has come; false if DEADLINE (-1: none) passed first.
+ *		The results of the statements that open the transaction are read on
+ *		the way; an error among them is held for the command's owner, and
+ *		ends the wait (no snapshot comes).
  */
-void
-afdw_snapshot_await_taken(AfdwConn *leader)
+bool
+afdw_snapshot_await_taken(AfdwConn *leader, TimestampTz deadline)
 {
 	static const char what[] = "SELECT pg_catalog.repeat(...)";
 
@@ -675,7 +676,12 @@ afdw_snapshot_await_taken(AfdwConn *leader)
 		bool		is_export;
 
 		while (!afdw_result_ready(leader))
-			afdw_wait_socket(leader, what);
+		{
+			if (deadline < 0)
+				afdw_wait_socket(leader, what);
+			else if (!afdw_wait_socket_until(leader, what, deadline))
+				return false;
+		}
 		res = afdw_pop_result(leader, &is_export);
 		if (is_export)
 		{
@@ -690,24 +696,37 @@ afdw_snapshot_await_taken(AfdwConn *leader)
 		leader->held_result = res;
 		break;
 	}
+	return true;
+}
+
+/*
+ * afdw_snapshot_floor
+ *		The floor the local transaction noted with its first snapshots, if
+ *		it did (else false).
+ */
+bool
+afdw_snapshot_floor(uint64 *floor)
+{
+	*floor = xact_floor;
+	return floor_noted;
 }
 
 /*
  * afdw_snapshot_check
- *		CONN's server has just taken a new snapshot in a transaction whose
- *		snapshots must be one: fail with a serialization failure if a
- *		transaction that committed on several servers since the first
- *		snapshots may have reached it (fence.c).
+ *		CONN's server has just taken a new snapshot, which must agree with
+ *		the snapshots taken when the commit fence's floor was FLOOR: fail
+ *		with a serialization failure if a transaction that committed on
+ *		several servers since then may have reached it (fence.c).
  */
 void
-afdw_snapshot_check(AfdwConn *conn)
+afdw_snapshot_check(AfdwConn *conn, uint64 floor)
 {
-	if (!floor_noted || !afdw_fence_committed_since(conn->serverid, xact_floor))
+	if (!afdw_fence_committed_since(conn->serverid, floor))
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 			 errmsg("could not serialize access due to a concurrent commit on several servers"),
-			 errdetail("Server \"%s\" was first read after this transaction had read other servers, and a transaction that committed on it and on other servers meanwhile may be visible on it and not on them.",
+			 errdetail("A transaction that committed on several servers meanwhile may be visible in this transaction's snapshot of server \"%s\" and not in its snapshots of others.",
 					   NameStr(conn->servername)),
-			 errhint("Retry the transaction.  Reading every server in the transaction's first statement avoids this.")));
+			 errhint("Retry the transaction.")));
 }

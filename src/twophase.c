@@ -365,7 +365,7 @@ afdw_twophase_prepare(void)
 	debug_pause_at(AFDW_PAUSE_AFTER_PREPARE, true);
 
 	/* The COMMIT PREPAREDs of several servers go under the commit fence. */
-	afdw_fence_commit(writers);
+	afdw_fence_commit(writers, false);
 	list_free(writers);
 }
 
@@ -374,17 +374,17 @@ afdw_twophase_prepare(void)
  *		The connections WRITERS are about to commit: if they are on more
  *		than one server, hold the commit fence on the committers' side
  *		(waiting for readers taking snapshots to be done, which a cancel
- *		ends with an error) and record the commit's number for each server,
- *		or note that the commit goes unfenced.  Held until the commits have
- *		answered (afdw_twophase_end, xact_end.c).
+ *		ends with an error), and with PUBLISH_NOW record the commit's
+ *		number for each server (else afdw_twophase_end does, just before
+ *		its COMMIT PREPAREDs); or note that the commit goes unfenced.  Held
+ *		until the commits have answered (afdw_twophase_end, xact_end.c).
  */
 void
-afdw_fence_commit(List *writers)
+afdw_fence_commit(List *writers, bool publish_now)
 {
 	ListCell   *lc;
 	Oid			first = InvalidOid;
 	bool		several = false;
-	uint64		number;
 
 	foreach(lc, writers)
 	{
@@ -402,9 +402,12 @@ afdw_fence_commit(List *writers)
 		afdw_fence_note_unfenced();
 		return;
 	}
-	number = afdw_fence_enter(AFDW_FENCE_COMMITTER);
-	foreach(lc, writers)
-		afdw_fence_publish(((AfdwConn *) lfirst(lc))->serverid, number);
+	(void) afdw_fence_enter(AFDW_FENCE_COMMITTER, -1);
+	if (publish_now)
+	{
+		foreach(lc, writers)
+			afdw_fence_publish(((AfdwConn *) lfirst(lc))->serverid);
+	}
 }
 
 /*
@@ -665,6 +668,9 @@ afdw_twophase_end(bool committed)
 			 !afdw_wait_cleanup(entry, deadline, true, NULL)))
 			continue;
 		sql = psprintf("%s %s", verb, quote_literal_cstr(entry->prepared_gid));
+		/* Readers that check their snapshots must see it first. */
+		if (committed)
+			afdw_fence_publish(entry->serverid);
 		(void) afdw_send_cleanup(entry, sql);
 		pfree(sql);
 	}

@@ -40,6 +40,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 #include "async_fdw.h"
 #include "connection_internal.h"
@@ -60,9 +61,15 @@ static const struct config_enum_entry scope_options[] = {
 
 static int	snapshot_scope = AFDW_SCOPE_PARTITIONED_TABLES;
 
-/* Whether a batch of first commands is being sent, and how. */
+/*
+ * Whether a batch of first commands is being sent, and how: under the
+ * fence, checked against the fence's numbers above BATCH_FLOOR, or both.
+ */
 static bool batch_open = false;
+static bool batch_fenced = false;
 static bool batch_checks = false;
+static uint64 batch_floor = 0;
+static TimestampTz batch_began = 0;
 
 /*
  * Connections opened for servers the statement does not read, whose
@@ -250,16 +257,34 @@ afdw_visibility_begin(AfdwConn **conns, Oid *relids, int n)
 				nnew++;
 		}
 	}
-	batch_checks = afdw_snapshot_check_wanted(mixes);
-	if (nnew < 2 && !batch_checks)
+
+	if (afdw_snapshot_check_wanted(mixes))
+	{
+		/*
+		 * Checked against the transaction's first snapshots: the fence
+		 * would spare no failure.
+		 */
+		(void) afdw_snapshot_floor(&batch_floor);
+		batch_checks = true;
+	}
+	else if (nnew >= 2)
+	{
+		/*
+		 * Taken together under the fence; a reader that cannot have it
+		 * soon (a commit that does not end) checks them instead.
+		 */
+		batch_fenced = afdw_fence_enter(AFDW_FENCE_READER, AFDW_FENCE_READER_MS);
+		batch_checks = !batch_fenced;
+		batch_floor = afdw_fence_floor();
+		afdw_snapshot_note_floor();
+	}
+	else
 	{
 		release_extra();
 		return;
 	}
-
-	afdw_fence_enter(AFDW_FENCE_READER);
 	batch_open = true;
-	afdw_snapshot_note_floor();
+	batch_began = GetCurrentTimestamp();
 	afdw_snapshot_marking(true);
 }
 
@@ -268,12 +293,15 @@ afdw_visibility_begin(AfdwConn **conns, Oid *relids, int n)
  *		The first commands have gone: open the remote transactions of the
  *		servers among CONNS whose scans could not send theirs, wait until
  *		every new snapshot is taken, check them if need be, and let go of
- *		the fence.
+ *		the fence.  A reader holds the fence AFDW_FENCE_READER_MS at most
+ *		(a server slow to answer would hold every commit up): then it lets
+ *		go, and checks its snapshots once they are taken.
  */
 void
 afdw_visibility_end(AfdwConn **conns, int n)
 {
 	ListCell   *lc;
+	TimestampTz deadline;
 
 	if (!batch_open)
 		return;
@@ -287,12 +315,24 @@ afdw_visibility_end(AfdwConn **conns, int n)
 		if (afdw_snapshot_is_new(extra[i]))
 			afdw_begin_xact_async(extra[i]);
 	}
+	deadline = batch_fenced ?
+		TimestampTzPlusMilliseconds(batch_began, AFDW_FENCE_READER_MS) : -1;
 	foreach(lc, afdw_snapshot_marked())
-		afdw_snapshot_await_taken((AfdwConn *) lfirst(lc));
+	{
+		AfdwConn   *leader = (AfdwConn *) lfirst(lc);
+
+		if (afdw_snapshot_await_taken(leader, deadline))
+			continue;
+		afdw_fence_leave();
+		batch_fenced = false;
+		batch_checks = true;
+		deadline = -1;
+		(void) afdw_snapshot_await_taken(leader, -1);
+	}
 	if (batch_checks)
 	{
 		foreach(lc, afdw_snapshot_marked())
-			afdw_snapshot_check((AfdwConn *) lfirst(lc));
+			afdw_snapshot_check((AfdwConn *) lfirst(lc), batch_floor);
 	}
 	afdw_visibility_abort();
 }
@@ -309,6 +349,7 @@ afdw_visibility_abort(void)
 	if (!batch_open)
 		return;
 	batch_open = false;
+	batch_fenced = false;
 	batch_checks = false;
 	afdw_snapshot_marking(false);
 	afdw_fence_leave();

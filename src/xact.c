@@ -346,14 +346,16 @@ xact_prefix(AfdwConn *entry, bool nested, int *nstatements)
  * start_checked
  *		Open ENTRY's remote transaction now, the first of its server in a
  *		local transaction that read other servers before and whose snapshots
- *		must be one (afdw_snapshot_check_wanted): under the commit fence,
- *		wait until the server has taken the snapshot, then check it.  A
- *		round trip of its own, before the command that needs it.
+ *		must be one (afdw_snapshot_check_wanted): wait until the server has
+ *		taken the snapshot, then check it against the commit numbers (see
+ *		fence.c; no need to hold the fence).  A round trip of its own,
+ *		before the command that needs it.
  */
 static void
 start_checked(AfdwConn *entry, bool nested)
 {
 	StringInfoData sql;
+	uint64		floor;
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, IsolationIsSerializable() ?
@@ -366,19 +368,10 @@ start_checked(AfdwConn *entry, bool nested)
 		afdw_append_xact_settings(&sql);
 	entry->idle_since = 0;
 	entry->xact_depth = 1;
-
-	afdw_fence_enter(AFDW_FENCE_READER);
-	PG_TRY();
-	{
-		afdw_run_command(entry, sql.data);
-		afdw_snapshot_check(entry);
-	}
-	PG_FINALLY();
-	{
-		afdw_fence_leave();
-	}
-	PG_END_TRY();
+	afdw_run_command(entry, sql.data);
 	pfree(sql.data);
+	if (afdw_snapshot_floor(&floor))
+		afdw_snapshot_check(entry, floor);
 }
 
 /*

@@ -110,7 +110,7 @@ commit_all(void)
 	 * PREPAREs): held until every COMMIT has answered, below.
 	 */
 	fenced = !afdw_fence_holding();
-	afdw_fence_commit(writers);
+	afdw_fence_commit(writers, true);
 	fenced = fenced && afdw_fence_holding();
 	list_free(writers);
 	if (nwritten > 1)

@@ -207,4 +207,80 @@ note "two, fence off: $nt transfers, $ns statement reads ($ws wrong), "
 cmp_ok($ws + $wr, '>', 0, 'without the fence, reads see part of a transfer');
 after_run('two', 'off');
 
+# The fence's waits.  A committer paused between its local commit and its
+# COMMIT PREPAREDs (the developer setting) holds the fence: a read of both
+# shards waits for it (wait event AsyncFdwCommitFence from 17), one second
+# at most, then takes its snapshots without it and checks them: the paused
+# transfer has reached no shard, so the read succeeds, without it.  A read
+# of one shard does not wait.
+my $wait_name = $coord->safe_psql('postgres', 'SHOW server_version_num') >= 170000
+  ? 'AsyncFdwCommitFence' : 'Extension';
+$coord->safe_psql('postgres', 'UPDATE two SET bal = 1000');
+my $log_at = -s $coord->logfile;
+my $committer = $coord->background_psql('postgres');
+$committer->query_safe(
+	"SET async_fdw.debug_two_phase_pause = 'before_commit_prepared'");
+$committer->query_until(qr/started/, q{\echo started
+BEGIN;
+UPDATE two SET bal = bal - 5 WHERE id = 1;
+UPDATE two SET bal = bal + 5 WHERE id = 101;
+COMMIT;
+});
+ok($coord->wait_for_log(qr/pausing two-phase commit \(before_commit_prepared\)/, $log_at),
+	'a transfer pauses before its COMMIT PREPAREDs, holding the fence');
+my $reader = $coord->background_psql('postgres', on_error_stop => 0);
+my $rpid = $reader->query_safe('SELECT pg_backend_pid()');
+$reader->{stderr} = '';
+$reader->query_until(qr/started/, "\\echo started\nSELECT sum(bal) FROM two;\n");
+ok($coord->poll_query_until('postgres',
+	"SELECT wait_event = '$wait_name' FROM pg_stat_activity WHERE pid = $rpid"),
+	"a read of both shards waits for the fence ($wait_name)");
+is($coord->safe_psql('postgres', 'SELECT sum(bal) FROM two WHERE id <= 100'), '100000',
+	'a read of one shard does not wait, and does not see the transfer yet');
+is($reader->query('SELECT 1'), "200000\n1",
+	'after a second the read goes on without the fence, checked, and sees none of the transfer');
+is($reader->{stderr}, '', 'without error');
+$coord->reload;
+$committer->query_safe('SELECT 1');
+is($reader->query_safe('SELECT sum(bal), sum(bal) FILTER (WHERE id <= 100) FROM two'),
+	'200000|99995', 'once the transfer has committed everywhere, a read sees all of it');
+$committer->quit;
+
+# A reader holds the fence until every server has taken its snapshot, one
+# second at most: with its backend on shard 2 stopped, a transfer waits at
+# its commit for that second, then commits; the reader, once the shard
+# answers, finds that a commit on several of its servers came between its
+# snapshots and fails with 40001.
+my $held = $coord->background_psql('postgres', on_error_stop => 0);
+$held->query_safe('SELECT sum(bal) FROM two');
+my $remote_pid = $held->query_safe(
+	"SELECT remote_backend_pid FROM async_fdw_get_connections() WHERE server_name = 'vis2' ORDER BY slot LIMIT 1");
+kill 'STOP', $remote_pid;
+my $hpid = $held->query_safe('SELECT pg_backend_pid()');
+$held->{stderr} = '';
+$held->query_until(qr/started/, "\\echo started\nSELECT sum(bal) FROM two;\n");
+ok($coord->poll_query_until('postgres',
+	"SELECT wait_event = '@{[ $wait_name eq 'Extension' ? 'Extension' : 'AsyncFdwGetResult' ]}' FROM pg_stat_activity WHERE pid = $hpid"),
+	"a read waits for a stopped shard's snapshot, holding the fence");
+$coord->safe_psql('postgres', q{
+	BEGIN;
+	UPDATE two SET bal = bal - 7 WHERE id = 2;
+	UPDATE two SET bal = bal + 7 WHERE id = 102;
+	COMMIT;
+});
+is($coord->safe_psql('postgres', 'SELECT bal FROM two WHERE id IN (2, 102) ORDER BY id'),
+	"993\n1007", 'a transfer commits once the slow reader has let the fence go');
+kill 'CONT', $remote_pid;
+$held->query('SELECT 1');
+like($held->{stderr}, qr/could not serialize access due to a concurrent commit on several servers/,
+	'the slow reader, checked, fails with a serialization failure');
+$held->{stderr} = '';
+is($held->query_safe('SELECT sum(bal) FROM two'), '200000', 'and succeeds when retried');
+$held->quit;
+for my $s (@shards)
+{
+	ok($s->poll_query_until('postgres', 'SELECT count(*) = 0 FROM pg_prepared_xacts'),
+		'nothing stays prepared on ' . $s->name);
+}
+
 done_testing();
