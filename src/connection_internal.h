@@ -203,13 +203,14 @@ struct AfdwConn
 	PGresult   *held_result;
 
 	/*
-	 * The command in flight opens the remote transaction with a wide row
-	 * right after the statements that open it: the row comes once the
-	 * server has taken the transaction's snapshot, and pushes the answers
-	 * before it out at once (snapshot.c marks the snapshots of a statement
+	 * The command in flight opens the remote transaction with a marker
+	 * (SELECT 1) and a wide row after it: the marker's result says that
+	 * the server has taken the transaction's snapshot, and the wide row
+	 * pushes it out at once (snapshot.c marks the snapshots of a statement
 	 * that the commit fence covers).  afdw_expect_marker sets it,
-	 * afdw_pop_result clears it when the row comes (showing it as a
-	 * command's result) or cannot come any more.
+	 * afdw_pop_result clears it when the marker's result comes (showing it
+	 * as a command's result, and expecting the wide row as pad_pending) or
+	 * cannot come any more.
 	 */
 	bool		marker_pending;
 

@@ -566,14 +566,16 @@ afdw_pop_result(AfdwConn *conn, bool *is_export)
 			 (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK))
 	{
 		/*
-		 * The wide row that marks the snapshot taken (snapshot.c), as a
-		 * command's result; after an error it never comes.
+		 * The marker's row, which says the snapshot is taken (snapshot.c),
+		 * as a command's result; the wide row that pushed it out follows.
+		 * After an error neither comes.
 		 */
 		conn->marker_pending = false;
 		if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK)
 		{
 			PQclear(res);
 			res = command_done(conn);
+			conn->pad_pending = true;
 		}
 	}
 	afdw_session_hooks->result(conn, res);

@@ -521,11 +521,11 @@ afdw_share_snapshot(AfdwConn *entry, bool nested, StringInfo sql)
 		else if (marking)
 		{
 			/*
-			 * The row takes the snapshot (the first statement of a
-			 * REPEATABLE READ transaction that needs one) and comes at
-			 * once, wide as it is.
+			 * The marker takes the snapshot (the first statement of a
+			 * REPEATABLE READ transaction that needs one), and the wide row
+			 * after it pushes its result out at once.
 			 */
-			appendStringInfo(sql, "; SELECT pg_catalog.repeat(' ', %d)",
+			appendStringInfo(sql, "; SELECT 1; SELECT pg_catalog.repeat(' ', %d)",
 							 EXPORT_PAD_BYTES);
 			afdw_expect_marker(entry);
 		}
@@ -660,7 +660,7 @@ afdw_snapshot_marked(void)
  * afdw_snapshot_await_taken
  *		Wait until LEADER's server has taken the snapshot of the remote
  *		transaction that its command in flight opens: the export's result or
- *		the marker row has come; false if DEADLINE (-1: none) passed first.
+ *		the marker's has come; false if DEADLINE (-1: none) passed first.
  *		The results of the statements that open the transaction are read on
  *		the way; an error among them is held for the command's owner, and
  *		ends the wait (no snapshot comes).
@@ -668,7 +668,7 @@ afdw_snapshot_marked(void)
 bool
 afdw_snapshot_await_taken(AfdwConn *leader, TimestampTz deadline)
 {
-	static const char what[] = "SELECT pg_catalog.repeat(...)";
+	static const char what[] = "SELECT 1";
 
 	while (leader->marker_pending || leader->export_pending)
 	{

@@ -20,7 +20,9 @@
  * A statement that also reads servers whose snapshots an earlier statement
  * of the transaction took, or any new snapshot of a REPEATABLE READ or
  * SERIALIZABLE transaction, is checked against the transaction's first
- * snapshots while the fence is held (afdw_snapshot_check).
+ * snapshots instead (afdw_snapshot_check: the fence's commit numbers), and
+ * so is a statement that could not have the fence, or hold it while its
+ * servers answered, within AFDW_FENCE_READER_MS.
  *
  * Neighbours: scan.c calls afdw_visibility_begin before sending the first
  * commands of a statement's scans and afdw_visibility_end after (or

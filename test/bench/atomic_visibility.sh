@@ -108,10 +108,11 @@ for r in $RTTS; do
 		done
 		if [ "$1" = transfer ]; then
 			what="transfers per second, $2 clients"
-			on=$(awk '{ print $1 }' "$WORK/res_on" | med)
-			off=$(awk '{ print $1 }' "$WORK/res_off" | med)
+			on=$(awk '{ printf "%.0f\n", $1 }' "$WORK/res_on" | med)
+			off=$(awk '{ printf "%.0f\n", $1 }' "$WORK/res_off" | med)
 		else
-			what="$([ "$1" = lookup ] && echo "lookup by key, one server" || echo "sum over 2 shards"), ms$([ "$2" = loaded ] && echo ", while 4 clients transfer")"
+			if [ "$1" = lookup ]; then what="lookup by key, one server, ms"; else what="sum over 2 shards, ms"; fi
+			if [ "$2" = loaded ]; then what="$what, while 4 clients transfer"; fi
 			on=$(awk '{ print $2 }' "$WORK/res_on" | med)
 			off=$(awk '{ print $2 }' "$WORK/res_off" | med)
 		fi

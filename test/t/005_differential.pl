@@ -152,10 +152,11 @@ for my $i (1 .. 2)
 my $coord = PostgreSQL::Test::Cluster->new('dcoord');
 $coord->init;
 # A time zone other than UTC, which postgres_fdw sets on its connections,
-# and a guard against a hang.
+# and a guard against a hang.  Preloaded: statements over both shards take
+# their snapshots under the commit fence (doc/visibility.md).
 $coord->append_conf('postgresql.conf',
 	"max_connections = 40\nlog_statement = none\ntimezone = 'Asia/Kolkata'\nstatement_timeout = '60s'\n"
-	  . "log_min_duration_statement = 1000\n");
+	  . "log_min_duration_statement = 1000\nshared_preload_libraries = 'async_fdw'\n");
 $coord->start;
 
 my $coord_sql = q{

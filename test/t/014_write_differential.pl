@@ -68,7 +68,9 @@ my $coord = PostgreSQL::Test::Cluster->new('wdcoord');
 $coord->init;
 $coord->append_conf('postgresql.conf',
 	"max_connections = 40\nlog_statement = none\nstatement_timeout = '" . ($ENV{AFDW_DIFF_TIMEOUT} // '60s') . "'\nlock_timeout = '30s'\n"
-	  . "log_min_duration_statement = 2000\n");
+	  . "log_min_duration_statement = 2000\n"
+	  # Commits on both shards and reads of both go under the commit fence.
+	  . "shared_preload_libraries = 'async_fdw'\n");
 $coord->start;
 
 my $coord_sql = q{

@@ -21,6 +21,7 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 
 my $seconds = $ENV{AFDW_VIS_SECONDS} // 4;
 
@@ -245,6 +246,37 @@ $committer->query_safe('SELECT 1');
 is($reader->query_safe('SELECT sum(bal), sum(bal) FILTER (WHERE id <= 100) FROM two'),
 	'200000|99995', 'once the transfer has committed everywhere, a read sees all of it');
 $committer->quit;
+
+# A reader lets the fence go as soon as its servers have taken their
+# snapshots, not when its queries end: a transfer during a slow read of
+# both shards does not wait for the read, and the read, not checked, sees
+# none of it.
+for my $i (1 .. 2)
+{
+	$shards[ $i - 1 ]->safe_psql('postgres',
+		"CREATE VIEW slow_$i AS SELECT id, bal FROM two_@{[ $i - 1 ]} WHERE pg_sleep(0.015) IS NOT NULL");
+}
+$coord->safe_psql('postgres', q{
+	CREATE TABLE slow (id int, bal int) PARTITION BY RANGE (id);
+	CREATE FOREIGN TABLE slow_1 PARTITION OF slow FOR VALUES FROM (1) TO (101)
+	  SERVER vis1 OPTIONS (table_name 'slow_1');
+	CREATE FOREIGN TABLE slow_2 PARTITION OF slow FOR VALUES FROM (101) TO (201)
+	  SERVER vis2 OPTIONS (table_name 'slow_2');
+});
+my $slow = $coord->background_psql('postgres', on_error_stop => 0);
+$slow->{stderr} = '';
+$slow->query_until(qr/started/, "\\echo started\nSELECT sum(bal) FROM slow;\n");
+usleep(50_000);
+$coord->safe_psql('postgres', q{
+	BEGIN;
+	UPDATE two SET bal = bal - 3 WHERE id = 3;
+	UPDATE two SET bal = bal + 3 WHERE id = 103;
+	COMMIT;
+});
+is($slow->query('SELECT 1'), "200000\n1",
+	'a transfer during a slow read of both shards commits; the read sees none of it');
+is($slow->{stderr}, '', 'the slow read was not checked: it had let the fence go');
+$slow->quit;
 
 # A reader holds the fence until every server has taken its snapshot, one
 # second at most: with its backend on shard 2 stopped, a transfer waits at
