@@ -93,6 +93,7 @@ static bool unfenced_logged = false;
 static void fence_shmem_request(void);
 static void fence_shmem_startup(void);
 static void fence_at_exit(int code, Datum arg);
+static void stop_waiting(AfdwFenceSide side, bool counted);
 static int	slot_of(Oid serverid);
 
 /*
@@ -280,27 +281,31 @@ afdw_fence_enter(AfdwFenceSide side, int timeout_ms)
 	}
 	PG_CATCH();
 	{
-		ConditionVariableCancelSleep();
-		if (counted)
-		{
-			SpinLockAcquire(&fence->mutex);
-			fence->waiting[side]--;
-			SpinLockRelease(&fence->mutex);
-			ConditionVariableBroadcast(&fence->turn);
-		}
+		stop_waiting(side, counted);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	ConditionVariableCancelSleep();
-	if (counted)
-	{
-		/* Timed out: no longer waiting. */
-		SpinLockAcquire(&fence->mutex);
-		fence->waiting[side]--;
-		SpinLockRelease(&fence->mutex);
-		ConditionVariableBroadcast(&fence->turn);
-	}
+	/* Entered, or timed out (and no longer waiting). */
+	stop_waiting(side, counted);
 	return entered;
+}
+
+/*
+ * stop_waiting
+ *		This backend no longer waits for the fence on SIDE: if it was
+ *		COUNTED among the waiters, it leaves their count, and the others
+ *		look again (a side may now enter).
+ */
+static void
+stop_waiting(AfdwFenceSide side, bool counted)
+{
+	ConditionVariableCancelSleep();
+	if (!counted)
+		return;
+	SpinLockAcquire(&fence->mutex);
+	fence->waiting[side]--;
+	SpinLockRelease(&fence->mutex);
+	ConditionVariableBroadcast(&fence->turn);
 }
 
 /*

@@ -291,36 +291,20 @@ check_leader(AfdwConn *leader)
 static void
 await_export(AfdwConn *leader)
 {
-	static const char export_sql[] = "SELECT pg_catalog.pg_export_snapshot()";
+	PGresult   *res;
 
-	while (leader->export_pending)
-	{
-		PGresult   *res;
-		bool		is_export;
-
-		while (!afdw_result_ready(leader))
-			afdw_wait_socket(leader, export_sql);
-		res = afdw_pop_result(leader, &is_export);
-		if (is_export)
-		{
-			afdw_take_export(leader, res);
-			break;
-		}
-		if (res != NULL && PQresultStatus(res) == PGRES_COMMAND_OK)
-		{
-			PQclear(res);
-			continue;
-		}
-		leader->held_result = res;
-		ereport(ERROR,
-				(errcode(ERRCODE_FDW_ERROR),
-				 errmsg("could not export the snapshot of server \"%s\"",
-						NameStr(leader->servername)),
-				 errdetail("The export failed on the connection that opened the remote transaction: %s",
-						   res && PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) ?
-						   PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) :
-						   pchomp(PQerrorMessage(leader->conn)))));
-	}
+	(void) afdw_snapshot_await_taken(leader, -1);
+	res = leader->held_result;
+	if (res == NULL)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_ERROR),
+			 errmsg("could not export the snapshot of server \"%s\"",
+					NameStr(leader->servername)),
+			 errdetail("The export failed on the connection that opened the remote transaction: %s",
+					   PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) ?
+					   PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) :
+					   pchomp(PQerrorMessage(leader->conn)))));
 }
 
 /*
@@ -668,12 +652,12 @@ afdw_snapshot_marked(void)
 bool
 afdw_snapshot_await_taken(AfdwConn *leader, TimestampTz deadline)
 {
-	static const char what[] = "SELECT 1";
-
 	while (leader->marker_pending || leader->export_pending)
 	{
 		PGresult   *res;
 		bool		is_export;
+		const char *what = leader->export_pending ?
+			"SELECT pg_catalog.pg_export_snapshot()" : "SELECT 1";
 
 		while (!afdw_result_ready(leader))
 		{
