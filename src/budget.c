@@ -623,7 +623,12 @@ afdw_budget_finish(AfdwConn *entry)
  *
  * A connection busy with a command, or broken, is closed at once: its
  * remote backend leaves when it notices, which nobody here can wait for
- * without holding up an error or a cancel.
+ * without holding up an error or a cancel.  But not one whose command in
+ * flight is the COMMIT of a transaction that only read, sent with the
+ * statement's last command or at the local commit and not waited for:
+ * its answer comes at once, then the Terminate is read, and closing it at
+ * once gave the unit back while the remote backend still counted (the
+ * budget test saw 11 connections under a budget of 10).
  */
 static int
 finish_keeping_socket(AfdwConn *entry)
@@ -632,7 +637,8 @@ finish_keeping_socket(AfdwConn *entry)
 
 	if (OidIsValid(entry->charged_server) &&
 		PQstatus(entry->conn) == CONNECTION_OK &&
-		PQtransactionStatus(entry->conn) != PQTRANS_ACTIVE &&
+		(PQtransactionStatus(entry->conn) != PQTRANS_ACTIVE ||
+		 entry->in_flight == AFDW_IN_FLIGHT_COMMIT) &&
 		PQsocket(entry->conn) >= 0)
 		sock = dup(PQsocket(entry->conn));	/* -1 on failure: no wait */
 	PQfinish(entry->conn);
