@@ -15,6 +15,10 @@
 #                  any error it reports fails the run (pg_regress only: the
 #                  TAP tests start servers of their own).  About 20 times
 #                  slower: pick files with REGRESS_FILES.
+#   PRELOAD=1      the throwaway server preloads async_fdw (the connection
+#                  budget and the commit fence are active); some expected
+#                  outputs then differ (async_fdw_connection_budget's
+#                  figures): meant with VALGRIND=1, to check those paths.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -131,6 +135,9 @@ max_prepared_transactions = 10
 autovacuum = off
 log_min_messages = warning
 CONF
+if [ -n "${PRELOAD:-}" ]; then
+	echo "shared_preload_libraries = 'async_fdw'" >>"$data/postgresql.conf"
+fi
 if [ -n "${VALGRIND:-}" ]; then
 	# a backend under valgrind takes seconds to start and to answer; JIT
 	# would only load LLVM (whose loading glibc's loader reads past a
