@@ -438,7 +438,6 @@ extern bool afdw_snapshot_exporter(AfdwConn *conn);
 extern void afdw_pass_leadership(AfdwConn *gone, AfdwConn *heir);
 extern bool afdw_snapshot_is_new(AfdwConn *conn);
 extern void afdw_snapshot_note_floor(void);
-extern bool afdw_snapshot_floor_noted(void);
 extern bool afdw_snapshot_check_wanted(bool mixes);
 extern bool afdw_snapshot_start_checked(AfdwConn *entry);
 extern void afdw_snapshot_marking(bool on);

@@ -577,17 +577,6 @@ afdw_snapshot_note_floor(void)
 }
 
 /*
- * afdw_snapshot_floor_noted
- *		Whether the local transaction took its first snapshots, and noted
- *		the floor of the commit fence then.
- */
-bool
-afdw_snapshot_floor_noted(void)
-{
-	return floor_noted;
-}
-
-/*
  * afdw_snapshot_check_wanted
  *		Whether a new snapshot taken now must be checked against the ones
  *		taken before (see fence.c): the transaction noted its floor, and it

@@ -199,29 +199,30 @@ release_extra(void)
 /*
  * count_new
  *		How many servers (and user mappings) among the N connections CONNS
- *		would take a snapshot of their own with their first command; *MIXES
- *		tells whether one of them reads a snapshot taken before.
+ *		would take a snapshot of their own with their first command, counted
+ *		up to 2 (all the caller asks: none, one, or several); *MIXES tells
+ *		whether one of them reads a snapshot taken before.  One pass: a
+ *		statement over many partitions has many scans.
  */
 static int
 count_new(AfdwConn **conns, int n, bool *mixes)
 {
+	AfdwConn   *first = NULL;
 	int			nnew = 0;
 
 	*mixes = false;
 	for (int i = 0; i < n; i++)
 	{
-		bool		seen = false;
-
 		if (!afdw_snapshot_is_new(conns[i]))
-		{
 			*mixes = true;
-			continue;
+		else if (first == NULL)
+		{
+			first = conns[i];
+			nnew = 1;
 		}
-		for (int j = 0; j < i && !seen; j++)
-			seen = (conns[j]->serverid == conns[i]->serverid &&
-					conns[j]->key.umid == conns[i]->key.umid);
-		if (!seen)
-			nnew++;
+		else if (conns[i]->serverid != first->serverid ||
+				 conns[i]->key.umid != first->key.umid)
+			nnew = 2;
 	}
 	return nnew;
 }
@@ -248,7 +249,7 @@ afdw_visibility_begin(AfdwConn **conns, Oid *relids, int n)
 	nnew = count_new(conns, n, &mixes);
 	if (nnew == 0)
 		return;
-	if (!afdw_snapshot_floor_noted() && IsTransactionBlock() &&
+	if (!afdw_snapshot_floor(&batch_floor) && IsTransactionBlock() &&
 		IsolationUsesXactSnapshot() &&
 		snapshot_scope == AFDW_SCOPE_PARTITIONED_TABLES)
 	{
@@ -266,7 +267,6 @@ afdw_visibility_begin(AfdwConn **conns, Oid *relids, int n)
 		 * Checked against the transaction's first snapshots: the fence
 		 * would spare no failure.
 		 */
-		(void) afdw_snapshot_floor(&batch_floor);
 		batch_checks = true;
 	}
 	else if (nnew >= 2)
