@@ -101,6 +101,45 @@ EXPLAIN (VERBOSE, COSTS OFF)
 SELECT rows_same(
   'SELECT f.id, d.name, d.served_by FROM cpf f JOIN cpd d ON f.k = d.k WHERE f.v < 5',
   'SELECT f.id, d.name, cp_server(f.id) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k WHERE f.v < 5');
+-- Its cost: the partitions' joins run at once on their two servers, so
+-- the Append counts the remote work of the busier server (two partitions
+-- of four), not the sum of all four (copies.c's serial_excess); what each
+-- row costs here stays summed.
+CREATE FUNCTION cp_append_cost(q text, OUT below_sum boolean, OUT above_max boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+  plan jsonb;
+  app jsonb;
+  kids float8[];
+BEGIN
+  EXECUTE 'EXPLAIN (FORMAT JSON) ' || q INTO plan;
+  SELECT n INTO app FROM jsonb_path_query(plan, 'strict $.**.Plan ? (@."Node Type" == "Append")') n
+    LIMIT 1;
+  SELECT array_agg((k ->> 'Total Cost')::float8) INTO kids
+    FROM jsonb_array_elements(app -> 'Plans') k;
+  below_sum := (app ->> 'Total Cost')::float8 <
+    0.85 * (SELECT sum(c) FROM unnest(kids) c);
+  above_max := (app ->> 'Total Cost')::float8 >= (SELECT max(c) FROM unnest(kids) c);
+END
+$$;
+CREATE TABLE cpb (id int, k int, v int) PARTITION BY HASH (id);
+DO $$
+BEGIN
+  FOR i IN 0..3 LOOP
+    EXECUTE format('CREATE TABLE remote.cpb_%s (id int, k int, v int)', i);
+    EXECUTE format('CREATE FOREIGN TABLE cpb_%s PARTITION OF cpb
+                    FOR VALUES WITH (MODULUS 4, REMAINDER %s) SERVER %I
+                    OPTIONS (schema_name %L, table_name %L)',
+                   i, i, 'cp_s' || (1 + i % 2), 'remote', 'cpb_' || i);
+  END LOOP;
+END
+$$;
+INSERT INTO cpb SELECT g, g % 12, g % 100 FROM generate_series(1, 80000) g;
+ANALYZE cpb;
+SELECT * FROM cp_append_cost('SELECT f.id, d.name FROM cpb f JOIN cpd d ON f.k = d.k WHERE f.v < 5');
+DROP TABLE cpb;
+DROP TABLE remote.cpb_0, remote.cpb_1, remote.cpb_2, remote.cpb_3;
+DROP FUNCTION cp_append_cost(text);
 -- A star: the second dimension's join goes with each partition's too.
 EXPLAIN (VERBOSE, COSTS OFF)
   SELECT f.id, d.name, r.rname FROM cpf f JOIN cpd d ON f.k = d.k

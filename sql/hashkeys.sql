@@ -85,13 +85,24 @@ SET async_fdw.key_filter_max_keys = 3;
 \set q18_local 'SELECT o.o_id, o.o_total, sum(i.i_qty) FROM remote.hk_orders o, remote.hk_items i WHERE o.o_id IN (SELECT i_order FROM remote.hk_items GROUP BY i_order HAVING sum(i_qty) > 200) AND o.o_id = i.i_order GROUP BY o.o_id, o.o_total ORDER BY o.o_id'
 SET enable_mergejoin = off;
 SET enable_nestloop = off;
--- (Not a remote join per partition: those take no keys.)
+-- (First without remote joins per partition: they come below.)
 SET async_fdw.partitionwise_join = off;
 SELECT * FROM hk_plan(:'q18');
 SELECT * FROM hk_run(:'q18', 'hk_items');
 SELECT * FROM hk_run(:'q18', 'hk_orders');
 :q18;
 SELECT rows_in_order(:'q18', :'q18_local');
+-- A remote join per partition takes the keys too, on whichever of its
+-- joined columns the hash join above compares (orders' key, or items'),
+-- both equal in its rows.
+SET async_fdw.partitionwise_join = on;
+SELECT * FROM hk_plan(:'q18');
+SELECT * FROM hk_run(:'q18', 'hk_orders');
+SELECT rows_in_order(:'q18', :'q18_local');
+\set q18i 'SELECT i.i_order, o.o_total, sum(i.i_qty) FROM hk_orders o, hk_items i WHERE i.i_order IN (SELECT i_order FROM hk_items GROUP BY i_order HAVING sum(i_qty) > 200) AND o.o_id = i.i_order GROUP BY i.i_order, o.o_total ORDER BY 1'
+SELECT * FROM hk_plan(:'q18i');
+SELECT rows_in_order(:'q18i', replace(replace(:'q18i', 'hk_orders', 'remote.hk_orders'), 'hk_items', 'remote.hk_items'));
+SET async_fdw.partitionwise_join = off;
 
 -- A local table's keys; its NULL joins nothing, its repeated key is sent
 -- once.

@@ -567,25 +567,27 @@ key_slot(PlannerInfo *root, RelOptInfo *rel, Relation relation, Var *column,
 typedef Var *(*MemberColumn) (EquivalenceMember *em, RelOptInfo *rel, void *arg);
 
 /*
- * joined_column
- *		The column of REL in EC that COLUMN_OF finds among its members, if
+ * joined_columns
+ *		The columns of REL in EC that COLUMN_OF finds among its members, if
  *		EC also has a member of a relation outside OWN (REL's, or its
- *		parent's): what joins REL to another relation by equality.  NULL
- *		if there is none, or EC is of no use for keys (constant, volatile,
- *		broken, of one member, or not REL's).
+ *		parent's): what joins REL to another relation by equality.  NIL if
+ *		there is none, or EC is of no use for keys (constant, volatile,
+ *		broken, of one member, or not REL's).  A remote join may return
+ *		several (each joined table's column of the equality), all equal in
+ *		its rows.
  */
-static Var *
-joined_column(EquivalenceClass *ec, RelOptInfo *rel, Relids own,
-			  MemberColumn column_of, void *arg)
+static List *
+joined_columns(EquivalenceClass *ec, RelOptInfo *rel, Relids own,
+			   MemberColumn column_of, void *arg)
 {
 	EquivalenceMember *em;
 	AfdwMemberIter iter;
-	Var		   *column = NULL;
+	List	   *columns = NIL;
 	bool		joined = false;
 
 	if (ec->ec_has_const || ec->ec_has_volatile || ec->ec_broken ||
 		list_length(ec->ec_members) < 2 || !bms_overlap(ec->ec_relids, own))
-		return NULL;
+		return NIL;
 
 	afdw_members_begin(&iter, ec, rel->relids);
 	while ((em = afdw_members_next(&iter)) != NULL)
@@ -593,12 +595,31 @@ joined_column(EquivalenceClass *ec, RelOptInfo *rel, Relids own,
 		Var		   *var = column_of(em, rel, arg);
 
 		if (var != NULL)
-			column = var;
+			columns = lappend(columns, var);
 		else if (!em->em_is_child && !bms_is_empty(em->em_relids) &&
 				 !bms_overlap(em->em_relids, own))
 			joined = true;
 	}
-	return joined ? column : NULL;
+	if (!joined)
+	{
+		list_free(columns);
+		return NIL;
+	}
+	return columns;
+}
+
+/*
+ * joined_column
+ *		The column of REL, a foreign table's scan, in EC that joins it to
+ *		another relation (joined_columns), or NULL.
+ */
+static Var *
+joined_column(EquivalenceClass *ec, RelOptInfo *rel, Relids own,
+			  MemberColumn column_of, void *arg)
+{
+	List	   *columns = joined_columns(ec, rel, own, column_of, arg);
+
+	return columns != NIL ? (Var *) llast(columns) : NULL;
 }
 
 /*
@@ -855,25 +876,33 @@ afdw_join_key_slots(PlannerInfo *root, RelOptInfo *joinrel, List *scan_tlist,
 		joinrel->rows < key_filter_min_rows)
 		return NIL;
 
+	/*
+	 * Each returned column of an equality gets a slot of its own: the hash
+	 * join above may compare any of them (orders' or lineitem's order key,
+	 * in a join of the two), and a slot is known by its item.
+	 */
 	foreach(lc, root->eq_classes)
 	{
 		EquivalenceClass *ec = (EquivalenceClass *) lfirst(lc);
-		Var		   *column = joined_column(ec, joinrel, own, returned_column,
-										   scan_tlist);
-		TargetEntry *tle;
-		Oid			eq;
-		List	   *slot;
+		List	   *columns = joined_columns(ec, joinrel, own, returned_column,
+											 scan_tlist);
+		ListCell   *lc2;
 
-		if (column == NULL)
-			continue;
-		tle = tlist_member((Expr *) column, scan_tlist);
-		eq = equality_operator(ec, column->vartype, column->vartype);
-		if (!OidIsValid(eq) || tle == NULL)
-			continue;
-		slot = key_slot(root, joinrel, NULL, column, tle->resno, eq,
-						ec->ec_collation, params, marker, slots);
-		if (slot != NULL)
-			slots = lappend(slots, slot);
+		foreach(lc2, columns)
+		{
+			Var		   *column = (Var *) lfirst(lc2);
+			TargetEntry *tle = tlist_member((Expr *) column, scan_tlist);
+			Oid			eq = equality_operator(ec, column->vartype, column->vartype);
+			List	   *slot;
+
+			if (!OidIsValid(eq) || tle == NULL ||
+				list_length(slots) == AFDW_MAX_KEY_SLOTS)
+				continue;
+			slot = key_slot(root, joinrel, NULL, column, tle->resno, eq,
+							ec->ec_collation, params, marker, slots);
+			if (slot != NULL)
+				slots = lappend(slots, slot);
+		}
 		if (list_length(slots) == AFDW_MAX_KEY_SLOTS)
 			break;
 	}
