@@ -325,6 +325,7 @@ extern void afdw_visibility_init(void);
 extern void afdw_visibility_begin(AfdwConn **conns, Oid *relids, int n);
 extern void afdw_visibility_end(AfdwConn **conns, int n);
 extern void afdw_visibility_abort(void);
+extern void afdw_visibility_first_write(AfdwConn *conn, Oid relid);
 
 /* budget.c */
 extern void afdw_budget_preload(void);

@@ -189,6 +189,7 @@ afdwBeginDirectModify(ForeignScanState *node, int eflags)
 
 	user = direct_user(node, st->rel);
 	st->conn = afdw_acquire_writer(user);
+	afdw_visibility_first_write(st->conn, RelationGetRelid(st->rel));
 	/* A replicated table: the same statement changes every copy. */
 	st->replicas = afdw_replica_writes_begin(st->rel, user->userid);
 	st->final = st->replicas == NULL && may_commit(node, st);

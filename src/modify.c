@@ -559,6 +559,7 @@ begin_modify(EState *estate, ResultRelInfo *rinfo, CmdType operation,
 
 	user = writer_user(estate, rinfo);
 	st->conn = afdw_acquire_writer(user);
+	afdw_visibility_first_write(st->conn, RelationGetRelid(rel));
 	st->replicas = afdw_replica_writes_begin(rel, user->userid);
 
 	/* An error that ends the statement gives the writer back. */

@@ -24,9 +24,14 @@
  * so is a statement that could not have the fence, or hold it while its
  * servers answered, within AFDW_FENCE_READER_MS.
  *
+ * The first write of a REPEATABLE READ transaction block, when it comes
+ * before any read, takes the snapshots of its table's other servers in the
+ * same way (afdw_visibility_first_write).
+ *
  * Neighbours: scan.c calls afdw_visibility_begin before sending the first
  * commands of a statement's scans and afdw_visibility_end after (or
- * afdw_visibility_abort when it fails); this file uses snapshot.c (which
+ * afdw_visibility_abort when it fails); modify.c and direct.c call
+ * afdw_visibility_first_write for a write's connection; this file uses snapshot.c (which
  * servers are new, the markers, the check), xact.c (a remote transaction
  * opened without a query) and fence.c.
  *
@@ -90,8 +95,8 @@ void
 afdw_visibility_init(void)
 {
 	DefineCustomEnumVariable("async_fdw.snapshot_scope",
-							 "Sets which servers a REPEATABLE READ or SERIALIZABLE transaction takes snapshots of at its first read.",
-							 "servers_read: those its first statement reads; partitioned_tables: also every other server of the partitioned tables it reads. A server first read later is checked against the commit fence, and may fail with a serialization failure.",
+							 "Sets which servers a REPEATABLE READ or SERIALIZABLE transaction takes snapshots of at its first statement.",
+							 "servers_read: those its first statement reads or writes; partitioned_tables: also every other server of the partitioned tables it reads or writes. A server first used later is checked against the commit fence, and may fail with a serialization failure.",
 							 &snapshot_scope,
 							 AFDW_SCOPE_PARTITIONED_TABLES,
 							 scope_options,
@@ -121,10 +126,11 @@ has_mapping(Oid userid, Oid serverid)
  *		block reads the N tables RELIDS through CONNS: open connections to
  *		the other async_fdw servers of their partitioned tables (for the
  *		same local user, where a user mapping exists), into EXTRA, so that
- *		their snapshots are taken with the first ones.
+ *		their snapshots are taken with the first ones; WRITERS when the
+ *		statement writes rather than reads.
  */
 static void
-open_partition_servers(AfdwConn **conns, Oid *relids, int n)
+open_partition_servers(AfdwConn **conns, Oid *relids, int n, bool writers)
 {
 	List	   *roots = NIL;
 	List	   *servers = NIL;
@@ -171,13 +177,28 @@ open_partition_servers(AfdwConn **conns, Oid *relids, int n)
 	extra = MemoryContextAlloc(TopTransactionContext,
 							   sizeof(AfdwConn *) * list_length(servers));
 	nextra = 0;
-	foreach(lc, servers)
-		extra[nextra++] =
-			afdw_acquire_connection(GetUserMapping(userid, lfirst_oid(lc)));
-	/* Their handshakes together, then each ready (or shared). */
-	afdw_connect_finish(extra, nextra);
-	for (int i = 0; i < nextra; i++)
-		extra[i] = afdw_connection_ready(extra[i]);
+	if (writers)
+	{
+		/*
+		 * The first statement writes: the servers it may write next open
+		 * on the connections that would write there, which export no
+		 * snapshot (one that did could not be prepared, and a write would
+		 * take another connection, opened then).
+		 */
+		foreach(lc, servers)
+			extra[nextra++] =
+				afdw_acquire_writer(GetUserMapping(userid, lfirst_oid(lc)));
+	}
+	else
+	{
+		foreach(lc, servers)
+			extra[nextra++] =
+				afdw_acquire_connection(GetUserMapping(userid, lfirst_oid(lc)));
+		/* Their handshakes together, then each ready (or shared). */
+		afdw_connect_finish(extra, nextra);
+		for (int i = 0; i < nextra; i++)
+			extra[i] = afdw_connection_ready(extra[i]);
+	}
 	list_free(servers);
 }
 
@@ -227,6 +248,8 @@ count_new(AfdwConn **conns, int n, bool *mixes)
 	return nnew;
 }
 
+static void visibility_begin(AfdwConn **conns, Oid *relids, int n, bool writes);
+
 /*
  * afdw_visibility_begin
  *		The first commands of a statement's scans of the N tables RELIDS,
@@ -239,6 +262,17 @@ count_new(AfdwConn **conns, int n, bool *mixes)
  */
 void
 afdw_visibility_begin(AfdwConn **conns, Oid *relids, int n)
+{
+	visibility_begin(conns, relids, n, false);
+}
+
+/*
+ * visibility_begin
+ *		afdw_visibility_begin's work; WRITES when CONNS write (the other
+ *		servers are opened on their writers' connections).
+ */
+static void
+visibility_begin(AfdwConn **conns, Oid *relids, int n, bool writes)
 {
 	bool		mixes;
 	int			nnew;
@@ -253,7 +287,7 @@ afdw_visibility_begin(AfdwConn **conns, Oid *relids, int n)
 		IsolationUsesXactSnapshot() &&
 		snapshot_scope == AFDW_SCOPE_PARTITIONED_TABLES)
 	{
-		open_partition_servers(conns, relids, n);
+		open_partition_servers(conns, relids, n, writes);
 		for (int i = 0; i < nextra; i++)
 		{
 			if (afdw_snapshot_is_new(extra[i]))
@@ -337,6 +371,42 @@ afdw_visibility_end(AfdwConn **conns, int n)
 			afdw_snapshot_check((AfdwConn *) lfirst(lc), batch_floor);
 	}
 	afdw_visibility_abort();
+}
+
+/*
+ * afdw_visibility_first_write
+ *		CONN, the writer of foreign table RELID, is about to open its
+ *		server's remote transaction with its first write, in the first
+ *		statement of a REPEATABLE READ or SERIALIZABLE transaction block
+ *		that takes snapshots: take the snapshots of the other servers of
+ *		the table's partitioned tables with it, under the fence, as the
+ *		first reading statement does (async_fdw.snapshot_scope), so that
+ *		a later statement writing or reading them needs no check and fails
+ *		with no serialization failure for a commit that came between.  A
+ *		round trip of its own, only when there are such servers.
+ */
+void
+afdw_visibility_first_write(AfdwConn *conn, Oid relid)
+{
+	uint64		floor;
+
+	if (!afdw_fence_active() || !IsTransactionBlock() ||
+		!IsolationUsesXactSnapshot() ||
+		snapshot_scope != AFDW_SCOPE_PARTITIONED_TABLES ||
+		afdw_snapshot_floor(&floor) || !afdw_snapshot_is_new(conn) ||
+		!get_rel_relispartition(relid))
+		return;
+	PG_TRY();
+	{
+		visibility_begin(&conn, &relid, 1, true);
+		afdw_visibility_end(&conn, 1);
+	}
+	PG_CATCH();
+	{
+		afdw_visibility_abort();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 }
 
 /*

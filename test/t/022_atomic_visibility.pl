@@ -309,6 +309,46 @@ like($held->{stderr}, qr/could not serialize access due to a concurrent commit o
 $held->{stderr} = '';
 is($held->query_safe('SELECT sum(bal) FROM two'), '200000', 'and succeeds when retried');
 $held->quit;
+# A REPEATABLE READ transaction whose first statement writes on one shard
+# takes the other shard's snapshot with it, under the fence
+# (async_fdw.snapshot_scope partitioned_tables, the default): a transfer
+# that commits after that statement is not in its view of the other shard,
+# and its write there goes through.  With servers_read the other shard's
+# snapshot is taken by the second write, after the transfer: checked, it
+# fails with 40001.
+my $rr = $coord->background_psql('postgres', on_error_stop => 0);
+for my $scope ('partitioned_tables', 'servers_read')
+{
+	my $before = $coord->safe_psql('postgres', 'SELECT bal FROM two WHERE id = 105');
+	$rr->query_safe("SET async_fdw.snapshot_scope = $scope");
+	$rr->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
+	$rr->query_safe('UPDATE two SET bal = bal - 1 WHERE id = 4');
+	$coord->safe_psql('postgres', q{
+		BEGIN;
+		UPDATE two SET bal = bal - 2 WHERE id = 5;
+		UPDATE two SET bal = bal + 2 WHERE id = 105;
+		COMMIT;
+	});
+	$rr->{stderr} = '';
+	my $out = $rr->query('UPDATE two SET bal = bal + 1 WHERE id = 104');
+	if ($scope eq 'partitioned_tables')
+	{
+		is($rr->{stderr}, '', 'RR, first statement a write: its write on the other shard goes through');
+		is($rr->query_safe('SELECT bal FROM two WHERE id = 105'), $before,
+			'and its view of that shard has none of the transfer committed after its first statement');
+		$rr->query_safe('COMMIT');
+	}
+	else
+	{
+		like($rr->{stderr}, qr/could not serialize access due to a concurrent commit on several servers/,
+			'RR with snapshot_scope servers_read: the later write is checked and fails with 40001');
+		$rr->query('ROLLBACK');
+	}
+}
+$rr->quit;
+is($coord->safe_psql('postgres', 'SELECT sum(bal) FROM two'), '200000',
+	'the total is right after the REPEATABLE READ writes');
+
 for my $s (@shards)
 {
 	ok($s->poll_query_until('postgres', 'SELECT count(*) = 0 FROM pg_prepared_xacts'),
