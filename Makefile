@@ -52,7 +52,7 @@ OBJS = \
 	src/xact_end.o
 
 EXTENSION = async_fdw
-DATA = async_fdw--1.0.sql async_fdw--1.0--1.1.sql async_fdw--1.1--1.2.sql async_fdw--1.2--1.3.sql async_fdw--1.3--1.4.sql async_fdw--1.4--1.5.sql
+DATA = async_fdw--1.0.sql async_fdw--1.0--1.1.sql async_fdw--1.1--1.2.sql async_fdw--1.2--1.3.sql async_fdw--1.3--1.4.sql async_fdw--1.4--1.5.sql async_fdw--1.5--1.6.sql
 PGFILEDESC = "async_fdw - asynchronous foreign data wrapper for PostgreSQL servers"
 
 # The server headers are not -Wextra clean: treat them as system headers.

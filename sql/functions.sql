@@ -331,6 +331,33 @@ COMMIT;
 SELECT async_fdw_disconnect_all();
 DROP SERVER fn_up CASCADE;
 DROP EXTENSION async_fdw;
+
+-- 1.5 to 1.6: 1.5's declaration (1.4's columns) is answered without the
+-- new column; 1.6's has commit_fence, 'not preloaded' here (the regression
+-- server does not preload async_fdw; 022_atomic_visibility.pl shows 'on'
+-- and 'turned off').
+CREATE EXTENSION async_fdw VERSION '1.5';
+DO $$
+BEGIN
+  EXECUTE format('CREATE SERVER fn_up FOREIGN DATA WRAPPER async_fdw
+                  OPTIONS (host %L, port %L, dbname %L)',
+                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
+                 current_setting('port'), current_database());
+END
+$$;
+CREATE USER MAPPING FOR CURRENT_USER SERVER fn_up;
+CREATE FOREIGN TABLE fn_up_t (extversion text)
+  SERVER fn_up OPTIONS (schema_name 'pg_catalog', table_name 'pg_extension');
+BEGIN;
+SELECT count(*) > 0 AS read FROM fn_up_t;
+SELECT server_name, used_in_xact, can_prepare FROM async_fdw_get_connections();
+ALTER EXTENSION async_fdw UPDATE TO '1.6';
+SELECT extversion FROM pg_extension WHERE extname = 'async_fdw';
+SELECT server_name, used_in_xact, can_prepare, commit_fence FROM async_fdw_get_connections();
+COMMIT;
+SELECT async_fdw_disconnect_all();
+DROP SERVER fn_up CASCADE;
+DROP EXTENSION async_fdw;
 CREATE EXTENSION async_fdw;
 SELECT extversion FROM pg_extension WHERE extname = 'async_fdw';
 -- The fresh install and the update differ in nothing (no row either way).

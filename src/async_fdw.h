@@ -312,6 +312,7 @@ typedef enum AfdwFenceSide
 extern void afdw_fence_init(void);
 extern void afdw_fence_preload(void);
 extern bool afdw_fence_active(void);
+extern const char *afdw_fence_state(void);
 extern void afdw_fence_note_unfenced(void);
 extern bool afdw_fence_enter(AfdwFenceSide side, int timeout_ms);
 extern void afdw_fence_leave(void);
@@ -671,6 +672,10 @@ extern bool afdwPlanDirectModify(PlannerInfo *root, ModifyTable *plan,
 								 Index resultRelation, int subplan_index);
 extern bool afdw_direct_join_mode(PlannerInfo *root);
 extern bool afdw_direct_join_ok(PlannerInfo *root, RelOptInfo *joinrel);
+
+/* explain.c */
+extern void afdw_explain_commit_fence(struct ExplainState *es, EState *estate,
+									  ResultRelInfo *rinfo);
 
 /* direct.c */
 extern void afdw_direct_routines(FdwRoutine *routine);

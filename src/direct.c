@@ -567,6 +567,7 @@ afdwExplainDirectModify(ForeignScanState *node, ExplainState *es)
 							strVal(list_nth(plan->fdw_private, AFDW_DIRECT_SQL)), es);
 		if (servers != NULL)
 			ExplainPropertyText("Copies Written", servers, es);
+		afdw_explain_commit_fence(es, node->ss.ps.state, node->resultRelInfo);
 	}
 }
 

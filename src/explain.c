@@ -8,6 +8,9 @@
  * scan files keep as they read: runs by read mode, rows, bytes, round trips,
  * time spent waiting, and how many scans shared the connection.
  *
+ * The EXPLAIN of writes (modify.c, direct.c) adds where commits go
+ * without the commit fence (afdw_explain_commit_fence).
+ *
  * Neighbours: scan.c registers afdwExplainForeignScan with the other scan
  * callbacks; plan_private.c gives the plan's remote SQL (afdw_scan_private).
  *
@@ -15,14 +18,92 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_class.h"
 #include "commands/explain.h"
+#include "foreign/foreign.h"
+#include "parser/parsetree.h"
 #include "executor/executor.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
 
 #include "async_fdw.h"
 #include "scan_internal.h"
+
+/*
+ * several_servers
+ *		Whether the tables of RTABLE, a statement's range table, are on
+ *		several async_fdw servers (a replicated table's copies count).
+ */
+static bool
+several_servers(List *rtable)
+{
+	Oid			first = InvalidOid;
+	ListCell   *lc;
+
+	foreach(lc, rtable)
+	{
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+		ForeignTable *table;
+
+		if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_FOREIGN_TABLE)
+			continue;
+		table = GetForeignTable(rte->relid);
+		if (!afdw_server_is_ours(table->serverid))
+			continue;
+		if (afdw_copy_servers(table) != NIL)
+			return true;
+		if (!OidIsValid(first))
+			first = table->serverid;
+		else if (table->serverid != first)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * first_written
+ *		Whether RINFO is the first of ESTATE's result relations that is a
+ *		foreign table of async_fdw.
+ */
+static bool
+first_written(EState *estate, ResultRelInfo *rinfo)
+{
+	ListCell   *lc;
+
+	foreach(lc, estate->es_opened_result_relations)
+	{
+		ResultRelInfo *r = (ResultRelInfo *) lfirst(lc);
+		Relation	rel = r->ri_RelationDesc;
+
+		if (rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE &&
+			afdw_server_is_ours(GetForeignTable(RelationGetRelid(rel))->serverid))
+			return r == rinfo;
+	}
+	return false;
+}
+
+/*
+ * afdw_explain_commit_fence
+ *		EXPLAIN VERBOSE of RINFO, a write to a foreign table of async_fdw
+ *		(in ESTATE), in a statement over several async_fdw servers, when
+ *		commits on several servers go without the commit fence (fence.c):
+ *		"Commit Fence" says why ("not preloaded", "turned off"), for reads
+ *		of several servers may then see part of such a commit
+ *		(doc/visibility.md).  Once a statement: on its first such write.
+ */
+void
+afdw_explain_commit_fence(ExplainState *es, EState *estate, ResultRelInfo *rinfo)
+{
+	const char *state = afdw_fence_state();
+
+	if (!es->verbose || strcmp(state, "on") == 0 || es->pstmt == NULL ||
+		rinfo == NULL || !first_written(estate, rinfo) ||
+		!several_servers(es->pstmt->rtable))
+		return;
+	ExplainPropertyText("Commit Fence", state, es);
+}
 
 /*
  * explain_reads

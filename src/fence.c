@@ -177,6 +177,23 @@ afdw_fence_active(void)
 }
 
 /*
+ * afdw_fence_state
+ *		Whether this backend's commits on several servers, and its reads of
+ *		several servers, go through the fence: "on", or why they do not:
+ *		"not preloaded" (async_fdw is not in shared_preload_libraries) or
+ *		"turned off" (async_fdw.atomic_visibility).
+ */
+const char *
+afdw_fence_state(void)
+{
+	if (fence == NULL)
+		return "not preloaded";
+	if (!atomic_visibility)
+		return "turned off";
+	return "on";
+}
+
+/*
  * afdw_fence_note_unfenced
  *		A commit on several servers goes without the fence: say so in the
  *		log, once per backend.

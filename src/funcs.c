@@ -39,7 +39,7 @@
 #include "async_fdw.h"
 
 /* Columns of async_fdw_get_connections and async_fdw_connection_budget. */
-#define GET_CONNECTIONS_COLS	11
+#define GET_CONNECTIONS_COLS	12
 #define BUDGET_COLS				5
 
 /* Connections a disconnect left open because they are in use, per server. */
@@ -78,11 +78,16 @@ PG_FUNCTION_INFO_V1(async_fdw_connection_budget);
  * whose answers are read one at a time: DECLARE and FETCH, or EXECUTE of
  * a prepared statement), NULL when no scan holds it.  can_prepare tells
  * whether the server takes PREPARE TRANSACTION, NULL until the session
- * knows (twophase.c).
+ * knows (twophase.c).  commit_fence (1.6) tells whether this backend's
+ * commits on several servers, and its reads of several servers, go
+ * through the commit fence: 'on', 'not preloaded' or 'turned off'
+ * (fence.c).
  *
- * The columns are 1.4's, postgres_fdw 18's first; a database whose
- * extension is not updated yet declares the function without argument,
- * with the columns of 1.1 to 1.3 (get_connections_old_row), and gets them.
+ * The columns are 1.6's, postgres_fdw 18's first; a database whose
+ * extension is not updated yet declares the function with 1.4's columns
+ * (all but the last, which its descriptor leaves out), or without
+ * argument, with the columns of 1.1 to 1.3 (get_connections_old_row), and
+ * gets them.
  */
 Datum
 async_fdw_get_connections(PG_FUNCTION_ARGS)
@@ -145,6 +150,7 @@ async_fdw_get_connections(PG_FUNCTION_ARGS)
 		else
 			nulls[i] = true;
 		i++;
+		values[i++] = CStringGetTextDatum(afdw_fence_state());
 		Assert(i == GET_CONNECTIONS_COLS);
 
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

@@ -1440,6 +1440,7 @@ afdwExplainForeignModify(ModifyTableState *mtstate,
 	copies = afdw_replica_server_names(RelationGetRelid(rinfo->ri_RelationDesc));
 	if (copies != NULL)
 		ExplainPropertyText("Copies Written", copies, es);
+	afdw_explain_commit_fence(es, mtstate->ps.state, rinfo);
 	if (may_load_in_bulk(rinfo, mtstate->operation, fdw_private))
 	{
 		resetStringInfo(&sql);

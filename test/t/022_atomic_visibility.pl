@@ -309,6 +309,25 @@ like($held->{stderr}, qr/could not serialize access due to a concurrent commit o
 $held->{stderr} = '';
 is($held->query_safe('SELECT sum(bal) FROM two'), '200000', 'and succeeds when retried');
 $held->quit;
+# What says whether commits are fenced: async_fdw_get_connections'
+# commit_fence, and EXPLAIN VERBOSE of a write over several servers, which
+# names the fence only when it is not used.
+is($coord->safe_psql('postgres', q{
+	SELECT count(*) FROM two;
+	SELECT string_agg(DISTINCT commit_fence, ',') FROM async_fdw_get_connections();
+}), "200\non", 'commit_fence is on when preloaded');
+is($coord->safe_psql('postgres', q{
+	SET async_fdw.atomic_visibility = off;
+	SELECT count(*) FROM two;
+	SELECT string_agg(DISTINCT commit_fence, ',') FROM async_fdw_get_connections();
+}), "200\nturned off", 'and turned off with the setting off');
+my $explain = q{EXPLAIN (VERBOSE, COSTS OFF) UPDATE two SET bal = bal WHERE id IN (1, 101)};
+unlike($coord->safe_psql('postgres', $explain), qr/Commit Fence/,
+	'EXPLAIN VERBOSE of a write over two shards says nothing of the fence when it is used');
+my $off_plan = $coord->safe_psql('postgres', "SET async_fdw.atomic_visibility = off; $explain");
+is(scalar(() = $off_plan =~ /Commit Fence: turned off/g), 1,
+	'and names it, once, when it is turned off');
+
 # A REPEATABLE READ transaction whose first statement writes on one shard
 # takes the other shard's snapshot with it, under the fence
 # (async_fdw.snapshot_scope partitioned_tables, the default): a transfer
