@@ -95,12 +95,13 @@ SELECT rows_in_order(:'q18', :'q18_local');
 -- A remote join per partition takes the keys too, on whichever of its
 -- joined columns the hash join above compares (orders' key, or items'),
 -- both equal in its rows.
+-- (The remote aliases' numbers vary by version: r stands for them.)
 SET async_fdw.partitionwise_join = on;
-SELECT * FROM hk_plan(:'q18');
+SELECT regexp_replace(p, '\mr[0-9]+\M', 'r', 'g') AS hk_plan FROM hk_plan(:'q18') p;
 SELECT * FROM hk_run(:'q18', 'hk_orders');
 SELECT rows_in_order(:'q18', :'q18_local');
 \set q18i 'SELECT i.i_order, o.o_total, sum(i.i_qty) FROM hk_orders o, hk_items i WHERE i.i_order IN (SELECT i_order FROM hk_items GROUP BY i_order HAVING sum(i_qty) > 200) AND o.o_id = i.i_order GROUP BY i.i_order, o.o_total ORDER BY 1'
-SELECT * FROM hk_plan(:'q18i');
+SELECT regexp_replace(p, '\mr[0-9]+\M', 'r', 'g') AS hk_plan FROM hk_plan(:'q18i') p;
 SELECT rows_in_order(:'q18i', replace(replace(:'q18i', 'hk_orders', 'remote.hk_orders'), 'hk_items', 'remote.hk_items'));
 SET async_fdw.partitionwise_join = off;
 
