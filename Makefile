@@ -4,59 +4,59 @@
 MODULE_big = async_fdw
 OBJS = \
 	$(WIN32RES) \
-	src/analyze.o \
 	src/async_fdw.o \
-	src/budget.o \
 	src/check_copies.o \
-	src/census.o \
-	src/combine.o \
-	src/collect.o \
-	src/connect.o \
-	src/convert.o \
-	src/copies.o \
-	src/decorrelate.o \
-	src/deparse.o \
-	src/deparse_join.o \
-	src/direct.o \
-	src/direct_plan.o \
-	src/explain.o \
-	src/expr.o \
-	src/fetch.o \
-	src/funcs.o \
-	src/hashkeys.o \
-	src/import.o \
-	src/join.o \
-	src/keys.o \
-	src/modify.o \
-	src/option.o \
-	src/ordered.o \
-	src/path.o \
-	src/plan_private.o \
-	src/pool.o \
-	src/recovery.o \
-	src/remote.o \
-	src/replica_writes.o \
-	src/scan.o \
-	src/shippable.o \
-	src/snapshot.o \
-	src/visibility.o \
-	src/fence.o \
-	src/statements.o \
-	src/stream.o \
-	src/subplan.o \
-	src/truncate.o \
-	src/twophase.o \
-	src/twophase_worker.o \
-	src/upper.o \
-	src/xact.o \
-	src/xact_end.o
+	src/connection_functions.o \
+	src/recovery_worker.o \
+	src/planner/aggregate_paths.o \
+	src/planner/decorrelate.o \
+	src/planner/direct_modify_plan.o \
+	src/planner/hash_join_keys.o \
+	src/planner/join_paths.o \
+	src/planner/order_limit.o \
+	src/planner/pushed_keys.o \
+	src/planner/replicated_joins.o \
+	src/planner/scan_paths.o \
+	src/planner/shippable.o \
+	src/executor/analyze.o \
+	src/executor/combined_scans.o \
+	src/executor/copy_stream.o \
+	src/executor/direct_modify.o \
+	src/executor/explain.o \
+	src/executor/import_schema.o \
+	src/executor/key_collector.o \
+	src/executor/modify_rows.o \
+	src/executor/plan_census.o \
+	src/executor/replica_writes.o \
+	src/executor/row_builder.o \
+	src/executor/scan.o \
+	src/executor/scan_commands.o \
+	src/executor/truncate.o \
+	src/transaction/commit_fence.o \
+	src/transaction/prepared_statements.o \
+	src/transaction/remote_xact.o \
+	src/transaction/shared_snapshot.o \
+	src/transaction/twophase.o \
+	src/transaction/twophase_recovery.o \
+	src/transaction/visibility.o \
+	src/transaction/xact_callbacks.o \
+	src/connection/connection_budget.o \
+	src/connection/connection_pool.o \
+	src/connection/connection_setup.o \
+	src/connection/remote_commands.o \
+	src/sql/deparse_expr.o \
+	src/sql/deparse_join.o \
+	src/sql/deparse_statements.o \
+	src/sql/shippable_subplans.o \
+	src/common/options.o \
+	src/common/plan_private.o
 
 EXTENSION = async_fdw
 DATA = async_fdw--1.0.sql async_fdw--1.0--1.1.sql async_fdw--1.1--1.2.sql async_fdw--1.2--1.3.sql async_fdw--1.3--1.4.sql async_fdw--1.4--1.5.sql async_fdw--1.5--1.6.sql
 PGFILEDESC = "async_fdw - asynchronous foreign data wrapper for PostgreSQL servers"
 
 # The server headers are not -Wextra clean: treat them as system headers.
-PG_CPPFLAGS = -I$(libpq_srcdir) -isystem $(includedir_server)
+PG_CPPFLAGS = -I$(libpq_srcdir) -I$(srcdir)/src -I$(srcdir)/src/connection -I$(srcdir)/src/executor -I$(srcdir)/src/sql -isystem $(includedir_server)
 SHLIB_LINK_INTERNAL = $(libpq)
 
 # pg_regress reads sql/ and expected/ (contrib's layout) and writes results/

@@ -27,13 +27,13 @@ import sys
 # Top first.  A file may call files of its own layer and of the layers
 # below it, never above.
 LAYERS = [
-    ('entry', ['async_fdw', 'funcs', 'check_copies', 'twophase_worker']),
-    ('planner', ['path', 'join', 'copies', 'keys', 'hashkeys', 'upper', 'decorrelate', 'ordered', 'shippable', 'direct_plan']),
-    ('execution', ['scan', 'collect', 'census', 'combine', 'fetch', 'stream', 'convert', 'modify', 'direct', 'replica_writes',
-                   'explain', 'analyze', 'truncate', 'import']),
-    ('session', ['xact', 'xact_end', 'visibility', 'snapshot', 'statements', 'twophase', 'recovery', 'fence']),
-    ('wire', ['connect', 'pool', 'remote', 'budget']),
-    ('common', ['option', 'deparse', 'deparse_join', 'expr', 'subplan', 'plan_private']),
+    ('entry', ['async_fdw', 'connection_functions', 'check_copies', 'recovery_worker']),
+    ('planner', ['scan_paths', 'join_paths', 'replicated_joins', 'pushed_keys', 'hash_join_keys', 'aggregate_paths', 'decorrelate', 'order_limit', 'shippable', 'direct_modify_plan']),
+    ('execution', ['scan', 'key_collector', 'plan_census', 'combined_scans', 'scan_commands', 'copy_stream', 'row_builder', 'modify_rows', 'direct_modify', 'replica_writes',
+                   'explain', 'analyze', 'truncate', 'import_schema']),
+    ('session', ['remote_xact', 'xact_callbacks', 'visibility', 'shared_snapshot', 'prepared_statements', 'twophase', 'twophase_recovery', 'commit_fence']),
+    ('wire', ['connection_setup', 'connection_pool', 'remote_commands', 'connection_budget']),
+    ('common', ['options', 'deparse_statements', 'deparse_join', 'deparse_expr', 'shippable_subplans', 'plan_private']),
 ]
 
 # Upward calls not yet removed, each "file function file callee" on a line
@@ -57,7 +57,7 @@ def llvm_dis():
 def call_graph(src):
     """(file, function) -> set of (file, function) it refers to."""
     dis = llvm_dis()
-    bcs = sorted(glob.glob(os.path.join(src, '*.bc')))
+    bcs = sorted(glob.glob(os.path.join(src, '*.bc')) + glob.glob(os.path.join(src, '*', '*.bc')))
     if dis is None or not bcs:
         sys.stderr.write('check_layers: no %s (build with a PostgreSQL built with LLVM first)\n'
                          % ('llvm-dis' if dis is None else 'src/*.bc'))
@@ -112,7 +112,7 @@ def main():
     graph, exported = call_graph(src)
     if trip is not None:
         return walk(graph, trip, rank)
-    files = {os.path.basename(p)[:-2] for p in glob.glob(os.path.join(src, '*.c'))}
+    files = {os.path.basename(p)[:-2] for p in glob.glob(os.path.join(src, '*.c')) + glob.glob(os.path.join(src, '*', '*.c'))}
     bad = 0
     for f in sorted(files - set(rank)):
         print('check_layers: src/%s.c is in no layer (add it to LAYERS)' % f)
@@ -146,7 +146,7 @@ def main():
     top = os.path.dirname(os.path.abspath(src))
     for path in glob.glob(os.path.join(top, '*.sql')):
         outside.update(re.findall(r'\w+', open(path).read()))
-    for path in glob.glob(os.path.join(src, '*.c')):
+    for path in glob.glob(os.path.join(src, '*.c')) + glob.glob(os.path.join(src, '*', '*.c')):
         outside.update(re.findall(r'"(\w+)"', open(path).read()))
     for name, f in sorted(exported.items()):
         if (name not in used_elsewhere and name not in outside and
