@@ -56,7 +56,7 @@ DATA = async_fdw--1.0.sql async_fdw--1.0--1.1.sql async_fdw--1.1--1.2.sql async_
 PGFILEDESC = "async_fdw - asynchronous foreign data wrapper for PostgreSQL servers"
 
 # The server headers are not -Wextra clean: treat them as system headers.
-PG_CPPFLAGS = -I$(libpq_srcdir) -I$(srcdir)/src -I$(srcdir)/src/connection -I$(srcdir)/src/executor -I$(srcdir)/src/sql -isystem $(includedir_server)
+PG_CPPFLAGS = -I$(libpq_srcdir) -I$(srcdir)/src -isystem $(includedir_server)
 SHLIB_LINK_INTERNAL = $(libpq)
 
 # pg_regress reads sql/ and expected/ (contrib's layout) and writes results/

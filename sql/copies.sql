@@ -1,7 +1,7 @@
 --
 -- copies: a foreign table with the same rows on several servers (option
 -- copies) joined with a partitioned table: each partition's join is made
--- on the partition's own server, with the copy there (copies.c).  Which
+-- on the partition's own server, with the copy there (replicated_joins.c).  Which
 -- server made a row shows in served_by: the copy is a view returning its
 -- session's application_name, which each server sets apart.
 --
@@ -103,7 +103,7 @@ SELECT rows_same(
   'SELECT f.id, d.name, cp_server(f.id) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k WHERE f.v < 5');
 -- Its cost: the partitions' joins run at once on their two servers, so
 -- the Append counts the remote work of the busier server (two partitions
--- of four), not the sum of all four (copies.c's serial_excess); what each
+-- of four), not the sum of all four (replicated_joins.c's serial_excess); what each
 -- row costs here stays summed.
 CREATE FUNCTION cp_append_cost(q text, OUT below_sum boolean, OUT above_max boolean)
 LANGUAGE plpgsql AS $$

@@ -267,7 +267,7 @@ DELETE FROM dm1 WHERE dm_user_fn(id) = 11;
 ROLLBACK;
 SELECT rows_same($$SELECT * FROM remote.dm1$$, $$SELECT * FROM dm1_local$$);
 
--- RETURNING rows are converted as a scan's rows are (convert.c): a
+-- RETURNING rows are converted as a scan's rows are (row_builder.c): a
 -- remote value the local type cannot hold names the column and the table;
 -- over a remote join, the other table's columns too.
 CREATE TABLE remote.dm_wide (id int PRIMARY KEY, v bigint);

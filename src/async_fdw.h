@@ -57,7 +57,7 @@ typedef enum AfdwFetchMode
  */
 /*
  * How ANALYZE samples a remote table: the analyze_sampling option.  The
- * words of option.c are in this order.
+ * words of options.c are in this order.
  */
 typedef enum AfdwSampling
 {
@@ -71,7 +71,7 @@ typedef enum AfdwSampling
 /*
  * When remote transactions commit with two-phase commit: the setting
  * async_fdw.two_phase_commit and the server option two_phase_commit
- * (twophase.c).  The words of option.c are in this order.
+ * (twophase.c).  The words of options.c are in this order.
  */
 typedef enum AfdwTwoPhase
 {
@@ -142,7 +142,7 @@ typedef struct AfdwRelInfo
 
 	/*
 	 * A grouping relation whose aggregates the remote server computes
-	 * (upper.c): the foreign table's relation it reads (NULL for a base
+	 * (aggregate_paths.c): the foreign table's relation it reads (NULL for a base
 	 * relation), the remote select list (TargetEntries), the positions in
 	 * it of the GROUP BY items, the GROUP BY items sent as parameter
 	 * values (Params, which the select list may not hold: see
@@ -160,7 +160,7 @@ typedef struct AfdwRelInfo
 	bool		partial;
 
 	/*
-	 * A join computed by the remote server (join.c): its two sides (base
+	 * A join computed by the remote server (join_paths.c): its two sides (base
 	 * relations or joins of ours), the join type, the conditions of its ON
 	 * clause and those of the WHERE clause that ends up around it
 	 * (expressions; a side's own conditions are placed in one or the
@@ -177,11 +177,11 @@ typedef struct AfdwRelInfo
 	 * A remote join's costs as offered (before its first row, after its
 	 * remote read, in all) and the local join that rechecks a row (NULL
 	 * when none is needed), kept to offer its paths again once the local
-	 * joins that look rows up one by one are dropped (join.c).
+	 * joins that look rows up one by one are dropped (join_paths.c).
 	 */
 	bool		join_offered;	/* its paths were offered */
 	bool		copy_join;		/* a partition's join with copies of
-								 * replicated tables (copies.c) */
+								 * replicated tables (replicated_joins.c) */
 	Cost		join_startup;
 	Cost		join_read;
 	Cost		join_total;
@@ -191,7 +191,7 @@ typedef struct AfdwRelInfo
 	 * The cheapest unparameterized path of ours offered for the relation
 	 * in the query's final order (or any order, with no ORDER BY): its
 	 * rows, costs and keys, kept for the final stage when a local path
-	 * beat it (afdw_keep_final_candidate, ordered.c).
+	 * beat it (afdw_keep_final_candidate, order_limit.c).
 	 */
 	bool		final_kept;
 	double		final_rows;
@@ -201,18 +201,18 @@ typedef struct AfdwRelInfo
 
 	/*
 	 * The arrays of this table's join keys that InitPlans compute for the
-	 * large scans joined to it (keys.c), one per column.
+	 * large scans joined to it (pushed_keys.c), one per column.
 	 */
 	List	   *key_arrays;
 } AfdwRelInfo;
 
 /*
- * Opaque handle of a pooled remote connection (pool.c); its fields
+ * Opaque handle of a pooled remote connection (connection_pool.c); its fields
  * are for the connection-side files only (connection_internal.h).
  */
 typedef struct AfdwConn AfdwConn;
 
-/* option.c */
+/* options.c */
 extern int	afdw_fetch_size_option(List *options, int current);
 extern int	afdw_fetch_mode_option(List *options, int current);
 extern AfdwPooler afdw_pooler_option(List *options);
@@ -237,7 +237,7 @@ extern bool afdw_mapping_ids(Oid umid, Oid *serverid, Oid *userid);
  */
 extern PGDLLIMPORT char *afdw_application_name;
 
-/* path.c */
+/* scan_paths.c */
 extern void afdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel,
 								  Oid foreigntableid);
 extern void afdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel,
@@ -252,7 +252,7 @@ extern void afdw_check_params_apart(List *params, List *scan_tlist);
 /* plan_private.c */
 /*
  * Indexes of the items of the fdw_private list of a ForeignScan that is a
- * direct modification: written by direct_plan.c, read by direct.c.
+ * direct modification: written by direct_modify_plan.c, read by direct_modify.c.
  */
 enum AfdwDirectPrivate
 {
@@ -297,7 +297,7 @@ extern void afdw_scan_key_use(ForeignScan *plan, int i, int *collector, int *col
 extern char *afdw_keyed_sql(ForeignScan *plan, const bool *used, int first_param);
 
 /*
- * fence.c: the two sides that hold the commit fence, and how long a reader
+ * commit_fence.c: the two sides that hold the commit fence, and how long a reader
  * holds it or waits for it at most (then its snapshots are checked instead).
  */
 #define AFDW_FENCE_READER_MS	1000
@@ -328,20 +328,20 @@ extern void afdw_visibility_end(AfdwConn **conns, int n);
 extern void afdw_visibility_abort(void);
 extern void afdw_visibility_first_write(AfdwConn *conn, Oid relid);
 
-/* budget.c */
+/* connection_budget.c */
 extern void afdw_budget_preload(void);
 extern bool afdw_budget_active(void);
 extern bool afdw_budget_figures(ForeignServer *server, int *limit, int *held,
 								int *idle_expiring, int *waiting);
 
-/* connect.c */
+/* connection_setup.c */
 extern void afdw_connect_finish(AfdwConn **entries, int n);
 
-/* pool.c */
+/* connection_pool.c */
 
 /*
  * One open connection of this backend, as afdw_list_connections describes
- * it for async_fdw_get_connections (funcs.c).
+ * it for async_fdw_get_connections (connection_functions.c).
  */
 typedef struct AfdwConnInfo
 {
@@ -376,7 +376,7 @@ extern List *afdw_list_connections(bool check_closed);
 extern bool afdw_close_connection(Oid umid, int slot);
 extern void afdw_set_streaming(AfdwConn *conn, bool streaming);
 
-/* statements.c */
+/* prepared_statements.c */
 extern unsigned int afdw_prepared_statement(AfdwConn *conn, const char *sql);
 extern bool afdw_keeps_statements(AfdwConn *conn);
 extern unsigned int afdw_next_statement_number(AfdwConn *conn);
@@ -386,7 +386,7 @@ extern void afdw_forget_statement(AfdwConn *conn, const char *sql);
 extern void afdw_preparing_statement(AfdwConn *conn, const char *sql,
 									 unsigned int number);
 
-/* remote.c */
+/* remote_commands.c */
 typedef void (*AfdwDrainFn) (void *owner);
 
 /*
@@ -473,11 +473,11 @@ extern afdw_noreturn void afdw_protocol_violation(AfdwConn *conn, const char *de
 extern afdw_noreturn void afdw_report_remote_error(PGresult *res, AfdwConn *conn,
 									 const char *sql);
 
-/* snapshot.c */
+/* shared_snapshot.c */
 extern void afdw_prepare_snapshot(AfdwConn *conn);
 extern AfdwConn *afdw_join_target(AfdwConn *conn);
 
-/* xact.c */
+/* remote_xact.c */
 extern AfdwConn *afdw_acquire_connection(UserMapping *user);
 extern AfdwConn *afdw_acquire_writer(UserMapping *user);
 extern AfdwConn *afdw_get_connection(UserMapping *user);
@@ -499,7 +499,7 @@ extern void afdw_begin_xact_async(AfdwConn *conn);
 
 /*
  * How the remote server computes an aggregate's transition state for a
- * partial aggregate (expr.c, afdw_partial_form, writes it; upper.c plans it).
+ * partial aggregate (deparse_expr.c, afdw_partial_form, writes it; aggregate_paths.c plans it).
  */
 typedef enum AfdwPartialForm
 {
@@ -526,7 +526,7 @@ extern void afdw_classify_conditions(PlannerInfo *root, RelOptInfo *baserel,
 extern bool afdw_is_shippable_grouped(PlannerInfo *root, RelOptInfo *baserel,
 									  Expr *expr, bool partial);
 
-/* expr.c */
+/* deparse_expr.c */
 extern bool afdw_is_builtin(Oid oid);
 extern SubPlan *afdw_sent_subplan(PlannerInfo *root, Node *node, Oid serverid,
 								  Oid umid, ForeignScan **scan);
@@ -537,7 +537,7 @@ extern const char *afdw_remote_column_name(Relation rel, AttrNumber attnum);
 extern bool afdw_output_ignores_settings(Oid type);
 extern void afdw_append_literal(StringInfo buf, const char *val);
 
-/* deparse.c */
+/* deparse_statements.c */
 extern void afdw_deparse_insert(StringInfo head, StringInfo row,
 								StringInfo tail, Relation rel,
 								List *target_attrs, bool do_nothing,
@@ -606,12 +606,12 @@ extern void afdw_twophase_pause_recovery(void);
 extern char *afdw_twophase_records_name(void);
 extern void afdw_twophase_require(Oid relid);
 
-/* recovery.c */
+/* twophase_recovery.c */
 
 /*
  * What recovery found of a remote transaction's local transaction: the
  * column local_state of async_fdw_recover_prepared_transactions, in words
- * only there (recovery.c's local_state_word).
+ * only there (twophase_recovery.c's local_state_word).
  */
 typedef enum AfdwLocalState
 {
@@ -624,7 +624,7 @@ typedef enum AfdwLocalState
  * What recovery did with a remote transaction (or a server): decided and
  * counted as these values, turned into the column action of
  * async_fdw_recover_prepared_transactions only where a row is built
- * (recovery.c's action_word).
+ * (twophase_recovery.c's action_word).
  */
 typedef enum AfdwRecoveryAction
 {
@@ -657,17 +657,17 @@ extern List *afdw_recovery_servers(void);
 extern bool afdw_recover_prepared(Oid only, bool dry_run,
 								  AfdwRecoveryReport report, void *arg);
 
-/* twophase_worker.c */
+/* recovery_worker.c */
 extern void afdw_recovery_worker_init(void);
 
-/* modify.c */
+/* modify_rows.c */
 extern void afdw_modify_routines(FdwRoutine *routine);
 extern void afdw_flush_kept_rows(Oid serverid);
 extern bool afdw_update_may_leave_partition(Relation rel, Bitmapset *updated_cols);
 extern void afdw_check_partition_row(ResultRelInfo *rinfo, CmdType operation,
 									 TupleTableSlot *slot, EState *estate);
 
-/* direct_plan.c */
+/* direct_modify_plan.c */
 extern bool afdwPlanDirectModify(PlannerInfo *root, ModifyTable *plan,
 								 Index resultRelation, int subplan_index);
 extern bool afdw_direct_join_mode(PlannerInfo *root);
@@ -677,10 +677,10 @@ extern bool afdw_direct_join_ok(PlannerInfo *root, RelOptInfo *joinrel);
 extern void afdw_explain_commit_fence(struct ExplainState *es, EState *estate,
 									  ResultRelInfo *rinfo);
 
-/* direct.c */
+/* direct_modify.c */
 extern void afdw_direct_routines(FdwRoutine *routine);
 
-/* import.c */
+/* import_schema.c */
 extern List *afdwImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serveroid);
 
 /* replica_writes.c */
@@ -696,7 +696,7 @@ extern List *afdw_replica_other_servers(Oid relid);
 extern void afdwExecForeignTruncate(List *rels, DropBehavior behavior,
 									bool restart_seqs);
 
-/* join.c */
+/* join_paths.c */
 extern void afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 									RelOptInfo *outerrel, RelOptInfo *innerrel,
 									JoinType jointype, JoinPathExtraData *extra);
@@ -707,10 +707,10 @@ extern ForeignScan *afdw_join_lock_rows(PlannerInfo *root, RelOptInfo *rel,
 										ForeignScan *scan);
 extern bool afdw_all_partitions_ours(RelOptInfo *rel);
 
-/* copies.c */
+/* replicated_joins.c */
 extern void afdw_copies_init(void);
 
-/* ordered.c */
+/* order_limit.c */
 extern bool afdw_has_exec_param(Node *node, void *context);
 extern char *afdw_deparse_order_by(StringInfo buf, RelOptInfo *baserel,
 								   Relation rel, List *pathkeys,
@@ -731,7 +731,7 @@ extern void afdw_add_final_path(PlannerInfo *root, RelOptInfo *input,
 extern bool afdw_is_final_path(Path *path);
 extern void afdw_offer_path(PlannerInfo *root, RelOptInfo *rel, Path *path);
 
-/* upper.c */
+/* aggregate_paths.c */
 extern void afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 									 RelOptInfo *input, RelOptInfo *output,
 									 void *extra);
@@ -740,7 +740,7 @@ extern ForeignScan *afdw_grouping_plan(PlannerInfo *root, RelOptInfo *rel,
 extern void afdw_upper_init(void);
 extern void afdw_join_init(void);
 
-/* keys.c */
+/* pushed_keys.c */
 extern void afdw_keys_init(void);
 extern List *afdw_key_conditions(PlannerInfo *root, RelOptInfo *rel,
 								 ForeignPath *path);
@@ -759,17 +759,17 @@ extern int	afdw_key_array_limit(void);
 /* The most columns of one scan that may take keys at run time. */
 #define AFDW_MAX_KEY_SLOTS	4
 
-/* hashkeys.c */
+/* hash_join_keys.c */
 extern void afdw_attach_key_collectors(PlannedStmt *stmt);
 
 /* decorrelate.c */
 extern void afdw_decorrelate_init(void);
 extern Query *afdw_decorrelate(Query *query);
 
-/* combine.c */
+/* combined_scans.c */
 extern void afdw_combine_init(void);
 
-/* collect.c */
+/* key_collector.c */
 extern void afdw_collect_init(void);
 extern CustomScan *afdw_make_key_collector(Plan *child, List *columns, int limit,
 											int id, bool outer);

@@ -14,8 +14,8 @@
  * on both.  It returns a row for each problem, none when the copies agree
  * with the foreign table; the rows themselves are not compared.
  *
- * Neighbours: option.c lists the copies' servers; deparse.c names the
- * remote table and columns; pool.c lends a connection and remote.c runs
+ * Neighbours: options.c lists the copies' servers; deparse_statements.c names the
+ * remote table and columns; connection_pool.c lends a connection and remote_commands.c runs
  * the query.  async_fdw--1.4--1.5.sql declares the function.  Entry
  * layer.
  *

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * funcs.c
+ * connection_functions.c
  *		The SQL-callable operations functions of async_fdw: the open
  *		connections of this backend, closing them, and the connection
  *		budget of each server.
@@ -12,11 +12,11 @@
  * scans hold it and how they read, the remote process, when it opened).
  * They act on the calling backend's connections only.
  *
- * Neighbours: pool.c owns the pool and hands out what this file
+ * Neighbours: connection_pool.c owns the pool and hands out what this file
  * shows and closes (afdw_list_connections, afdw_close_connection), and
- * budget.c the shared figures of the budget (afdw_budget_figures); this
+ * connection_budget.c the shared figures of the budget (afdw_budget_figures); this
  * file sees connections through async_fdw.h only, not
- * connection_internal.h, so the pool's invariants stay in pool.c.
+ * connection_internal.h, so the pool's invariants stay in connection_pool.c.
  * async_fdw--1.0--1.1.sql declares the functions (1.2--1.3 adds a
  * column of async_fdw_get_connections, 1.3--1.4 gives it postgres_fdw
  * 18's argument and first columns).
@@ -81,7 +81,7 @@ PG_FUNCTION_INFO_V1(async_fdw_connection_budget);
  * knows (twophase.c).  commit_fence (1.6) tells whether this backend's
  * commits on several servers, and its reads of several servers, go
  * through the commit fence: 'on', 'not preloaded' or 'turned off'
- * (fence.c).
+ * (commit_fence.c).
  *
  * The columns are 1.6's, postgres_fdw 18's first; a database whose
  * extension is not updated yet declares the function with 1.4's columns

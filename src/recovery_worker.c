@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * twophase_worker.c
+ * recovery_worker.c
  *		The background worker that recovers, every
  *		async_fdw.recovery_interval, the remote transactions two-phase
  *		commit left prepared, when async_fdw is in shared_preload_libraries.
@@ -25,7 +25,7 @@
  * DATABASE from it waits, then fails.
  *
  * Neighbours: async_fdw.c calls afdw_recovery_worker_init from _PG_init;
- * the worker calls the recovery of recovery.c (afdw_recovery_servers,
+ * the worker calls the recovery of twophase_recovery.c (afdw_recovery_servers,
  * afdw_recover_prepared), the core of async_fdw_recover_prepared_transactions,
  * and counts its outcomes as they come, not its words; a database without
  * the extension's 1.2 objects (its table of records) is left alone.

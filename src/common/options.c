@@ -1,12 +1,12 @@
 /*-------------------------------------------------------------------------
  *
- * option.c
+ * options.c
  *		The option validator of async_fdw and the lookup of option values.
  *
  * The names follow postgres_fdw so that moving a table from postgres_fdw is
  * a change of the wrapper's name.  The libpq connection options are taken
  * from libpq itself at run time, so a newer libpq brings its new options.
- * The planner (path.c), pool.c and analyze.c read the values
+ * The planner (scan_paths.c), connection_pool.c and analyze.c read the values
  * through the lookups here.  afdw_server_is_ours says whether a server is
  * async_fdw's, for every caller.
  *

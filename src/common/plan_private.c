@@ -4,7 +4,7 @@
  *		The private list of a ForeignScan plan: what the planner hands the
  *		execution.
  *
- * The planner (path.c, join.c, upper.c, ordered.c) writes it, the
+ * The planner (scan_paths.c, join_paths.c, aggregate_paths.c, order_limit.c) writes it, the
  * execution (scan.c, explain.c) reads it, through the functions here
  * only.  A List, so that copyObject copies plans.  Bottom layer: calls
  * nothing of the project.
@@ -38,7 +38,7 @@ enum AfdwScanPrivate
 								 * of a remote join, run only to recheck a
 								 * row (afdw_mark_recheck_only) */
 	AFDW_PRIVATE_OWN_LIMIT,		/* Integer: when the remote SELECT has the
-								 * query's LIMIT (ordered.c,
+								 * query's LIMIT (order_limit.c,
 								 * afdw_add_final_path), the most rows it
 								 * returns, or -1 when not known; else
 								 * NO_OWN_LIMIT */
@@ -102,7 +102,7 @@ afdw_make_scan_private(const char *sql, List *retrieved_attrs, int fetch_size,
  *		Note in SCAN's fdw_private that its remote SELECT ends with the
  *		LIMIT and OFFSET of ROOT's query, and how many rows that lets it
  *		return at most, when both are constants: no other LIMIT may be
- *		appended to it (a prepared statement's, fetch.c).
+ *		appended to it (a prepared statement's, scan_commands.c).
  */
 void
 afdw_mark_own_limit(PlannerInfo *root, ForeignScan *scan)
@@ -234,7 +234,7 @@ afdw_scan_recheck_only(ForeignScan *plan)
 /*
  * afdw_set_key_slots
  *		Note in SCAN's fdw_private the columns whose keys its remote SELECT
- *		may take at run time (hashkeys.c): each of SLOTS is made by
+ *		may take at run time (hash_join_keys.c): each of SLOTS is made by
  *		afdw_make_key_slot; the conditions go at offset AT of the SQL,
  *		which has a WHERE clause if WHERE.
  */

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * budget.c
+ * connection_budget.c
  *		The connection budget of async_fdw: how many connections all the
  *		backends of this server together hold to each remote server, in
  *		shared memory, when async_fdw is in shared_preload_libraries.
@@ -29,10 +29,10 @@
  * backend to exit before the unit is given back: a backend that takes the
  * unit at once finds the place free, not still held by an exiting process.
  *
- * Neighbours: pool.c (the pool) calls afdw_budget_charge,
+ * Neighbours: connection_pool.c (the pool) calls afdw_budget_charge,
  * afdw_budget_finish, afdw_budget_release and the idle calls, and reads afdw_budget_wanted at
  * the end of a transaction; async_fdw.c calls afdw_budget_preload from
- * _PG_init; funcs.c shows the figures through afdw_budget_figures.  It
+ * _PG_init; connection_functions.c shows the figures through afdw_budget_figures.  It
  * sees struct AfdwConn through connection_internal.h.
  *
  *-------------------------------------------------------------------------
@@ -53,7 +53,7 @@
 #include "utils/timestamp.h"
 
 #include "async_fdw.h"
-#include "connection_internal.h"
+#include "connection/connection_internal.h"
 
 /* Servers with a budget, at most; past them a server has none. */
 #define AFDW_BUDGET_SERVERS		1024

@@ -4,14 +4,14 @@
  *		The remote connection as the connection-side files of async_fdw
  *		share it.
  *
- * Included only by pool.c (the pool, invalidation), statements.c
- * (the statements prepared in a remote session), connect.c (opening one
- * connection), remote.c (send, wait, results, cancel, remote errors),
- * snapshot.c (the shared snapshot of a server), xact.c (the remote
- * transactions), twophase.c (two-phase commit), recovery.c (its
- * recovery) and budget.c (the connection budget shared by all backends).  For every other file
+ * Included only by connection_pool.c (the pool, invalidation), prepared_statements.c
+ * (the statements prepared in a remote session), connection_setup.c (opening one
+ * connection), remote_commands.c (send, wait, results, cancel, remote errors),
+ * shared_snapshot.c (the shared snapshot of a server), remote_xact.c (the remote
+ * transactions), twophase.c (two-phase commit), twophase_recovery.c (its
+ * recovery) and connection_budget.c (the connection budget shared by all backends).  For every other file
  * AfdwConn is opaque (async_fdw.h), and only these call libpq on a
- * connection (statements.c reads results only).
+ * connection (prepared_statements.c reads results only).
  * Declarations are grouped by the file that defines them.
  *
  *-------------------------------------------------------------------------
@@ -39,8 +39,8 @@ typedef enum AfdwWrap
 /*
  * What is in flight on a connection (AfdwConn's in_flight): nothing, or a
  * command whose results are not all read yet, and what kind.  It moves only
- * through afdw_set_in_flight (remote.c), which asserts that each move is one
- * of those listed: remote.c's sends and reads move it, and the session layer
+ * through afdw_set_in_flight (remote_commands.c), which asserts that each move is one
+ * of those listed: remote_commands.c's sends and reads move it, and the session layer
  * names what it just sent (a COPY FROM STDIN, a COMMIT not waited for);
  * afdw_forget_in_flight resets it with the rest of what is in flight when
  * the session goes.
@@ -49,7 +49,7 @@ typedef enum AfdwInFlight
 {
 	AFDW_IN_FLIGHT_NONE,		/* nothing: the connection is idle */
 	AFDW_IN_FLIGHT_PLAIN,		/* a command read as its results come */
-	AFDW_IN_FLIGHT_COMMIT,		/* a COMMIT not waited for (xact.c): its
+	AFDW_IN_FLIGHT_COMMIT,		/* a COMMIT not waited for (remote_xact.c): its
 								 * answer is read before the next use */
 	AFDW_IN_FLIGHT_COPY_AWAITED,	/* a COPY FROM STDIN (afdw_send_write),
 									 * its CopyInResponse still to come */
@@ -59,7 +59,7 @@ typedef enum AfdwInFlight
 /*
  * Whether the state of a connection's remote transaction is known
  * (AfdwConn's xact_state): xact_depth says what is open while it is.
- * xact.c moves it, one function per move (afdw_xact_changing,
+ * remote_xact.c moves it, one function per move (afdw_xact_changing,
  * afdw_xact_changed, xact_lost), and the session layer's reset
  * (its forget hook) sets it known again for a new session; the wire
  * only reads it, and tells the session layer a cut session through its
@@ -83,7 +83,7 @@ typedef enum AfdwXactState
 
 /*
  * The part of a connection in its user mapping's writes of the current
- * local transaction (AfdwConn's role): afdw_set_role (pool.c) moves it and
+ * local transaction (AfdwConn's role): afdw_set_role (connection_pool.c) moves it and
  * asserts each move.  In a local transaction every write of a user mapping
  * goes through one connection of its pool, the writer; once it wrote,
  * every later command of the mapping goes through it too (connections
@@ -99,7 +99,7 @@ typedef enum AfdwRole
 	AFDW_ROLE_WROTE				/* the writer, and it wrote */
 } AfdwRole;
 
-/* A connection being opened: its handshake's state (connect.c). */
+/* A connection being opened: its handshake's state (connection_setup.c). */
 typedef struct AfdwConnecting AfdwConnecting;
 
 /* Hash key of a connection: a user mapping and a slot in its pool. */
@@ -111,7 +111,7 @@ typedef struct AfdwConnKey
 
 /*
  * One remote connection and the state of its remote transaction, which
- * afdw_reset_xact_state (xact.c) resets.
+ * afdw_reset_xact_state (remote_xact.c) resets.
  */
 struct AfdwConn
 {
@@ -194,7 +194,7 @@ struct AfdwConn
 	 * leader's, in the same send as its first command), whose result has
 	 * not been read yet.  afdw_expect_export sets it, afdw_pop_result clears
 	 * it when the export's result comes (afdw_get_result takes it in), and
-	 * afdw_forget_in_flight with the session (all in remote.c);
+	 * afdw_forget_in_flight with the session (all in remote_commands.c);
 	 * held_result keeps an error that await_export read ahead of the
 	 * export, for the owner.
 	 */
@@ -206,7 +206,7 @@ struct AfdwConn
 	 * The command in flight opens the remote transaction with a marker
 	 * (SELECT 1) and a wide row after it: the marker's result says that
 	 * the server has taken the transaction's snapshot, and the wide row
-	 * pushes it out at once (snapshot.c marks the snapshots of a statement
+	 * pushes it out at once (shared_snapshot.c marks the snapshots of a statement
 	 * that the commit fence covers).  afdw_expect_marker sets it,
 	 * afdw_pop_result clears it when the marker's result comes (showing it
 	 * as a command's result, and expecting the wide row as pad_pending) or
@@ -295,7 +295,7 @@ struct AfdwConn
 	char	   *refusal;
 
 	/*
-	 * The server whose connection budget (budget.c) this connection is
+	 * The server whose connection budget (connection_budget.c) this connection is
 	 * charged to (InvalidOid: none); and, while it sits idle with a remote
 	 * idle timeout, the time past which it is not to be used again (0:
 	 * not idle, or counted until closed).
@@ -335,16 +335,16 @@ struct AfdwConn
 
 /*
  * How long cleanup may wait for remote servers: after an abort, for all of
- * them together (xact.c); for the answer to a COMMIT that was not waited
- * for, for one (pool.c).
+ * them together (remote_xact.c); for the answer to a COMMIT that was not waited
+ * for, for one (connection_pool.c).
  */
 #define AFDW_CLEANUP_TIMEOUT_MS		30000
 
 /*
- * What the wire (connect.c, pool.c, remote.c) tells the session layer
- * (xact.c, snapshot.c, statements.c, twophase.c) above it, which it cannot
+ * What the wire (connection_setup.c, connection_pool.c, remote_commands.c) tells the session layer
+ * (remote_xact.c, shared_snapshot.c, prepared_statements.c, twophase.c) above it, which it cannot
  * call: the session hands these to afdw_connection_init before the first
- * connection exists (xact.c), so every connection has them.
+ * connection exists (remote_xact.c), so every connection has them.
  *
  * result: RES is the next result of CONN's command in flight (NULL: its
  * end), whoever reads it: the session follows the commands it sent ahead of
@@ -367,7 +367,7 @@ typedef struct AfdwSessionHooks
 	void		(*lost) (AfdwConn *conn);
 } AfdwSessionHooks;
 
-/* budget.c */
+/* connection_budget.c */
 extern bool afdw_budget_charge(AfdwConn *entry, ForeignServer *server,
 							   bool optional);
 extern void afdw_budget_release(AfdwConn *entry);
@@ -377,7 +377,7 @@ extern bool afdw_budget_idle_expired(AfdwConn *entry);
 extern void afdw_budget_in_use(AfdwConn *entry);
 extern bool afdw_budget_wanted(Oid serverid);
 
-/* pool.c */
+/* connection_pool.c */
 
 /*
  * All connections of this backend.  The hash and its entries live in
@@ -404,19 +404,19 @@ extern void afdw_trim_idle_pools(void);
 extern void afdw_append_idle_setting(AfdwConn *entry, StringInfo sql);
 extern bool afdw_idle_setting_changes(AfdwConn *entry);
 
-/* statements.c */
+/* prepared_statements.c */
 extern void afdw_note_prepare(AfdwConn *conn, PGresult *res);
 extern void afdw_append_deallocs(AfdwConn *entry, StringInfo sql);
 extern void afdw_forget_statements(AfdwConn *entry);
 
-/* connect.c */
+/* connection_setup.c */
 extern void afdw_connect_start(AfdwConn *entry, UserMapping *user,
 							   bool optional);
 extern void afdw_connect_forget(AfdwConn *entry);
 extern bool afdw_room_wanted(AfdwConn *entry);
 extern void afdw_append_xact_settings(StringInfo sql);
 
-/* remote.c */
+/* remote_commands.c */
 extern bool afdw_wait_cleanup(AfdwConn *entry, TimestampTz deadline,
 							  bool ignore_errors, char *failed_state);
 extern bool afdw_copy_abandon(AfdwConn *entry, TimestampTz deadline);
@@ -427,7 +427,7 @@ extern bool afdw_send_cleanup(AfdwConn *entry, const char *sql);
 extern void afdw_expect_export(AfdwConn *conn);
 extern void afdw_expect_marker(AfdwConn *conn);
 
-/* snapshot.c */
+/* shared_snapshot.c */
 extern bool afdw_store_export(AfdwConn *conn, PGresult *res);
 extern void afdw_take_export(AfdwConn *conn, PGresult *res);
 extern void afdw_share_snapshot(AfdwConn *entry, bool nested, StringInfo sql);
@@ -451,7 +451,7 @@ extern void afdw_twophase_prepare(void);
 extern void afdw_fence_commit(List *writers, bool publish_now);
 extern void afdw_twophase_end(bool committed);
 
-/* xact.c */
+/* remote_xact.c */
 extern void afdw_reset_xact_state(AfdwConn *entry, int level);
 extern void afdw_xact_changing(AfdwConn *entry);
 extern void afdw_xact_changed(AfdwConn *entry);
@@ -461,7 +461,7 @@ extern void afdw_forget_savepoint_op(AfdwConn *entry, int level);
 extern void afdw_forget_closes(AfdwConn *entry);
 extern void afdw_cursors_to_level(AfdwConn *entry, int level);
 
-/* xact_end.c */
+/* xact_callbacks.c */
 extern void afdw_xact_end_init(void);
 extern void afdw_xact_used(void);
 

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * pool.c
+ * connection_pool.c
  *		The pool of remote connections of async_fdw: taking and giving
  *		back connections, which ones are required or optional, dropping
  *		connections, invalidation.
@@ -12,24 +12,24 @@
  * the connections open.  A connection whose server or user mapping
  * changed, or that broke, is replaced once no remote transaction needs it.
  * In a local transaction one connection per user mapping writes (the
- * writer, chosen by xact.c's afdw_acquire_writer), and once it wrote, the
+ * writer, chosen by remote_xact.c's afdw_acquire_writer), and once it wrote, the
  * mapping's later scans go through it (afdw_route_to_writer).  The answer
  * to a COMMIT left unread is read before a connection is reused.
  *
- * This file is part of the wire layer (with connect.c, remote.c and
- * budget.c), which calls nothing above it: the session layer makes the
+ * This file is part of the wire layer (with connection_setup.c, remote_commands.c and
+ * connection_budget.c), which calls nothing above it: the session layer makes the
  * pool (afdw_connection_init) with the hooks through which it learns that
  * a remote session is gone (AfdwSessionHooks, connection_internal.h), and
- * takes connections for scans (xact.c, afdw_acquire_connection, over
+ * takes connections for scans (remote_xact.c, afdw_acquire_connection, over
  * afdw_pool_acquire).
  *
- * Neighbours: connect.c opens one connection (settings, password rules,
- * application_name, refusals); statements.c keeps what is prepared in each
- * remote session; remote.c sends commands and reads results on these
- * connections, xact.c runs the remote transactions on them, snapshot.c
+ * Neighbours: connection_setup.c opens one connection (settings, password rules,
+ * application_name, refusals); prepared_statements.c keeps what is prepared in each
+ * remote session; remote_commands.c sends commands and reads results on these
+ * connections, remote_xact.c runs the remote transactions on them, shared_snapshot.c
  * shares a snapshot among the connections to one server.  They share struct
  * AfdwConn through connection_internal.h; scan.c and async_fdw.c see it
- * through async_fdw.h only, and so does funcs.c, which shows and closes
+ * through async_fdw.h only, and so does connection_functions.c, which shows and closes
  * connections through afdw_list_connections and afdw_close_connection.
  *
  *-------------------------------------------------------------------------
@@ -47,7 +47,7 @@
 #include "utils/timestamp.h"
 
 #include "async_fdw.h"
-#include "connection_internal.h"
+#include "connection/connection_internal.h"
 
 /*
  * After a server refused a further connection for lack of room, how long
@@ -416,7 +416,7 @@ afdw_connection_ready(AfdwConn *conn)
  * AFDW_REFUSED_RETRY_MS, so that the scans of a query do not each knock on
  * a full server.  Without a budget, neither is one while another backend
  * waits for room for its first connection there (afdw_room_wanted).  With
- * a budget (budget.c), an optional connection past it is not opened
+ * a budget (connection_budget.c), an optional connection past it is not opened
  * either, and the required one waits for room.
  *
  * The connection is only started here: the handshakes of the connections
@@ -933,7 +933,7 @@ afdw_connection_alive(AfdwConn *entry)
  *		the rest, unless the server closes them itself once they have been
  *		idle for idle_timeout (see afdw_append_idle_setting).
  *
- * Run by the transaction callback (xact_end.c) when a transaction ends.  A
+ * Run by the transaction callback (xact_callbacks.c) when a transaction ends.  A
  * backend runs no code while its session is idle, so this is the last
  * moment at which it can give places back; the connections past the
  * first are opened again by the next query that needs them.  Those past
@@ -942,7 +942,7 @@ afdw_connection_alive(AfdwConn *entry)
  * backend waits for room there for its first (afdw_room_wanted): else
  * sessions that run queries back to back would keep them for good, and a
  * session arriving later find no place for its first.  When another
- * backend waits for room on a server (budget.c), every idle connection to
+ * backend waits for room on a server (connection_budget.c), every idle connection to
  * it closes, the kept ones too: a cache yields to a real need.  Those the
  * server closes itself stop counting against the budget once it has.
  */

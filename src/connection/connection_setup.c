@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * connect.c
+ * connection_setup.c
  *		Opening remote connections of async_fdw: their session settings,
  *		the rules on passwords, their application_name, and the wait for
  *		their handshakes with their refusals.
@@ -9,7 +9,7 @@
  * startup packet, or, through a connection pooler (the pooler option), as
  * SQL: once per connection behind a session pooler, with each remote
  * transaction behind a transaction pooler (afdw_append_xact_settings, used
- * by xact.c).  A connection the server refuses for lack of room is reported
+ * by remote_xact.c).  A connection the server refuses for lack of room is reported
  * to the pool rather than raised when the pool can do without it; a pool's
  * first is asked for again, and without preloading other backends learn
  * through a lock that it waits (afdw_room_wanted), and make room.
@@ -18,12 +18,12 @@
  * handshake ended later, together with the others a query needs, in one
  * wait on all their sockets (afdw_connect_finish): they open in parallel.
  *
- * Neighbours: pool.c keeps the pool and decides which connections
+ * Neighbours: connection_pool.c keeps the pool and decides which connections
  * to open and whether one is optional (it alone calls afdw_connect_start),
  * and asks afdw_room_wanted before it opens or keeps a further one;
  * scan.c ends the handshakes of a statement's scans together with
- * afdw_connect_finish, and pool.c that of a connection needed at
- * once; remote.c runs the session settings' command; option.c reads the
+ * afdw_connect_finish, and connection_pool.c that of a connection needed at
+ * once; remote_commands.c runs the session settings' command; options.c reads the
  * options.
  *
  *-------------------------------------------------------------------------
@@ -45,7 +45,7 @@
 #include "utils/timestamp.h"
 
 #include "async_fdw.h"
-#include "connection_internal.h"
+#include "connection/connection_internal.h"
 
 /*
  * Session settings every connection gets in its startup packet, so that
@@ -84,7 +84,7 @@
 /*
  * A pool's only connection refused for lack of room is asked for again,
  * the first time after AFDW_FIRST_RETRY_MS, each wait twice the one before:
- * with the budget (budget.c, which keeps room for first connections)
+ * with the budget (connection_budget.c, which keeps room for first connections)
  * AFDW_FIRST_RETRIES times (about 0.6 s in all); without it, the waits
  * capped at AFDW_FIRST_RETRY_MAX_MS, for up to AFDW_FIRST_WAIT_MS, while the
  * other backends give room back (see afdw_room_wanted).
@@ -556,7 +556,7 @@ afdw_connect_start(AfdwConn *entry, UserMapping *user, bool optional)
 									   AFDW_DEFAULT_IDLE_CONNECTIONS);
 	entry->idle_limit = afdw_int_option(server->options, "idle_timeout",
 										AFDW_DEFAULT_IDLE_TIMEOUT_MS);
-	/* No idle timeout before its first transaction ends (xact.c). */
+	/* No idle timeout before its first transaction ends (remote_xact.c). */
 	entry->idle_timeout = 0;
 	/* A new session has nothing in flight and no remote transaction. */
 	afdw_reset_session(entry);
@@ -756,7 +756,7 @@ announce_wait(AfdwConn *entry)
  * exclusive mode, without waiting, fails.  Two operations on the shared
  * lock table, made only before a connection past a pool's first opens and
  * when a transaction ends with such connections open.  With the budget
- * (budget.c) the coordinator knows who waits itself: false.
+ * (connection_budget.c) the coordinator knows who waits itself: false.
  */
 bool
 afdw_room_wanted(AfdwConn *entry)
@@ -981,7 +981,7 @@ connect_advance(AfdwConn *entry, bool poll)
  * When many sessions start at once on a server with little room, each
  * session's first connection, which the query cannot do without, then
  * comes before the optional ones of the others.  With the budget
- * (budget.c) the coordinator keeps room for first connections itself, and
+ * (connection_budget.c) the coordinator keeps room for first connections itself, and
  * all the handshakes of a query go on together.
  */
 static bool

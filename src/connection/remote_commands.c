@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * remote.c
+ * remote_commands.c
  *		Commands on a remote connection of async_fdw: sending, waiting,
  *		reading results, cancelling, and reporting remote errors.
  *
@@ -9,9 +9,9 @@
  * the owner is asked to read them (its drain function), and results whose
  * owner is gone are read and thrown away.  Every result goes through
  * afdw_get_result (afdw_pop_result), which hands it to the session layer
- * through its result hook (AfdwSessionHooks: xact.c follows the savepoint
- * that wraps a scan's command, statements.c a PREPARE), and a snapshot
- * export riding ahead of the command through its export hook (snapshot.c).
+ * through its result hook (AfdwSessionHooks: remote_xact.c follows the savepoint
+ * that wraps a scan's command, prepared_statements.c a PREPARE), and a snapshot
+ * export riding ahead of the command through its export hook (shared_snapshot.c).
  * A write the session deferred for its COMMIT is sent first, alone, before
  * any other command (afdw_send_query).  The lines of a COPY TO STDOUT are
  * read here too, for a stream (afdw_get_copy_line) or to throw them away,
@@ -22,16 +22,16 @@
  * interrupts and watch for postmaster death; the waits of cleanup have a
  * deadline, and under EXPLAIN ANALYZE their time is summed for the scans
  * (afdw_wait_time).  This file reads and writes the sockets of open
- * connections; pool.c only checks idle ones and cuts broken ones,
- * and connect.c waits on handshakes.
+ * connections; connection_pool.c only checks idle ones and cuts broken ones,
+ * and connection_setup.c waits on handshakes.
  *
- * This is the wire layer, with connect.c, pool.c and budget.c: it
+ * This is the wire layer, with connection_setup.c, connection_pool.c and connection_budget.c: it
  * calls nothing above it.
  *
- * Neighbours: pool.c opens and cuts the connections; xact.c,
- * snapshot.c and twophase.c send their commands through this file; the
- * scan files (fetch.c, stream.c, scan.c) run their queries with it, and
- * the write files (modify.c, direct.c, truncate.c) their statements and
+ * Neighbours: connection_pool.c opens and cuts the connections; remote_xact.c,
+ * shared_snapshot.c and twophase.c send their commands through this file; the
+ * scan files (scan_commands.c, copy_stream.c, scan.c) run their queries with it, and
+ * the write files (modify_rows.c, direct_modify.c, truncate.c) their statements and
  * loads, through async_fdw.h.
  *
  *-------------------------------------------------------------------------
@@ -49,7 +49,7 @@
 #include "utils/timestamp.h"
 
 #include "async_fdw.h"
-#include "connection_internal.h"
+#include "connection/connection_internal.h"
 
 /* The first size of a batch's line buffer (AfdwLines). */
 #define AFDW_LINES_INITIAL	8192
@@ -81,7 +81,7 @@ afdw_send_query(AfdwConn *conn, const char *sql, int nparams,
 		elog(ERROR, "connection to server \"%s\" used while being opened",
 			 NameStr(conn->servername));
 	afdw_make_idle(conn);
-	/* A write kept for the COMMIT goes first, alone (xact.c). */
+	/* A write kept for the COMMIT goes first, alone (remote_xact.c). */
 	if (conn->deferred != NULL)
 		send_deferred(conn);
 	if (nparams > 0)
@@ -118,7 +118,7 @@ afdw_send_cleanup(AfdwConn *entry, const char *sql)
 
 /*
  * send_deferred
- *		Send CONN's deferred write (afdw_defer_write, xact.c) now and wait
+ *		Send CONN's deferred write (afdw_defer_write, remote_xact.c) now and wait
  *		for it, raising its remote error: another command is to follow it.
  */
 static void
@@ -551,7 +551,7 @@ afdw_pop_result(AfdwConn *conn, bool *is_export)
 	else if (conn->pad_pending && !conn->export_pending)
 	{
 		/*
-		 * The wide row that followed the export (snapshot.c): it stands for
+		 * The wide row that followed the export (shared_snapshot.c): it stands for
 		 * the statement's result, as a command's.  An error in its place
 		 * is the transaction's, and is kept.
 		 */
@@ -566,7 +566,7 @@ afdw_pop_result(AfdwConn *conn, bool *is_export)
 			 (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK))
 	{
 		/*
-		 * The marker's row, which says the snapshot is taken (snapshot.c),
+		 * The marker's row, which says the snapshot is taken (shared_snapshot.c),
 		 * as a command's result; the wide row that pushed it out follows.
 		 * After an error neither comes.
 		 */
@@ -680,7 +680,7 @@ afdw_forget_in_flight(AfdwConn *conn)
 /*
  * afdw_expect_marker
  *		The next command sent on CONN opens its remote transaction with the
- *		row that marks its snapshot taken (snapshot.c), which
+ *		row that marks its snapshot taken (shared_snapshot.c), which
  *		afdw_pop_result is to tell apart.
  */
 void
@@ -694,7 +694,7 @@ afdw_expect_marker(AfdwConn *conn)
 /*
  * afdw_expect_export
  *		The next command sent on CONN starts with a snapshot export
- *		(snapshot.c), whose result afdw_pop_result is to tell apart.
+ *		(shared_snapshot.c), whose result afdw_pop_result is to tell apart.
  */
 void
 afdw_expect_export(AfdwConn *conn)

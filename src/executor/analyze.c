@@ -5,9 +5,9 @@
  *
  * The remote server samples the rows when it can (the analyze_sampling
  * option, as postgres_fdw 16's), and they are read through a cursor on a
- * connection of the pool (pool.c) and sampled again as they come,
+ * connection of the pool (connection_pool.c) and sampled again as they come,
  * down to the rows ANALYZE asks for (Vitter's reservoir algorithm);
- * convert.c turns the sampled ones into heap tuples.  scan.c registers
+ * row_builder.c turns the sampled ones into heap tuples.  scan.c registers
  * the callback.
  *
  *-------------------------------------------------------------------------
@@ -21,7 +21,7 @@
 #include "utils/sampling.h"
 
 #include "async_fdw.h"
-#include "scan_internal.h"
+#include "executor/scan_internal.h"
 
 /* State of ANALYZE's reservoir sampling. */
 typedef struct Sampler

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * combine.c
+ * combined_scans.c
  *		One remote query for the small scans that share a connection under
  *		one Append: which scans may be combined, and the combined query.
  *
@@ -26,7 +26,7 @@
  * Setting async_fdw.combine_scans (on) turns it off.
  *
  * Neighbours: scan.c finds the scans of a statement still to be sent on
- * each connection and asks here which of them go with which; fetch.c
+ * each connection and asks here which of them go with which; scan_commands.c
  * sends the leader's query as it sends any other.
  *
  *-------------------------------------------------------------------------
@@ -42,7 +42,7 @@
 #include "utils/memutils.h"
 
 #include "async_fdw.h"
-#include "scan_internal.h"
+#include "executor/scan_internal.h"
 
 /* async_fdw.combine_scans */
 static bool combine_scans = true;

@@ -1,19 +1,19 @@
 /*-------------------------------------------------------------------------
  *
- * stream.c
+ * copy_stream.c
  *		COPY (query) TO STDOUT streams of scans, and their turns on a
  *		shared connection.
  *
  * A streaming scan's rows are read from the socket as its batches need
- * them (afdw_take_stream_batch): remote.c copies a batch of lines off the
+ * them (afdw_take_stream_batch): remote_commands.c copies a batch of lines off the
  * socket into the batch's line buffer (afdw_read_copy_lines), this file
- * takes the binary format's framing off them, and convert.c turns each
+ * takes the binary format's framing off them, and row_builder.c turns each
  * into a tuple when the executor asks (afdw_store_row).  A stream whose
  * connection another scan needs is read on into a tuplestore
  * (afdw_spill_stream); one stopped early is cancelled
  * (afdw_abandon_stream).  Asynchronous siblings under one Append may
  * stream on a connection they share, one after the other
- * (afdw_hand_over).  fetch.c sends the COPY and reads its first result.
+ * (afdw_hand_over).  scan_commands.c sends the COPY and reads its first result.
  *
  *-------------------------------------------------------------------------
  */
@@ -27,7 +27,7 @@
 #include "utils/tuplestore.h"
 
 #include "async_fdw.h"
-#include "scan_internal.h"
+#include "executor/scan_internal.h"
 
 /*
  * Lines of a stream per batch, at most, whatever fetch_size says: the rows

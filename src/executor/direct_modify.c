@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
- * direct.c
- *		Direct modification: the remote UPDATE or DELETE that direct_plan.c
+ * direct_modify.c
+ *		Direct modification: the remote UPDATE or DELETE that direct_modify_plan.c
  *		planned, run as one statement.
  *
  * Each statement is sent at executor start (BeginDirectModify), without
@@ -16,9 +16,9 @@
  * servers holding a copy, which must change as many rows
  * (replica_writes.c).
  *
- * Neighbours: deparse.c binds the parameters; replica_writes.c writes the
- * copies; xact.c sends the statement
- * in the remote transaction (afdw_send_write) and remote.c reads it;
+ * Neighbours: deparse_statements.c binds the parameters; replica_writes.c writes the
+ * copies; remote_xact.c sends the statement
+ * in the remote transaction (afdw_send_write) and remote_commands.c reads it;
  * async_fdw.c registers the callbacks (afdw_direct_routines).  Execution
  * layer.
  *
@@ -48,8 +48,8 @@
 #include "utils/rel.h"
 
 #include "async_fdw.h"
-#include "deparse_internal.h"
-#include "scan_internal.h"
+#include "sql/deparse_internal.h"
+#include "executor/scan_internal.h"
 
 /* Executor state of a direct modification. */
 typedef struct AfdwDirectState

@@ -8,7 +8,7 @@
  * scan files keep as they read: runs by read mode, rows, bytes, round trips,
  * time spent waiting, and how many scans shared the connection.
  *
- * The EXPLAIN of writes (modify.c, direct.c) adds where commits go
+ * The EXPLAIN of writes (modify_rows.c, direct_modify.c) adds where commits go
  * without the commit fence (afdw_explain_commit_fence).
  *
  * Neighbours: scan.c registers afdwExplainForeignScan with the other scan
@@ -29,7 +29,7 @@
 #include "utils/rel.h"
 
 #include "async_fdw.h"
-#include "scan_internal.h"
+#include "executor/scan_internal.h"
 
 /*
  * several_servers
@@ -88,7 +88,7 @@ first_written(EState *estate, ResultRelInfo *rinfo)
  * afdw_explain_commit_fence
  *		EXPLAIN VERBOSE of RINFO, a write to a foreign table of async_fdw
  *		(in ESTATE), in a statement over several async_fdw servers, when
- *		commits on several servers go without the commit fence (fence.c):
+ *		commits on several servers go without the commit fence (commit_fence.c):
  *		"Commit Fence" says why ("not preloaded", "turned off"), for reads
  *		of several servers may then see part of such a commit
  *		(doc/visibility.md).  Once a statement: on its first such write.

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * import.c
+ * import_schema.c
  *		IMPORT FOREIGN SCHEMA: foreign tables made from a remote schema.
  *
  * The remote server's catalogs give the tables, views, foreign tables,
@@ -14,8 +14,8 @@
  * keeps them pointing at the same remote objects.  Partitions are left out
  * unless LIMIT TO names them: their partitioned table brings their rows.
  *
- * Neighbours: async_fdw.c registers afdwImportForeignSchema; pool.c
- * lends the connection, remote.c runs the catalog query.
+ * Neighbours: async_fdw.c registers afdwImportForeignSchema; connection_pool.c
+ * lends the connection, remote_commands.c runs the catalog query.
  *
  *-------------------------------------------------------------------------
  */

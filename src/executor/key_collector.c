@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * collect.c
+ * key_collector.c
  *		The key collector: a plan node under a hash join's Hash that passes
  *		the Hash's rows on and notes the distinct values of its join keys,
- *		for the scans of the join's outer side to send (hashkeys.c).
+ *		for the scans of the join's outer side to send (hash_join_keys.c).
  *
  * The Hash reads its input through the collector, which keeps, for each
  * key column, the set of distinct values seen, until there are more than
@@ -23,14 +23,14 @@
  * planned.
  *
  * A collector may also go over a hash join's outer side, for the scans
- * under its Hash (hashkeys.c): the same node, read by the join instead of
+ * under its Hash (hash_join_keys.c): the same node, read by the join instead of
  * the Hash, and read ahead when the Hash's scan asks first.
  *
  * The collectors of a statement are found by their plan_node_id in a
  * list of the backend's, which each leaves at its end (or when its
  * query's memory goes, after an error).
  *
- * Execution layer: called from the planner (hashkeys.c, to make the
+ * Execution layer: called from the planner (hash_join_keys.c, to make the
  * node), from scan.c (the keys) and from _PG_init.
  *
  *-------------------------------------------------------------------------

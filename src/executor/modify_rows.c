@@ -1,12 +1,12 @@
 /*-------------------------------------------------------------------------
  *
- * modify.c
+ * modify_rows.c
  *		Writes to async_fdw foreign tables row by row: INSERT (single rows,
  *		batches, and bulk loads streamed with COPY FROM STDIN), and UPDATE
  *		and DELETE of the rows a scan read, located by ctid.
  *
  * Every write of a user mapping goes through its writer connection
- * (pool.c), in the local transaction's remote transaction.  Values
+ * (connection_pool.c), in the local transaction's remote transaction.  Values
  * travel as literals in the statement's text, so that a statement is one
  * message whatever opens the remote transaction before it, and nothing is
  * left prepared in a remote session (which a transaction pooler would
@@ -27,9 +27,9 @@
  * statement that is its own transaction goes with the remote COMMIT, in
  * one round trip (afdw_defer_write).
  *
- * Neighbours: deparse.c writes the statements; xact.c sends them
- * (afdw_send_write, afdw_run_write) and remote.c streams the COPY data;
- * convert.c turns a RETURNING row into a tuple; scan.c reads (and locks,
+ * Neighbours: deparse_statements.c writes the statements; remote_xact.c sends them
+ * (afdw_send_write, afdw_run_write) and remote_commands.c streams the COPY data;
+ * row_builder.c turns a RETURNING row into a tuple; scan.c reads (and locks,
  * on the writer) the rows an UPDATE or DELETE changes.
  *
  *-------------------------------------------------------------------------
@@ -59,7 +59,7 @@
 #include "utils/rel.h"
 
 #include "async_fdw.h"
-#include "scan_internal.h"
+#include "executor/scan_internal.h"
 
 /* Default of the batch_size option (see the README for its measurement). */
 #define AFDW_DEFAULT_BATCH_SIZE		1000

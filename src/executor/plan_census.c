@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * census.c
+ * plan_census.c
  *		Where the ForeignScans of an executor's plan stand: the Append
  *		whose asynchronous child each is, and whether each runs once and
  *		is its server's only one in the statement.
@@ -21,7 +21,7 @@
 #include "utils/memutils.h"
 
 #include "async_fdw.h"
-#include "scan_internal.h"
+#include "executor/scan_internal.h"
 
 /*
  * Where the ForeignScans of one executor's plan stand, found by one walk

@@ -41,12 +41,12 @@
  * Only statements that name their rows by their values can be repeated
  * on each copy: an INSERT, and an UPDATE or DELETE sent whole to the
  * remote server (direct modification).  A change by remote row identity
- * (ctid) is refused at planning (modify.c), since each copy stores its
+ * (ctid) is refused at planning (modify_rows.c), since each copy stores its
  * rows in its own places.
  *
- * Neighbours: modify.c (INSERT, COPY), direct.c (UPDATE, DELETE) and
- * truncate.c call it; option.c reads the copies; xact.c sends the writes
- * in the remote transactions; remote.c reads them; twophase.c is told
+ * Neighbours: modify_rows.c (INSERT, COPY), direct_modify.c (UPDATE, DELETE) and
+ * truncate.c call it; options.c reads the copies; remote_xact.c sends the writes
+ * in the remote transactions; remote_commands.c reads them; twophase.c is told
  * that the transaction must commit in two phases.  Execution layer.
  *
  *-------------------------------------------------------------------------

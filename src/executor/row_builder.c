@@ -1,16 +1,16 @@
 /*-------------------------------------------------------------------------
  *
- * convert.c
+ * row_builder.c
  *		Remote rows to local tuples, and the check of remote column types.
  *
  * A row arrives as text values (a FETCH's result, a line of a text COPY
  * stream) or as a binary COPY row; it becomes a virtual tuple in the
  * scan's slot (afdw_store_row, once per row, called by afdwIterateForeignScan)
- * or a heap tuple (afdw_make_tuple for analyze.c and modify.c,
- * afdw_make_tuple_at for direct.c's RETURNING), through the local
+ * or a heap tuple (afdw_make_tuple for analyze.c and modify_rows.c,
+ * afdw_make_tuple_at for direct_modify.c's RETURNING), through the local
  * types' input or receive functions, the commonest types read inline.
- * Streams may use the binary format once a remote check (sent by fetch.c,
- * answered in stream.c) found the remote columns of the local types: the
+ * Streams may use the binary format once a remote check (sent by scan_commands.c,
+ * answered in copy_stream.c) found the remote columns of the local types: the
  * answers are cached here per foreign table.
  *
  *-------------------------------------------------------------------------
@@ -29,7 +29,7 @@
 #include "utils/syscache.h"
 
 #include "async_fdw.h"
-#include "scan_internal.h"
+#include "executor/scan_internal.h"
 
 /*
  * Text values that convert_row reads itself, as their input functions

@@ -6,8 +6,8 @@
  * Begin, Iterate, ReScan and End, the life of a scan's state,
  * the eager start of queries (every scan of a statement sends its query at
  * the first fetch of any of them), and the row loop (next_batch) that takes
- * batches from where the scan reads its query: a COPY stream (stream.c), a
- * queue of FETCH or EXECUTE results (fetch.c).  convert.c turns each row
+ * batches from where the scan reads its query: a COPY stream (copy_stream.c), a
+ * queue of FETCH or EXECUTE results (scan_commands.c).  row_builder.c turns each row
  * into a tuple; analyze.c holds ANALYZE, registered here.
  *
  * Under an asynchronous Append, a scan waits on its connection's socket;
@@ -35,7 +35,7 @@
 #include "utils/rel.h"
 
 #include "async_fdw.h"
-#include "scan_internal.h"
+#include "executor/scan_internal.h"
 
 /* What next_batch found. */
 typedef enum AfdwBatchResult
@@ -157,7 +157,7 @@ afdw_set_phase(AfdwScanState *st, AfdwPhase phase)
 		case PHASE_DONE:
 			/*
 			 * The last results, a stream's end, the query stopped, or a
-			 * sibling's query carries it (combine.c).
+			 * sibling's query carries it (combined_scans.c).
 			 */
 			Assert(afdw_query_sent(st) || st->absorbed);
 			break;
@@ -173,7 +173,7 @@ afdw_set_phase(AfdwScanState *st, AfdwPhase phase)
  *		The user mapping a scan of range table entry RTINDEX of PLAN runs
  *		under, on the server the plan names: the table's, or for a remote
  *		join the server of its tables (of a partition's, where it reads a
- *		replicated table's copy: copies.c); the first table's when the plan
+ *		replicated table's copy: replicated_joins.c); the first table's when the plan
  *		names none (a remote aggregate of a subquery's partition).
  */
 static UserMapping *
@@ -461,7 +461,7 @@ begin_scan(ForeignScanState *node)
 	}
 	/*
 	 * A remote join planned to become a direct modification has no SELECT
-	 * (join.c); the planner must not have left it as a scan.
+	 * (join_paths.c); the planner must not have left it as a scan.
 	 */
 	if (st->sql[0] == '\0')
 		elog(ERROR, "foreign scan of \"%s\" has no remote query",
@@ -511,7 +511,7 @@ begin_scan(ForeignScanState *node)
 	 * SELECT ... FOR UPDATE/SHARE: the remote rows stay locked until the
 	 * remote COMMIT, which must be over when the local one is.  So do the
 	 * rows of the target of an UPDATE or DELETE changed row by row
-	 * (modify.c), which are changed where they are read.  Both run on the
+	 * (modify_rows.c), which are changed where they are read.  Both run on the
 	 * writer (afdw_acquire_writer): a row locked on another connection of
 	 * the backend could not be changed by the writer without waiting for
 	 * that connection's transaction, that is, forever.
@@ -530,7 +530,7 @@ begin_scan(ForeignScanState *node)
 		st->locks_rows = true;
 	/*
 	 * A remote join locks the rows of the tables the query locks, and
-	 * those of the target of an UPDATE or DELETE that it holds (join.c).
+	 * those of the target of an UPDATE or DELETE that it holds (join_paths.c).
 	 */
 	while (plan->scan.scanrelid == 0 && plan->operation == CMD_SELECT &&
 		   (relid = bms_next_member(afdw_scan_base_relids(plan), relid)) >= 0)
@@ -757,7 +757,7 @@ ready_connections(EState *estate)
 /*
  * take_keys
  *		Ask the key collectors of ST's plan for their keys (which may read
- *		a hash join's inner side to its end: see collect.c), and make the
+ *		a hash join's inner side to its end: see key_collector.c), and make the
  *		query that takes those they have.
  *
  * Called when the scan is first read, never from another scan's turn: the
@@ -815,7 +815,7 @@ take_keys(AfdwScanState *st)
 /*
  * combine_pending_scans
  *		Let ESTATE's scans still waiting to start that may send their
- *		queries together (combine.c) do so.
+ *		queries together (combined_scans.c) do so.
  */
 static void
 combine_pending_scans(EState *estate)
@@ -976,7 +976,7 @@ sibling_owns_connection(AfdwScanState *st)
 
 	/*
 	 * The owner need not be a scan: a write streaming on the writer
-	 * (modify.c) is one too.  So look for it among the siblings.
+	 * (modify_rows.c) is one too.  So look for it among the siblings.
 	 */
 	append = (AppendState *) st->areq->requestor;
 	for (int i = 0; i < append->as_nplans; i++)
@@ -1277,7 +1277,7 @@ afdwEndForeignScan(ForeignScanState *node)
  * A scan of one table gets the rechecked row from the executor, and its
  * remote conditions are checked again as fdw_recheck_quals.  A remote
  * join makes its row again from the rechecked rows of its tables, by its
- * local join plan (join.c), which returns the scan's columns.
+ * local join plan (join_paths.c), which returns the scan's columns.
  */
 static bool
 afdwRecheckForeignScan(ForeignScanState *node, TupleTableSlot *slot)

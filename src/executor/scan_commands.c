@@ -1,16 +1,16 @@
 /*-------------------------------------------------------------------------
  *
- * fetch.c
+ * scan_commands.c
  *		The remote commands of a scan, and the reading of their results.
  *
  * The query of a scan is sent (afdw_send_start) as a cursor's DECLARE and
  * first FETCH, an EXECUTE of a statement prepared in the remote session (a
  * parameterized scan; through a transaction pooler, the statement with its
- * values inline), or a COPY stream, whose rows stream.c reads; more
+ * values inline), or a COPY stream, whose rows copy_stream.c reads; more
  * FETCHes follow ahead of need (afdw_send_fetch).  Results arrive into a
  * queue of batches (afdw_read_request), which next_batch (scan.c) takes one
- * at a time (afdw_take_batch); convert.c turns their rows into tuples.
- * Commands go through the connection's calls (pool.c), which wrap
+ * at a time (afdw_take_batch); row_builder.c turns their rows into tuples.
+ * Commands go through the connection's calls (connection_pool.c), which wrap
  * each in a savepoint.
  *
  * Work may be asked for before it is needed (a FETCH ahead, a query
@@ -28,7 +28,7 @@
 #include "utils/rel.h"
 
 #include "async_fdw.h"
-#include "scan_internal.h"
+#include "executor/scan_internal.h"
 
 static void drain_scan(void *arg);
 static uint64 result_bytes(PGresult *res);
@@ -250,7 +250,7 @@ afdw_send_start(AfdwScanState *st)
 		 * Binary format once a remote check has found the remote columns of
 		 * the local types; the first stream of a table asks, after its
 		 * COPY, in the same message.  Text for a query that carries its
-		 * siblings' (combine.c): their tables were not checked.
+		 * siblings' (combined_scans.c): their tables were not checked.
 		 */
 		if (st->carrying == 0 && afdw_binary_allowed(st))
 		{

@@ -3,10 +3,10 @@
  * scan_internal.h
  *		The state of one foreign scan, shared by the files that run scans.
  *
- * Included only by scan.c (executor and asynchronous callbacks), fetch.c
- * (remote commands and their results), stream.c (COPY streams), convert.c
+ * Included only by scan.c (executor and asynchronous callbacks), scan_commands.c
+ * (remote commands and their results), copy_stream.c (COPY streams), row_builder.c
  * (rows to tuples, the remote type check), analyze.c (ANALYZE),
- * explain.c (EXPLAIN) and modify.c (a RETURNING row into a tuple, with a
+ * explain.c (EXPLAIN) and modify_rows.c (a RETURNING row into a tuple, with a
  * RowBuilder).
  * Declarations are grouped by the file that defines them.
  *
@@ -158,7 +158,7 @@ typedef struct AfdwScanState
 	const char **param_values;
 
 	/*
-	 * Keys of hash joins' inner sides (hashkeys.c): the query takes those
+	 * Keys of hash joins' inner sides (hash_join_keys.c): the query takes those
 	 * the collectors have when the scan is first read (or read again after
 	 * a rescan), with a condition each; with none, it is the plan's own.
 	 */
@@ -294,7 +294,7 @@ typedef struct AfdwScanState
 
 	/*
 	 * The Append under which the scan's query may go with its siblings'
-	 * (combine.c), or NULL; of the current query, how many siblings' it
+	 * (combined_scans.c), or NULL; of the current query, how many siblings' it
 	 * carries (the leader), or that a sibling's carries this one's
 	 * (absorbed: the scan returns no row).
 	 */
@@ -360,7 +360,7 @@ afdw_streaming(AfdwScanState *st)
 
 /*
  * What is known of the remote types of a foreign table's columns (see
- * convert.c): whether they are the local types, so that streams of the
+ * row_builder.c): whether they are the local types, so that streams of the
  * table can be in binary format.
  */
 typedef enum BinaryStatus
@@ -377,7 +377,7 @@ extern void afdw_drop_batch(AfdwScanState *st);
 extern void afdw_wake_append(AfdwScanState *st);
 extern void afdw_scan_error_context(void *arg);
 
-/* fetch.c */
+/* scan_commands.c */
 extern void afdw_clear_queue(AfdwScanState *st);
 extern void afdw_send_start(AfdwScanState *st);
 extern void afdw_send_fetch(AfdwScanState *st);
@@ -387,7 +387,7 @@ extern void afdw_raise_held_error(AfdwScanState *st);
 extern void afdw_finish_request(AfdwScanState *st);
 extern void afdw_close_cursor(AfdwScanState *st);
 
-/* stream.c */
+/* copy_stream.c */
 extern bool afdw_siblings_may_stream(AfdwScanState *st);
 extern bool afdw_sibling_streaming(AfdwScanState *st);
 extern void afdw_hand_over(AfdwScanState *st);
@@ -397,7 +397,7 @@ extern void afdw_take_spill_batch(AfdwScanState *st);
 extern void afdw_end_spill(AfdwScanState *st);
 extern void afdw_abandon_stream(AfdwScanState *st);
 
-/* convert.c */
+/* row_builder.c */
 extern void afdw_init_row_builder(RowBuilder *rb, TupleDesc tupdesc,
 								  const char *relname, bool computed,
 								  List *retrieved_attrs, MemoryContext row_cxt);
@@ -421,7 +421,7 @@ extern void afdwExplainForeignScan(ForeignScanState *node,
 								   struct ExplainState *es);
 
 /*
- * Where a ForeignScan stands in its executor's plan (census.c).
+ * Where a ForeignScan stands in its executor's plan (plan_census.c).
  */
 typedef struct AfdwScanPlace
 {
@@ -435,7 +435,7 @@ typedef struct AfdwScanPlace
 
 extern const AfdwScanPlace *afdw_find_scan_place(EState *estate, Plan *scan);
 
-/* combine.c */
+/* combined_scans.c */
 extern bool afdw_may_combine(AfdwScanState *st, ForeignScan *plan, EState *estate);
 extern Plan *afdw_combine_parent(const AfdwScanPlace *place);
 extern void afdw_combine_scans(AfdwScanState **scans, int n);

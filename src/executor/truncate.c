@@ -15,13 +15,13 @@
  *
  * The remote TRUNCATE takes the strongest lock, which any other remote
  * transaction of this backend on the server that read a table would hold
- * until the local transaction ends: afdw_end_read_transactions (xact.c)
+ * until the local transaction ends: afdw_end_read_transactions (remote_xact.c)
  * ends those first, or fails when one cannot end yet, so that the
  * statement never waits for its own session.
  *
- * Neighbours: async_fdw.c registers afdwExecForeignTruncate; option.c
- * reads truncatable; deparse.c names the remote tables; pool.c lends
- * the writer; xact.c runs the statement in the remote transaction.
+ * Neighbours: async_fdw.c registers afdwExecForeignTruncate; options.c
+ * reads truncatable; deparse_statements.c names the remote tables; connection_pool.c lends
+ * the writer; remote_xact.c runs the statement in the remote transaction.
  *
  *-------------------------------------------------------------------------
  */

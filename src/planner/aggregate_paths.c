@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
- * upper.c
+ * aggregate_paths.c
  *		Aggregates computed by the remote server.
  *
  * The planner offers the grouping of a foreign table's rows (or of a
- * remote join's, join.c) to the FDW in two ways.  The whole aggregate
+ * remote join's, join_paths.c) to the FDW in two ways.  The whole aggregate
  * (UPPERREL_GROUP_AGG) of a foreign table or a join, or of a partition
  * (or a join of partitions) when the GROUP BY holds the partition key and
  * partitionwise aggregation is on, becomes one remote SELECT with GROUP BY
@@ -23,7 +23,7 @@
  * has a partial form: otherwise the partitions would be aggregated
  * locally, one after the other, instead of scanned concurrently.
  *
- * Neighbours: shippable.c says what may be sent, deparse.c writes the
+ * Neighbours: shippable.c says what may be sent, deparse_statements.c writes the
  * remote SELECT, the handler (async_fdw.c) hands PostgreSQL the planner's
  * callbacks for grouping relations here, scan.c runs the plans as scans whose columns are the
  * remote select list.
@@ -298,10 +298,10 @@ grouping_ok(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped,
 /*
  * afdwGetForeignUpperPaths
  *		Offer the remote aggregate of INPUT, a foreign table of ours whose
- *		conditions are all remote or a remote join (join.c), for the
+ *		conditions are all remote or a remote join (join_paths.c), for the
  *		grouping relation OUTPUT: whole (UPPERREL_GROUP_AGG) or partial
  *		(UPPERREL_PARTIAL_GROUP_AGG); or the scan with the query's LIMIT
- *		for the final relation (UPPERREL_FINAL, ordered.c).
+ *		for the final relation (UPPERREL_FINAL, order_limit.c).
  *
  * Not with conditions that depend on no table (a parameter's, say): the
  * planner checks them in a Result above the scan of the table, which a
@@ -332,7 +332,7 @@ afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 	Cost		total;
 	ListCell   *lc;
 
-	/* Only the LIMIT is left to do (ordered.c). */
+	/* Only the LIMIT is left to do (order_limit.c). */
 	if (stage == UPPERREL_FINAL)
 	{
 		afdw_add_final_path(root, input, output, (FinalPathExtraData *) extra);
@@ -408,13 +408,13 @@ afdw_grouping_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist,
 	List	   *key_slots = NIL;
 	ForeignScan *scan;
 
-	/* Read to the end, as a scan with no LIMIT is (path.c). */
+	/* Read to the end, as a scan with no LIMIT is (scan_paths.c). */
 	if (ifp->fetch_mode == AFDW_FETCH_AUTO)
 		stream = root->tuple_fraction <= 0;
 	else
 		stream = (ifp->fetch_mode == AFDW_FETCH_STREAM);
 
-	/* A foreign table, or a remote join (join.c) of them. */
+	/* A foreign table, or a remote join (join_paths.c) of them. */
 	initStringInfo(&sql);
 	if (ifp->outer_rel == NULL)
 	{
@@ -434,7 +434,7 @@ afdw_grouping_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist,
 
 	/*
 	 * The grouping columns that may take the keys of a hash join above at
-	 * run time (hashkeys.c): a condition on a grouping column drops whole
+	 * run time (hash_join_keys.c): a condition on a grouping column drops whole
 	 * groups and changes no other (nor what HAVING keeps of them).
 	 */
 	if (key_at >= 0)
@@ -729,7 +729,7 @@ search_query(Node *node, PartialSearch *ps)
  *		partitioned table with async_fdw partitions, each of whose
  *		aggregates the shards can compute partially (see the file's
  *		comment), and with partitionwise join on when it joins two such
- *		tables (join.c).
+ *		tables (join_paths.c).
  */
 static PlannedStmt *
 plan_query(Query *query, const char *query_string, int cursor_options,
@@ -761,7 +761,7 @@ plan_query(Query *query, const char *query_string, int cursor_options,
 		else
 			result = standard_planner(query, query_string, cursor_options,
 									  bound_params);
-		/* Scans that may take a hash join's keys: give them (hashkeys.c). */
+		/* Scans that may take a hash join's keys: give them (hash_join_keys.c). */
 		if (afdw_key_slots_made() != slots)
 			afdw_attach_key_collectors(result);
 		key_slots_seen = afdw_key_slots_made();
@@ -808,7 +808,7 @@ afdw_planner(Query *query, const char *query_string, int cursor_options,
  *		start the executor.
  *
  * The plan is the next to start: a statement runs (or is explained) just
- * after it is planned.  Giving keys twice changes nothing (hashkeys.c), so
+ * after it is planned.  Giving keys twice changes nothing (hash_join_keys.c), so
  * a plan made and never run costs the next one only a look.
  */
 static void

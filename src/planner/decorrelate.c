@@ -23,7 +23,7 @@
  *
  * The grouped query is then one remote query per partition (a partial
  * aggregate), and a hash join sends its outer side's keys into it
- * (hashkeys.c), so that the shards group only the keys asked for.
+ * (hash_join_keys.c), so that the shards group only the keys asked for.
  *
  * The two are equal under these rules, each checked:
  *
@@ -55,7 +55,7 @@
  * (TPC-H's Q17: 56,000 against 368,000; Q20: 24,000 against 22 million).
  * async_fdw.decorrelate_subqueries turns it off.
  *
- * Planner layer: called from upper.c's planner hook.
+ * Planner layer: called from aggregate_paths.c's planner hook.
  *
  *-------------------------------------------------------------------------
  */
@@ -608,7 +608,7 @@ decorrelate_walker(Node *node, bool *apply)
  *		level that the file's comment allows turned into joins with their
  *		grouped form, or NULL if it has none (or the setting is off).
  *		QUERY is left as it is: the planner hook plans both, and keeps the
- *		cheaper (upper.c).
+ *		cheaper (aggregate_paths.c).
  */
 Query *
 afdw_decorrelate(Query *query)

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * direct_plan.c
+ * direct_modify_plan.c
  *		The planning of a direct modification: an UPDATE or DELETE of a
  *		foreign table that the remote server runs as one statement.
  *
@@ -8,14 +8,14 @@
  * for an UPDATE, its new values; RETURNING is computed locally from the
  * columns the remote statement returns), the planner's ForeignScan of the
  * target becomes the remote UPDATE or DELETE (PlanDirectModify), instead of
- * a scan whose rows are changed one by one (modify.c).  An UPDATE ... FROM
+ * a scan whose rows are changed one by one (modify_rows.c).  An UPDATE ... FROM
  * or DELETE ... USING whose tables are all foreign tables of one server
  * becomes one remote statement too, from the remote join of its tables
- * (join.c offers it for this only): UPDATE t r1 ... FROM (the others).
+ * (join_paths.c offers it for this only): UPDATE t r1 ... FROM (the others).
  * The plan's private list (AfdwDirectPrivate) carries the statement to
- * direct.c, which runs it.
+ * direct_modify.c, which runs it.
  *
- * Neighbours: shippable.c decides what may be sent, deparse.c and expr.c
+ * Neighbours: shippable.c decides what may be sent, deparse_statements.c and deparse_expr.c
  * write it (deparse_internal.h).  Planner layer.
  *
  *-------------------------------------------------------------------------
@@ -42,7 +42,7 @@
 #include "utils/rel.h"
 
 #include "async_fdw.h"
-#include "deparse_internal.h"
+#include "sql/deparse_internal.h"
 
 static Plan *target_scan(Plan *plan, Index rti);
 static bool plan_join_modify(PlannerInfo *root, ModifyTable *plan,
@@ -74,7 +74,7 @@ target_scan(Plan *plan, Index rti)
 	switch (nodeTag(plan))
 	{
 		case T_ForeignScan:
-			/* The table's scan, or a remote join of it (join.c). */
+			/* The table's scan, or a remote join of it (join_paths.c). */
 			if (((ForeignScan *) plan)->scan.scanrelid == rti ||
 				(((ForeignScan *) plan)->scan.scanrelid == 0 &&
 				 bms_is_member(rti, ((ForeignScan *) plan)->fs_relids)))
@@ -150,7 +150,7 @@ afdwPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 		 */
 		if (afdw_copy_servers(GetForeignTable(planner_rt_fetch(resultRelation, root)->relid)) != NIL)
 			return false;
-		/* A join that reads the target's rows for a change by ctid (join.c). */
+		/* A join that reads the target's rows for a change by ctid (join_paths.c). */
 		if (joinrel == NULL || !afdw_direct_join_ok(root, joinrel))
 			return false;
 		return plan_join_modify(root, plan, resultRelation, subplan_index, fscan);
@@ -199,7 +199,7 @@ afdwPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 	/*
 	 * An UPDATE that may give a row another partition's key returns the
 	 * changed rows, and each one is checked
-	 * (direct.c, afdw_check_partition_row) before the statement ends.
+	 * (direct_modify.c, afdw_check_partition_row) before the statement ends.
 	 */
 	rte = planner_rt_fetch(resultRelation, root);
 	rel = table_open(rte->relid, NoLock);
@@ -260,7 +260,7 @@ afdwPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
  * afdw_direct_join_mode
  *		Whether ROOT is an UPDATE or DELETE of a single foreign table
  *		(RESULT) that the core planner would let become a direct
- *		modification: then join.c may join the table remotely with others,
+ *		modification: then join_paths.c may join the table remotely with others,
  *		as the source of a remote UPDATE ... FROM or DELETE ... USING
  *		(afdw_direct_join_ok), and the query's row marks are those of the
  *		other tables, copies of their rows, which that statement does not
@@ -369,7 +369,7 @@ join_modify_parts(PlannerInfo *root, RelOptInfo *joinrel, List **targets,
 
 /*
  * afdw_direct_join_ok
- *		Whether join.c offers JOINREL, a remote join, to the UPDATE or
+ *		Whether join_paths.c offers JOINREL, a remote join, to the UPDATE or
  *		DELETE ROOT (afdw_direct_join_mode): only a join that will be the
  *		remote statement (join_modify_parts), never a scan, which would
  *		need the target's rows locked and rechecked.
@@ -388,7 +388,7 @@ afdw_direct_join_ok(PlannerInfo *root, RelOptInfo *joinrel)
  * plan_join_modify
  *		afdwPlanDirectModify for FSCAN, a remote join of the target with
  *		the query's other tables: the remote UPDATE ... FROM or DELETE ...
- *		USING.  join.c offered the join only for this (afdw_direct_join_ok).
+ *		USING.  join_paths.c offered the join only for this (afdw_direct_join_ok).
  */
 static bool
 plan_join_modify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * hashkeys.c
+ * hash_join_keys.c
  *		Keys of a hash join's inner side sent to the scans of its outer
  *		side: once the planner has made the plan, each hash join whose
  *		outer side scans a foreign table of ours on its join key gets a key
@@ -8,11 +8,11 @@
  *		(or, failing that, the other way round).
  *
  * TPC-H's Q18 joins orders and lineitem (hundreds of thousands of rows)
- * to the 25 order keys of a grouped IN subquery.  keys.c cannot send
+ * to the 25 order keys of a grouped IN subquery.  pushed_keys.c cannot send
  * those ahead: they are no foreign table's, and the planner's estimate of
  * a HAVING condition is a third of the groups.  But the hash join builds
  * its hash table from them anyway.  So the Hash's input goes through a
- * collector (collect.c), which notes the distinct keys it passes on; when
+ * collector (key_collector.c), which notes the distinct keys it passes on; when
  * the outer side's scan is first read, it has the collector read its
  * input to the end (keeping the rows for the Hash), and its remote query
  * gets "column = ANY (keys)".  Past afdw_key_array_limit distinct keys,
@@ -29,9 +29,9 @@
  *	  Subquery Scan, and a Hash under a join;
  *	- an Agg, from one of its grouping columns (without grouping sets):
  *	  dropping rows of some keys drops those keys' groups and leaves the
- *	  others as they were; down to a remote aggregate (upper.c), on its
+ *	  others as they were; down to a remote aggregate (aggregate_paths.c), on its
  *	  grouping columns;
- *	- into a remote join (join.c), whose WHERE clause takes the keys of a
+ *	- into a remote join (join_paths.c), whose WHERE clause takes the keys of a
  *	  column of one of its tables that it returns;
  *	- either side of an inner or outer join: a row of the other side that
  *	  loses its match is null-extended, and a null key joins nothing;
@@ -53,11 +53,11 @@
  * 25 orders are estimated at 42,000), and, the other way round, an outer
  * side that is such a scan or depends on a parameter (other than the
  * output of an InitPlan of the statement's top plan, set once per run: the
- * keys of a small table, keys.c).  So are the parallel hash
+ * keys of a small table, pushed_keys.c).  So are the parallel hash
  * joins, and statements that lock rows or are not plain SELECTs (as for
- * keys.c).
+ * pushed_keys.c).
  *
- * Planner layer: called from upper.c's planner hook, on the finished
+ * Planner layer: called from aggregate_paths.c's planner hook, on the finished
  * plan.
  *
  *-------------------------------------------------------------------------

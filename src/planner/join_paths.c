@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * join.c
+ * join_paths.c
  *		Joins computed by the remote server.
  *
  * Two foreign tables of async_fdw (or joins of them) on the same server,
@@ -15,17 +15,17 @@
  * conditions where they keep their meaning: the WHERE clause around the
  * join for an inner join's sides and an outer join's preserved side, the
  * ON clause for the nullable side; a full join reads a side with
- * conditions as a subquery (deparse.c).  It returns the columns the query
+ * conditions as a subquery (deparse_statements.c).  It returns the columns the query
  * reads; the expressions of the query's target, placeholders computed at
  * the join included, are computed locally.  Joins of
- * partitions (partitionwise join, turned on by upper.c's planner hook for
+ * partitions (partitionwise join, turned on by aggregate_paths.c's planner hook for
  * queries joining partitioned tables of async_fdw) run as such scans under
  * the asynchronous Append, every shard joining at the same time.
  *
  * The join of all the tables of an UPDATE ... FROM or DELETE ... USING of
- * one foreign table becomes the remote statement itself (direct.c) when
+ * one foreign table becomes the remote statement itself (direct_modify.c) when
  * all of it can be sent; otherwise joins holding that table are scans that
- * lock its rows and return their ctids, by which modify.c changes them.
+ * lock its rows and return their ctids, by which modify_rows.c changes them.
  *
  * Under row marks (SELECT ... FOR UPDATE or FOR SHARE, the other tables of
  * an UPDATE or DELETE) the remote SELECT locks the rows of the tables the
@@ -58,7 +58,7 @@
  * (In PostgreSQL 15 an anti-join's pushed-down conditions, filters on its
  * result, only read the outer side: they go in the WHERE clause.)
  *
- * Neighbours: shippable.c says what may be sent, deparse.c writes the
+ * Neighbours: shippable.c says what may be sent, deparse_statements.c writes the
  * remote SELECT (afdw_deparse_join_select), the handler (async_fdw.c)
  * hands PostgreSQL the planner's callbacks for join relations here, scan.c runs the plans as
  * scans whose columns are the remote select list.
@@ -362,7 +362,7 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	 * that changes it (scan.c), on its own; or in a remote join with other
 	 * tables when the query is an UPDATE or DELETE of that one foreign
 	 * table (afdw_direct_join_mode).  Then the join of all its tables may
-	 * be the remote UPDATE ... FROM or DELETE ... USING (direct.c), and
+	 * be the remote UPDATE ... FROM or DELETE ... USING (direct_modify.c), and
 	 * other joins, and that one when it cannot, are scans that lock the
 	 * target's rows and return their ctids (FOR UPDATE OF r<n>).
 	 */
@@ -471,7 +471,7 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 
 			/*
 			 * A full join filters a side before joining it: a side with
-			 * conditions becomes a subquery (deparse.c), which the remote
+			 * conditions becomes a subquery (deparse_statements.c), which the remote
 			 * UPDATE or DELETE of a join does not write.
 			 */
 			if (modify && ((outer_conds != NIL && ofp->outer_rel != NULL) ||
@@ -806,7 +806,7 @@ afdw_join_init(void)
 /*
  * set_recheck_paths
  *		Give every remote join path of JOINREL (the sorted ones of
- *		ordered.c too) EPQ_PATH, the local join that rechecks a row, as
+ *		order_limit.c too) EPQ_PATH, the local join that rechecks a row, as
  *		the path its ForeignScan's outer plan comes from: sorted as the
  *		path is.
  *
@@ -898,7 +898,7 @@ afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan
 		retrieved_attrs = lappend_int(retrieved_attrs,
 									  lfirst_node(TargetEntry, lc)->resno);
 
-	/* Read to the end, as a scan with no LIMIT is (path.c). */
+	/* Read to the end, as a scan with no LIMIT is (scan_paths.c). */
 	if (jfp->fetch_mode == AFDW_FETCH_AUTO)
 		stream = root->tuple_fraction <= 0;
 	else
@@ -917,7 +917,7 @@ afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan
 
 		/*
 		 * The columns that may take a hash join's keys at run time
-		 * (hashkeys.c), in the WHERE clause that ends the statement.
+		 * (hash_join_keys.c), in the WHERE clause that ends the statement.
 		 */
 		if (!locks)
 			key_slots = afdw_join_key_slots(root, rel, scan_tlist, params,
@@ -925,7 +925,7 @@ afdw_join_plan(PlannerInfo *root, RelOptInfo *rel, List *tlist, Plan *outer_plan
 	}
 
 	/*
-	 * Locked rows come through a cursor, as a locking scan's do (path.c);
+	 * Locked rows come through a cursor, as a locking scan's do (scan_paths.c);
 	 * the locking clause follows the ORDER BY (afdw_join_lock_rows).
 	 */
 	if (locks)

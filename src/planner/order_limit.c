@@ -1,15 +1,15 @@
 /*-------------------------------------------------------------------------
  *
- * ordered.c
+ * order_limit.c
  *		ORDER BY and LIMIT of remote joins and remote aggregates, and the
  *		LIMIT of the final stage.
  *
- * A remote join (join.c) is offered sorted in the query's order when the
+ * A remote join (join_paths.c) is offered sorted in the query's order when the
  * remote server sorts each key exactly as the local one would: a plain
  * column of one of its tables, of a built-in type, ordered by that type's
  * default built-in operator class, in the default collation (or none),
  * the rule afdw_sort_key applies to a foreign table's scan.  A remote
- * aggregate (upper.c) is offered sorted by the query's ORDER BY when each
+ * aggregate (aggregate_paths.c) is offered sorted by the query's ORDER BY when each
  * key is an item of its remote select list of such a type (an aggregate's
  * array of such a built-in type too, ordered by array_ops).  The ORDER BY
  * is then written in the remote SELECT, and the local Sort goes.  With
@@ -32,13 +32,13 @@
  * order if it has one.  The local Limit then stays; the remote one only
  * spares rows that would be thrown away.  Not with WITH TIES, a LIMIT
  * that is not a constant, row locks or parameters in the remote query, as
- * for a foreign table's scan (path.c).
+ * for a foreign table's scan (scan_paths.c).
  *
- * Neighbours: join.c, upper.c and path.c add the unsorted paths and
+ * Neighbours: join_paths.c, aggregate_paths.c and scan_paths.c add the unsorted paths and
  * call here for the sorted ones (a foreign table's sort keys are
  * shippable.c's afdw_sort_key, written here by afdw_deparse_order_by);
- * join.c and upper.c hand the plans of joins and aggregates here to
- * finish the remote SQL; deparse.c writes a join's sort expressions.
+ * join_paths.c and aggregate_paths.c hand the plans of joins and aggregates here to
+ * finish the remote SQL; deparse_statements.c writes a join's sort expressions.
  *
  *-------------------------------------------------------------------------
  */

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * keys.c
+ * pushed_keys.c
  *		Keys sent ahead: a large scan joined to a small foreign table reads
  *		only the rows whose join key the small table has.
  *
@@ -25,12 +25,12 @@
  * outer join or the inner side of an anti-join (semi-joins are fine both
  * ways).  Only plain SELECTs without row locks get keys.
  *
- * It also writes the key slots of scans (path.c), remote aggregates
- * (upper.c) and remote joins (join.c): the conditions a hash join's keys
- * take at run time (hashkeys.c).
+ * It also writes the key slots of scans (scan_paths.c), remote aggregates
+ * (aggregate_paths.c) and remote joins (join_paths.c): the conditions a hash join's keys
+ * take at run time (hash_join_keys.c).
  *
- * Planner layer: called from path.c's afdwGetForeignPlan, which it calls
- * in turn to plan the small table's scan, and from upper.c and join.c.
+ * Planner layer: called from scan_paths.c's afdwGetForeignPlan, which it calls
+ * in turn to plan the small table's scan, and from aggregate_paths.c and join_paths.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -659,7 +659,7 @@ returned_column(EquivalenceMember *em, RelOptInfo *rel, void *arg)
  * afdw_key_slots
  *		The columns of REL (foreign table RELATION) whose scan by PATH, a
  *		remote SELECT with parameters PARAMS, may take at run time the keys
- *		of a hash join's other side (hashkeys.c): those joined by an
+ *		of a hash join's other side (hash_join_keys.c): those joined by an
  *		equivalence class or an outer join's equality to another relation,
  *		and those by which a subquery groups (grouping_columns), at most
  *		AFDW_MAX_KEY_SLOTS, but those that KEY_CONDS (the keys of small
@@ -777,7 +777,7 @@ afdw_key_slots(PlannerInfo *root, RelOptInfo *rel, Relation relation,
  * afdw_group_key_slots
  *		The grouping columns of a remote aggregate over INPUT_REL (foreign
  *		table RELATION) that may take at run time the keys of a hash join's
- *		other side (hashkeys.c), as afdw_key_slots: those of
+ *		other side (hash_join_keys.c), as afdw_key_slots: those of
  *		GROUP_POSITIONS (1-based, in GROUPED_TLIST) that are columns of the
  *		table, compared by their type's default equality under their
  *		collation, the equality of the grouping, each known by its position
@@ -846,7 +846,7 @@ afdw_group_key_slots(PlannerInfo *root, RelOptInfo *input_rel, Relation relation
  * afdw_join_key_slots
  *		The columns of JOINREL, a remote join whose SELECT returns SCAN_TLIST
  *		and has parameters PARAMS, that may take at run time the keys of a
- *		hash join's other side (hashkeys.c), as afdw_key_slots: a column of
+ *		hash join's other side (hash_join_keys.c), as afdw_key_slots: a column of
  *		one of its tables, returned, joined by an equivalence class to a
  *		relation outside the join.  Each slot is known by the column's item
  *		in SCAN_TLIST.  NIL unless the join is estimated at
@@ -914,7 +914,7 @@ afdw_join_key_slots(PlannerInfo *root, RelOptInfo *joinrel, List *scan_tlist,
 /*
  * afdw_key_slots_made
  *		A count of the scans given key slots so far: the planner hook
- *		(upper.c) looks for hash joins to give them keys only when a
+ *		(aggregate_paths.c) looks for hash joins to give them keys only when a
  *		planning made some.
  */
 int

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * copies.c
+ * replicated_joins.c
  *		Joins of partitions with replicated tables, each partition's made
  *		on its own server with that server's copy.
  *
@@ -27,7 +27,7 @@
  *
  * Setting async_fdw.join_copies (on) turns it off.
  *
- * Neighbours: option.c reads the copies option; join.c makes each
+ * Neighbours: options.c reads the copies option; join_paths.c makes each
  * partition's remote join and says whether a relation's partitions are all
  * ours; scan.c runs each on the server its plan names (fs_server).
  *

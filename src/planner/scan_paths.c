@@ -1,15 +1,15 @@
 /*-------------------------------------------------------------------------
  *
- * path.c
+ * scan_paths.c
  *		The planner of a scan of one foreign table: its size, paths, costs
  *		and plan.
  *
- * Its options (read through option.c), its conditions split into those
+ * Its options (read through options.c), its conditions split into those
  * shipped and those checked locally (shippable.c decides), its paths and
  * costs, and the plan, whose private list (plan_private.c) carries the
  * remote SQL and the way of reading to the execution (scan.c).  Joins and
- * aggregates are join.c's and upper.c's; sorted paths and the LIMIT are
- * ordered.c's.  Planner layer: calls the layers below, never the
+ * aggregates are join_paths.c's and aggregate_paths.c's; sorted paths and the LIMIT are
+ * order_limit.c's.  Planner layer: calls the layers below, never the
  * execution's.
  *
  *-------------------------------------------------------------------------
@@ -134,7 +134,7 @@ afdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid
 
 	baserel->fdw_private = fp;
 
-	/* The first query of a session: see upper.c. */
+	/* The first query of a session: see aggregate_paths.c. */
 	afdw_late_partitionwise(root);
 
 	fp->table = GetForeignTable(foreigntableid);
@@ -534,7 +534,7 @@ afdwGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
  * take from it.  Not with a LIMIT that is not a constant, WITH TIES (a tie
  * past the limit counts), row locks, or a parameterized scan; nor with
  * parameters in the remote query, whose executions have a LIMIT of their
- * own (fetch.c).
+ * own (scan_commands.c).
  */
 static bool
 limit_to_send(PlannerInfo *root, RelOptInfo *baserel, ForeignPath *path,
@@ -585,7 +585,7 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	int			key_at;
 	ForeignScan *scan;
 
-	/* The remote aggregate of a grouping relation (upper.c), a join. */
+	/* The remote aggregate of a grouping relation (aggregate_paths.c), a join. */
 	if (fp->input_rel != NULL)
 		return afdw_finish_remote_plan(root, baserel, &best_path->path,
 									   afdw_grouping_plan(root, baserel, tlist,
@@ -631,7 +631,7 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 		}
 	}
 
-	/* The keys of a small table joined to it (keys.c). */
+	/* The keys of a small table joined to it (pushed_keys.c). */
 	key_conds = afdw_key_conditions(root, baserel, best_path);
 	remote_conds = list_concat(remote_conds, key_conds);
 
@@ -658,7 +658,7 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 
 	/*
 	 * The columns that may take the keys of a hash join's inner side at
-	 * run time (hashkeys.c): not with a LIMIT, which the keys would make
+	 * run time (hash_join_keys.c): not with a LIMIT, which the keys would make
 	 * return other rows.  A small table's keys may be there too: both
 	 * only drop rows that join nothing.
 	 */
@@ -699,7 +699,7 @@ afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
  * scan's own output, which is read only after the parameters are sent:
  * the scan would read a tuple that is not there.  The planners of remote
  * joins and aggregates keep parameters out of their select lists (see
- * upper.c's grouping_ok); this keeps a slip from becoming a crash.
+ * aggregate_paths.c's grouping_ok); this keeps a slip from becoming a crash.
  */
 void
 afdw_check_params_apart(List *params, List *scan_tlist)

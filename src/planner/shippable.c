@@ -11,8 +11,8 @@
  * collation_derived).  Objects of the extensions named in the server's
  * extensions option count as built in.
  *
- * Neighbours: the planner (path.c) splits a scan's conditions here
- * into remote and local ones; deparse.c and expr.c write the remote ones
+ * Neighbours: the planner (scan_paths.c) splits a scan's conditions here
+ * into remote and local ones; deparse_statements.c and deparse_expr.c write the remote ones
  * as SQL.
  *
  *-------------------------------------------------------------------------

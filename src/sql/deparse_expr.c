@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * expr.c
+ * deparse_expr.c
  *		Remote SQL of expressions.
  *
  * An expression that shippable.c let through, written so that the remote
@@ -10,7 +10,7 @@
  * functions by their names in pg_catalog or an extension's schema, and
  * aggregates whole or as the transition states of partial aggregates.
  *
- * Neighbours: deparse.c builds the statements around the expressions
+ * Neighbours: deparse_statements.c builds the statements around the expressions
  * (deparse_internal.h is their shared context).
  *
  *-------------------------------------------------------------------------
@@ -38,7 +38,7 @@
 #include "utils/typcache.h"
 
 #include "async_fdw.h"
-#include "deparse_internal.h"
+#include "sql/deparse_internal.h"
 
 static void deparse_aggref(Aggref *agg, DeparseContext *cxt);
 static void deparse_subplan(Node *node, DeparseContext *cxt);

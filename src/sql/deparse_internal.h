@@ -2,9 +2,9 @@
  *
  * deparse_internal.h
  *		The state of writing remote SQL, shared by the files that write
- *		it: deparse.c (statements), deparse_join.c (statements over a
- *		remote join), direct.c and direct_plan.c (a pushed UPDATE or
- *		DELETE) and expr.c (expressions).
+ *		it: deparse_statements.c (statements), deparse_join.c (statements over a
+ *		remote join), direct_modify.c and direct_modify_plan.c (a pushed UPDATE or
+ *		DELETE) and deparse_expr.c (expressions).
  *
  *-------------------------------------------------------------------------
  */
@@ -20,7 +20,7 @@ typedef struct DeparseContext
 {
 	StringInfo	buf;
 	PlannerInfo *root;			/* the query's planner state, for the
-								 * subqueries sent inside (expr.c) */
+								 * subqueries sent inside (deparse_expr.c) */
 	RelOptInfo *baserel;		/* the relation read: a base relation, or
 								 * a join of them */
 	Relation	rel;			/* a base relation's */
@@ -41,7 +41,7 @@ typedef struct DeparseContext
 								 * before a constant needed them */
 } DeparseContext;
 
-/* deparse.c */
+/* deparse_statements.c */
 extern void afdw_init_deparse(DeparseContext *cxt, StringInfo buf, PlannerInfo *root,
 							  RelOptInfo *baserel, Relation rel, List **params);
 extern void afdw_init_join_deparse(DeparseContext *cxt, StringInfo buf,
@@ -66,7 +66,7 @@ extern void afdw_deparse_join_modify(StringInfo buf, PlannerInfo *root,
 									 Bitmapset *ret_attrs, List *join_vars,
 									 List **retrieved_attrs, List **params);
 
-/* expr.c */
+/* deparse_expr.c */
 extern void afdw_deparse_expr(Expr *node, DeparseContext *cxt);
 extern Expr *afdw_repeated_argument(Aggref *agg);
 extern bool afdw_avg_args_walker(Node *node, List **args);

@@ -7,15 +7,15 @@
  *
  * Each table of a join is named r<n> by its range table index.  A full
  * join's side that is itself a join with WHERE conditions is read as a
- * subquery s<n>(c1, c2, ...) (AfdwSubquery), whose columns expr.c names
+ * subquery s<n>(c1, c2, ...) (AfdwSubquery), whose columns deparse_expr.c names
  * through afdw_deparse_subquery_column.  The statement's state is
- * deparse.c's DeparseContext (deparse_internal.h): afdw_init_join_deparse
+ * deparse_statements.c's DeparseContext (deparse_internal.h): afdw_init_join_deparse
  * opens the join's tables and collects its subqueries here.
  *
- * Neighbours: join.c builds a join's SELECT and locking clause here,
- * ordered.c a column of a join's sort key, direct_plan.c a remote UPDATE
- * or DELETE over a join; deparse.c writes the FROM item of a grouped
- * join's SELECT with afdw_deparse_join_from_where, and expr.c the
+ * Neighbours: join_paths.c builds a join's SELECT and locking clause here,
+ * order_limit.c a column of a join's sort key, direct_modify_plan.c a remote UPDATE
+ * or DELETE over a join; deparse_statements.c writes the FROM item of a grouped
+ * join's SELECT with afdw_deparse_join_from_where, and deparse_expr.c the
  * expressions.
  *
  *-------------------------------------------------------------------------
@@ -31,7 +31,7 @@
 #include "utils/rel.h"
 
 #include "async_fdw.h"
-#include "deparse_internal.h"
+#include "sql/deparse_internal.h"
 
 /*
  * A side of a full join that is itself a join with WHERE conditions, read
@@ -379,7 +379,7 @@ deparse_side_subquery(RelOptInfo *rel, DeparseContext *cxt)
  *		full join's side that is a base relation with conditions is read
  *		through a subquery that applies them before the join, under the
  *		same name r<n>, its columns keeping the remote names that the rest
- *		of the query uses (join.c places other sides' conditions); a join
+ *		of the query uses (join_paths.c places other sides' conditions); a join
  *		with conditions is read as a subquery with a column list
  *		(AfdwSubquery).
  */
@@ -472,7 +472,7 @@ deparse_from(RelOptInfo *rel, DeparseContext *cxt)
 /*
  * afdw_deparse_join_from_where
  *		Append the FROM item of JOINREL, a join of foreign tables on one
- *		server (join.c), and its WHERE conditions: a semi- or anti-join
+ *		server (join_paths.c), and its WHERE conditions: a semi- or anti-join
  *		reads its outer side, with [NOT] EXISTS of its inner side under the
  *		join's conditions.
  */
@@ -534,7 +534,7 @@ append_join_select_list(List *tlist, DeparseContext *cxt)
 /*
  * afdw_deparse_join_select
  *		The remote SELECT of JOINREL, a join of foreign tables on one
- *		server (join.c): the columns of TLIST (TargetEntries), each table
+ *		server (join_paths.c): the columns of TLIST (TargetEntries), each table
  *		named r<n> by its range table index, the join's conditions.
  *		*PARAMS gets the expressions sent as $1, $2, ...
  */
@@ -554,7 +554,7 @@ afdw_deparse_join_select(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel,
 /*
  * afdw_deparse_join_column
  *		Append to BUF column VAR of a table of JOINREL, a remote join
- *		(join.c), as its remote SELECT names it (r<n>.column).
+ *		(join_paths.c), as its remote SELECT names it (r<n>.column).
  */
 void
 afdw_deparse_join_column(StringInfo buf, PlannerInfo *root, RelOptInfo *joinrel,
@@ -613,7 +613,7 @@ afdw_deparse_join_locking_clause(StringInfo buf, PlannerInfo *root,
 	{
 		PlanRowMark *rc = get_plan_rowmark(root->rowMarks, relid);
 
-		/* The target of an UPDATE or DELETE, changed by ctid (join.c). */
+		/* The target of an UPDATE or DELETE, changed by ctid (join_paths.c). */
 		if ((root->parse->commandType == CMD_UPDATE ||
 			 root->parse->commandType == CMD_DELETE) &&
 			bms_is_member(relid, root->all_result_relids))

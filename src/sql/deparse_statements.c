@@ -1,17 +1,17 @@
 /*-------------------------------------------------------------------------
  *
- * deparse.c
+ * deparse_statements.c
  *		Remote SQL statements of async_fdw.
  *
  * The SELECT of a scan with the conditions that shippable.c let through,
  * the grouped SELECT of a remote aggregate, their ORDER BY and locking
  * clause, the writes of a table, the binary COPY wrapper and the remote
  * type check, ANALYZE's sampling query, and parameters bound into a
- * statement.  The expressions in them are written by expr.c, the
+ * statement.  The expressions in them are written by deparse_expr.c, the
  * statements over a remote join by deparse_join.c (deparse_internal.h is
  * the shared state, set up here).
  *
- * The planner (path.c, join.c, upper.c) builds the SELECTs here; fetch.c
+ * The planner (scan_paths.c, join_paths.c, aggregate_paths.c) builds the SELECTs here; scan_commands.c
  * binds parameters into them, wraps them in a binary COPY and asks for the
  * remote type check with the helpers below, and analyze.c gets its
  * sampling query.
@@ -46,7 +46,7 @@
 #include "utils/typcache.h"
 
 #include "async_fdw.h"
-#include "deparse_internal.h"
+#include "sql/deparse_internal.h"
 
 static void init_context(DeparseContext *cxt, StringInfo buf, PlannerInfo *root,
 						 RelOptInfo *baserel, Relation rel, List **params);
@@ -404,7 +404,7 @@ grouped_subquery_columns(List *tlist, List *having)
  *		positions GROUP_POSITIONS and by the values of GROUP_VALUES
  *		(Params), and the groups kept by HAVING (expressions).  *PARAMS
  *		gets the expressions sent as $1, $2, ...  *KEY_AT is the offset
- *		where more conditions on the table's rows may go (keys.c), with
+ *		where more conditions on the table's rows may go (pushed_keys.c), with
  *		*KEY_WHERE true if a WHERE clause is written already; -1 for a
  *		join or the subquery form below.
  *
@@ -893,7 +893,7 @@ afdw_bind_params(StringInfo buf, const char *sql, int nparams,
 /*
  * afdw_init_deparse
  *		Set CXT up, as init_context does, to write expressions over BASEREL,
- *		foreign table REL, for a statement built elsewhere (direct.c);
+ *		foreign table REL, for a statement built elsewhere (direct_modify.c);
  *		afdw_end_deparse undoes it.
  */
 void

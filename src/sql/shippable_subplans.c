@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * subplan.c
+ * shippable_subplans.c
  *		Which subqueries kept as subplans can be written inside a remote
  *		query: the test shared by shippable.c (may the condition be sent?)
- *		and expr.c (write it).
+ *		and deparse_expr.c (write it).
  *
  * A condition "x op ANY/ALL (subquery)" that the planner keeps as a
  * subplan (NOT IN, IN under OR, op ALL) is sent whole when the subquery's

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * fence.c
+ * commit_fence.c
  *		The commit fence: reads of several servers never see part of a
  *		transaction that committed on several servers through this
  *		coordinator, when async_fdw is in shared_preload_libraries.
@@ -15,7 +15,7 @@
  *   the last one has answered.
  * - A statement that takes snapshots of several servers at once holds it
  *   from before it sends their first commands until every one of them has
- *   taken its snapshot (snapshot.c's marker).
+ *   taken its snapshot (shared_snapshot.c's marker).
  *
  * Committers hold it together, and so do readers; a committer and a reader
  * never do.  Neither side starves the other: while one side holds it and
@@ -32,14 +32,14 @@
  * snapshots: every commit numbered at or below it was over by then.  A
  * server whose slot, read once its snapshot is taken, holds a larger number
  * may show a commit that the earlier snapshots do not: the reader fails
- * with a serialization failure (snapshot.c decides when to check).
+ * with a serialization failure (shared_snapshot.c decides when to check).
  *
  * Without preloading nothing here is set up, nothing is fenced, and a
  * backend that commits on several servers says so in the log once.
  *
  * Neighbours: async_fdw.c calls afdw_fence_preload and afdw_fence_init
- * from _PG_init; snapshot.c fences and checks readers; twophase.c and
- * xact_end.c fence committers.
+ * from _PG_init; shared_snapshot.c fences and checks readers; twophase.c and
+ * xact_callbacks.c fence committers.
  *
  *-------------------------------------------------------------------------
  */

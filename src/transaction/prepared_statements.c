@@ -1,21 +1,21 @@
 /*-------------------------------------------------------------------------
  *
- * statements.c
+ * prepared_statements.c
  *		The statements prepared in each remote session: which text has
  *		which name, the numbers of new ones, and the DEALLOCATEs of those
  *		no longer used, queued to ride with a later command.
  *
  * A parameterized scan prepares its query once per remote session
- * (fetch.c) and EXECUTEs it at each rescan; this file remembers, per
+ * (scan_commands.c) and EXECUTEs it at each rescan; this file remembers, per
  * connection, the statement of each text, at most AFDW_MAX_PREPARED of
  * them.  A statement counts as prepared only once its PREPARE is seen to
- * succeed, whoever reads the results (afdw_note_prepare, which remote.c
- * reaches through xact.c's result hook).  Through a transaction pooler nothing is kept.
+ * succeed, whoever reads the results (afdw_note_prepare, which remote_commands.c
+ * reaches through remote_xact.c's result hook).  Through a transaction pooler nothing is kept.
  *
- * Neighbours: fetch.c asks for and remembers statements; remote.c notes
- * PREPAREs among the results it reads; xact.c sends the queued DEALLOCATEs
+ * Neighbours: scan_commands.c asks for and remembers statements; remote_commands.c notes
+ * PREPAREs among the results it reads; remote_xact.c sends the queued DEALLOCATEs
  * with the commands that end or open remote transactions, and forgets
- * them all when pool.c reports a remote session gone.  The per-connection fields
+ * them all when connection_pool.c reports a remote session gone.  The per-connection fields
  * are in struct AfdwConn (connection_internal.h).
  *
  *-------------------------------------------------------------------------
@@ -27,7 +27,7 @@
 #include "utils/memutils.h"
 
 #include "async_fdw.h"
-#include "connection_internal.h"
+#include "connection/connection_internal.h"
 
 /* A statement prepared in a remote session. */
 typedef struct PreparedStatement

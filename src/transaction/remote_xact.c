@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * xact.c
+ * remote_xact.c
  *		The remote transactions of async_fdw while they run: opening them,
  *		the savepoint around each scan command, writes, deferred cursor
  *		CLOSEs, and what each connection keeps for its transaction.
@@ -14,22 +14,22 @@
  * later command.  Writes run without such a savepoint (afdw_send_write):
  * their failure is the statement's.  The small write of a statement that
  * is its own transaction is held and sent with the COMMIT
- * (afdw_defer_write).  xact_end.c ends the remote transactions with the
+ * (afdw_defer_write).  xact_callbacks.c ends the remote transactions with the
  * local one; when a remote transaction or savepoint is over,
  * afdw_reset_xact_state forgets what the connection kept for it.  Scans
  * take their connections here (afdw_acquire_connection,
  * afdw_acquire_writer, afdw_get_connection), which makes the pool and
- * registers the transaction callbacks (xact_end.c) at the first one.
+ * registers the transaction callbacks (xact_callbacks.c) at the first one.
  *
- * This is the session layer's front; the wire below it (connect.c,
- * pool.c, remote.c, budget.c) calls nothing here: what it must tell
+ * This is the session layer's front; the wire below it (connection_setup.c,
+ * connection_pool.c, remote_commands.c, connection_budget.c) calls nothing here: what it must tell
  * this layer (each result read, a snapshot export's result, a session gone)
  * goes through the hooks given to afdw_connection_init (session_hooks).
  *
- * Neighbours: pool.c holds the connections (and reads a COMMIT left
- * unread before reusing one); remote.c sends and waits; snapshot.c gives
+ * Neighbours: connection_pool.c holds the connections (and reads a COMMIT left
+ * unread before reusing one); remote_commands.c sends and waits; shared_snapshot.c gives
  * each remote transaction its server's shared snapshot; scan.c sends its
- * commands through afdw_send_in_xact, and modify.c, direct.c and
+ * commands through afdw_send_in_xact, and modify_rows.c, direct_modify.c and
  * truncate.c theirs through afdw_send_write;
  * truncate.c ends the other remote transactions of a server that only
  * read before its TRUNCATE (afdw_end_read_transactions).
@@ -44,7 +44,7 @@
 #include "utils/timestamp.h"
 
 #include "async_fdw.h"
-#include "connection_internal.h"
+#include "connection/connection_internal.h"
 
 /* A cursor of a remote transaction. */
 typedef struct RemoteCursor
@@ -348,7 +348,7 @@ xact_prefix(AfdwConn *entry, bool nested, int *nstatements)
  *		local transaction that read other servers before and whose snapshots
  *		must be one (afdw_snapshot_check_wanted): wait until the server has
  *		taken the snapshot, then check it against the commit numbers (see
- *		fence.c; no need to hold the fence).  A round trip of its own,
+ *		commit_fence.c; no need to hold the fence).  A round trip of its own,
  *		before the command that needs it.
  */
 static void
@@ -694,7 +694,7 @@ afdw_run_write(AfdwConn *conn, const char *sql)
  * block, no subtransaction) whose write is the first use of CONN in it:
  * the COMMIT follows the statement at once, so the client sees the write's
  * error as the statement's.  Any other command on CONN before then sends
- * the write first, alone (remote.c, afdw_send_query).
+ * the write first, alone (remote_commands.c, afdw_send_query).
  */
 bool
 afdw_defer_write(AfdwConn *conn, const char *sql)
@@ -1154,7 +1154,7 @@ afdw_forget_closes(AfdwConn *entry)
  * Not reset here: the command in flight (in_flight, export_pending,
  * held_result) and the health of the session (xact_state, invalidated,
  * violation), by which callers decide whether the connection can be kept;
- * afdw_reset_session (pool.c) resets them with the session.
+ * afdw_reset_session (connection_pool.c) resets them with the session.
  */
 void
 afdw_reset_xact_state(AfdwConn *entry, int level)

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * snapshot.c
+ * shared_snapshot.c
  *		The snapshot that the connections of async_fdw to one server, of one
  *		user mapping, share in a local transaction.
  *
@@ -16,13 +16,13 @@
  * different mappings have transactions of their own, as with postgres_fdw,
  * and never run a query on another's connection.
  *
- * Neighbours: xact.c opens the remote transactions and calls
+ * Neighbours: remote_xact.c opens the remote transactions and calls
  * afdw_share_snapshot for the commands that give each its snapshot;
- * remote.c hands the export's result over as it reads results (through
- * xact.c's hook, session_export); xact.c chooses the writer, the
+ * remote_commands.c hands the export's result over as it reads results (through
+ * remote_xact.c's hook, session_export); remote_xact.c chooses the writer, the
  * leader when there is one (afdw_acquire_writer); scan.c
  * asks where a scan's first command goes (afdw_join_target), which is the
- * writer once the mapping wrote (pool.c); xact.c hands the lead
+ * writer once the mapping wrote (connection_pool.c); remote_xact.c hands the lead
  * to the writer when it ends the leader's transaction early
  * (afdw_pass_leadership).
  *
@@ -37,7 +37,7 @@
 #include "utils/memutils.h"
 
 #include "async_fdw.h"
-#include "connection_internal.h"
+#include "connection/connection_internal.h"
 
 /*
  * The width of the row sent after a snapshot export so that the server
@@ -74,7 +74,7 @@ typedef struct ServerSnapshot
 static HTAB *snapshot_hash = NULL;
 
 /*
- * The floor of the commit fence's numbers (fence.c) when the current local
+ * The floor of the commit fence's numbers (commit_fence.c) when the current local
  * transaction took its first snapshots, if noted: a server first read
  * later is checked against it.
  */
@@ -108,7 +108,7 @@ server_snapshot(AfdwConn *conn)
 	{
 		HASHCTL		ctl;
 
-		/* Dies with the transaction; xact_end.c's callback forgets the pointer. */
+		/* Dies with the transaction; xact_callbacks.c's callback forgets the pointer. */
 		ctl.keysize = sizeof(SnapshotKey);
 		ctl.entrysize = sizeof(ServerSnapshot);
 		ctl.hcxt = TopTransactionContext;
@@ -479,7 +479,7 @@ afdw_snapshot_ended(AfdwConn *conn)
  * would wait for the end of the leader's command, a long aggregate say,
  * and so would every connection importing the snapshot.  A row wider than
  * that buffer, right after the export, pushes the export's result out at
- * once; remote.c reads the row as a command's result (afdw_pop_result).
+ * once; remote_commands.c reads the row as a command's result (afdw_pop_result).
  */
 void
 afdw_share_snapshot(AfdwConn *entry, bool nested, StringInfo sql)
@@ -579,7 +579,7 @@ afdw_snapshot_note_floor(void)
 /*
  * afdw_snapshot_check_wanted
  *		Whether a new snapshot taken now must be checked against the ones
- *		taken before (see fence.c): the transaction noted its floor, and it
+ *		taken before (see commit_fence.c): the transaction noted its floor, and it
  *		is REPEATABLE READ or SERIALIZABLE (every snapshot of it must be
  *		one) or MIXES, the statement also reads snapshots taken before.
  */
@@ -593,7 +593,7 @@ afdw_snapshot_check_wanted(bool mixes)
 /*
  * afdw_snapshot_start_checked
  *		Whether ENTRY's first command must open its remote transaction on
- *		its own, to check its new snapshot (xact.c): outside a statement's
+ *		its own, to check its new snapshot (remote_xact.c): outside a statement's
  *		first commands, which visibility.c checks together.
  */
 bool
@@ -689,7 +689,7 @@ afdw_snapshot_floor(uint64 *floor)
  *		CONN's server has just taken a new snapshot, which must agree with
  *		the snapshots taken when the commit fence's floor was FLOOR: fail
  *		with a serialization failure if a transaction that committed on
- *		several servers since then may have reached it (fence.c).
+ *		several servers since then may have reached it (commit_fence.c).
  */
 void
 afdw_snapshot_check(AfdwConn *conn, uint64 floor)

@@ -24,14 +24,14 @@
  * Remote transactions that only read are committed as before, without
  * the extra round trip.
  *
- * The recovery of transactions left in doubt is recovery.c's: it reads
+ * The recovery of transactions left in doubt is twophase_recovery.c's: it reads
  * the records through afdw_twophase_records_name and lists the
  * identifiers that start with afdw_twophase_gid_prefix.
  *
- * Neighbours: xact_end.c calls afdw_twophase_prepare at the start of its
+ * Neighbours: xact_callbacks.c calls afdw_twophase_prepare at the start of its
  * pre-commit and the end functions from its transaction callback;
- * recovery.c reads the records' name, the identifiers' prefix and its
- * test pause here; pool.c lends the connections; remote.c sends and waits.
+ * twophase_recovery.c reads the records' name, the identifiers' prefix and its
+ * test pause here; connection_pool.c lends the connections; remote_commands.c sends and waits.
  *
  *-------------------------------------------------------------------------
  */
@@ -54,7 +54,7 @@
 #include "utils/wait_event.h"
 
 #include "async_fdw.h"
-#include "connection_internal.h"
+#include "connection/connection_internal.h"
 
 /* How long the end of the prepared transactions may wait for servers. */
 #define AFDW_FINISH_TIMEOUT_MS	30000
@@ -377,7 +377,7 @@ afdw_twophase_prepare(void)
  *		ends with an error), and with PUBLISH_NOW record the commit's
  *		number for each server (else afdw_twophase_end does, just before
  *		its COMMIT PREPAREDs); or note that the commit goes unfenced.  Held
- *		until the commits have answered (afdw_twophase_end, xact_end.c).
+ *		until the commits have answered (afdw_twophase_end, xact_callbacks.c).
  */
 void
 afdw_fence_commit(List *writers, bool publish_now)

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * recovery.c
+ * twophase_recovery.c
  *		The recovery of the remote transactions that two-phase commit
  *		(twophase.c) left prepared: async_fdw_recover_prepared_transactions
  *		and the core the recovery worker calls.
@@ -18,12 +18,12 @@
  * (local_state_word, action_word: the only place the words live), the
  * worker counts it.
  *
- * Neighbours: twophase_worker.c calls afdw_recovery_servers and
+ * Neighbours: recovery_worker.c calls afdw_recovery_servers and
  * afdw_recover_prepared; twophase.c names the table of records
  * (afdw_twophase_records_name), the identifiers' prefix
- * (afdw_twophase_gid_prefix) and holds the test pause; option.c says
- * which servers are ours (afdw_server_is_ours); pool.c lends the
- * connections; remote.c sends and waits.
+ * (afdw_twophase_gid_prefix) and holds the test pause; options.c says
+ * which servers are ours (afdw_server_is_ours); connection_pool.c lends the
+ * connections; remote_commands.c sends and waits.
  *
  *-------------------------------------------------------------------------
  */
@@ -41,7 +41,7 @@
 #include "utils/snapmgr.h"
 
 #include "async_fdw.h"
-#include "connection_internal.h"
+#include "connection/connection_internal.h"
 
 PG_FUNCTION_INFO_V1(async_fdw_recover_prepared_transactions);
 

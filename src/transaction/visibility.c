@@ -8,9 +8,9 @@
  * When a statement's scans send their first commands together (scan.c's
  * start of pending scans), the servers they open remote transactions on
  * take their snapshots.  If two or more do, the backend holds the commit
- * fence (fence.c) on the readers' side from before the first command goes
+ * fence (commit_fence.c) on the readers' side from before the first command goes
  * until every one of those servers has taken its snapshot: each leader's
- * first command carries a marker (snapshot.c) whose answer comes as soon
+ * first command carries a marker (shared_snapshot.c) whose answer comes as soon
  * as the snapshot is taken, ahead of the query's rows.  No transaction
  * commits on several servers meanwhile, so every such transaction is
  * either visible on all of them or on none.  A server of the statement
@@ -30,10 +30,10 @@
  *
  * Neighbours: scan.c calls afdw_visibility_begin before sending the first
  * commands of a statement's scans and afdw_visibility_end after (or
- * afdw_visibility_abort when it fails); modify.c and direct.c call
- * afdw_visibility_first_write for a write's connection; this file uses snapshot.c (which
- * servers are new, the markers, the check), xact.c (a remote transaction
- * opened without a query) and fence.c.
+ * afdw_visibility_abort when it fails); modify_rows.c and direct_modify.c call
+ * afdw_visibility_first_write for a write's connection; this file uses shared_snapshot.c (which
+ * servers are new, the markers, the check), remote_xact.c (a remote transaction
+ * opened without a query) and commit_fence.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -50,7 +50,7 @@
 #include "utils/timestamp.h"
 
 #include "async_fdw.h"
-#include "connection_internal.h"
+#include "connection/connection_internal.h"
 
 /* async_fdw.snapshot_scope (AfdwSnapshotScope) */
 typedef enum AfdwSnapshotScope

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * xact_end.c
+ * xact_callbacks.c
  *		The end of async_fdw's remote transactions and savepoints, with the
  *		local ones: the transaction callbacks, commit, and cleanup after an
  *		abort.
@@ -13,11 +13,11 @@
  * rolled back within one deadline; one that cannot be is dropped.  A
  * subtransaction's end releases or rolls back its remote savepoints.
  *
- * Neighbours: xact.c opens the remote transactions (and registers these
+ * Neighbours: remote_xact.c opens the remote transactions (and registers these
  * callbacks at its first connection, afdw_xact_end_init) and keeps what
  * each connection holds for its transaction, which this file forgets;
  * twophase.c prepares the writers before the COMMIT and ends the prepared
- * transactions after it; remote.c sends and waits; pool.c drops the
+ * transactions after it; remote_commands.c sends and waits; connection_pool.c drops the
  * connections left in an unknown state.
  *
  *-------------------------------------------------------------------------
@@ -30,7 +30,7 @@
 #include "utils/timestamp.h"
 
 #include "async_fdw.h"
-#include "connection_internal.h"
+#include "connection/connection_internal.h"
 
 /* Whether any connection was used in the current local transaction. */
 static bool xact_got_connection = false;
@@ -455,7 +455,7 @@ xact_callback(XactEvent event, void *arg pg_attribute_unused())
 		/*
 		 * Its remote idle time starts now if this transaction used it;
 		 * else it runs on from the transaction that last did, as the
-		 * server's timer does (near_idle_timeout, pool.c).
+		 * server's timer does (near_idle_timeout, connection_pool.c).
 		 */
 		if (entry->idle_since == 0)
 			entry->idle_since = now;

@@ -218,7 +218,7 @@ for my $t (@TABLES)
 			else
 			{
 				# fb is replicated: a copy on shard 1 too, which async_fdw
-				# joins with each partition there (copies.c).
+				# joins with each partition there (replicated_joins.c).
 				my $copies = ($w eq 'a' && $name eq 'fb') ? ", copies 'a_s1'" : '';
 				$coord_sql .= "CREATE FOREIGN TABLE ${w}_$name ($COLUMNS_FT)"
 				  . " SERVER ${w}_s$shard OPTIONS (table_name '$remote'$copies);\n";
@@ -230,7 +230,7 @@ for my $t (@TABLES)
 }
 # The wrappers' tables analyzed too: their estimates are then the real
 # sizes, as a user's would be, which the planners (and the keys of small
-# tables, keys.c) go by.
+# tables, pushed_keys.c) go by.
 $coord_sql .= "ANALYZE " . join(', ', map { ("a_$_->[0]", "p_$_->[0]") } @TABLES) . ";\n";
 $shards[$_]->safe_psql('postgres', $shard_sql[$_]) for 0 .. 1;
 $coord->safe_psql('postgres', $coord_sql);
@@ -1247,11 +1247,11 @@ sub gen_settings
 	push @gucs, 'enable_partitionwise_aggregate = on' if chance(0.2);
 	push @gucs, 'enable_seqscan = off' if chance(0.1);
 	push @gucs, 'enable_sort = off' if chance(0.1);
-	# small scans of an Append sharing a connection: one query (combine.c)
+	# small scans of an Append sharing a connection: one query (combined_scans.c)
 	push @gucs, 'async_fdw.combine_scans = off' if chance(0.2);
-	# joins with the replicated fb made on each partition's shard (copies.c)
+	# joins with the replicated fb made on each partition's shard (replicated_joins.c)
 	push @gucs, 'async_fdw.join_copies = off' if chance(0.2);
-	# keys of small tables sent to large scans (keys.c), down to the
+	# keys of small tables sent to large scans (pushed_keys.c), down to the
 	# smallest tables, with arrays that overflow (max_keys 1: past 10 rows)
 	if (chance(0.4))
 	{
