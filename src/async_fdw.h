@@ -476,6 +476,7 @@ extern afdw_noreturn void afdw_report_remote_error(PGresult *res, AfdwConn *conn
 /* shared_snapshot.c */
 extern void afdw_prepare_snapshot(AfdwConn *conn);
 extern AfdwConn *afdw_join_target(AfdwConn *conn);
+extern bool afdw_statement_is_transaction(void);
 
 /* remote_xact.c */
 extern AfdwConn *afdw_acquire_connection(UserMapping *user);
@@ -484,7 +485,6 @@ extern AfdwConn *afdw_get_connection(UserMapping *user);
 extern bool afdw_cancel_harmless(AfdwConn *conn);
 extern void afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner,
 							  AfdwDrainFn drain, bool nested, bool last);
-extern bool afdw_statement_is_transaction(void);
 extern void afdw_send_write(AfdwConn *conn, const char *sql, bool copy,
 							void *owner, AfdwDrainFn drain);
 extern PGresult *afdw_run_write(AfdwConn *conn, const char *sql);

@@ -433,25 +433,6 @@ afdw_begin_xact_async(AfdwConn *conn)
 }
 
 /*
- * afdw_statement_is_transaction
- *		Whether the running statement is, for remote transactions, the
- *		whole local transaction: no transaction block (explicit, or the
- *		implicit one of several statements in one message), no
- *		subtransaction, and READ COMMITTED.
- *
- * A remote transaction of such a statement that only read may end with the
- * statement's last command on its connection: the local transaction has
- * nothing more to see (the next statement at READ COMMITTED takes a new
- * snapshot anyway) and nothing to lose by an early COMMIT.
- */
-bool
-afdw_statement_is_transaction(void)
-{
-	return !IsTransactionBlock() && GetCurrentTransactionNestLevel() == 1 &&
-		XactIsoLevel == XACT_READ_COMMITTED;
-}
-
-/*
  * afdw_send_in_xact
  *		Send a scan's SQL (no parameters) in the remote transaction without
  *		waiting, in the savepoint afdw_ra, with whatever opens the

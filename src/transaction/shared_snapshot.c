@@ -24,7 +24,10 @@
  * asks where a scan's first command goes (afdw_join_target), which is the
  * writer once the mapping wrote (connection_pool.c); remote_xact.c hands the lead
  * to the writer when it ends the leader's transaction early
- * (afdw_pass_leadership).
+ * (afdw_pass_leadership).  Whether the running statement is the whole
+ * local transaction (afdw_statement_is_transaction) is answered here,
+ * where it decides whether a floor is noted for snapshots taken later;
+ * remote_xact.c and scan.c ask it too, whether a COMMIT may ride along.
  *
  *-------------------------------------------------------------------------
  */
@@ -558,6 +561,25 @@ bool
 afdw_snapshot_is_new(AfdwConn *conn)
 {
 	return afdw_snapshot_leader(conn->serverid, conn->key.umid) == NULL;
+}
+
+/*
+ * afdw_statement_is_transaction
+ *		Whether the running statement is, for remote transactions, the
+ *		whole local transaction: no transaction block (explicit, or the
+ *		implicit one of several statements in one message), no
+ *		subtransaction, and READ COMMITTED.
+ *
+ * A remote transaction of such a statement that only read may end with the
+ * statement's last command on its connection: the local transaction has
+ * nothing more to see (the next statement at READ COMMITTED takes a new
+ * snapshot anyway) and nothing to lose by an early COMMIT.
+ */
+bool
+afdw_statement_is_transaction(void)
+{
+	return !IsTransactionBlock() && GetCurrentTransactionNestLevel() == 1 &&
+		XactIsoLevel == XACT_READ_COMMITTED;
 }
 
 /*
