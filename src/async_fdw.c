@@ -52,6 +52,7 @@ _PG_init(void)
 	afdw_decorrelate_init();
 	afdw_collect_init();
 	afdw_combine_init();
+	afdw_xact_callbacks_init();
 	afdw_twophase_init();
 	afdw_fence_init();
 	afdw_visibility_init();

@@ -599,6 +599,9 @@ extern Var *afdw_join_select_var(PlannerInfo *root, RelOptInfo *rel, Var *var);
 /* scan.c */
 extern void afdw_scan_routines(FdwRoutine *routine);
 
+/* xact_callbacks.c */
+extern void afdw_xact_callbacks_init(void);
+
 /* twophase.c */
 extern void afdw_twophase_init(void);
 extern char *afdw_twophase_gid_prefix(void);

@@ -460,9 +460,8 @@ extern void afdw_drop_deferred(AfdwConn *entry);
 extern void afdw_forget_savepoint_op(AfdwConn *entry, int level);
 extern void afdw_forget_closes(AfdwConn *entry);
 extern void afdw_cursors_to_level(AfdwConn *entry, int level);
-
-/* xact_callbacks.c */
-extern void afdw_xact_end_init(void);
-extern void afdw_xact_used(void);
+extern void afdw_set_xact_callbacks(XactCallback xact, SubXactCallback subxact);
+extern bool afdw_xact_got_connection(void);
+extern void afdw_xact_forget_use(void);
 
 #endif							/* CONNECTION_INTERNAL_H */

@@ -19,7 +19,10 @@
  * afdw_reset_xact_state forgets what the connection kept for it.  Scans
  * take their connections here (afdw_acquire_connection,
  * afdw_acquire_writer, afdw_get_connection), which makes the pool and
- * registers the transaction callbacks (xact_callbacks.c) at the first one.
+ * registers the transaction callbacks (xact_callbacks.c, which gives them
+ * at load time) at the first one, and notes that the local transaction
+ * used a connection: the callbacks have nothing to do in one that did not
+ * (afdw_xact_got_connection).
  *
  * This is the session layer's front; the wire below it (connection_setup.c,
  * connection_pool.c, remote_commands.c, connection_budget.c) calls nothing here: what it must tell
@@ -75,6 +78,30 @@ static const AfdwSessionHooks session_hooks = {
 };
 
 /*
+ * The transaction callbacks, which end the remote transactions with the
+ * local ones (xact_callbacks.c, which gives them at load time), registered
+ * at the first connection taken.
+ */
+static XactCallback xact_end_callback = NULL;
+static SubXactCallback subxact_end_callback = NULL;
+
+/* Whether any connection was used in the current local transaction. */
+static bool xact_got_connection = false;
+
+/*
+ * afdw_set_xact_callbacks
+ *		Keep the transaction callbacks of xact_callbacks.c (given at load
+ *		time), for session_start to register at the first connection taken:
+ *		a backend that never takes one registers none.
+ */
+void
+afdw_set_xact_callbacks(XactCallback xact, SubXactCallback subxact)
+{
+	xact_end_callback = xact;
+	subxact_end_callback = subxact;
+}
+
+/*
  * session_start
  *		A connection is about to be taken in the current local transaction:
  *		make the pool, with what the wire tells this layer, and register the
@@ -88,11 +115,35 @@ session_start(void)
 
 	if (!registered)
 	{
+		Assert(xact_end_callback != NULL && subxact_end_callback != NULL);
 		afdw_connection_init(&session_hooks);
-		afdw_xact_end_init();
+		RegisterXactCallback(xact_end_callback, NULL);
+		RegisterSubXactCallback(subxact_end_callback, NULL);
 		registered = true;
 	}
-	afdw_xact_used();
+	xact_got_connection = true;
+}
+
+/*
+ * afdw_xact_got_connection
+ *		Whether a connection was used in the current local transaction: the
+ *		transaction callbacks have work to do at its end only then.
+ */
+bool
+afdw_xact_got_connection(void)
+{
+	return xact_got_connection;
+}
+
+/*
+ * afdw_xact_forget_use
+ *		The local transaction is over (its callback's last steps): the next
+ *		one has used no connection yet.
+ */
+void
+afdw_xact_forget_use(void)
+{
+	xact_got_connection = false;
 }
 
 /*
@@ -295,7 +346,7 @@ xact_prefix(AfdwConn *entry, bool nested, int *nstatements)
 	StringInfoData sql;
 
 	initStringInfo(&sql);
-	afdw_xact_used();
+	xact_got_connection = true;
 
 	/* It ends a savepoint older than any the lines below may take. */
 	if (entry->savepoint_op != NULL)

@@ -14,8 +14,9 @@
  * subtransaction's end releases or rolls back its remote savepoints.
  *
  * Neighbours: remote_xact.c opens the remote transactions (and registers these
- * callbacks at its first connection, afdw_xact_end_init) and keeps what
- * each connection holds for its transaction, which this file forgets;
+ * callbacks, given at load time by afdw_xact_callbacks_init, at its first
+ * connection; it notes whether the local transaction used one) and keeps
+ * what each connection holds for its transaction, which this file forgets;
  * twophase.c prepares the writers before the COMMIT and ends the prepared
  * transactions after it; remote_commands.c sends and waits; connection_pool.c drops the
  * connections left in an unknown state.
@@ -32,9 +33,6 @@
 #include "async_fdw.h"
 #include "connection/connection_internal.h"
 
-/* Whether any connection was used in the current local transaction. */
-static bool xact_got_connection = false;
-
 static bool abort_remote(AfdwConn *entry, const char *sql, TimestampTz deadline);
 static bool abort_send(AfdwConn *entry, const char *sql, TimestampTz deadline);
 static bool abort_wait(AfdwConn *entry, TimestampTz deadline);
@@ -44,25 +42,14 @@ static void subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 							 SubTransactionId parentSubid, void *arg);
 
 /*
- * afdw_xact_end_init
- *		Register the transaction callbacks (once, at the first connection).
+ * afdw_xact_callbacks_init
+ *		Give remote_xact.c the transaction callbacks, which it registers at
+ *		the first connection taken (at load time, from _PG_init).
  */
 void
-afdw_xact_end_init(void)
+afdw_xact_callbacks_init(void)
 {
-	RegisterXactCallback(xact_callback, NULL);
-	RegisterSubXactCallback(subxact_callback, NULL);
-}
-
-/*
- * afdw_xact_used
- *		A connection is used in the current local transaction: the callbacks
- *		have work to do at its end.
- */
-void
-afdw_xact_used(void)
-{
-	xact_got_connection = true;
+	afdw_set_xact_callbacks(xact_callback, subxact_callback);
 }
 
 /*
@@ -400,7 +387,7 @@ xact_callback(XactEvent event, void *arg pg_attribute_unused())
 	AfdwConn   *entry;
 	TimestampTz now;
 
-	if (!xact_got_connection)
+	if (!afdw_xact_got_connection())
 		return;
 
 	switch (event)
@@ -480,7 +467,7 @@ xact_callback(XactEvent event, void *arg pg_attribute_unused())
 	}
 
 	afdw_trim_idle_pools();
-	xact_got_connection = false;
+	afdw_xact_forget_use();
 	afdw_forget_snapshots();
 }
 
@@ -504,7 +491,7 @@ subxact_callback(SubXactEvent event,
 	if (event != SUBXACT_EVENT_PRE_COMMIT_SUB &&
 		event != SUBXACT_EVENT_ABORT_SUB)
 		return;
-	if (!xact_got_connection)
+	if (!afdw_xact_got_connection())
 		return;
 
 	/* The cleanups of all connections share one deadline. */
