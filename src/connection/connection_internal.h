@@ -356,8 +356,8 @@ struct AfdwConn
  * session layer kept of the one before (its remote transaction and its
  * state, prepared statements, a deferred write, a prepared transaction's
  * name) is over.
- * lost: CONN's remote session was cut (afdw_break_connection): the state
- * of its remote transaction is not known any more.
+ * lost: CONN's remote session was cut (break_connection, remote_commands.c):
+ * the state of its remote transaction is not known any more.
  */
 typedef struct AfdwSessionHooks
 {
@@ -397,7 +397,6 @@ extern void afdw_take_open(AfdwConn *entry);
 extern bool afdw_connection_alive(AfdwConn *entry);
 extern void afdw_disconnect_entry(AfdwConn *entry);
 extern void afdw_reset_session(AfdwConn *entry);
-extern void afdw_break_connection(AfdwConn *entry, const char *violation);
 extern AfdwConn *afdw_slot_zero(Oid umid);
 extern void afdw_set_role(AfdwConn *conn, AfdwRole role);
 extern void afdw_trim_idle_pools(void);

@@ -37,7 +37,6 @@
 #include "postgres.h"
 
 #include <poll.h>
-#include <sys/socket.h>
 
 #include "storage/fd.h"
 #include "utils/hsearch.h"
@@ -1074,26 +1073,6 @@ afdw_set_role(AfdwConn *conn, AfdwRole role)
 	}
 #endif
 	conn->role = role;
-}
-
-/*
- * afdw_break_connection
- *		Stop trusting ENTRY's remote session, whose state is unknown: cut
- *		the connection (the server sees it close, libpq at its next read),
- *		so that nothing waits on the session any more, and keep it from
- *		being used again in this transaction; the end of the transaction
- *		drops it.  VIOLATION, if not NULL, says what the server did wrong.
- */
-void
-afdw_break_connection(AfdwConn *entry, const char *violation)
-{
-	pgsocket	sock = PQsocket(entry->conn);
-
-	if (violation != NULL && entry->violation == NULL)
-		entry->violation = violation;
-	afdw_session_hooks->lost(entry);
-	if (sock != PGINVALID_SOCKET)
-		(void) shutdown(sock, SHUT_RDWR);
 }
 
 /*
