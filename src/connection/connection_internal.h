@@ -9,7 +9,9 @@
  * connection), remote_commands.c (send, wait, results, cancel, remote errors),
  * shared_snapshot.c (the shared snapshot of a server), remote_xact.c (the remote
  * transactions), twophase.c (two-phase commit), twophase_recovery.c (its
- * recovery) and connection_budget.c (the connection budget shared by all backends).  For every other file
+ * recovery), connection_budget.c (the connection budget shared by all backends)
+ * and connection_state.c (the hash of all connections, their memory context
+ * and the session layer's hooks).  For every other file
  * AfdwConn is opaque (async_fdw.h), and only these call libpq on a
  * connection (prepared_statements.c reads results only).
  * Declarations are grouped by the file that defines them.
@@ -367,17 +369,7 @@ typedef struct AfdwSessionHooks
 	void		(*lost) (AfdwConn *conn);
 } AfdwSessionHooks;
 
-/* connection_budget.c */
-extern bool afdw_budget_charge(AfdwConn *entry, ForeignServer *server,
-							   bool optional);
-extern void afdw_budget_release(AfdwConn *entry);
-extern void afdw_budget_finish(AfdwConn *entry);
-extern void afdw_budget_idle(AfdwConn *entry, int idle_timeout_ms);
-extern bool afdw_budget_idle_expired(AfdwConn *entry);
-extern void afdw_budget_in_use(AfdwConn *entry);
-extern bool afdw_budget_wanted(Oid serverid);
-
-/* connection_pool.c */
+/* connection_state.c */
 
 /*
  * All connections of this backend.  The hash and its entries live in
@@ -389,6 +381,20 @@ extern HTAB *afdw_conn_hash;
 extern MemoryContext afdw_conn_cxt;
 extern const AfdwSessionHooks *afdw_session_hooks;
 
+extern void afdw_make_conn_hash(const AfdwSessionHooks *hooks);
+extern AfdwConn *afdw_slot_zero(Oid umid);
+
+/* connection_budget.c */
+extern bool afdw_budget_charge(AfdwConn *entry, ForeignServer *server,
+							   bool optional);
+extern void afdw_budget_release(AfdwConn *entry);
+extern void afdw_budget_finish(AfdwConn *entry);
+extern void afdw_budget_idle(AfdwConn *entry, int idle_timeout_ms);
+extern bool afdw_budget_idle_expired(AfdwConn *entry);
+extern void afdw_budget_in_use(AfdwConn *entry);
+extern bool afdw_budget_wanted(Oid serverid);
+
+/* connection_pool.c */
 extern void afdw_connection_init(const AfdwSessionHooks *hooks);
 extern AfdwConn *afdw_pool_acquire(UserMapping *user);
 extern AfdwConn *afdw_find_writer(Oid umid);
@@ -397,7 +403,6 @@ extern void afdw_take_open(AfdwConn *entry);
 extern bool afdw_connection_alive(AfdwConn *entry);
 extern void afdw_disconnect_entry(AfdwConn *entry);
 extern void afdw_reset_session(AfdwConn *entry);
-extern AfdwConn *afdw_slot_zero(Oid umid);
 extern void afdw_set_role(AfdwConn *conn, AfdwRole role);
 extern void afdw_trim_idle_pools(void);
 extern void afdw_append_idle_setting(AfdwConn *entry, StringInfo sql);

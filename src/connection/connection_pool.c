@@ -16,11 +16,13 @@
  * mapping's later scans go through it (afdw_route_to_writer).  The answer
  * to a COMMIT left unread is read before a connection is reused.
  *
- * This file is part of the wire layer (with connection_setup.c, remote_commands.c and
- * connection_budget.c), which calls nothing above it: the session layer makes the
- * pool (afdw_connection_init) with the hooks through which it learns that
- * a remote session is gone (AfdwSessionHooks, connection_internal.h), and
- * takes connections for scans (remote_xact.c, afdw_acquire_connection, over
+ * This file is part of the wire layer (with connection_setup.c,
+ * remote_commands.c, connection_budget.c and connection_state.c), which
+ * calls nothing above it: the session layer makes the pool
+ * (afdw_connection_init) with the hooks through which it learns that a
+ * remote session is gone (AfdwSessionHooks, connection_internal.h, kept by
+ * connection_state.c with the hash of the connections), and takes
+ * connections for scans (remote_xact.c, afdw_acquire_connection, over
  * afdw_pool_acquire).
  *
  * Neighbours: connection_setup.c opens one connection (settings, password rules,
@@ -41,7 +43,6 @@
 #include "storage/fd.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
-#include "utils/memutils.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
@@ -53,11 +54,6 @@
  * the pool shares its open connections before asking for a new one.
  */
 #define AFDW_REFUSED_RETRY_MS	1000
-
-/* The connections of this backend (connection_internal.h). */
-HTAB	   *afdw_conn_hash = NULL;
-MemoryContext afdw_conn_cxt = NULL;
-const AfdwSessionHooks *afdw_session_hooks = NULL;
 
 static AfdwConn *open_or_share(AfdwConn *entry, UserMapping *user,
 							   ForeignServer *server);
@@ -80,20 +76,10 @@ static void finish_commit(AfdwConn *entry);
 void
 afdw_connection_init(const AfdwSessionHooks *hooks)
 {
-	HASHCTL		ctl;
-
 	if (afdw_conn_hash != NULL)
 		return;
 
-	afdw_session_hooks = hooks;
-	ctl.keysize = sizeof(AfdwConnKey);
-	ctl.entrysize = sizeof(AfdwConn);
-	afdw_conn_cxt = AllocSetContextCreate(TopMemoryContext, "async_fdw connections",
-									 ALLOCSET_SMALL_SIZES);
-	ctl.hcxt = afdw_conn_cxt;
-	afdw_conn_hash = hash_create("async_fdw connections", 16, &ctl,
-							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-
+	afdw_make_conn_hash(hooks);
 	CacheRegisterSyscacheCallback(FOREIGNSERVEROID, inval_callback, (Datum) 0);
 	CacheRegisterSyscacheCallback(USERMAPPINGOID, inval_callback, (Datum) 0);
 }
@@ -631,21 +617,6 @@ least_used_open(Oid umid)
 			best = entry;
 	}
 	return best;
-}
-
-/*
- * afdw_slot_zero
- *		The entry of slot 0 of user mapping UMID, where auto's finding is
- *		kept for the pool; NULL if there is none yet.
- */
-AfdwConn *
-afdw_slot_zero(Oid umid)
-{
-	AfdwConnKey key;
-
-	key.umid = umid;
-	key.slot = 0;
-	return (AfdwConn *) hash_search(afdw_conn_hash, &key, HASH_FIND, NULL);
 }
 
 /*

@@ -26,8 +26,8 @@
  * (break_connection); connection_pool.c only checks idle ones, and
  * connection_setup.c waits on handshakes.
  *
- * This is the wire layer, with connection_setup.c, connection_pool.c and connection_budget.c: it
- * calls nothing above it.
+ * This is the wire layer, with connection_setup.c, connection_pool.c,
+ * connection_budget.c and connection_state.c: it calls nothing above it.
  *
  * Neighbours: connection_pool.c opens and closes the connections; remote_xact.c,
  * shared_snapshot.c and twophase.c send their commands through this file; the
