@@ -401,8 +401,6 @@ extern AfdwConn *afdw_find_writer(Oid umid);
 extern void afdw_take_open(AfdwConn *entry);
 
 extern bool afdw_connection_alive(AfdwConn *entry);
-extern void afdw_disconnect_entry(AfdwConn *entry);
-extern void afdw_reset_session(AfdwConn *entry);
 extern void afdw_set_role(AfdwConn *conn, AfdwRole role);
 extern void afdw_trim_idle_pools(void);
 extern void afdw_append_idle_setting(AfdwConn *entry, StringInfo sql);
@@ -417,6 +415,7 @@ extern void afdw_forget_statements(AfdwConn *entry);
 extern void afdw_connect_start(AfdwConn *entry, UserMapping *user,
 							   bool optional);
 extern void afdw_connect_forget(AfdwConn *entry);
+extern void afdw_disconnect_entry(AfdwConn *entry);
 extern bool afdw_room_wanted(AfdwConn *entry);
 extern void afdw_append_xact_settings(StringInfo sql);
 

@@ -25,9 +25,9 @@
  * connections for scans (remote_xact.c, afdw_acquire_connection, over
  * afdw_pool_acquire).
  *
- * Neighbours: connection_setup.c opens one connection (settings, password rules,
- * application_name, refusals); prepared_statements.c keeps what is prepared in each
- * remote session; remote_commands.c sends commands and reads results on these
+ * Neighbours: connection_setup.c opens one connection (settings, password
+ * rules, application_name, refusals) and closes it; prepared_statements.c
+ * keeps what is prepared in each remote session; remote_commands.c sends commands and reads results on these
  * connections, remote_xact.c runs the remote transactions on them, shared_snapshot.c
  * shares a snapshot among the connections to one server.  They share struct
  * AfdwConn through connection_internal.h; scan.c and async_fdw.c see it
@@ -975,48 +975,6 @@ afdw_trim_idle_pools(void)
 			}
 		}
 	}
-}
-
-/*
- * afdw_disconnect_entry
- *		Close ENTRY's connection, if any.
- */
-void
-afdw_disconnect_entry(AfdwConn *entry)
-{
-	if (entry->waitset != NULL)
-	{
-		FreeWaitEventSet(entry->waitset);
-		entry->waitset = NULL;
-	}
-	if (entry->conn != NULL)
-	{
-		afdw_budget_finish(entry);
-		ReleaseExternalFD();
-	}
-	afdw_connect_forget(entry);
-	afdw_budget_release(entry);
-	afdw_reset_session(entry);
-}
-
-/*
- * afdw_reset_session
- *		ENTRY's remote session is gone, or a new one is being opened: the
- *		one reset of what a connection kept of its session.  The wire's
- *		part here (what was in flight, whether the session was to be
- *		dropped or broke the protocol), the session layer's through its
- *		forget hook: the remote transaction and its state, prepared
- *		statements, a write deferred for its COMMIT (a prepared transaction
- *		of the session is left to recovery).
- */
-void
-afdw_reset_session(AfdwConn *entry)
-{
-	afdw_forget_in_flight(entry);
-	afdw_session_hooks->forget(entry);
-	/* The next session starts trusted. */
-	entry->invalidated = false;
-	entry->violation = NULL;
 }
 
 /*

@@ -29,11 +29,12 @@
  * This is the wire layer, with connection_setup.c, connection_pool.c,
  * connection_budget.c and connection_state.c: it calls nothing above it.
  *
- * Neighbours: connection_pool.c opens and closes the connections; remote_xact.c,
- * shared_snapshot.c and twophase.c send their commands through this file; the
- * scan files (scan_commands.c, copy_stream.c, scan.c) run their queries with it, and
- * the write files (modify_rows.c, direct_modify.c, truncate.c) their statements and
- * loads, through async_fdw.h.
+ * Neighbours: connection_pool.c and connection_setup.c open and close the
+ * connections; remote_xact.c, shared_snapshot.c and twophase.c send their
+ * commands through this file; the scan files (scan_commands.c,
+ * copy_stream.c, scan.c) run their queries with it, and the write files
+ * (modify_rows.c, direct_modify.c, truncate.c) their statements and loads,
+ * through async_fdw.h.
  *
  *-------------------------------------------------------------------------
  */
