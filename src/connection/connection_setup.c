@@ -28,8 +28,8 @@
  * and asks afdw_room_wanted before it opens or keeps a further one;
  * scan.c ends the handshakes of a statement's scans together with
  * afdw_connect_finish, and connection_pool.c that of a connection needed at
- * once; remote_commands.c runs the session settings' command; options.c reads the
- * options.
+ * once; remote_commands.c runs the session settings' command, and forgets
+ * what was in flight on a session that closes; options.c reads the options.
  *
  *-------------------------------------------------------------------------
  */
