@@ -43,6 +43,7 @@ OBJS = \
 	src/connection/connection_budget.o \
 	src/connection/connection_pool.o \
 	src/connection/connection_setup.o \
+	src/connection/connection_state.o \
 	src/connection/remote_commands.o \
 	src/sql/deparse_expr.o \
 	src/sql/deparse_join.o \

@@ -32,7 +32,7 @@ LAYERS = [
     ('execution', ['scan', 'key_collector', 'plan_census', 'combined_scans', 'scan_commands', 'copy_stream', 'row_builder', 'modify_rows', 'direct_modify', 'replica_writes',
                    'explain', 'analyze', 'truncate', 'import_schema']),
     ('session', ['remote_xact', 'xact_callbacks', 'visibility', 'shared_snapshot', 'prepared_statements', 'twophase', 'twophase_recovery', 'commit_fence']),
-    ('wire', ['connection_setup', 'connection_pool', 'remote_commands', 'connection_budget']),
+    ('wire', ['connection_setup', 'connection_pool', 'remote_commands', 'connection_budget', 'connection_state']),
     ('common', ['options', 'deparse_statements', 'deparse_join', 'deparse_expr', 'shippable_subplans', 'plan_private']),
 ]
 

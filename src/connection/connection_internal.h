@@ -9,7 +9,9 @@
  * connection), remote_commands.c (send, wait, results, cancel, remote errors),
  * shared_snapshot.c (the shared snapshot of a server), remote_xact.c (the remote
  * transactions), twophase.c (two-phase commit), twophase_recovery.c (its
- * recovery) and connection_budget.c (the connection budget shared by all backends).  For every other file
+ * recovery), connection_budget.c (the connection budget shared by all backends)
+ * and connection_state.c (the hash of all connections, their memory context
+ * and the session layer's hooks).  For every other file
  * AfdwConn is opaque (async_fdw.h), and only these call libpq on a
  * connection (prepared_statements.c reads results only).
  * Declarations are grouped by the file that defines them.
@@ -356,8 +358,8 @@ struct AfdwConn
  * session layer kept of the one before (its remote transaction and its
  * state, prepared statements, a deferred write, a prepared transaction's
  * name) is over.
- * lost: CONN's remote session was cut (afdw_break_connection): the state
- * of its remote transaction is not known any more.
+ * lost: CONN's remote session was cut (break_connection, remote_commands.c):
+ * the state of its remote transaction is not known any more.
  */
 typedef struct AfdwSessionHooks
 {
@@ -366,6 +368,21 @@ typedef struct AfdwSessionHooks
 	void		(*forget) (AfdwConn *conn);
 	void		(*lost) (AfdwConn *conn);
 } AfdwSessionHooks;
+
+/* connection_state.c */
+
+/*
+ * All connections of this backend.  The hash and its entries live in
+ * TopMemoryContext's child "async_fdw connections" (afdw_conn_cxt), with
+ * what the connections keep, because connections outlive transactions;
+ * entries are never removed, so pointers to them stay valid.
+ */
+extern HTAB *afdw_conn_hash;
+extern MemoryContext afdw_conn_cxt;
+extern const AfdwSessionHooks *afdw_session_hooks;
+
+extern void afdw_make_conn_hash(const AfdwSessionHooks *hooks);
+extern AfdwConn *afdw_slot_zero(Oid umid);
 
 /* connection_budget.c */
 extern bool afdw_budget_charge(AfdwConn *entry, ForeignServer *server,
@@ -378,27 +395,12 @@ extern void afdw_budget_in_use(AfdwConn *entry);
 extern bool afdw_budget_wanted(Oid serverid);
 
 /* connection_pool.c */
-
-/*
- * All connections of this backend.  The hash and its entries live in
- * TopMemoryContext's child "async_fdw connections" (afdw_conn_cxt), with
- * what the connections keep, because connections outlive transactions;
- * entries are never removed, so pointers to them stay valid.
- */
-extern HTAB *afdw_conn_hash;
-extern MemoryContext afdw_conn_cxt;
-extern const AfdwSessionHooks *afdw_session_hooks;
-
 extern void afdw_connection_init(const AfdwSessionHooks *hooks);
 extern AfdwConn *afdw_pool_acquire(UserMapping *user);
 extern AfdwConn *afdw_find_writer(Oid umid);
 extern void afdw_take_open(AfdwConn *entry);
 
 extern bool afdw_connection_alive(AfdwConn *entry);
-extern void afdw_disconnect_entry(AfdwConn *entry);
-extern void afdw_reset_session(AfdwConn *entry);
-extern void afdw_break_connection(AfdwConn *entry, const char *violation);
-extern AfdwConn *afdw_slot_zero(Oid umid);
 extern void afdw_set_role(AfdwConn *conn, AfdwRole role);
 extern void afdw_trim_idle_pools(void);
 extern void afdw_append_idle_setting(AfdwConn *entry, StringInfo sql);
@@ -413,6 +415,7 @@ extern void afdw_forget_statements(AfdwConn *entry);
 extern void afdw_connect_start(AfdwConn *entry, UserMapping *user,
 							   bool optional);
 extern void afdw_connect_forget(AfdwConn *entry);
+extern void afdw_disconnect_entry(AfdwConn *entry);
 extern bool afdw_room_wanted(AfdwConn *entry);
 extern void afdw_append_xact_settings(StringInfo sql);
 

@@ -16,16 +16,18 @@
  * mapping's later scans go through it (afdw_route_to_writer).  The answer
  * to a COMMIT left unread is read before a connection is reused.
  *
- * This file is part of the wire layer (with connection_setup.c, remote_commands.c and
- * connection_budget.c), which calls nothing above it: the session layer makes the
- * pool (afdw_connection_init) with the hooks through which it learns that
- * a remote session is gone (AfdwSessionHooks, connection_internal.h), and
- * takes connections for scans (remote_xact.c, afdw_acquire_connection, over
+ * This file is part of the wire layer (with connection_setup.c,
+ * remote_commands.c, connection_budget.c and connection_state.c), which
+ * calls nothing above it: the session layer makes the pool
+ * (afdw_connection_init) with the hooks through which it learns that a
+ * remote session is gone (AfdwSessionHooks, connection_internal.h, kept by
+ * connection_state.c with the hash of the connections), and takes
+ * connections for scans (remote_xact.c, afdw_acquire_connection, over
  * afdw_pool_acquire).
  *
- * Neighbours: connection_setup.c opens one connection (settings, password rules,
- * application_name, refusals); prepared_statements.c keeps what is prepared in each
- * remote session; remote_commands.c sends commands and reads results on these
+ * Neighbours: connection_setup.c opens one connection (settings, password
+ * rules, application_name, refusals) and closes it; prepared_statements.c
+ * keeps what is prepared in each remote session; remote_commands.c sends commands and reads results on these
  * connections, remote_xact.c runs the remote transactions on them, shared_snapshot.c
  * shares a snapshot among the connections to one server.  They share struct
  * AfdwConn through connection_internal.h; scan.c and async_fdw.c see it
@@ -37,12 +39,10 @@
 #include "postgres.h"
 
 #include <poll.h>
-#include <sys/socket.h>
 
 #include "storage/fd.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
-#include "utils/memutils.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
@@ -54,11 +54,6 @@
  * the pool shares its open connections before asking for a new one.
  */
 #define AFDW_REFUSED_RETRY_MS	1000
-
-/* The connections of this backend (connection_internal.h). */
-HTAB	   *afdw_conn_hash = NULL;
-MemoryContext afdw_conn_cxt = NULL;
-const AfdwSessionHooks *afdw_session_hooks = NULL;
 
 static AfdwConn *open_or_share(AfdwConn *entry, UserMapping *user,
 							   ForeignServer *server);
@@ -81,20 +76,10 @@ static void finish_commit(AfdwConn *entry);
 void
 afdw_connection_init(const AfdwSessionHooks *hooks)
 {
-	HASHCTL		ctl;
-
 	if (afdw_conn_hash != NULL)
 		return;
 
-	afdw_session_hooks = hooks;
-	ctl.keysize = sizeof(AfdwConnKey);
-	ctl.entrysize = sizeof(AfdwConn);
-	afdw_conn_cxt = AllocSetContextCreate(TopMemoryContext, "async_fdw connections",
-									 ALLOCSET_SMALL_SIZES);
-	ctl.hcxt = afdw_conn_cxt;
-	afdw_conn_hash = hash_create("async_fdw connections", 16, &ctl,
-							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-
+	afdw_make_conn_hash(hooks);
 	CacheRegisterSyscacheCallback(FOREIGNSERVEROID, inval_callback, (Datum) 0);
 	CacheRegisterSyscacheCallback(USERMAPPINGOID, inval_callback, (Datum) 0);
 }
@@ -635,21 +620,6 @@ least_used_open(Oid umid)
 }
 
 /*
- * afdw_slot_zero
- *		The entry of slot 0 of user mapping UMID, where auto's finding is
- *		kept for the pool; NULL if there is none yet.
- */
-AfdwConn *
-afdw_slot_zero(Oid umid)
-{
-	AfdwConnKey key;
-
-	key.umid = umid;
-	key.slot = 0;
-	return (AfdwConn *) hash_search(afdw_conn_hash, &key, HASH_FIND, NULL);
-}
-
-/*
  * afdw_release_connection
  *		Give back a connection taken with afdw_acquire_connection.
  */
@@ -1008,48 +978,6 @@ afdw_trim_idle_pools(void)
 }
 
 /*
- * afdw_disconnect_entry
- *		Close ENTRY's connection, if any.
- */
-void
-afdw_disconnect_entry(AfdwConn *entry)
-{
-	if (entry->waitset != NULL)
-	{
-		FreeWaitEventSet(entry->waitset);
-		entry->waitset = NULL;
-	}
-	if (entry->conn != NULL)
-	{
-		afdw_budget_finish(entry);
-		ReleaseExternalFD();
-	}
-	afdw_connect_forget(entry);
-	afdw_budget_release(entry);
-	afdw_reset_session(entry);
-}
-
-/*
- * afdw_reset_session
- *		ENTRY's remote session is gone, or a new one is being opened: the
- *		one reset of what a connection kept of its session.  The wire's
- *		part here (what was in flight, whether the session was to be
- *		dropped or broke the protocol), the session layer's through its
- *		forget hook: the remote transaction and its state, prepared
- *		statements, a write deferred for its COMMIT (a prepared transaction
- *		of the session is left to recovery).
- */
-void
-afdw_reset_session(AfdwConn *entry)
-{
-	afdw_forget_in_flight(entry);
-	afdw_session_hooks->forget(entry);
-	/* The next session starts trusted. */
-	entry->invalidated = false;
-	entry->violation = NULL;
-}
-
-/*
  * afdw_set_role
  *		Move CONN to ROLE in its user mapping's writes (see AfdwRole): to
  *		the writer when chosen, to wrote at each write, back to a reader at
@@ -1074,26 +1002,6 @@ afdw_set_role(AfdwConn *conn, AfdwRole role)
 	}
 #endif
 	conn->role = role;
-}
-
-/*
- * afdw_break_connection
- *		Stop trusting ENTRY's remote session, whose state is unknown: cut
- *		the connection (the server sees it close, libpq at its next read),
- *		so that nothing waits on the session any more, and keep it from
- *		being used again in this transaction; the end of the transaction
- *		drops it.  VIOLATION, if not NULL, says what the server did wrong.
- */
-void
-afdw_break_connection(AfdwConn *entry, const char *violation)
-{
-	pgsocket	sock = PQsocket(entry->conn);
-
-	if (violation != NULL && entry->violation == NULL)
-		entry->violation = violation;
-	afdw_session_hooks->lost(entry);
-	if (sock != PGINVALID_SOCKET)
-		(void) shutdown(sock, SHUT_RDWR);
 }
 
 /*

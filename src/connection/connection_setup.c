@@ -3,7 +3,7 @@
  * connection_setup.c
  *		Opening remote connections of async_fdw: their session settings,
  *		the rules on passwords, their application_name, and the wait for
- *		their handshakes with their refusals.
+ *		their handshakes with their refusals; and closing them.
  *
  * The settings that make values travel alike on both sides go in the
  * startup packet, or, through a connection pooler (the pooler option), as
@@ -18,13 +18,18 @@
  * handshake ended later, together with the others a query needs, in one
  * wait on all their sockets (afdw_connect_finish): they open in parallel.
  *
+ * A connection is closed here too (afdw_disconnect_entry), whoever closes
+ * it: the pool, the end of a local transaction (xact_callbacks.c), or a
+ * handshake that failed.  With it goes what the connection kept of its
+ * session (reset_session), which a new session also starts without.
+ *
  * Neighbours: connection_pool.c keeps the pool and decides which connections
  * to open and whether one is optional (it alone calls afdw_connect_start),
  * and asks afdw_room_wanted before it opens or keeps a further one;
  * scan.c ends the handshakes of a statement's scans together with
  * afdw_connect_finish, and connection_pool.c that of a connection needed at
- * once; remote_commands.c runs the session settings' command; options.c reads the
- * options.
+ * once; remote_commands.c runs the session settings' command, and forgets
+ * what was in flight on a session that closes; options.c reads the options.
  *
  *-------------------------------------------------------------------------
  */
@@ -36,6 +41,7 @@
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "storage/fd.h"
 #include "storage/latch.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
@@ -167,6 +173,7 @@ static bool other_connection(AfdwConn *entry);
 static AfdwConnectStep connect_failed(AfdwConn *entry);
 static void connect_succeeded(AfdwConn *entry);
 static AfdwConnectStep connect_advance(AfdwConn *entry, bool poll);
+static void reset_session(AfdwConn *entry);
 
 /*
  * afdw_append_xact_settings
@@ -559,7 +566,7 @@ afdw_connect_start(AfdwConn *entry, UserMapping *user, bool optional)
 	/* No idle timeout before its first transaction ends (remote_xact.c). */
 	entry->idle_timeout = 0;
 	/* A new session has nothing in flight and no remote transaction. */
-	afdw_reset_session(entry);
+	reset_session(entry);
 	entry->idle_since = 0;
 
 	cxt = AllocSetContextCreate(afdw_conn_cxt, "async_fdw connection attempt",
@@ -678,6 +685,48 @@ afdw_connect_forget(AfdwConn *entry)
 		LockRelease(&entry->connecting->room_tag, ShareLock, true);
 	MemoryContextDelete(entry->connecting->cxt);
 	entry->connecting = NULL;
+}
+
+/*
+ * afdw_disconnect_entry
+ *		Close ENTRY's connection, if any.
+ */
+void
+afdw_disconnect_entry(AfdwConn *entry)
+{
+	if (entry->waitset != NULL)
+	{
+		FreeWaitEventSet(entry->waitset);
+		entry->waitset = NULL;
+	}
+	if (entry->conn != NULL)
+	{
+		afdw_budget_finish(entry);
+		ReleaseExternalFD();
+	}
+	afdw_connect_forget(entry);
+	afdw_budget_release(entry);
+	reset_session(entry);
+}
+
+/*
+ * reset_session
+ *		ENTRY's remote session is gone, or a new one is being opened: the
+ *		one reset of what a connection kept of its session.  The wire's
+ *		part here (what was in flight, whether the session was to be
+ *		dropped or broke the protocol), the session layer's through its
+ *		forget hook: the remote transaction and its state, prepared
+ *		statements, a write deferred for its COMMIT (a prepared transaction
+ *		of the session is left to recovery).
+ */
+static void
+reset_session(AfdwConn *entry)
+{
+	afdw_forget_in_flight(entry);
+	afdw_session_hooks->forget(entry);
+	/* The next session starts trusted. */
+	entry->invalidated = false;
+	entry->violation = NULL;
 }
 
 /*

@@ -22,23 +22,26 @@
  * interrupts and watch for postmaster death; the waits of cleanup have a
  * deadline, and under EXPLAIN ANALYZE their time is summed for the scans
  * (afdw_wait_time).  This file reads and writes the sockets of open
- * connections; connection_pool.c only checks idle ones and cuts broken ones,
- * and connection_setup.c waits on handshakes.
+ * connections, and cuts those whose session is not to be trusted any more
+ * (break_connection); connection_pool.c only checks idle ones, and
+ * connection_setup.c waits on handshakes.
  *
- * This is the wire layer, with connection_setup.c, connection_pool.c and connection_budget.c: it
- * calls nothing above it.
+ * This is the wire layer, with connection_setup.c, connection_pool.c,
+ * connection_budget.c and connection_state.c: it calls nothing above it.
  *
- * Neighbours: connection_pool.c opens and cuts the connections; remote_xact.c,
- * shared_snapshot.c and twophase.c send their commands through this file; the
- * scan files (scan_commands.c, copy_stream.c, scan.c) run their queries with it, and
- * the write files (modify_rows.c, direct_modify.c, truncate.c) their statements and
- * loads, through async_fdw.h.
+ * Neighbours: connection_pool.c and connection_setup.c open and close the
+ * connections; remote_xact.c, shared_snapshot.c and twophase.c send their
+ * commands through this file; the scan files (scan_commands.c,
+ * copy_stream.c, scan.c) run their queries with it, and the write files
+ * (modify_rows.c, direct_modify.c, truncate.c) their statements and loads,
+ * through async_fdw.h.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include <poll.h>
+#include <sys/socket.h>
 
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -58,6 +61,7 @@ int			afdw_timed_scans = 0;
 instr_time	afdw_wait_time;
 
 static bool discard_copy_data(AfdwConn *entry, TimestampTz deadline);
+static void break_connection(AfdwConn *entry, const char *violation);
 static void refuse_copy_in(AfdwConn *entry, ExecStatusType status);
 static void wait_writable(AfdwConn *conn, const char *sql);
 static void flush_copy(AfdwConn *conn, bool all, const char *sql);
@@ -1009,6 +1013,26 @@ discard_copy_data(AfdwConn *entry, TimestampTz deadline)
 }
 
 /*
+ * break_connection
+ *		Stop trusting ENTRY's remote session, whose state is unknown: cut
+ *		the connection (the server sees it close, libpq at its next read),
+ *		so that nothing waits on the session any more, and keep it from
+ *		being used again in this transaction; the end of the transaction
+ *		drops it.  VIOLATION, if not NULL, says what the server did wrong.
+ */
+static void
+break_connection(AfdwConn *entry, const char *violation)
+{
+	pgsocket	sock = PQsocket(entry->conn);
+
+	if (violation != NULL && entry->violation == NULL)
+		entry->violation = violation;
+	afdw_session_hooks->lost(entry);
+	if (sock != PGINVALID_SOCKET)
+		(void) shutdown(sock, SHUT_RDWR);
+}
+
+/*
  * refuse_copy_in
  *		The server answered with CopyInResponse or CopyBothResponse (STATUS)
  *		to a command that is no COPY FROM STDIN of afdw_send_write's, so the
@@ -1019,9 +1043,9 @@ static void
 refuse_copy_in(AfdwConn *entry, ExecStatusType status)
 {
 	(void) PQputCopyEnd(entry->conn, "async_fdw sent no COPY FROM STDIN");
-	afdw_break_connection(entry, status == PGRES_COPY_BOTH ?
-						  gettext_noop("It answered with CopyBothResponse, which async_fdw never asks for.") :
-						  gettext_noop("It answered with CopyInResponse to a command that is not a COPY FROM STDIN."));
+	break_connection(entry, status == PGRES_COPY_BOTH ?
+					 gettext_noop("It answered with CopyBothResponse, which async_fdw never asks for.") :
+					 gettext_noop("It answered with CopyInResponse to a command that is not a COPY FROM STDIN."));
 }
 
 /*
@@ -1037,7 +1061,7 @@ afdw_result_lost(AfdwConn *conn, PGresult *res)
 	if (PQresultStatus(res) != PGRES_FATAL_ERROR ||
 		PQresultErrorField(res, PG_DIAG_SQLSTATE) != NULL)
 		return false;
-	afdw_break_connection(conn, NULL);
+	break_connection(conn, NULL);
 	return true;
 }
 
@@ -1053,7 +1077,7 @@ afdw_result_lost(AfdwConn *conn, PGresult *res)
 void
 afdw_protocol_violation(AfdwConn *conn, const char *detail, const char *sql)
 {
-	afdw_break_connection(conn, detail);
+	break_connection(conn, detail);
 	afdw_report_remote_error(NULL, conn, sql);
 }
 
@@ -1117,7 +1141,7 @@ afdw_report_remote_error(PGresult *res, AfdwConn *conn, const char *sql)
 	 */
 	if (f_sqlstate == NULL || fatal || PQstatus(conn->conn) != CONNECTION_OK)
 	{
-		afdw_break_connection(conn, NULL);
+		break_connection(conn, NULL);
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("lost connection to server \"%s\"",
