@@ -9,6 +9,9 @@
  * printed in the transmission modes, parameters as $n, operators and
  * functions by their names in pg_catalog or an extension's schema, and
  * aggregates whole or as the transition states of partial aggregates.
+ * The transmission modes, the settings that values are printed in, are
+ * set here, for constants and for the parameter values that the executor
+ * sends (scan_commands.c, modify_rows.c, direct_modify.c).
  *
  * Neighbours: deparse_statements.c builds the statements around the expressions
  * (deparse_internal.h is their shared context).
@@ -26,12 +29,15 @@
 #include "catalog/pg_ts_config.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
+#include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
 #include "utils/builtins.h"
+#include "utils/float.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
@@ -302,6 +308,42 @@ afdw_output_ignores_settings(Oid type)
 		default:
 			return false;
 	}
+}
+
+/*
+ * afdw_set_transmission_modes
+ *		Make values print the way the remote session reads them, until
+ *		afdw_reset_transmission_modes(the returned level).
+ *
+ * Remote sessions run with DateStyle ISO, IntervalStyle postgres and
+ * extra_float_digits 3; a local session may print dates as 01/02/2003 or
+ * round floats.
+ */
+int
+afdw_set_transmission_modes(void)
+{
+	int			nestlevel = NewGUCNestLevel();
+
+	if (DateStyle != USE_ISO_DATES)
+		(void) set_config_option("datestyle", "ISO", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	if (IntervalStyle != INTSTYLE_POSTGRES)
+		(void) set_config_option("intervalstyle", "postgres", PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	if (extra_float_digits < 3)
+		(void) set_config_option("extra_float_digits", "3", PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	return nestlevel;
+}
+
+/*
+ * afdw_reset_transmission_modes
+ *		Undo afdw_set_transmission_modes.
+ */
+void
+afdw_reset_transmission_modes(int nestlevel)
+{
+	AtEOXact_GUC(true, nestlevel);
 }
 
 /*

@@ -30,16 +30,12 @@
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
-#include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/prep.h"
 #include "optimizer/restrictinfo.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
-#include "utils/datetime.h"
-#include "utils/float.h"
-#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
@@ -53,42 +49,6 @@ static void init_context(DeparseContext *cxt, StringInfo buf, PlannerInfo *root,
 static void end_context(DeparseContext *cxt);
 static void append_conditions(List *conds, DeparseContext *cxt);
 static void append_select_list(List *tlist, DeparseContext *cxt);
-
-/*
- * afdw_set_transmission_modes
- *		Make values print the way the remote session reads them, until
- *		afdw_reset_transmission_modes(the returned level).
- *
- * Remote sessions run with DateStyle ISO, IntervalStyle postgres and
- * extra_float_digits 3; a local session may print dates as 01/02/2003 or
- * round floats.
- */
-int
-afdw_set_transmission_modes(void)
-{
-	int			nestlevel = NewGUCNestLevel();
-
-	if (DateStyle != USE_ISO_DATES)
-		(void) set_config_option("datestyle", "ISO", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-	if (IntervalStyle != INTSTYLE_POSTGRES)
-		(void) set_config_option("intervalstyle", "postgres", PGC_USERSET,
-								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	if (extra_float_digits < 3)
-		(void) set_config_option("extra_float_digits", "3", PGC_USERSET,
-								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	return nestlevel;
-}
-
-/*
- * afdw_reset_transmission_modes
- *		Undo afdw_set_transmission_modes.
- */
-void
-afdw_reset_transmission_modes(int nestlevel)
-{
-	AtEOXact_GUC(true, nestlevel);
-}
 
 /*
  * afdw_deparse_relation
