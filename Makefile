@@ -47,6 +47,7 @@ OBJS = \
 	src/sql/deparse_expr.o \
 	src/sql/deparse_join.o \
 	src/sql/deparse_statements.o \
+	src/sql/join_subqueries.o \
 	src/sql/shippable_subplans.o \
 	src/common/options.o \
 	src/common/plan_private.o
