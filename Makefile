@@ -44,6 +44,7 @@ OBJS = \
 	src/connection/connection_pool.o \
 	src/connection/connection_setup.o \
 	src/connection/remote_commands.o \
+	src/sql/deparse_context.o \
 	src/sql/deparse_expr.o \
 	src/sql/deparse_join.o \
 	src/sql/deparse_statements.o \

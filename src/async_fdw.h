@@ -539,6 +539,9 @@ extern void afdw_append_literal(StringInfo buf, const char *val);
 extern int	afdw_set_transmission_modes(void);
 extern void afdw_reset_transmission_modes(int nestlevel);
 
+/* deparse_context.c */
+extern void afdw_deparse_relation(StringInfo buf, Relation rel);
+
 /* deparse_statements.c */
 extern void afdw_deparse_insert(StringInfo head, StringInfo row,
 								StringInfo tail, Relation rel,
@@ -566,7 +569,6 @@ extern void afdw_deparse_grouped_select(StringInfo buf, PlannerInfo *root,
 										bool partial,
 										List **params,
 										int *key_at, bool *key_where);
-extern void afdw_deparse_relation(StringInfo buf, Relation rel);
 extern char *afdw_deparse_condition(PlannerInfo *root, RelOptInfo *baserel,
 									Relation rel, Expr *cond, List *params);
 extern void afdw_deparse_limit(StringInfo buf, PlannerInfo *root,

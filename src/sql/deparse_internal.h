@@ -2,8 +2,9 @@
  *
  * deparse_internal.h
  *		The state of writing remote SQL, shared by the files that write
- *		it: deparse_statements.c (statements), deparse_join.c (statements over a
- *		remote join), direct_modify.c and direct_modify_plan.c (a pushed UPDATE or
+ *		it: deparse_context.c (its setup and end), deparse_statements.c
+ *		(statements), deparse_join.c (statements over a remote join),
+ *		direct_modify.c and direct_modify_plan.c (a pushed UPDATE or
  *		DELETE), deparse_expr.c (expressions) and join_subqueries.c (the
  *		sides of joins read as subqueries).
  *
@@ -56,7 +57,7 @@ typedef struct AfdwSubquery
 	List	   *columns;
 } AfdwSubquery;
 
-/* deparse_statements.c */
+/* deparse_context.c */
 extern void afdw_init_deparse(DeparseContext *cxt, StringInfo buf, PlannerInfo *root,
 							  RelOptInfo *baserel, Relation rel, List **params);
 extern void afdw_init_join_deparse(DeparseContext *cxt, StringInfo buf,

@@ -9,9 +9,9 @@
  * join's side that is itself a join with WHERE conditions is read as a
  * subquery s<n>(c1, c2, ...) (AfdwSubquery), written here; which sides
  * are, their numbers and the names of their columns are join_subqueries.c's.
- * The statement's state is deparse_statements.c's DeparseContext
- * (deparse_internal.h): afdw_init_join_deparse opens the join's tables and
- * collects its subqueries.
+ * The statement's state is a DeparseContext (deparse_internal.h), whose
+ * afdw_init_join_deparse (deparse_context.c) opens the join's tables and
+ * numbers its subqueries.
  *
  * Neighbours: join_paths.c builds a join's SELECT and locking clause here,
  * order_limit.c a column of a join's sort key, direct_modify_plan.c a remote UPDATE

@@ -8,7 +8,7 @@
  * semi- or anti-join below another join, is read as a subquery
  * s<n>(c1, c2, ...) (AfdwSubquery, deparse_internal.h).  The subqueries of
  * a statement are numbered when its DeparseContext is set up
- * (deparse_statements.c); above a subquery, deparse_expr.c names a column of
+ * (deparse_context.c); above a subquery, deparse_expr.c names a column of
  * its tables s<n>.c<k>; deparse_join.c writes the subqueries themselves in
  * its FROM items.
  *
