@@ -45,9 +45,11 @@ OBJS = \
 	src/connection/connection_setup.o \
 	src/connection/connection_state.o \
 	src/connection/remote_commands.o \
+	src/sql/deparse_context.o \
 	src/sql/deparse_expr.o \
 	src/sql/deparse_join.o \
 	src/sql/deparse_statements.o \
+	src/sql/join_subqueries.o \
 	src/sql/shippable_subplans.o \
 	src/common/options.o \
 	src/common/plan_private.o

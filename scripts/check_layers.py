@@ -33,7 +33,7 @@ LAYERS = [
                    'explain', 'analyze', 'truncate', 'import_schema']),
     ('session', ['remote_xact', 'xact_callbacks', 'visibility', 'shared_snapshot', 'prepared_statements', 'twophase', 'twophase_recovery', 'commit_fence']),
     ('wire', ['connection_setup', 'connection_pool', 'remote_commands', 'connection_budget', 'connection_state']),
-    ('common', ['options', 'deparse_statements', 'deparse_join', 'deparse_expr', 'shippable_subplans', 'plan_private']),
+    ('common', ['options', 'deparse_statements', 'deparse_join', 'deparse_context', 'deparse_expr', 'join_subqueries', 'shippable_subplans', 'plan_private']),
 ]
 
 # Upward calls not yet removed, each "file function file callee" on a line

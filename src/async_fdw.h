@@ -536,6 +536,11 @@ extern AfdwPartialForm afdw_partial_form(Aggref *agg);
 extern const char *afdw_remote_column_name(Relation rel, AttrNumber attnum);
 extern bool afdw_output_ignores_settings(Oid type);
 extern void afdw_append_literal(StringInfo buf, const char *val);
+extern int	afdw_set_transmission_modes(void);
+extern void afdw_reset_transmission_modes(int nestlevel);
+
+/* deparse_context.c */
+extern void afdw_deparse_relation(StringInfo buf, Relation rel);
 
 /* deparse_statements.c */
 extern void afdw_deparse_insert(StringInfo head, StringInfo row,
@@ -564,7 +569,6 @@ extern void afdw_deparse_grouped_select(StringInfo buf, PlannerInfo *root,
 										bool partial,
 										List **params,
 										int *key_at, bool *key_where);
-extern void afdw_deparse_relation(StringInfo buf, Relation rel);
 extern char *afdw_deparse_condition(PlannerInfo *root, RelOptInfo *baserel,
 									Relation rel, Expr *cond, List *params);
 extern void afdw_deparse_limit(StringInfo buf, PlannerInfo *root,
@@ -580,8 +584,6 @@ extern void afdw_deparse_analyze(StringInfo buf, Relation rel,
 								 List **retrieved_attrs);
 extern void afdw_bind_params(StringInfo buf, const char *sql, int nparams,
 							 const char *const *values);
-extern int	afdw_set_transmission_modes(void);
-extern void afdw_reset_transmission_modes(int nestlevel);
 
 /* deparse_join.c */
 extern char *afdw_deparse_join_condition(PlannerInfo *root, RelOptInfo *joinrel,

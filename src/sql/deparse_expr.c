@@ -9,6 +9,9 @@
  * printed in the transmission modes, parameters as $n, operators and
  * functions by their names in pg_catalog or an extension's schema, and
  * aggregates whole or as the transition states of partial aggregates.
+ * The transmission modes, the settings that values are printed in, are
+ * set here, for constants and for the parameter values that the executor
+ * sends (scan_commands.c, modify_rows.c, direct_modify.c).
  *
  * Neighbours: deparse_statements.c builds the statements around the expressions
  * (deparse_internal.h is their shared context).
@@ -26,12 +29,15 @@
 #include "catalog/pg_ts_config.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
+#include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
 #include "utils/builtins.h"
+#include "utils/float.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
@@ -302,6 +308,42 @@ afdw_output_ignores_settings(Oid type)
 		default:
 			return false;
 	}
+}
+
+/*
+ * afdw_set_transmission_modes
+ *		Make values print the way the remote session reads them, until
+ *		afdw_reset_transmission_modes(the returned level).
+ *
+ * Remote sessions run with DateStyle ISO, IntervalStyle postgres and
+ * extra_float_digits 3; a local session may print dates as 01/02/2003 or
+ * round floats.
+ */
+int
+afdw_set_transmission_modes(void)
+{
+	int			nestlevel = NewGUCNestLevel();
+
+	if (DateStyle != USE_ISO_DATES)
+		(void) set_config_option("datestyle", "ISO", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	if (IntervalStyle != INTSTYLE_POSTGRES)
+		(void) set_config_option("intervalstyle", "postgres", PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	if (extra_float_digits < 3)
+		(void) set_config_option("extra_float_digits", "3", PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	return nestlevel;
+}
+
+/*
+ * afdw_reset_transmission_modes
+ *		Undo afdw_set_transmission_modes.
+ */
+void
+afdw_reset_transmission_modes(int nestlevel)
+{
+	AtEOXact_GUC(true, nestlevel);
 }
 
 /*
@@ -997,6 +1039,234 @@ deparse_aggref(Aggref *agg, DeparseContext *cxt)
 }
 
 /*
+ * deparse_var
+ *		Append column VAR of a table the statement reads (r<n>.name in a
+ *		join, s<n>.c<k> above a subquery), or $n for another relation's.
+ */
+static void
+deparse_var(Var *var, DeparseContext *cxt)
+{
+	StringInfo	buf = cxt->buf;
+	Relation	rel = var_relation(var, cxt);
+
+	/* A column of a subquery's table, above it: s<n>.c<k>. */
+	if (rel != NULL && afdw_deparse_subquery_column(var, cxt))
+		return;
+	if (rel == NULL)
+	{
+		deparse_param((Expr *) var, cxt);
+		return;
+	}
+	/* In a join, r<n> is the relation of range table entry n. */
+	if (cxt->joined != NIL)
+		appendStringInfo(buf, "r%d.", var->varno);
+	if (var->varattno == SelfItemPointerAttributeNumber)
+		appendStringInfoString(buf, "ctid");
+	else
+		appendStringInfoString(buf,
+							   quote_identifier(afdw_remote_column_name(rel,
+																   var->varattno)));
+}
+
+/*
+ * deparse_scalar_array_op
+ *		Append "(x op ANY (array))", or ALL.
+ */
+static void
+deparse_scalar_array_op(ScalarArrayOpExpr *op, DeparseContext *cxt)
+{
+	StringInfo	buf = cxt->buf;
+	char		kind;
+
+	appendStringInfoChar(buf, '(');
+	afdw_deparse_expr(linitial(op->args), cxt);
+	appendStringInfoChar(buf, ' ');
+	deparse_operator_name(op->opno, cxt, &kind);
+	appendStringInfoString(buf, op->useOr ? " ANY (" : " ALL (");
+	afdw_deparse_expr(lsecond(op->args), cxt);
+	appendStringInfoString(buf, "))");
+}
+
+/*
+ * deparse_bool_expr
+ *		Append NOT, or the arguments joined by AND or OR, in parentheses.
+ */
+static void
+deparse_bool_expr(BoolExpr *b, DeparseContext *cxt)
+{
+	StringInfo	buf = cxt->buf;
+	ListCell   *lc;
+	bool		first = true;
+
+	if (b->boolop == NOT_EXPR)
+	{
+		appendStringInfoString(buf, "(NOT ");
+		afdw_deparse_expr(linitial(b->args), cxt);
+		appendStringInfoChar(buf, ')');
+		return;
+	}
+	appendStringInfoChar(buf, '(');
+	foreach(lc, b->args)
+	{
+		if (!first)
+			appendStringInfoString(buf, b->boolop == AND_EXPR ?
+								   " AND " : " OR ");
+		first = false;
+		afdw_deparse_expr(lfirst(lc), cxt);
+	}
+	appendStringInfoChar(buf, ')');
+}
+
+/*
+ * deparse_null_test
+ *		Append "(x IS NULL)" or "(x IS NOT NULL)".
+ */
+static void
+deparse_null_test(NullTest *nt, DeparseContext *cxt)
+{
+	StringInfo	buf = cxt->buf;
+
+	appendStringInfoChar(buf, '(');
+	afdw_deparse_expr(nt->arg, cxt);
+	appendStringInfoString(buf, nt->nulltesttype == IS_NULL ?
+						   " IS NULL)" : " IS NOT NULL)");
+}
+
+/*
+ * deparse_boolean_test
+ *		Append "(x IS TRUE)", "(x IS NOT FALSE)", "(x IS UNKNOWN)" ...
+ */
+static void
+deparse_boolean_test(BooleanTest *bt, DeparseContext *cxt)
+{
+	StringInfo	buf = cxt->buf;
+	static const char *const tests[] = {
+		[IS_TRUE] = " IS TRUE)",
+		[IS_NOT_TRUE] = " IS NOT TRUE)",
+		[IS_FALSE] = " IS FALSE)",
+		[IS_NOT_FALSE] = " IS NOT FALSE)",
+		[IS_UNKNOWN] = " IS UNKNOWN)",
+		[IS_NOT_UNKNOWN] = " IS NOT UNKNOWN)"
+	};
+
+	appendStringInfoChar(buf, '(');
+	afdw_deparse_expr(bt->arg, cxt);
+	appendStringInfoString(buf, tests[bt->booltesttype]);
+}
+
+/*
+ * deparse_relabel
+ *		Append a relabelling: nothing when implicit, else a cast.
+ */
+static void
+deparse_relabel(RelabelType *r, DeparseContext *cxt)
+{
+	StringInfo	buf = cxt->buf;
+
+	if (r->relabelformat == COERCE_IMPLICIT_CAST)
+		afdw_deparse_expr(r->arg, cxt);
+	else
+	{
+		appendStringInfoChar(buf, '(');
+		afdw_deparse_expr(r->arg, cxt);
+		appendStringInfoString(buf, ")::");
+		append_type_name(buf, r->resulttype, r->resulttypmod);
+	}
+}
+
+/*
+ * deparse_array_expr
+ *		Append ARRAY[...] with its type.
+ */
+static void
+deparse_array_expr(ArrayExpr *a, DeparseContext *cxt)
+{
+	StringInfo	buf = cxt->buf;
+	ListCell   *lc;
+	bool		first = true;
+
+	appendStringInfoString(buf, "ARRAY[");
+	foreach(lc, a->elements)
+	{
+		if (!first)
+			appendStringInfoString(buf, ", ");
+		first = false;
+		afdw_deparse_expr(lfirst(lc), cxt);
+	}
+	appendStringInfoString(buf, "]::");
+	append_type_name(buf, a->array_typeid, -1);
+}
+
+/*
+ * deparse_case_expr
+ *		Append a CASE expression, searched or simple.
+ */
+static void
+deparse_case_expr(CaseExpr *ce, DeparseContext *cxt)
+{
+	StringInfo	buf = cxt->buf;
+	ListCell   *lc;
+
+	appendStringInfoString(buf, "(CASE");
+	if (ce->arg != NULL)
+	{
+		appendStringInfoChar(buf, ' ');
+		afdw_deparse_expr(ce->arg, cxt);
+	}
+	foreach(lc, ce->args)
+	{
+		CaseWhen   *cw = lfirst_node(CaseWhen, lc);
+
+		appendStringInfoString(buf, " WHEN ");
+		/* A simple CASE writes only the value compared. */
+		afdw_deparse_expr(ce->arg != NULL ?
+						  afdw_case_when_value(cw) : cw->expr, cxt);
+		appendStringInfoString(buf, " THEN ");
+		afdw_deparse_expr(cw->result, cxt);
+	}
+	if (ce->defresult != NULL)
+	{
+		appendStringInfoString(buf, " ELSE ");
+		afdw_deparse_expr(ce->defresult, cxt);
+	}
+	appendStringInfoString(buf, " END)");
+}
+
+/*
+ * deparse_subscripting_ref
+ *		Append an element or a slice of a container (an array, say).
+ */
+static void
+deparse_subscripting_ref(SubscriptingRef *sr, DeparseContext *cxt)
+{
+	StringInfo	buf = cxt->buf;
+	ListCell   *lu;
+	ListCell   *ll = NULL;
+
+	/* (container)[i] or, for a slice, (container)[l:u]. */
+	appendStringInfoString(buf, "((");
+	afdw_deparse_expr(sr->refexpr, cxt);
+	appendStringInfoChar(buf, ')');
+	if (sr->reflowerindexpr != NIL)
+		ll = list_head(sr->reflowerindexpr);
+	foreach(lu, sr->refupperindexpr)
+	{
+		appendStringInfoChar(buf, '[');
+		if (ll != NULL)
+		{
+			if (lfirst(ll) != NULL)
+				afdw_deparse_expr(lfirst(ll), cxt);
+			appendStringInfoChar(buf, ':');
+			ll = lnext(sr->reflowerindexpr, ll);
+		}
+		if (lfirst(lu) != NULL)
+			afdw_deparse_expr(lfirst(lu), cxt);
+		appendStringInfoChar(buf, ']');
+	}
+	appendStringInfoChar(buf, ')');
+}
+
+/*
  * afdw_deparse_expr
  *		Append NODE, which ship_walker accepted, as remote SQL.
  */
@@ -1017,30 +1287,8 @@ afdw_deparse_expr(Expr *node, DeparseContext *cxt)
 	switch (nodeTag(node))
 	{
 		case T_Var:
-			{
-				Var		   *var = (Var *) node;
-
-				Relation	rel = var_relation(var, cxt);
-
-				/* A column of a subquery's table, above it: s<n>.c<k>. */
-				if (rel != NULL && afdw_deparse_subquery_column(var, cxt))
-					break;
-				if (rel == NULL)
-				{
-					deparse_param(node, cxt);
-					break;
-				}
-				/* In a join, r<n> is the relation of range table entry n. */
-				if (cxt->joined != NIL)
-					appendStringInfo(buf, "r%d.", var->varno);
-				if (var->varattno == SelfItemPointerAttributeNumber)
-					appendStringInfoString(buf, "ctid");
-				else
-					appendStringInfoString(buf,
-										   quote_identifier(afdw_remote_column_name(rel,
-																			   var->varattno)));
-				break;
-			}
+			deparse_var((Var *) node, cxt);
+			break;
 
 		case T_Const:
 			deparse_const((Const *) node, cxt, false);
@@ -1059,174 +1307,40 @@ afdw_deparse_expr(Expr *node, DeparseContext *cxt)
 			break;
 
 		case T_ScalarArrayOpExpr:
-			{
-				ScalarArrayOpExpr *op = (ScalarArrayOpExpr *) node;
-				char		kind;
-
-				appendStringInfoChar(buf, '(');
-				afdw_deparse_expr(linitial(op->args), cxt);
-				appendStringInfoChar(buf, ' ');
-				deparse_operator_name(op->opno, cxt, &kind);
-				appendStringInfoString(buf, op->useOr ? " ANY (" : " ALL (");
-				afdw_deparse_expr(lsecond(op->args), cxt);
-				appendStringInfoString(buf, "))");
-				break;
-			}
+			deparse_scalar_array_op((ScalarArrayOpExpr *) node, cxt);
+			break;
 
 		case T_FuncExpr:
 			deparse_funcexpr((FuncExpr *) node, cxt);
 			break;
 
 		case T_BoolExpr:
-			{
-				BoolExpr   *b = (BoolExpr *) node;
-				ListCell   *lc;
-				bool		first = true;
-
-				if (b->boolop == NOT_EXPR)
-				{
-					appendStringInfoString(buf, "(NOT ");
-					afdw_deparse_expr(linitial(b->args), cxt);
-					appendStringInfoChar(buf, ')');
-					break;
-				}
-				appendStringInfoChar(buf, '(');
-				foreach(lc, b->args)
-				{
-					if (!first)
-						appendStringInfoString(buf, b->boolop == AND_EXPR ?
-											   " AND " : " OR ");
-					first = false;
-					afdw_deparse_expr(lfirst(lc), cxt);
-				}
-				appendStringInfoChar(buf, ')');
-				break;
-			}
+			deparse_bool_expr((BoolExpr *) node, cxt);
+			break;
 
 		case T_NullTest:
-			{
-				NullTest   *nt = (NullTest *) node;
-
-				appendStringInfoChar(buf, '(');
-				afdw_deparse_expr(nt->arg, cxt);
-				appendStringInfoString(buf, nt->nulltesttype == IS_NULL ?
-									   " IS NULL)" : " IS NOT NULL)");
-				break;
-			}
+			deparse_null_test((NullTest *) node, cxt);
+			break;
 
 		case T_BooleanTest:
-			{
-				BooleanTest *bt = (BooleanTest *) node;
-				static const char *const tests[] = {
-					[IS_TRUE] = " IS TRUE)",
-					[IS_NOT_TRUE] = " IS NOT TRUE)",
-					[IS_FALSE] = " IS FALSE)",
-					[IS_NOT_FALSE] = " IS NOT FALSE)",
-					[IS_UNKNOWN] = " IS UNKNOWN)",
-					[IS_NOT_UNKNOWN] = " IS NOT UNKNOWN)"
-				};
-
-				appendStringInfoChar(buf, '(');
-				afdw_deparse_expr(bt->arg, cxt);
-				appendStringInfoString(buf, tests[bt->booltesttype]);
-				break;
-			}
+			deparse_boolean_test((BooleanTest *) node, cxt);
+			break;
 
 		case T_RelabelType:
-			{
-				RelabelType *r = (RelabelType *) node;
-
-				if (r->relabelformat == COERCE_IMPLICIT_CAST)
-					afdw_deparse_expr(r->arg, cxt);
-				else
-				{
-					appendStringInfoChar(buf, '(');
-					afdw_deparse_expr(r->arg, cxt);
-					appendStringInfoString(buf, ")::");
-					append_type_name(buf, r->resulttype, r->resulttypmod);
-				}
-				break;
-			}
+			deparse_relabel((RelabelType *) node, cxt);
+			break;
 
 		case T_ArrayExpr:
-			{
-				ArrayExpr  *a = (ArrayExpr *) node;
-				ListCell   *lc;
-				bool		first = true;
-
-				appendStringInfoString(buf, "ARRAY[");
-				foreach(lc, a->elements)
-				{
-					if (!first)
-						appendStringInfoString(buf, ", ");
-					first = false;
-					afdw_deparse_expr(lfirst(lc), cxt);
-				}
-				appendStringInfoString(buf, "]::");
-				append_type_name(buf, a->array_typeid, -1);
-				break;
-			}
+			deparse_array_expr((ArrayExpr *) node, cxt);
+			break;
 
 		case T_CaseExpr:
-			{
-				CaseExpr   *ce = (CaseExpr *) node;
-				ListCell   *lc;
-
-				appendStringInfoString(buf, "(CASE");
-				if (ce->arg != NULL)
-				{
-					appendStringInfoChar(buf, ' ');
-					afdw_deparse_expr(ce->arg, cxt);
-				}
-				foreach(lc, ce->args)
-				{
-					CaseWhen   *cw = lfirst_node(CaseWhen, lc);
-
-					appendStringInfoString(buf, " WHEN ");
-					/* A simple CASE writes only the value compared. */
-					afdw_deparse_expr(ce->arg != NULL ?
-									  afdw_case_when_value(cw) : cw->expr, cxt);
-					appendStringInfoString(buf, " THEN ");
-					afdw_deparse_expr(cw->result, cxt);
-				}
-				if (ce->defresult != NULL)
-				{
-					appendStringInfoString(buf, " ELSE ");
-					afdw_deparse_expr(ce->defresult, cxt);
-				}
-				appendStringInfoString(buf, " END)");
-				break;
-			}
+			deparse_case_expr((CaseExpr *) node, cxt);
+			break;
 
 		case T_SubscriptingRef:
-			{
-				SubscriptingRef *sr = (SubscriptingRef *) node;
-				ListCell   *lu;
-				ListCell   *ll = NULL;
-
-				/* (container)[i] or, for a slice, (container)[l:u]. */
-				appendStringInfoString(buf, "((");
-				afdw_deparse_expr(sr->refexpr, cxt);
-				appendStringInfoChar(buf, ')');
-				if (sr->reflowerindexpr != NIL)
-					ll = list_head(sr->reflowerindexpr);
-				foreach(lu, sr->refupperindexpr)
-				{
-					appendStringInfoChar(buf, '[');
-					if (ll != NULL)
-					{
-						if (lfirst(ll) != NULL)
-							afdw_deparse_expr(lfirst(ll), cxt);
-						appendStringInfoChar(buf, ':');
-						ll = lnext(sr->reflowerindexpr, ll);
-					}
-					if (lfirst(lu) != NULL)
-						afdw_deparse_expr(lfirst(lu), cxt);
-					appendStringInfoChar(buf, ']');
-				}
-				appendStringInfoChar(buf, ')');
-				break;
-			}
+			deparse_subscripting_ref((SubscriptingRef *) node, cxt);
+			break;
 
 		case T_Aggref:
 			deparse_aggref((Aggref *) node, cxt);

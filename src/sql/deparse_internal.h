@@ -2,9 +2,11 @@
  *
  * deparse_internal.h
  *		The state of writing remote SQL, shared by the files that write
- *		it: deparse_statements.c (statements), deparse_join.c (statements over a
- *		remote join), direct_modify.c and direct_modify_plan.c (a pushed UPDATE or
- *		DELETE) and deparse_expr.c (expressions).
+ *		it: deparse_context.c (its setup and end), deparse_statements.c
+ *		(statements), deparse_join.c (statements over a remote join),
+ *		direct_modify.c and direct_modify_plan.c (a pushed UPDATE or
+ *		DELETE), deparse_expr.c (expressions) and join_subqueries.c (the
+ *		sides of joins read as subqueries).
  *
  *-------------------------------------------------------------------------
  */
@@ -27,7 +29,7 @@ typedef struct DeparseContext
 	List	   *joined;			/* a join's base relations (Relations)... */
 	List	   *joined_relids;	/* ... and their range table indexes */
 	List	   *subqueries;		/* a join's sides read as subqueries
-								 * (deparse_join.c's AfdwSubquery)... */
+								 * (AfdwSubquery, below)... */
 	int			scope;			/* ... and the one being written (0: none) */
 	bool		partial;		/* aggregates give their transition states */
 	List	   *computed;		/* a grouped query's input read from a
@@ -41,7 +43,21 @@ typedef struct DeparseContext
 								 * before a constant needed them */
 } DeparseContext;
 
-/* deparse_statements.c */
+/*
+ * A side of a full join that is itself a join with WHERE conditions, read
+ * as the subquery s<number>(c1, c2, ...): its select list is the columns
+ * of its tables that the query reads above it (COLUMNS, Vars), which are
+ * named there c<k>.  PARENT is the subquery it is written in (0: none).
+ */
+typedef struct AfdwSubquery
+{
+	RelOptInfo *rel;
+	int			number;
+	int			parent;
+	List	   *columns;
+} AfdwSubquery;
+
+/* deparse_context.c */
 extern void afdw_init_deparse(DeparseContext *cxt, StringInfo buf, PlannerInfo *root,
 							  RelOptInfo *baserel, Relation rel, List **params);
 extern void afdw_init_join_deparse(DeparseContext *cxt, StringInfo buf,
@@ -53,11 +69,8 @@ extern void afdw_deparse_set_list(List *targets, List *colnos, Relation rel,
 								  DeparseContext *cxt);
 
 /* deparse_join.c */
-extern void afdw_collect_subqueries(RelOptInfo *rel, int parent,
-									DeparseContext *cxt);
 extern void afdw_deparse_join_from_where(RelOptInfo *joinrel,
 										 DeparseContext *cxt);
-extern bool afdw_deparse_subquery_column(Var *var, DeparseContext *cxt);
 extern bool afdw_join_modify_ok(RelOptInfo *joinrel, Index target);
 extern void afdw_deparse_join_modify(StringInfo buf, PlannerInfo *root,
 									 RelOptInfo *joinrel, Index target,
@@ -70,5 +83,12 @@ extern void afdw_deparse_join_modify(StringInfo buf, PlannerInfo *root,
 extern void afdw_deparse_expr(Expr *node, DeparseContext *cxt);
 extern Expr *afdw_repeated_argument(Aggref *agg);
 extern bool afdw_avg_args_walker(Node *node, List **args);
+
+/* join_subqueries.c */
+extern bool afdw_is_semi_join(RelOptInfo *rel);
+extern bool afdw_side_is_subquery(RelOptInfo *rel, JoinType jointype);
+extern void afdw_collect_subqueries(RelOptInfo *rel, int parent,
+									DeparseContext *cxt);
+extern bool afdw_deparse_subquery_column(Var *var, DeparseContext *cxt);
 
 #endif							/* DEPARSE_INTERNAL_H */

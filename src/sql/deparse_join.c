@@ -7,10 +7,11 @@
  *
  * Each table of a join is named r<n> by its range table index.  A full
  * join's side that is itself a join with WHERE conditions is read as a
- * subquery s<n>(c1, c2, ...) (AfdwSubquery), whose columns deparse_expr.c names
- * through afdw_deparse_subquery_column.  The statement's state is
- * deparse_statements.c's DeparseContext (deparse_internal.h): afdw_init_join_deparse
- * opens the join's tables and collects its subqueries here.
+ * subquery s<n>(c1, c2, ...) (AfdwSubquery), written here; which sides
+ * are, their numbers and the names of their columns are join_subqueries.c's.
+ * The statement's state is a DeparseContext (deparse_internal.h), whose
+ * afdw_init_join_deparse (deparse_context.c) opens the join's tables and
+ * numbers its subqueries.
  *
  * Neighbours: join_paths.c builds a join's SELECT and locking clause here,
  * order_limit.c a column of a join's sort key, direct_modify_plan.c a remote UPDATE
@@ -33,55 +34,9 @@
 #include "async_fdw.h"
 #include "sql/deparse_internal.h"
 
-/*
- * A side of a full join that is itself a join with WHERE conditions, read
- * as the subquery s<number>(c1, c2, ...): its select list is the columns
- * of its tables that the query reads above it (COLUMNS, Vars), which are
- * named there c<k>.  PARENT is the subquery it is written in (0: none).
- */
-typedef struct AfdwSubquery
-{
-	RelOptInfo *rel;
-	int			number;
-	int			parent;
-	List	   *columns;
-} AfdwSubquery;
-
 static void deparse_from(RelOptInfo *rel, DeparseContext *cxt);
 static void append_whole_row(StringInfo buf, int varno, DeparseContext *cxt);
 static Var *select_var(RelOptInfo *rel, Var *var, DeparseContext *cxt);
-
-/*
- * is_semi_join
- *		Whether REL is a remote semi- or anti-join, which is a condition
- *		of its outer side ([NOT] EXISTS) rather than a FROM item.
- */
-static bool
-is_semi_join(RelOptInfo *rel)
-{
-	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
-
-	return fp->outer_rel != NULL &&
-		(fp->jointype == JOIN_SEMI || fp->jointype == JOIN_ANTI);
-}
-
-/*
- * side_is_subquery
- *		Whether REL, a side of a join of type JOINTYPE, is read as a
- *		subquery with a column list (AfdwSubquery): a full join filters
- *		its sides before joining them, and a join's WHERE conditions have
- *		no other place then; a semi- or anti-join below another join is
- *		its outer side filtered by its EXISTS, which becomes a FROM item
- *		so.
- */
-static bool
-side_is_subquery(RelOptInfo *rel, JoinType jointype)
-{
-	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
-
-	return (jointype == JOIN_FULL && fp->outer_rel != NULL && fp->where_conds != NIL) ||
-		is_semi_join(rel);
-}
 
 /*
  * subquery_has_column
@@ -120,12 +75,12 @@ afdw_join_var_readable(RelOptInfo *rel, Var *var)
 	if (fp->outer_rel == NULL)
 		return (Index) var->varno == rel->relid;
 	sides[0] = fp->outer_rel;
-	sides[1] = is_semi_join(rel) ? NULL : fp->inner_rel;
+	sides[1] = afdw_is_semi_join(rel) ? NULL : fp->inner_rel;
 	for (int i = 0; i < 2; i++)
 	{
 		if (sides[i] == NULL || !bms_is_member(var->varno, sides[i]->relids))
 			continue;
-		if (side_is_subquery(sides[i], fp->jointype) &&
+		if (afdw_side_is_subquery(sides[i], fp->jointype) &&
 			!subquery_has_column(sides[i], var))
 			return false;
 		return afdw_join_var_readable(sides[i], var);
@@ -225,79 +180,6 @@ afdw_join_select_var(PlannerInfo *root, RelOptInfo *rel, Var *var)
 }
 
 /*
- * afdw_collect_subqueries
- *		Add to CXT's subqueries, numbered in the order met, the sides of
- *		REL (a join, or a base relation: none) and of the joins below it
- *		that are read as subqueries; PARENT is the subquery REL is in.
- */
-void
-afdw_collect_subqueries(RelOptInfo *rel, int parent, DeparseContext *cxt)
-{
-	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
-	RelOptInfo *sides[2];
-
-	if (fp->outer_rel == NULL)
-		return;
-	sides[0] = fp->outer_rel;
-	sides[1] = fp->inner_rel;
-	for (int i = 0; i < 2; i++)
-	{
-		int			within = parent;
-
-		if (side_is_subquery(sides[i], fp->jointype))
-		{
-			AfdwSubquery *sq = palloc(sizeof(AfdwSubquery));
-
-			sq->rel = sides[i];
-			sq->number = list_length(cxt->subqueries) + 1;
-			sq->parent = parent;
-			sq->columns = pull_var_clause((Node *) sides[i]->reltarget->exprs,
-										  PVC_RECURSE_PLACEHOLDERS);
-			cxt->subqueries = lappend(cxt->subqueries, sq);
-			within = sq->number;
-		}
-		afdw_collect_subqueries(sides[i], within, cxt);
-	}
-}
-
-/*
- * afdw_deparse_subquery_column
- *		Append VAR as the column of the subquery it is read through where
- *		CXT is writing (s<n>.c<k>), and return true; false if its table is
- *		named directly there.
- */
-bool
-afdw_deparse_subquery_column(Var *var, DeparseContext *cxt)
-{
-	ListCell   *lc;
-
-	if (var->varlevelsup != 0)
-		return false;
-	foreach(lc, cxt->subqueries)
-	{
-		AfdwSubquery *sq = (AfdwSubquery *) lfirst(lc);
-		ListCell   *col;
-
-		if (sq->parent != cxt->scope || !bms_is_member(var->varno, sq->rel->relids))
-			continue;
-		foreach(col, sq->columns)
-		{
-			Var		   *c = lfirst_node(Var, col);
-
-			if (c->varno == var->varno && c->varattno == var->varattno)
-			{
-				appendStringInfo(cxt->buf, "s%d.c%d", sq->number,
-								 foreach_current_index(col) + 1);
-				return true;
-			}
-		}
-		elog(ERROR, "column %d of range table entry %d is not in remote subquery s%d",
-			 var->varattno, var->varno, sq->number);
-	}
-	return false;
-}
-
-/*
  * select_var
  *		VAR, a column of REL (a remote join) in its select list, as the
  *		remote query names it there (afdw_join_select_var).
@@ -352,7 +234,7 @@ deparse_subquery(AfdwSubquery *sq, DeparseContext *cxt)
 
 /*
  * deparse_side_subquery
- *		Append REL, a side read as a subquery (side_is_subquery), as the
+ *		Append REL, a side read as a subquery (afdw_side_is_subquery), as the
  *		subquery afdw_collect_subqueries numbered for it where CXT writes.
  */
 static void
@@ -388,7 +270,7 @@ deparse_join_side(RelOptInfo *rel, JoinType jointype, DeparseContext *cxt)
 {
 	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
 
-	if (side_is_subquery(rel, jointype))
+	if (afdw_side_is_subquery(rel, jointype))
 	{
 		deparse_side_subquery(rel, cxt);
 		return;
@@ -419,7 +301,7 @@ deparse_from(RelOptInfo *rel, DeparseContext *cxt)
 	bool		first = true;
 
 	/* A semi- or anti-join read as a FROM item: its subquery. */
-	if (is_semi_join(rel))
+	if (afdw_is_semi_join(rel))
 	{
 		deparse_side_subquery(rel, cxt);
 		return;

@@ -8,8 +8,9 @@
  * clause, the writes of a table, the binary COPY wrapper and the remote
  * type check, ANALYZE's sampling query, and parameters bound into a
  * statement.  The expressions in them are written by deparse_expr.c, the
- * statements over a remote join by deparse_join.c (deparse_internal.h is
- * the shared state, set up here).
+ * statements over a remote join by deparse_join.c; deparse_internal.h is
+ * the shared state, set up by deparse_context.c, which also writes the
+ * pieces shared with joins (a table's name, WHERE clauses, SET lists).
  *
  * The planner (scan_paths.c, join_paths.c, aggregate_paths.c) builds the SELECTs here; scan_commands.c
  * binds parameters into them, wraps them in a binary COPY and asks for the
@@ -24,22 +25,15 @@
 
 #include "access/htup_details.h"
 #include "access/sysattr.h"
-#include "access/table.h"
 #include "access/transam.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
-#include "commands/defrem.h"
-#include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/prep.h"
 #include "optimizer/restrictinfo.h"
-#include "parser/parsetree.h"
 #include "utils/builtins.h"
-#include "utils/datetime.h"
-#include "utils/float.h"
-#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
@@ -48,77 +42,7 @@
 #include "async_fdw.h"
 #include "sql/deparse_internal.h"
 
-static void init_context(DeparseContext *cxt, StringInfo buf, PlannerInfo *root,
-						 RelOptInfo *baserel, Relation rel, List **params);
-static void end_context(DeparseContext *cxt);
-static void append_conditions(List *conds, DeparseContext *cxt);
 static void append_select_list(List *tlist, DeparseContext *cxt);
-
-/*
- * afdw_set_transmission_modes
- *		Make values print the way the remote session reads them, until
- *		afdw_reset_transmission_modes(the returned level).
- *
- * Remote sessions run with DateStyle ISO, IntervalStyle postgres and
- * extra_float_digits 3; a local session may print dates as 01/02/2003 or
- * round floats.
- */
-int
-afdw_set_transmission_modes(void)
-{
-	int			nestlevel = NewGUCNestLevel();
-
-	if (DateStyle != USE_ISO_DATES)
-		(void) set_config_option("datestyle", "ISO", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-	if (IntervalStyle != INTSTYLE_POSTGRES)
-		(void) set_config_option("intervalstyle", "postgres", PGC_USERSET,
-								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	if (extra_float_digits < 3)
-		(void) set_config_option("extra_float_digits", "3", PGC_USERSET,
-								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	return nestlevel;
-}
-
-/*
- * afdw_reset_transmission_modes
- *		Undo afdw_set_transmission_modes.
- */
-void
-afdw_reset_transmission_modes(int nestlevel)
-{
-	AtEOXact_GUC(true, nestlevel);
-}
-
-/*
- * afdw_deparse_relation
- *		Append REL's remote name, schema-qualified and quoted, to BUF.
- */
-void
-afdw_deparse_relation(StringInfo buf, Relation rel)
-{
-	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
-	const char *nspname = NULL;
-	const char *relname = NULL;
-	ListCell   *lc;
-
-	foreach(lc, table->options)
-	{
-		DefElem    *def = (DefElem *) lfirst(lc);
-
-		if (strcmp(def->defname, "schema_name") == 0)
-			nspname = defGetString(def);
-		else if (strcmp(def->defname, "table_name") == 0)
-			relname = defGetString(def);
-	}
-	if (nspname == NULL)
-		nspname = get_namespace_name(RelationGetNamespace(rel));
-	if (relname == NULL)
-		relname = RelationGetRelationName(rel);
-
-	appendStringInfo(buf, "%s.%s", quote_identifier(nspname),
-					 quote_identifier(relname));
-}
 
 /*
  * afdw_deparse_binary_select
@@ -181,7 +105,7 @@ afdw_deparse_limit(StringInfo buf, PlannerInfo *root, RelOptInfo *rel,
 	Query	   *parse = root->parse;
 	DeparseContext cxt;
 
-	init_context(&cxt, buf, root, rel, frel, params);
+	afdw_init_deparse(&cxt, buf, root, rel, frel, params);
 	if (parse->limitCount != NULL)
 	{
 		appendStringInfoString(buf, " LIMIT ");
@@ -192,7 +116,7 @@ afdw_deparse_limit(StringInfo buf, PlannerInfo *root, RelOptInfo *rel,
 		appendStringInfoString(buf, " OFFSET ");
 		afdw_deparse_expr((Expr *) parse->limitOffset, &cxt);
 	}
-	end_context(&cxt);
+	afdw_end_deparse(&cxt);
 }
 
 /*
@@ -304,9 +228,9 @@ afdw_deparse_select(StringInfo buf, PlannerInfo *root, RelOptInfo *baserel,
 	appendStringInfoString(buf, " FROM ");
 	afdw_deparse_relation(buf, rel);
 
-	init_context(&cxt, buf, root, baserel, rel, params);
-	append_conditions(extract_actual_clauses(remote_conds, false), &cxt);
-	end_context(&cxt);
+	afdw_init_deparse(&cxt, buf, root, baserel, rel, params);
+	afdw_deparse_conditions(extract_actual_clauses(remote_conds, false), &cxt);
+	afdw_end_deparse(&cxt);
 }
 
 /*
@@ -426,7 +350,7 @@ afdw_deparse_grouped_select(StringInfo buf, PlannerInfo *root, RelOptInfo *baser
 	bool		first = true;
 	List	   *computed = partial ? grouped_subquery_columns(tlist, having) : NIL;
 
-	init_context(&cxt, buf, root, baserel, rel, params);
+	afdw_init_deparse(&cxt, buf, root, baserel, rel, params);
 	cxt.partial = partial;
 	afdw_avg_args_walker((Node *) tlist, &cxt.avg_args);
 
@@ -452,7 +376,7 @@ afdw_deparse_grouped_select(StringInfo buf, PlannerInfo *root, RelOptInfo *baser
 		List	   *conds = extract_actual_clauses(remote_conds, false);
 
 		afdw_deparse_relation(buf, rel);
-		append_conditions(conds, &cxt);
+		afdw_deparse_conditions(conds, &cxt);
 		if (computed == NIL)
 		{
 			*key_at = buf->len;
@@ -495,63 +419,7 @@ afdw_deparse_grouped_select(StringInfo buf, PlannerInfo *root, RelOptInfo *baser
 		afdw_deparse_expr((Expr *) lfirst(lc), &cxt);
 		appendStringInfoChar(buf, ')');
 	}
-	end_context(&cxt);
-}
-
-/*
- * init_context
- *		Set CXT up to write the expressions of a statement reading BASEREL:
- *		a foreign table REL, or (REL NULL) a join, whose tables are opened
- *		until end_context.
- */
-static void
-init_context(DeparseContext *cxt, StringInfo buf, PlannerInfo *root,
-			 RelOptInfo *baserel, Relation rel, List **params)
-{
-	int			relid = -1;
-	Relids		tables;
-
-	cxt->buf = buf;
-	cxt->root = root;
-	cxt->baserel = baserel;
-	cxt->rel = rel;
-	cxt->joined = NIL;
-	cxt->joined_relids = NIL;
-	cxt->subqueries = NIL;
-	cxt->scope = 0;
-	cxt->partial = false;
-	cxt->computed = NIL;
-	cxt->avg_args = NIL;
-	cxt->params = params;
-	cxt->guc_level = -1;
-	if (rel != NULL)
-		return;
-	tables = afdw_base_relids(root, baserel);
-	while ((relid = bms_next_member(tables, relid)) >= 0)
-	{
-		cxt->joined = lappend(cxt->joined,
-							  table_open(planner_rt_fetch(relid, root)->relid, NoLock));
-		cxt->joined_relids = lappend_int(cxt->joined_relids, relid);
-	}
-	if (baserel->fdw_private != NULL &&
-		((AfdwRelInfo *) baserel->fdw_private)->outer_rel != NULL)
-		afdw_collect_subqueries(baserel, 0, cxt);
-}
-
-/*
- * end_context
- *		Undo what writing CXT's expressions set: the transmission modes, the
- *		tables of a join.
- */
-static void
-end_context(DeparseContext *cxt)
-{
-	ListCell   *lc;
-
-	if (cxt->guc_level >= 0)
-		afdw_reset_transmission_modes(cxt->guc_level);
-	foreach(lc, cxt->joined)
-		table_close((Relation) lfirst(lc), NoLock);
+	afdw_end_deparse(&cxt);
 }
 
 /*
@@ -576,26 +444,6 @@ append_select_list(List *tlist, DeparseContext *cxt)
 	}
 	if (first)
 		appendStringInfoString(cxt->buf, "NULL");
-}
-
-/*
- * append_conditions
- *		Append the expressions CONDS as a WHERE clause, if any.
- */
-static void
-append_conditions(List *conds, DeparseContext *cxt)
-{
-	ListCell   *lc;
-	bool		first = true;
-
-	foreach(lc, conds)
-	{
-		appendStringInfoString(cxt->buf, first ? " WHERE " : " AND ");
-		first = false;
-		appendStringInfoChar(cxt->buf, '(');
-		afdw_deparse_expr((Expr *) lfirst(lc), cxt);
-		appendStringInfoChar(cxt->buf, ')');
-	}
 }
 
 /*
@@ -891,77 +739,6 @@ afdw_bind_params(StringInfo buf, const char *sql, int nparams,
 }
 
 /*
- * afdw_init_deparse
- *		Set CXT up, as init_context does, to write expressions over BASEREL,
- *		foreign table REL, for a statement built elsewhere (direct_modify.c);
- *		afdw_end_deparse undoes it.
- */
-void
-afdw_init_deparse(DeparseContext *cxt, StringInfo buf, PlannerInfo *root,
-				  RelOptInfo *baserel, Relation rel, List **params)
-{
-	init_context(cxt, buf, root, baserel, rel, params);
-}
-
-/*
- * afdw_init_join_deparse
- *		Set CXT up, as init_context does, to write a statement over JOINREL,
- *		a remote join (deparse_join.c), whose tables stay open until
- *		afdw_end_deparse.
- */
-void
-afdw_init_join_deparse(DeparseContext *cxt, StringInfo buf, PlannerInfo *root,
-					   RelOptInfo *joinrel, List **params)
-{
-	init_context(cxt, buf, root, joinrel, NULL, params);
-}
-
-/*
- * afdw_end_deparse
- *		Undo afdw_init_deparse.
- */
-void
-afdw_end_deparse(DeparseContext *cxt)
-{
-	end_context(cxt);
-}
-
-/*
- * afdw_deparse_set_list
- *		Append " SET col = expr, ..." of a remote UPDATE to CXT's buffer:
- *		TARGETS' expressions (TargetEntries) assigned to REL's columns
- *		COLNOS (nothing for a DELETE, whose lists are empty).
- */
-void
-afdw_deparse_set_list(List *targets, List *colnos, Relation rel,
-					  DeparseContext *cxt)
-{
-	ListCell   *lc;
-	ListCell   *lc2;
-	bool		first = true;
-
-	forboth(lc, targets, lc2, colnos)
-	{
-		appendStringInfoString(cxt->buf, first ? " SET " : ", ");
-		first = false;
-		appendStringInfo(cxt->buf, "%s = ",
-						 quote_identifier(afdw_remote_column_name(rel, lfirst_int(lc2))));
-		afdw_deparse_expr(lfirst_node(TargetEntry, lc)->expr, cxt);
-	}
-}
-
-/*
- * afdw_deparse_conditions
- *		Append the expressions CONDS as a WHERE clause, if any.
- */
-void
-afdw_deparse_conditions(List *conds, DeparseContext *cxt)
-{
-	append_conditions(conds, cxt);
-}
-
-
-/*
  * afdw_deparse_condition
  *		The text of COND, a condition on BASEREL (foreign table REL), as
  *		the remote SELECT whose parameters are PARAMS would have it: a
@@ -977,9 +754,9 @@ afdw_deparse_condition(PlannerInfo *root, RelOptInfo *baserel, Relation rel,
 	List	   *own = list_copy(params);
 
 	initStringInfo(&buf);
-	init_context(&cxt, &buf, root, baserel, rel, &own);
+	afdw_init_deparse(&cxt, &buf, root, baserel, rel, &own);
 	afdw_deparse_expr(cond, &cxt);
-	end_context(&cxt);
+	afdw_end_deparse(&cxt);
 	list_free(own);
 	return buf.data;
 }
