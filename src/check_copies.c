@@ -14,10 +14,10 @@
  * on both.  It returns a row for each problem, none when the copies agree
  * with the foreign table; the rows themselves are not compared.
  *
- * Neighbours: options.c lists the copies' servers; deparse_statements.c names the
- * remote table and columns; connection_pool.c lends a connection and remote_commands.c runs
- * the query.  async_fdw--1.4--1.5.sql declares the function.  Entry
- * layer.
+ * Neighbours: options.c lists the copies' servers; deparse_context.c names
+ * the remote table and deparse_expr.c its columns; connection_pool.c lends
+ * a connection and remote_commands.c runs the query.
+ * async_fdw--1.4--1.5.sql declares the function.  Entry layer.
  *
  *-------------------------------------------------------------------------
  */

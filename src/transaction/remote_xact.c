@@ -256,7 +256,7 @@ session_export(AfdwConn *conn, PGresult *res, bool raise)
 /*
  * session_forget
  *		ENTRY's remote session is gone, or a new one is being opened (the
- *		wire's forget hook, the session layer's part of afdw_reset_session):
+ *		wire's forget hook, the session layer's part of reset_session in connection_setup.c):
  *		its deferred write, its prepared transaction's name (the transaction
  *		is left to recovery), its prepared statements and its remote
  *		transaction are over, and the state of the next one is known.
@@ -1186,7 +1186,7 @@ afdw_forget_closes(AfdwConn *entry)
  * Not reset here: the command in flight (in_flight, export_pending,
  * held_result) and the health of the session (xact_state, invalidated,
  * violation), by which callers decide whether the connection can be kept;
- * afdw_reset_session (connection_pool.c) resets them with the session.
+ * reset_session (connection_setup.c) resets them with the session.
  */
 void
 afdw_reset_xact_state(AfdwConn *entry, int level)
