@@ -246,8 +246,6 @@ extern ForeignScan *afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 									   Oid foreigntableid, ForeignPath *best_path,
 									   List *tlist, List *scan_clauses,
 									   Plan *outer_plan);
-extern AfdwRelInfo *afdw_derived_relinfo(AfdwRelInfo *from);
-extern void afdw_check_params_apart(List *params, List *scan_tlist);
 
 /* plan_private.c */
 /*
@@ -761,6 +759,10 @@ extern int	afdw_key_array_limit(void);
 
 /* hash_join_keys.c */
 extern void afdw_attach_key_collectors(PlannedStmt *stmt);
+
+/* remote_rels.c */
+extern AfdwRelInfo *afdw_derived_relinfo(AfdwRelInfo *from);
+extern void afdw_check_params_apart(List *params, List *scan_tlist);
 
 /* decorrelate.c */
 extern void afdw_decorrelate_init(void);
