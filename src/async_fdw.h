@@ -761,6 +761,7 @@ extern int	afdw_key_array_limit(void);
 extern void afdw_attach_key_collectors(PlannedStmt *stmt);
 
 /* remote_rels.c */
+extern bool afdw_routine_is_ours(FdwRoutine *routine);
 extern AfdwRelInfo *afdw_derived_relinfo(AfdwRelInfo *from);
 extern void afdw_check_params_apart(List *params, List *scan_tlist);
 

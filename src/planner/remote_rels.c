@@ -1,21 +1,41 @@
 /*-------------------------------------------------------------------------
  *
  * remote_rels.c
- *		What the planners of joins and aggregates share about the
- *		relations the remote server computes: the state of a join or an
- *		aggregate made from another relation's, and the parameters of its
- *		remote query kept out of its select list.
+ *		What the planner's files share about async_fdw's relations:
+ *		whether a relation, or a plan's server, is async_fdw's (by its
+ *		FdwRoutine), the state of a join or an aggregate the remote server
+ *		computes from another relation's, and the parameters of its remote
+ *		query kept out of its select list.
  *
- * Planner layer: called by join_paths.c and aggregate_paths.c, which
- * scan_paths.c calls; it calls no file of the planner.
+ * Planner layer: called by join_paths.c, aggregate_paths.c, pushed_keys.c
+ * and hash_join_keys.c, which scan_paths.c calls; it calls no file of the
+ * planner but direct_modify_plan.c's callback it compares (see
+ * afdw_routine_is_ours).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "foreign/fdwapi.h"
 #include "optimizer/tlist.h"
 
 #include "async_fdw.h"
+
+/*
+ * afdw_routine_is_ours
+ *		Whether ROUTINE, the FdwRoutine of a relation or of a plan's
+ *		server, is async_fdw's: the one async_fdw_handler fills.
+ *
+ * The handler gives every routine of ours the same callbacks, and no other
+ * wrapper's routine has any of them: one tells ours.  It is
+ * afdwPlanDirectModify, whose file is below the files that ask (not
+ * afdwGetForeignPlan: scan_paths.c calls those files).
+ */
+bool
+afdw_routine_is_ours(FdwRoutine *routine)
+{
+	return routine->PlanDirectModify == afdwPlanDirectModify;
+}
 
 /*
  * afdw_derived_relinfo
