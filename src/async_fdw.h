@@ -704,6 +704,7 @@ extern ForeignScan *afdw_join_plan(PlannerInfo *root, RelOptInfo *rel,
 extern ForeignScan *afdw_join_lock_rows(PlannerInfo *root, RelOptInfo *rel,
 										ForeignScan *scan);
 extern bool afdw_all_partitions_ours(RelOptInfo *rel);
+extern void afdw_join_init(void);
 
 /* replicated_joins.c */
 extern void afdw_copies_init(void);
@@ -736,13 +737,12 @@ extern void afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 extern ForeignScan *afdw_grouping_plan(PlannerInfo *root, RelOptInfo *rel,
 									   List *tlist, Plan *outer_plan);
 extern void afdw_upper_init(void);
-extern void afdw_join_init(void);
+extern void afdw_late_partitionwise(PlannerInfo *root);
 
 /* pushed_keys.c */
 extern void afdw_keys_init(void);
 extern List *afdw_key_conditions(PlannerInfo *root, RelOptInfo *rel,
 								 ForeignPath *path);
-extern void afdw_late_partitionwise(PlannerInfo *root);
 extern List *afdw_key_slots(PlannerInfo *root, RelOptInfo *rel, Relation relation,
 							ForeignPath *path, List *params, List *key_conds);
 extern List *afdw_join_key_slots(PlannerInfo *root, RelOptInfo *joinrel,
