@@ -15,6 +15,7 @@ OBJS = \
 	src/planner/join_paths.o \
 	src/planner/order_limit.o \
 	src/planner/pushed_keys.o \
+	src/planner/remote_rels.o \
 	src/planner/replicated_joins.o \
 	src/planner/scan_paths.o \
 	src/planner/shippable.o \

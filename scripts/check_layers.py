@@ -28,7 +28,8 @@ import sys
 # below it, never above.
 LAYERS = [
     ('entry', ['async_fdw', 'connection_functions', 'check_copies', 'recovery_worker']),
-    ('planner', ['scan_paths', 'join_paths', 'replicated_joins', 'pushed_keys', 'hash_join_keys', 'aggregate_paths', 'decorrelate', 'order_limit', 'shippable', 'direct_modify_plan']),
+    ('planner', ['scan_paths', 'aggregate_paths', 'decorrelate', 'replicated_joins', 'join_paths', 'hash_join_keys', 'pushed_keys', 'remote_rels',
+                 'direct_modify_plan', 'order_limit', 'shippable']),
     ('execution', ['scan', 'key_collector', 'plan_census', 'combined_scans', 'scan_commands', 'copy_stream', 'row_builder', 'modify_rows', 'direct_modify', 'replica_writes',
                    'explain', 'analyze', 'truncate', 'import_schema']),
     ('session', ['remote_xact', 'xact_callbacks', 'visibility', 'shared_snapshot', 'prepared_statements', 'twophase', 'twophase_recovery', 'commit_fence']),

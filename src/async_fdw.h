@@ -246,8 +246,6 @@ extern ForeignScan *afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 									   Oid foreigntableid, ForeignPath *best_path,
 									   List *tlist, List *scan_clauses,
 									   Plan *outer_plan);
-extern AfdwRelInfo *afdw_derived_relinfo(AfdwRelInfo *from);
-extern void afdw_check_params_apart(List *params, List *scan_tlist);
 
 /* plan_private.c */
 /*
@@ -711,6 +709,7 @@ extern ForeignScan *afdw_join_plan(PlannerInfo *root, RelOptInfo *rel,
 extern ForeignScan *afdw_join_lock_rows(PlannerInfo *root, RelOptInfo *rel,
 										ForeignScan *scan);
 extern bool afdw_all_partitions_ours(RelOptInfo *rel);
+extern void afdw_join_init(void);
 
 /* replicated_joins.c */
 extern void afdw_copies_init(void);
@@ -743,13 +742,12 @@ extern void afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 extern ForeignScan *afdw_grouping_plan(PlannerInfo *root, RelOptInfo *rel,
 									   List *tlist, Plan *outer_plan);
 extern void afdw_upper_init(void);
-extern void afdw_join_init(void);
+extern void afdw_late_partitionwise(PlannerInfo *root);
 
 /* pushed_keys.c */
 extern void afdw_keys_init(void);
 extern List *afdw_key_conditions(PlannerInfo *root, RelOptInfo *rel,
 								 ForeignPath *path);
-extern void afdw_late_partitionwise(PlannerInfo *root);
 extern List *afdw_key_slots(PlannerInfo *root, RelOptInfo *rel, Relation relation,
 							ForeignPath *path, List *params, List *key_conds);
 extern List *afdw_join_key_slots(PlannerInfo *root, RelOptInfo *joinrel,
@@ -766,6 +764,11 @@ extern int	afdw_key_array_limit(void);
 
 /* hash_join_keys.c */
 extern void afdw_attach_key_collectors(PlannedStmt *stmt);
+
+/* remote_rels.c */
+extern bool afdw_routine_is_ours(FdwRoutine *routine);
+extern AfdwRelInfo *afdw_derived_relinfo(AfdwRelInfo *from);
+extern void afdw_check_params_apart(List *params, List *scan_tlist);
 
 /* decorrelate.c */
 extern void afdw_decorrelate_init(void);

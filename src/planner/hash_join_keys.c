@@ -134,7 +134,7 @@ our_scan(ForeignScan *plan)
 	if (afdw_scan_key_slots(plan) == 0 || !OidIsValid(plan->fs_server))
 		return false;
 	routine = GetFdwRoutineByServerId(plan->fs_server);
-	return routine->GetForeignPlan == afdwGetForeignPlan;
+	return afdw_routine_is_ours(routine);
 }
 
 /*

@@ -299,6 +299,181 @@ remote_costs(RelOptInfo *rel, Cost *startup, Cost *total)
 }
 
 /*
+ * join_kind
+ *		How EXPLAIN names a join of JOINTYPE ("INNER JOIN", ...), or NULL
+ *		for a join type that is not sent.
+ */
+static const char *
+join_kind(JoinType jointype)
+{
+	switch (jointype)
+	{
+		case JOIN_INNER:
+			return "INNER JOIN";
+		case JOIN_LEFT:
+			return "LEFT JOIN";
+		case JOIN_RIGHT:
+			return "RIGHT JOIN";
+		case JOIN_FULL:
+			return "FULL JOIN";
+		case JOIN_SEMI:
+			return "SEMI JOIN";
+		case JOIN_ANTI:
+			return "ANTI JOIN";
+		default:
+			return NULL;
+	}
+}
+
+/*
+ * split_join_clauses
+ *		Sort the conditions of JOINREL's join of JOINTYPE (EXTRA's
+ *		restrictlist) into JFP's gating and local conditions, *ON and
+ *		*WHERE; false when one can be neither sent nor checked locally.
+ *
+ * Join clauses go in ON; for an outer join, conditions pushed down to
+ * it filter its result (WHERE).  One that cannot be sent may be checked
+ * locally if it filters the joined rows.
+ */
+static bool
+split_join_clauses(PlannerInfo *root, RelOptInfo *joinrel, JoinType jointype,
+				   JoinPathExtraData *extra, AfdwRelInfo *jfp,
+				   List **on, List **where)
+{
+	ListCell   *lc;
+
+	foreach(lc, extra->restrictlist)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+
+		/* Checked once above the join, where the core planner does. */
+		if (ri->pseudoconstant && afdw_gates_join_pseudoconstants())
+		{
+			jfp->gating_conds = lappend(jfp->gating_conds, ri);
+			continue;
+		}
+		if (!afdw_is_shippable(root, joinrel, ri->clause))
+		{
+			if (!condition_may_stay_local(ri, joinrel, jointype))
+				return false;
+			jfp->local_conds = lappend(jfp->local_conds, ri);
+			continue;
+		}
+		if (IS_OUTER_JOIN(jointype) && RINFO_IS_PUSHED_DOWN(ri, joinrel->relids))
+			*where = lappend(*where, ri->clause);
+		else
+			*on = lappend(*on, ri->clause);
+	}
+	return true;
+}
+
+/*
+ * place_side_conditions
+ *		Add the own conditions of the sides OUTERREL and INNERREL of a join
+ *		of JOINTYPE to *ON or *WHERE, where they keep their meaning; false
+ *		when the remote UPDATE or DELETE of the join (MODIFY) could not
+ *		write them.
+ */
+static bool
+place_side_conditions(RelOptInfo *outerrel, RelOptInfo *innerrel,
+					  JoinType jointype, bool modify, List **on, List **where)
+{
+	AfdwRelInfo *ofp = (AfdwRelInfo *) outerrel->fdw_private;
+	AfdwRelInfo *ifp = (AfdwRelInfo *) innerrel->fdw_private;
+	List	   *outer_conds;
+	List	   *inner_conds;
+
+	outer_conds = side_conditions(outerrel);
+	inner_conds = side_conditions(innerrel);
+	switch (jointype)
+	{
+		case JOIN_INNER:
+			*where = list_concat(*where, list_concat(outer_conds, inner_conds));
+			break;
+		case JOIN_LEFT:
+		case JOIN_SEMI:
+		case JOIN_ANTI:
+			/* The inner side's conditions go in the EXISTS for the last two. */
+			*where = list_concat(*where, outer_conds);
+			*on = list_concat(*on, inner_conds);
+			break;
+		case JOIN_RIGHT:
+			*where = list_concat(*where, inner_conds);
+			*on = list_concat(*on, outer_conds);
+			break;
+		default:
+
+			/*
+			 * A full join filters a side before joining it: a side with
+			 * conditions becomes a subquery (deparse_statements.c), which the remote
+			 * UPDATE or DELETE of a join does not write.
+			 */
+			if (modify && ((outer_conds != NIL && ofp->outer_rel != NULL) ||
+						   (inner_conds != NIL && ifp->outer_rel != NULL)))
+				return false;
+			break;
+	}
+	return true;
+}
+
+/*
+ * cost_remote_join
+ *		Set in JFP the costs of JOINREL's remote join of OUTERREL and
+ *		INNERREL (of JOINTYPE, with the conditions ON and WHERE): those of
+ *		the remote server, and those of its paths.
+ */
+static void
+cost_remote_join(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel,
+				 RelOptInfo *innerrel, JoinType jointype,
+				 JoinPathExtraData *extra, AfdwRelInfo *jfp,
+				 List *on, List *where)
+{
+	Cost		o_startup;
+	Cost		o_total;
+	Cost		i_startup;
+	Cost		i_total;
+	double		sent;
+	Cost		startup;
+	Cost		total;
+
+	/*
+	 * Conditions checked locally filter the rows the remote server sends:
+	 * it sends more than the join's estimate, each checked.
+	 */
+	sent = joinrel->rows;
+	if (jfp->local_conds != NIL)
+	{
+		cost_qual_eval(&jfp->local_conds_cost, jfp->local_conds, root);
+		jfp->local_conds_sel = clauselist_selectivity(root, jfp->local_conds, 0,
+													  jointype, extra->sjinfo);
+		sent = clamp_row_est(joinrel->rows / Max(jfp->local_conds_sel, 1e-10));
+	}
+
+	/*
+	 * Both sides read, the join's comparisons, the joined rows sent: the
+	 * first row comes once both sides have started (a LIMIT may stop the
+	 * join early), unless the remote server sorts the rows first.
+	 */
+	remote_costs(outerrel, &o_startup, &o_total);
+	remote_costs(innerrel, &i_startup, &i_total);
+	jfp->remote_estimated = true;
+	jfp->remote_startup = o_startup + i_startup;
+	jfp->remote_total = o_total + i_total +
+		cpu_operator_cost * (outerrel->rows + innerrel->rows) *
+		(list_length(on) + list_length(where) + 1) +
+		cpu_tuple_cost * sent;
+
+	startup = jfp->fdw_startup_cost + jfp->local_conds_cost.startup;
+	total = startup + jfp->remote_total +
+		(jfp->fdw_tuple_cost + cpu_tuple_cost +
+		 jfp->local_conds_cost.per_tuple) * sent +
+		joinrel->reltarget->cost.per_tuple * joinrel->rows;
+	jfp->join_startup = startup + jfp->remote_startup;
+	jfp->join_read = startup + jfp->remote_total;
+	jfp->join_total = total;
+}
+
+/*
  * afdwGetForeignJoinPaths
  *		Offer the remote join of OUTERREL and INNERREL for JOINREL.
  *
@@ -314,18 +489,8 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	AfdwRelInfo *ofp = (AfdwRelInfo *) outerrel->fdw_private;
 	AfdwRelInfo *ifp = (AfdwRelInfo *) innerrel->fdw_private;
 	AfdwRelInfo *jfp;
-	List	   *outer_conds;
-	List	   *inner_conds;
 	List	   *on = NIL;
 	List	   *where = NIL;
-	ListCell   *lc;
-	Cost		o_startup;
-	Cost		o_total;
-	Cost		i_startup;
-	Cost		i_total;
-	double		sent;
-	Cost		startup;
-	Cost		total;
 	const char *kind;
 	bool		modify;
 	bool		semi_sides;
@@ -334,29 +499,9 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	/* One path per join relation, whichever pair of sides comes first. */
 	if (joinrel->fdw_private != NULL)
 		return;
-	switch (jointype)
-	{
-		case JOIN_INNER:
-			kind = "INNER JOIN";
-			break;
-		case JOIN_LEFT:
-			kind = "LEFT JOIN";
-			break;
-		case JOIN_RIGHT:
-			kind = "RIGHT JOIN";
-			break;
-		case JOIN_FULL:
-			kind = "FULL JOIN";
-			break;
-		case JOIN_SEMI:
-			kind = "SEMI JOIN";
-			break;
-		case JOIN_ANTI:
-			kind = "ANTI JOIN";
-			break;
-		default:
-			return;
-	}
+	kind = join_kind(jointype);
+	if (kind == NULL)
+		return;
 	/*
 	 * The target of an UPDATE or DELETE is read locked, on the connection
 	 * that changes it (scan.c), on its own; or in a remote join with other
@@ -417,70 +562,18 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 	jfp->gating_conds = list_concat_copy(ofp->gating_conds, ifp->gating_conds);
 	joinrel->fdw_private = jfp;
 
-	/*
-	 * Join clauses go in ON; for an outer join, conditions pushed down to
-	 * it filter its result (WHERE).  One that cannot be sent may be checked
-	 * locally if it filters the joined rows.
-	 */
-	foreach(lc, extra->restrictlist)
+	/* The join's conditions in ON, WHERE or kept locally, or no remote join. */
+	if (!split_join_clauses(root, joinrel, jointype, extra, jfp, &on, &where))
 	{
-		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
-
-		/* Checked once above the join, where the core planner does. */
-		if (ri->pseudoconstant && afdw_gates_join_pseudoconstants())
-		{
-			jfp->gating_conds = lappend(jfp->gating_conds, ri);
-			continue;
-		}
-		if (!afdw_is_shippable(root, joinrel, ri->clause))
-		{
-			if (!condition_may_stay_local(ri, joinrel, jointype))
-			{
-				joinrel->fdw_private = NULL;
-				return;
-			}
-			jfp->local_conds = lappend(jfp->local_conds, ri);
-			continue;
-		}
-		if (IS_OUTER_JOIN(jointype) && RINFO_IS_PUSHED_DOWN(ri, joinrel->relids))
-			where = lappend(where, ri->clause);
-		else
-			on = lappend(on, ri->clause);
+		joinrel->fdw_private = NULL;
+		return;
 	}
 
 	/* The sides' own conditions, where they keep their meaning. */
-	outer_conds = side_conditions(outerrel);
-	inner_conds = side_conditions(innerrel);
-	switch (jointype)
+	if (!place_side_conditions(outerrel, innerrel, jointype, modify, &on, &where))
 	{
-		case JOIN_INNER:
-			where = list_concat(where, list_concat(outer_conds, inner_conds));
-			break;
-		case JOIN_LEFT:
-		case JOIN_SEMI:
-		case JOIN_ANTI:
-			/* The inner side's conditions go in the EXISTS for the last two. */
-			where = list_concat(where, outer_conds);
-			on = list_concat(on, inner_conds);
-			break;
-		case JOIN_RIGHT:
-			where = list_concat(where, inner_conds);
-			on = list_concat(on, outer_conds);
-			break;
-		default:
-
-			/*
-			 * A full join filters a side before joining it: a side with
-			 * conditions becomes a subquery (deparse_statements.c), which the remote
-			 * UPDATE or DELETE of a join does not write.
-			 */
-			if (modify && ((outer_conds != NIL && ofp->outer_rel != NULL) ||
-						   (inner_conds != NIL && ifp->outer_rel != NULL)))
-			{
-				joinrel->fdw_private = NULL;
-				return;
-			}
-			break;
+		joinrel->fdw_private = NULL;
+		return;
 	}
 
 	jfp->join_on = on;
@@ -500,41 +593,8 @@ afdwGetForeignJoinPaths(PlannerInfo *root, RelOptInfo *joinrel,
 			return;
 	}
 
-	/*
-	 * Conditions checked locally filter the rows the remote server sends:
-	 * it sends more than the join's estimate, each checked.
-	 */
-	sent = joinrel->rows;
-	if (jfp->local_conds != NIL)
-	{
-		cost_qual_eval(&jfp->local_conds_cost, jfp->local_conds, root);
-		jfp->local_conds_sel = clauselist_selectivity(root, jfp->local_conds, 0,
-													  jointype, extra->sjinfo);
-		sent = clamp_row_est(joinrel->rows / Max(jfp->local_conds_sel, 1e-10));
-	}
-
-	/*
-	 * Both sides read, the join's comparisons, the joined rows sent: the
-	 * first row comes once both sides have started (a LIMIT may stop the
-	 * join early), unless the remote server sorts the rows first.
-	 */
-	remote_costs(outerrel, &o_startup, &o_total);
-	remote_costs(innerrel, &i_startup, &i_total);
-	jfp->remote_estimated = true;
-	jfp->remote_startup = o_startup + i_startup;
-	jfp->remote_total = o_total + i_total +
-		cpu_operator_cost * (outerrel->rows + innerrel->rows) *
-		(list_length(on) + list_length(where) + 1) +
-		cpu_tuple_cost * sent;
-
-	startup = jfp->fdw_startup_cost + jfp->local_conds_cost.startup;
-	total = startup + jfp->remote_total +
-		(jfp->fdw_tuple_cost + cpu_tuple_cost +
-		 jfp->local_conds_cost.per_tuple) * sent +
-		joinrel->reltarget->cost.per_tuple * joinrel->rows;
-	jfp->join_startup = startup + jfp->remote_startup;
-	jfp->join_read = startup + jfp->remote_total;
-	jfp->join_total = total;
+	cost_remote_join(root, joinrel, outerrel, innerrel, jointype, extra, jfp,
+					 on, where);
 	jfp->epq_path = epq_path;
 	jfp->join_offered = true;
 	offer_join_paths(root, joinrel, jfp);

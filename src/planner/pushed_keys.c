@@ -30,7 +30,9 @@
  * take at run time (hash_join_keys.c).
  *
  * Planner layer: called from scan_paths.c's afdwGetForeignPlan, which it calls
- * in turn to plan the small table's scan, and from aggregate_paths.c and join_paths.c.
+ * in turn to plan the small table's scan (through the table's FdwRoutine,
+ * as the planner does: scan_paths.c is above this file), and from
+ * aggregate_paths.c and join_paths.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -114,7 +116,7 @@ is_our_rel(RelOptInfo *rel)
 {
 	return rel != NULL && rel->reloptkind == RELOPT_BASEREL &&
 		rel->rtekind == RTE_RELATION && rel->fdwroutine != NULL &&
-		rel->fdwroutine->GetForeignPlan == afdwGetForeignPlan &&
+		afdw_routine_is_ours(rel->fdwroutine) &&
 		rel->fdw_private != NULL &&
 		((AfdwRelInfo *) rel->fdw_private)->input_rel == NULL &&
 		((AfdwRelInfo *) rel->fdw_private)->outer_rel == NULL;
@@ -209,8 +211,9 @@ source_scan(PlannerInfo *root, RelOptInfo *src, Oid relid, ForeignPath *path,
 	planning_key_source = true;
 	PG_TRY();
 	{
-		scan = afdwGetForeignPlan(root, src, relid, path, tlist,
-								  src->baserestrictinfo, NULL);
+		/* afdwGetForeignPlan (scan_paths.c): SRC is ours (key_source_ok). */
+		scan = src->fdwroutine->GetForeignPlan(root, src, relid, path, tlist,
+											   src->baserestrictinfo, NULL);
 	}
 	PG_FINALLY();
 	{

@@ -57,6 +57,9 @@ static bool type_shippable(Oid type, ShipContext *cxt);
 static bool function_shippable(Oid funcid, ShipContext *cxt);
 static bool operator_shippable(Oid opno, Oid funcid, ShipContext *cxt);
 static bool ship_walker(Node *node, ShipContext *cxt);
+static bool column_shippable(Var *var, ShipContext *cxt);
+static bool call_shippable(Node *node, ShipContext *cxt);
+static bool compound_shippable(Node *node, ShipContext *cxt);
 static bool aggref_shippable(Aggref *agg, ShipContext *cxt);
 static bool case_shippable(CaseExpr *ce, ShipContext *cxt);
 static bool subplan_shippable(Node *node, ShipContext *cxt);
@@ -188,27 +191,9 @@ ship_walker(Node *node, ShipContext *cxt)
 	switch (nodeTag(node))
 	{
 		case T_Var:
-			{
-				Var		   *var = (Var *) node;
-
-				if (var->varlevelsup != 0)
-					return false;
-				/* A parameter's collation is the default or none. */
-				if (!bms_is_member(var->varno, cxt->baserel->relids) &&
-					!collation_ok(var->varcollid))
-					return false;
-
-				/*
-				 * No whole-row reference and no system column but ctid,
-				 * whose remote value is the one the scan fetches.
-				 */
-				if (bms_is_member(var->varno, cxt->baserel->relids) &&
-					var->varattno <= 0 &&
-					var->varattno != SelfItemPointerAttributeNumber)
-					return false;
-				/* Another relation's column becomes a parameter. */
-				break;
-			}
+			if (!column_shippable((Var *) node, cxt))
+				return false;
+			break;
 
 		case T_Const:
 			{
@@ -239,6 +224,101 @@ ship_walker(Node *node, ShipContext *cxt)
 				break;
 			}
 
+		case T_OpExpr:
+		case T_DistinctExpr:
+		case T_ScalarArrayOpExpr:
+		case T_FuncExpr:
+			if (!call_shippable(node, cxt))
+				return false;
+			break;
+
+		case T_BoolExpr:
+		case T_NullTest:
+		case T_BooleanTest:
+		case T_RelabelType:
+		case T_ArrayExpr:
+		case T_SubscriptingRef:
+			if (!compound_shippable(node, cxt))
+				return false;
+			break;
+
+		case T_CaseExpr:
+			if (!case_shippable((CaseExpr *) node, cxt))
+				return false;
+			break;
+
+		case T_Aggref:
+			if (!aggref_shippable((Aggref *) node, cxt))
+				return false;
+			break;
+
+		case T_SubPlan:
+		case T_AlternativeSubPlan:
+			if (!subplan_shippable(node, cxt))
+				return false;
+			break;
+
+		case T_List:
+			{
+				ListCell   *lc;
+
+				foreach(lc, (List *) node)
+				{
+					if (!ship_walker((Node *) lfirst(lc), cxt))
+						return false;
+				}
+				/* A list has no type of its own. */
+				return true;
+			}
+
+		default:
+			return false;
+	}
+
+	return type_shippable(exprType(node), cxt);
+}
+
+/*
+ * column_shippable
+ *		True if column VAR may be in a remote expression: a column of the
+ *		scanned relation (ctid the only system column), or another
+ *		relation's, sent as a parameter in a collation that is the default
+ *		or none.
+ */
+static bool
+column_shippable(Var *var, ShipContext *cxt)
+{
+	if (var->varlevelsup != 0)
+		return false;
+	/* A parameter's collation is the default or none. */
+	if (!bms_is_member(var->varno, cxt->baserel->relids) &&
+		!collation_ok(var->varcollid))
+		return false;
+
+	/*
+	 * No whole-row reference and no system column but ctid,
+	 * whose remote value is the one the scan fetches.
+	 */
+	if (bms_is_member(var->varno, cxt->baserel->relids) &&
+		var->varattno <= 0 &&
+		var->varattno != SelfItemPointerAttributeNumber)
+		return false;
+	/* Another relation's column becomes a parameter. */
+	return true;
+}
+
+/*
+ * call_shippable
+ *		True if NODE, a call of an operator (OpExpr, DistinctExpr,
+ *		ScalarArrayOpExpr) or of a function (FuncExpr), can be evaluated
+ *		remotely: the operator or function shippable, the collations it
+ *		uses derived from its arguments', and its arguments shippable.
+ */
+static bool
+call_shippable(Node *node, ShipContext *cxt)
+{
+	switch (nodeTag(node))
+	{
 		case T_OpExpr:
 		case T_DistinctExpr:
 			{
@@ -277,6 +357,25 @@ ship_walker(Node *node, ShipContext *cxt)
 				break;
 			}
 
+		default:
+			elog(ERROR, "unrecognized node type: %d", (int) nodeTag(node));
+	}
+	return true;
+}
+
+/*
+ * compound_shippable
+ *		True if NODE, an expression over others with rules of its own (AND,
+ *		OR and NOT, IS [NOT] NULL, IS [NOT] TRUE and the like, a binary
+ *		coercion, an ARRAY[], a subscript), can be evaluated remotely: those
+ *		rules, the collation of its result derived from its inputs', and
+ *		its inputs shippable.
+ */
+static bool
+compound_shippable(Node *node, ShipContext *cxt)
+{
+	switch (nodeTag(node))
+	{
 		case T_BoolExpr:
 			if (!ship_walker((Node *) ((BoolExpr *) node)->args, cxt))
 				return false;
@@ -317,11 +416,6 @@ ship_walker(Node *node, ShipContext *cxt)
 				break;
 			}
 
-		case T_CaseExpr:
-			if (!case_shippable((CaseExpr *) node, cxt))
-				return false;
-			break;
-
 		case T_SubscriptingRef:
 			{
 				SubscriptingRef *sr = (SubscriptingRef *) node;
@@ -341,35 +435,10 @@ ship_walker(Node *node, ShipContext *cxt)
 				break;
 			}
 
-		case T_Aggref:
-			if (!aggref_shippable((Aggref *) node, cxt))
-				return false;
-			break;
-
-		case T_SubPlan:
-		case T_AlternativeSubPlan:
-			if (!subplan_shippable(node, cxt))
-				return false;
-			break;
-
-		case T_List:
-			{
-				ListCell   *lc;
-
-				foreach(lc, (List *) node)
-				{
-					if (!ship_walker((Node *) lfirst(lc), cxt))
-						return false;
-				}
-				/* A list has no type of its own. */
-				return true;
-			}
-
 		default:
-			return false;
+			elog(ERROR, "unrecognized node type: %d", (int) nodeTag(node));
 	}
-
-	return type_shippable(exprType(node), cxt);
+	return true;
 }
 
 /*
