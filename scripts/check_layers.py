@@ -30,7 +30,7 @@ LAYERS = [
     ('entry', ['async_fdw', 'connection_functions', 'check_copies', 'recovery_worker']),
     ('planner', ['scan_paths', 'join_paths', 'replicated_joins', 'pushed_keys', 'hash_join_keys', 'aggregate_paths', 'decorrelate', 'order_limit', 'shippable', 'direct_modify_plan']),
     ('execution', ['scan', 'key_collector', 'plan_census', 'combined_scans', 'scan_commands', 'copy_stream', 'row_builder', 'modify_rows', 'direct_modify', 'replica_writes',
-                   'explain', 'analyze', 'truncate', 'import_schema']),
+                   'explain', 'analyze', 'truncate', 'import_schema', 'scan_state']),
     ('session', ['remote_xact', 'xact_callbacks', 'visibility', 'shared_snapshot', 'prepared_statements', 'twophase', 'twophase_recovery', 'commit_fence']),
     ('wire', ['connection_setup', 'connection_pool', 'remote_commands', 'connection_budget']),
     ('common', ['options', 'deparse_statements', 'deparse_join', 'deparse_expr', 'shippable_subplans', 'plan_private']),

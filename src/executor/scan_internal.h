@@ -5,7 +5,8 @@
  *
  * Included only by scan.c (executor and asynchronous callbacks), scan_commands.c
  * (remote commands and their results), copy_stream.c (COPY streams), row_builder.c
- * (rows to tuples, the remote type check), analyze.c (ANALYZE),
+ * (rows to tuples, the remote type check), scan_state.c (the primitives of
+ * the state that these share), analyze.c (ANALYZE),
  * explain.c (EXPLAIN) and modify_rows.c (a RETURNING row into a tuple, with a
  * RowBuilder).
  * Declarations are grouped by the file that defines them.
@@ -62,9 +63,9 @@ typedef enum AfdwReadMode
 } AfdwReadMode;
 
 /*
- * Where the scan's current remote query stands.  afdw_set_phase makes
- * every change (and keeps pending_scans in step); the row loop, next_batch
- * in scan.c, is a switch over it.
+ * Where the scan's current remote query stands.  afdw_set_phase
+ * (scan_state.c) makes every change (and keeps pending_scans in step); the
+ * row loop, next_batch in scan.c, is a switch over it.
  */
 typedef enum AfdwPhase
 {
@@ -370,12 +371,14 @@ typedef enum BinaryStatus
 	BINARY_OTHER_TYPES
 } BinaryStatus;
 
-/* scan.c */
+/* scan_state.c */
 extern dlist_head afdw_active_scans;
+extern void afdw_scan_error_context(void *arg);
 extern void afdw_set_phase(AfdwScanState *st, AfdwPhase phase);
 extern void afdw_drop_batch(AfdwScanState *st);
 extern void afdw_wake_append(AfdwScanState *st);
-extern void afdw_scan_error_context(void *arg);
+extern void afdw_forget_wake(struct WaitEventSet *set);
+extern void afdw_wake_again(struct WaitEventSet *set);
 
 /* scan_commands.c */
 extern void afdw_clear_queue(AfdwScanState *st);
