@@ -811,6 +811,9 @@ next_batch(AfdwScanState *st, bool block)
 			case PHASE_COPYING:
 				if (!afdw_take_stream_batch(st, block))
 					goto not_ready;
+				/* The stream is over: a sibling waiting for the connection starts. */
+				if (st->phase == PHASE_DONE)
+					afdw_hand_over(st);
 				continue;
 			case PHASE_SPILLED:
 				afdw_take_spill_batch(st);

@@ -382,6 +382,8 @@ extern void afdw_wake_again(struct WaitEventSet *set);
 
 /* scan_commands.c */
 extern void afdw_clear_queue(AfdwScanState *st);
+extern bool afdw_sibling_streaming(AfdwScanState *st);
+extern void afdw_hand_over(AfdwScanState *st);
 extern void afdw_send_start(AfdwScanState *st);
 extern void afdw_send_fetch(AfdwScanState *st);
 extern bool afdw_read_request(AfdwScanState *st, bool block);
@@ -391,9 +393,6 @@ extern void afdw_finish_request(AfdwScanState *st);
 extern void afdw_close_cursor(AfdwScanState *st);
 
 /* copy_stream.c */
-extern bool afdw_siblings_may_stream(AfdwScanState *st);
-extern bool afdw_sibling_streaming(AfdwScanState *st);
-extern void afdw_hand_over(AfdwScanState *st);
 extern bool afdw_take_stream_batch(AfdwScanState *st, bool block);
 extern void afdw_spill_stream(AfdwScanState *st);
 extern void afdw_take_spill_batch(AfdwScanState *st);
