@@ -8,7 +8,7 @@
  * the first fetch of any of them), and the row loop (next_batch) that takes
  * batches from where the scan reads its query: a COPY stream (copy_stream.c), a
  * queue of FETCH or EXECUTE results (scan_commands.c).  row_builder.c turns each row
- * into a tuple; analyze.c holds ANALYZE, registered here.
+ * into a tuple.
  *
  * Under an asynchronous Append, a scan waits on its connection's socket;
  * scans sharing a connection wait on it once (socket_in_wait), and a scan
@@ -1334,5 +1334,4 @@ afdw_scan_routines(FdwRoutine *routine)
 	routine->ForeignAsyncRequest = afdwForeignAsyncRequest;
 	routine->ForeignAsyncConfigureWait = afdwForeignAsyncConfigureWait;
 	routine->ForeignAsyncNotify = afdwForeignAsyncNotify;
-	routine->AnalyzeForeignTable = afdwAnalyzeForeignTable;
 }

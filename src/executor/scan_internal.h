@@ -413,10 +413,6 @@ extern bool afdw_binary_allowed(AfdwScanState *st);
 extern BinaryStatus afdw_binary_status(Oid relid);
 extern void afdw_set_binary_status(Oid relid, BinaryStatus status);
 
-/* analyze.c */
-extern bool afdwAnalyzeForeignTable(Relation rel, AcquireSampleRowsFunc *func,
-									BlockNumber *totalpages);
-
 /* explain.c */
 struct ExplainState;
 extern void afdwExplainForeignScan(ForeignScanState *node,
