@@ -232,6 +232,257 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 }
 
 /*
+ * init_rows
+ *		The table ST reads and its row builder; return the table's range
+ *		table index (a remote join's or aggregate's first table's), for
+ *		scan_user.
+ *
+ * A scan whose remote query computes its columns (aggregates) has no
+ * relation of its own: its rows are those of its target list, and the
+ * foreign table it reads is opened here for its name and options (the
+ * plan holds its lock).  Such rows travel in text form only.
+ */
+static Index
+init_rows(AfdwScanState *st, ForeignScanState *node, ForeignScan *plan,
+		  EState *estate, bool stream)
+{
+	Index		rtindex;
+
+	if (plan->scan.scanrelid > 0)
+	{
+		rtindex = plan->scan.scanrelid;
+		st->rel = node->ss.ss_currentRelation;
+		afdw_init_row_builder(&st->rb, RelationGetDescr(st->rel),
+							  RelationGetRelationName(st->rel), false,
+							  st->retrieved_attrs, st->row_cxt);
+		if (stream)
+			st->binary_capable = afdw_prepare_binary(st);
+	}
+	else
+	{
+		rtindex = bms_next_member(afdw_scan_base_relids(plan), -1);
+		st->computed = true;
+		st->rel = table_open(exec_rt_fetch(rtindex, estate)->relid, NoLock);
+		afdw_init_row_builder(&st->rb, computed_row_type(node, estate),
+							  RelationGetRelationName(st->rel), true,
+							  st->retrieved_attrs, st->row_cxt);
+	}
+	return rtindex;
+}
+
+/*
+ * init_prepare
+ *		Whether the runs of ST's query may be EXECUTEs of a prepared
+ *		statement (a parameterized scan's), and whether the query ends with
+ *		the query's own LIMIT; return what afdw_scan_own_limit gave as that
+ *		LIMIT's most rows (-1: not known), read when own_limit is set.
+ *
+ * A query with the query's own LIMIT is prepared as it is, when that
+ * LIMIT keeps it within the fetch_size + 1 rows of a prepared
+ * statement's run; otherwise it runs as a cursor (a second LIMIT
+ * could not be appended).
+ */
+static int
+init_prepare(AfdwScanState *st, ForeignScan *plan)
+{
+	int			own_bound = -1;
+
+	st->nparams = list_length(plan->fdw_exprs);
+	st->may_prepare = (st->nparams > 0);
+
+	if (afdw_scan_own_limit(plan, &own_bound))
+	{
+		st->own_limit = true;
+		if (own_bound < 0 || own_bound > st->fetch_size)
+			st->may_prepare = false;
+	}
+	return own_bound;
+}
+
+/*
+ * init_key_slots
+ *		The arrays of keys of hash joins that ST's query may take
+ *		(take_keys); the query as planned until then.
+ */
+static void
+init_key_slots(AfdwScanState *st, ForeignScan *plan)
+{
+	st->nkey_uses = afdw_scan_key_uses(plan);
+	st->plain_sql = st->sql;
+	st->plain_nparams = st->nparams;
+	if (st->nkey_uses > 0)
+	{
+		st->may_prepare = false;
+		st->key_used = palloc0(sizeof(bool) * st->nkey_uses);
+		st->key_arrays = palloc0(sizeof(Datum) * st->nkey_uses);
+		st->keys_sent = -1;
+		fmgr_info(F_ARRAY_OUT, &st->key_out);
+		st->param_values = palloc0(sizeof(char *) * (st->nparams + st->nkey_uses));
+	}
+}
+
+/*
+ * init_params
+ *		The expressions of ST's parameters, and the output functions that
+ *		make their values text.
+ */
+static void
+init_params(AfdwScanState *st, ForeignScanState *node, ForeignScan *plan)
+{
+	ListCell   *lc;
+	int			i = 0;
+
+	if (st->nparams > 0)
+	{
+		st->param_exprs = ExecInitExprList(plan->fdw_exprs, (PlanState *) node);
+		st->param_flinfo = palloc0(sizeof(FmgrInfo) * st->nparams);
+		if (st->param_values == NULL)
+			st->param_values = palloc0(sizeof(char *) * st->nparams);
+		foreach(lc, plan->fdw_exprs)
+		{
+			Oid			typoutput;
+			bool		isvarlena;
+
+			getTypeOutputInfo(exprType((Node *) lfirst(lc)), &typoutput, &isvarlena);
+			fmgr_info(typoutput, &st->param_flinfo[i++]);
+		}
+	}
+}
+
+/*
+ * init_row_locks
+ *		Whether ST's query locks the remote rows it reads.
+ *
+ * SELECT ... FOR UPDATE/SHARE: the remote rows stay locked until the
+ * remote COMMIT, which must be over when the local one is.  So do the
+ * rows of the target of an UPDATE or DELETE changed row by row
+ * (modify_rows.c), which are changed where they are read.  Both run on the
+ * writer (afdw_acquire_writer): a row locked on another connection of
+ * the backend could not be changed by the writer without waiting for
+ * that connection's transaction, that is, forever.
+ */
+static void
+init_row_locks(AfdwScanState *st, ForeignScan *plan, EState *estate)
+{
+	int			relid = -1;
+
+	st->locks_rows = (!st->computed && estate->es_rowmarks != NULL &&
+					  estate->es_rowmarks[plan->scan.scanrelid - 1] != NULL &&
+					  estate->es_rowmarks[plan->scan.scanrelid - 1]->strength != LCS_NONE);
+	/*
+	 * Also when the UPDATE or DELETE is in a WITH of another statement: a
+	 * result relation's own range table entry is only scanned as the
+	 * target.
+	 */
+	if (!st->computed && plan->operation == CMD_SELECT &&
+		list_member_int(estate->es_plannedstmt->resultRelations,
+						plan->scan.scanrelid))
+		st->locks_rows = true;
+	/*
+	 * A remote join locks the rows of the tables the query locks, and
+	 * those of the target of an UPDATE or DELETE that it holds (join_paths.c).
+	 */
+	while (plan->scan.scanrelid == 0 && plan->operation == CMD_SELECT &&
+		   (relid = bms_next_member(afdw_scan_base_relids(plan), relid)) >= 0)
+	{
+		if ((estate->es_rowmarks != NULL &&
+			 estate->es_rowmarks[relid - 1] != NULL &&
+			 estate->es_rowmarks[relid - 1]->strength != LCS_NONE) ||
+			list_member_int(estate->es_plannedstmt->resultRelations, relid))
+			st->locks_rows = true;
+	}
+}
+
+/*
+ * choose_read_mode
+ *		How ST's query may be read besides a cursor or a prepared
+ *		statement: in one command with the remote COMMIT (one_shot), as a
+ *		stream taking turns with its Append's other children on a shared
+ *		connection (async_parent, when WANT_PARENT), or carried by a
+ *		sibling's query (combine_parent).  OWN_BOUND is init_prepare's.
+ *
+ * A statement that is its own transaction and only reads, whose scan
+ * is its server's only one and runs once: its query goes in one
+ * command that returns all the rows, with the remote COMMIT in the
+ * same send (afdw_send_in_xact).  That is a stream, or, for a scan
+ * expected to return at most fetch_size rows (a lookup), a query
+ * bounded to one row more (which tells that there are more: the query
+ * then runs again with a cursor).
+ */
+static void
+choose_read_mode(AfdwScanState *st, ForeignScan *plan, EState *estate,
+				 bool stream, bool want_parent, int own_bound)
+{
+	bool		may_combine;
+
+	st->one_shot = (!st->nested && !st->locks_rows &&
+					plan->operation == CMD_SELECT &&
+					estate->es_plannedstmt->commandType == CMD_SELECT &&
+					estate->es_plannedstmt->rowMarks == NIL &&
+					!estate->es_plannedstmt->hasModifyingCTE &&
+					estate->es_epq_active == NULL &&
+					(stream ||
+					 (plan->scan.plan.plan_rows <= st->fetch_size &&
+					  (st->nparams > 0 ? st->may_prepare :
+					   !st->own_limit ||
+					   (own_bound >= 0 && own_bound <= st->fetch_size)))) &&
+					afdw_statement_is_transaction());
+	may_combine = afdw_may_combine(st, plan, estate);
+	if (want_parent || st->one_shot || may_combine)
+	{
+		const AfdwScanPlace *place = afdw_find_scan_place(estate, (Plan *) plan);
+
+		if (want_parent && place != NULL)
+			st->async_parent = place->parent;
+		st->one_shot = st->one_shot && place != NULL && place->alone;
+		if (may_combine)
+			st->combine_parent = afdw_combine_parent(place);
+	}
+}
+
+/*
+ * take_connection
+ *		ST's connection, for the user mapping scan_user finds from range
+ *		table entry RTINDEX: the writer for a scan that locks rows
+ *		(init_row_locks).
+ */
+static void
+take_connection(AfdwScanState *st, ForeignScan *plan, EState *estate,
+				Index rtindex)
+{
+	if (st->locks_rows)
+	{
+		st->conn = afdw_acquire_writer(scan_user(plan, estate, rtindex));
+		afdw_note_row_locks(st->conn);
+	}
+	else
+		st->conn = afdw_acquire_connection(scan_user(plan, estate, rtindex));
+
+	st->stats.users = afdw_conn_users(st->conn);
+}
+
+/*
+ * init_stats
+ *		EXPLAIN ANALYZE: count the bytes of results, and time the waits
+ *		unless TIMING is off (undone by the End or the cleanup).  The
+ *		node's own instrumentation is set up only after the Begin: the
+ *		executor's flags tell what it will be.
+ */
+static void
+init_stats(AfdwScanState *st, EState *estate)
+{
+	if (estate->es_instrument != 0)
+	{
+		st->stats.count_bytes = true;
+		if (estate->es_instrument & INSTRUMENT_TIMER)
+		{
+			st->stats.timed = true;
+			afdw_timed_scans++;
+		}
+	}
+}
+
+/*
  * begin_scan
  *		afdwBeginForeignScan's work.
  */
@@ -241,14 +492,10 @@ begin_scan(ForeignScanState *node)
 	ForeignScan *plan = (ForeignScan *) node->ss.ps.plan;
 	EState	   *estate = node->ss.ps.state;
 	AfdwScanState *st;
-	ListCell   *lc;
 	bool		stream;
-	int			i = 0;
 	Index		rtindex;
-	int			own_bound = -1;
-	int			relid = -1;
+	int			own_bound;
 	bool		want_parent;
-	bool		may_combine;
 
 	/* Rows an INSERT of this statement still keeps are read too. */
 	afdw_flush_kept_rows(plan->fs_server);
@@ -275,47 +522,9 @@ begin_scan(ForeignScanState *node)
 										"async_fdw row",
 										ALLOCSET_DEFAULT_SIZES);
 
-	/*
-	 * A scan whose remote query computes its columns (aggregates) has no
-	 * relation of its own: its rows are those of its target list, and the
-	 * foreign table it reads is opened here for its name and options (the
-	 * plan holds its lock).  Such rows travel in text form only.
-	 */
-	if (plan->scan.scanrelid > 0)
-	{
-		rtindex = plan->scan.scanrelid;
-		st->rel = node->ss.ss_currentRelation;
-		afdw_init_row_builder(&st->rb, RelationGetDescr(st->rel),
-							  RelationGetRelationName(st->rel), false,
-							  st->retrieved_attrs, st->row_cxt);
-		if (stream)
-			st->binary_capable = afdw_prepare_binary(st);
-	}
-	else
-	{
-		rtindex = bms_next_member(afdw_scan_base_relids(plan), -1);
-		st->computed = true;
-		st->rel = table_open(exec_rt_fetch(rtindex, estate)->relid, NoLock);
-		afdw_init_row_builder(&st->rb, computed_row_type(node, estate),
-							  RelationGetRelationName(st->rel), true,
-							  st->retrieved_attrs, st->row_cxt);
-	}
+	rtindex = init_rows(st, node, plan, estate, stream);
+	own_bound = init_prepare(st, plan);
 
-	st->nparams = list_length(plan->fdw_exprs);
-	st->may_prepare = (st->nparams > 0);
-
-	/*
-	 * A query with the query's own LIMIT is prepared as it is, when that
-	 * LIMIT keeps it within the fetch_size + 1 rows of a prepared
-	 * statement's run; otherwise it runs as a cursor (a second LIMIT
-	 * could not be appended).
-	 */
-	if (afdw_scan_own_limit(plan, &own_bound))
-	{
-		st->own_limit = true;
-		if (own_bound < 0 || own_bound > st->fetch_size)
-			st->may_prepare = false;
-	}
 	/*
 	 * A remote join planned to become a direct modification has no SELECT
 	 * (join_paths.c); the planner must not have left it as a scan.
@@ -324,34 +533,8 @@ begin_scan(ForeignScanState *node)
 		elog(ERROR, "foreign scan of \"%s\" has no remote query",
 			 st->rb.relname);
 
-	/* Keys of hash joins (take_keys); the query as planned until then. */
-	st->nkey_uses = afdw_scan_key_uses(plan);
-	st->plain_sql = st->sql;
-	st->plain_nparams = st->nparams;
-	if (st->nkey_uses > 0)
-	{
-		st->may_prepare = false;
-		st->key_used = palloc0(sizeof(bool) * st->nkey_uses);
-		st->key_arrays = palloc0(sizeof(Datum) * st->nkey_uses);
-		st->keys_sent = -1;
-		fmgr_info(F_ARRAY_OUT, &st->key_out);
-		st->param_values = palloc0(sizeof(char *) * (st->nparams + st->nkey_uses));
-	}
-	if (st->nparams > 0)
-	{
-		st->param_exprs = ExecInitExprList(plan->fdw_exprs, (PlanState *) node);
-		st->param_flinfo = palloc0(sizeof(FmgrInfo) * st->nparams);
-		if (st->param_values == NULL)
-			st->param_values = palloc0(sizeof(char *) * st->nparams);
-		foreach(lc, plan->fdw_exprs)
-		{
-			Oid			typoutput;
-			bool		isvarlena;
-
-			getTypeOutputInfo(exprType((Node *) lfirst(lc)), &typoutput, &isvarlena);
-			fmgr_info(typoutput, &st->param_flinfo[i++]);
-		}
-	}
+	init_key_slots(st, plan);
+	init_params(st, node, plan);
 
 	/*
 	 * A query that runs inside another statement (a function's) is not the
@@ -364,104 +547,16 @@ begin_scan(ForeignScanState *node)
 	want_parent = (plan->scan.plan.async_capable && estate->es_epq_active == NULL &&
 				   stream && st->nparams == 0);
 
-	/*
-	 * SELECT ... FOR UPDATE/SHARE: the remote rows stay locked until the
-	 * remote COMMIT, which must be over when the local one is.  So do the
-	 * rows of the target of an UPDATE or DELETE changed row by row
-	 * (modify_rows.c), which are changed where they are read.  Both run on the
-	 * writer (afdw_acquire_writer): a row locked on another connection of
-	 * the backend could not be changed by the writer without waiting for
-	 * that connection's transaction, that is, forever.
-	 */
-	st->locks_rows = (!st->computed && estate->es_rowmarks != NULL &&
-					  estate->es_rowmarks[plan->scan.scanrelid - 1] != NULL &&
-					  estate->es_rowmarks[plan->scan.scanrelid - 1]->strength != LCS_NONE);
-	/*
-	 * Also when the UPDATE or DELETE is in a WITH of another statement: a
-	 * result relation's own range table entry is only scanned as the
-	 * target.
-	 */
-	if (!st->computed && plan->operation == CMD_SELECT &&
-		list_member_int(estate->es_plannedstmt->resultRelations,
-						plan->scan.scanrelid))
-		st->locks_rows = true;
-	/*
-	 * A remote join locks the rows of the tables the query locks, and
-	 * those of the target of an UPDATE or DELETE that it holds (join_paths.c).
-	 */
-	while (plan->scan.scanrelid == 0 && plan->operation == CMD_SELECT &&
-		   (relid = bms_next_member(afdw_scan_base_relids(plan), relid)) >= 0)
-	{
-		if ((estate->es_rowmarks != NULL &&
-			 estate->es_rowmarks[relid - 1] != NULL &&
-			 estate->es_rowmarks[relid - 1]->strength != LCS_NONE) ||
-			list_member_int(estate->es_plannedstmt->resultRelations, relid))
-			st->locks_rows = true;
-	}
-
-	/*
-	 * A statement that is its own transaction and only reads, whose scan
-	 * is its server's only one and runs once: its query goes in one
-	 * command that returns all the rows, with the remote COMMIT in the
-	 * same send (afdw_send_in_xact).  That is a stream, or, for a scan
-	 * expected to return at most fetch_size rows (a lookup), a query
-	 * bounded to one row more (which tells that there are more: the query
-	 * then runs again with a cursor).
-	 */
-	st->one_shot = (!st->nested && !st->locks_rows &&
-					plan->operation == CMD_SELECT &&
-					estate->es_plannedstmt->commandType == CMD_SELECT &&
-					estate->es_plannedstmt->rowMarks == NIL &&
-					!estate->es_plannedstmt->hasModifyingCTE &&
-					estate->es_epq_active == NULL &&
-					(stream ||
-					 (plan->scan.plan.plan_rows <= st->fetch_size &&
-					  (st->nparams > 0 ? st->may_prepare :
-					   !st->own_limit ||
-					   (own_bound >= 0 && own_bound <= st->fetch_size)))) &&
-					afdw_statement_is_transaction());
-	may_combine = afdw_may_combine(st, plan, estate);
-	if (want_parent || st->one_shot || may_combine)
-	{
-		const AfdwScanPlace *place = afdw_find_scan_place(estate, (Plan *) plan);
-
-		if (want_parent && place != NULL)
-			st->async_parent = place->parent;
-		st->one_shot = st->one_shot && place != NULL && place->alone;
-		if (may_combine)
-			st->combine_parent = afdw_combine_parent(place);
-	}
-
-	if (st->locks_rows)
-	{
-		st->conn = afdw_acquire_writer(scan_user(plan, estate, rtindex));
-		afdw_note_row_locks(st->conn);
-	}
-	else
-		st->conn = afdw_acquire_connection(scan_user(plan, estate, rtindex));
-
-	st->stats.users = afdw_conn_users(st->conn);
+	init_row_locks(st, plan, estate);
+	choose_read_mode(st, plan, estate, stream, want_parent, own_bound);
+	take_connection(st, plan, estate, rtindex);
 
 	/* From here on the scan is referenced from outside its memory. */
 	st->cleanup.func = scan_cleanup;
 	st->cleanup.arg = st;
 	MemoryContextRegisterResetCallback(estate->es_query_cxt, &st->cleanup);
 
-	/*
-	 * EXPLAIN ANALYZE: count the bytes of results, and time the waits
-	 * unless TIMING is off (undone by the End or the cleanup above).  The
-	 * node's own instrumentation is set up only after this callback: the
-	 * executor's flags tell what it will be.
-	 */
-	if (estate->es_instrument != 0)
-	{
-		st->stats.count_bytes = true;
-		if (estate->es_instrument & INSTRUMENT_TIMER)
-		{
-			st->stats.timed = true;
-			afdw_timed_scans++;
-		}
-	}
+	init_stats(st, estate);
 
 	st->phase = PHASE_PENDING;
 	dlist_push_tail(&pending_scans, &st->pending_node);

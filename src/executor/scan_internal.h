@@ -263,7 +263,7 @@ typedef struct AfdwScanState
 	/*
 	 * The scan's query is the whole remote transaction: one command that
 	 * returns all its rows (or tells there are more), with the COMMIT (see
-	 * begin_scan).  Not after an overflow or a rescan.
+	 * choose_read_mode, scan.c).  Not after an overflow or a rescan.
 	 */
 	bool		one_shot;
 
