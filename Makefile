@@ -32,6 +32,7 @@ OBJS = \
 	src/executor/row_builder.o \
 	src/executor/scan.o \
 	src/executor/scan_commands.o \
+	src/executor/scan_state.o \
 	src/executor/truncate.o \
 	src/transaction/commit_fence.o \
 	src/transaction/prepared_statements.o \

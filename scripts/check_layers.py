@@ -31,7 +31,7 @@ LAYERS = [
     ('planner', ['scan_paths', 'aggregate_paths', 'decorrelate', 'replicated_joins', 'join_paths', 'hash_join_keys', 'pushed_keys', 'remote_rels',
                  'direct_modify_plan', 'order_limit', 'shippable']),
     ('execution', ['scan', 'key_collector', 'plan_census', 'combined_scans', 'scan_commands', 'copy_stream', 'row_builder', 'modify_rows', 'direct_modify', 'replica_writes',
-                   'explain', 'analyze', 'truncate', 'import_schema']),
+                   'explain', 'analyze', 'truncate', 'import_schema', 'scan_state']),
     ('session', ['remote_xact', 'xact_callbacks', 'visibility', 'shared_snapshot', 'prepared_statements', 'twophase', 'twophase_recovery', 'commit_fence']),
     ('wire', ['connection_setup', 'connection_pool', 'remote_commands', 'connection_budget', 'connection_state']),
     ('common', ['options', 'deparse_statements', 'deparse_join', 'deparse_context', 'deparse_expr', 'join_subqueries', 'shippable_subplans', 'plan_private']),

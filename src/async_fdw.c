@@ -7,7 +7,7 @@
  * load (planner hooks, two-phase commit, the recovery worker, the
  * connection budget); async_fdw_handler hands PostgreSQL the callbacks of
  * the planner (scan_paths.c, join_paths.c, aggregate_paths.c), of the execution (scan.c,
- * modify_rows.c, direct_modify.c, truncate.c, import_schema.c).  Nothing calls into this
+ * analyze.c, modify_rows.c, direct_modify.c, truncate.c, import_schema.c).  Nothing calls into this
  * file (scripts/check_layers.py).
  *
  *-------------------------------------------------------------------------
@@ -80,6 +80,7 @@ async_fdw_handler(PG_FUNCTION_ARGS)
 	routine->GetForeignJoinPaths = afdwGetForeignJoinPaths;
 	routine->ImportForeignSchema = afdwImportForeignSchema;
 	afdw_scan_routines(routine);
+	afdw_analyze_routines(routine);
 	afdw_modify_routines(routine);
 	routine->ExecForeignTruncate = afdwExecForeignTruncate;
 	routine->PlanDirectModify = afdwPlanDirectModify;

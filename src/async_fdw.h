@@ -686,6 +686,9 @@ extern void afdw_direct_routines(FdwRoutine *routine);
 /* import_schema.c */
 extern List *afdwImportForeignSchema(ImportForeignSchemaStmt *stmt, Oid serveroid);
 
+/* analyze.c */
+extern void afdw_analyze_routines(FdwRoutine *routine);
+
 /* replica_writes.c */
 typedef struct AfdwReplicaWrites AfdwReplicaWrites;
 extern AfdwReplicaWrites *afdw_replica_writes_begin(Relation rel, Oid userid);

@@ -7,8 +7,8 @@
  * option, as postgres_fdw 16's), and they are read through a cursor on a
  * connection of the pool (connection_pool.c) and sampled again as they come,
  * down to the rows ANALYZE asks for (Vitter's reservoir algorithm);
- * row_builder.c turns the sampled ones into heap tuples.  scan.c registers
- * the callback.
+ * row_builder.c turns the sampled ones into heap tuples.  The handler
+ * (async_fdw.c) registers the callback through afdw_analyze_routines.
  *
  *-------------------------------------------------------------------------
  */
@@ -232,7 +232,7 @@ acquire_sample_rows(Relation rel, int elevel, HeapTuple *rows, int targrows,
  *		Offer acquire_sample_rows to ANALYZE, with the remote table's size
  *		in pages.
  */
-bool
+static bool
 afdwAnalyzeForeignTable(Relation rel, AcquireSampleRowsFunc *func,
 						BlockNumber *totalpages)
 {
@@ -281,4 +281,14 @@ afdwAnalyzeForeignTable(Relation rel, AcquireSampleRowsFunc *func,
 
 	*func = acquire_sample_rows;
 	return true;
+}
+
+/*
+ * afdw_analyze_routines
+ *		Fill in the ANALYZE callback of ROUTINE.
+ */
+void
+afdw_analyze_routines(FdwRoutine *routine)
+{
+	routine->AnalyzeForeignTable = afdwAnalyzeForeignTable;
 }

@@ -11,9 +11,9 @@
  * into a tuple when the executor asks (afdw_store_row).  A stream whose
  * connection another scan needs is read on into a tuplestore
  * (afdw_spill_stream); one stopped early is cancelled
- * (afdw_abandon_stream).  Asynchronous siblings under one Append may
- * stream on a connection they share, one after the other
- * (afdw_hand_over).  scan_commands.c sends the COPY and reads its first result.
+ * (afdw_abandon_stream).  scan_commands.c sends the COPY and reads its
+ * first result, and gives the connection of a stream that ended to a
+ * sibling waiting for it (afdw_hand_over): this file sends no command.
  *
  *-------------------------------------------------------------------------
  */
@@ -37,87 +37,6 @@
 #define AFDW_STREAM_BATCH_MAX	100000
 
 /*
- * afdw_siblings_may_stream
- *		Whether ST may stream on a connection that other scans hold: only
- *		if each of them is an asynchronous sibling of ST (a child of the
- *		same Append of the same executor) that may stream too.  The Append
- *		reads all of them as their rows come, so a sibling that finds the
- *		connection streaming can wait for that stream to end; any other
- *		scan could be read first and wait forever.
- */
-bool
-afdw_siblings_may_stream(AfdwScanState *st)
-{
-	dlist_iter	it;
-
-	if (st->async_parent == NULL)
-		return false;
-	dlist_foreach(it, &afdw_active_scans)
-	{
-		AfdwScanState *other = dlist_container(AfdwScanState, active_node, it.cur);
-
-		if (other == st || other->conn != st->conn)
-			continue;
-		if (other->estate != st->estate ||
-			other->async_parent != st->async_parent || !other->may_stream)
-			return false;
-	}
-	return true;
-}
-
-/*
- * afdw_sibling_streaming
- *		Whether ST should wait for the stream of a sibling that occupies its
- *		connection, so as to stream after it.
- */
-bool
-afdw_sibling_streaming(AfdwScanState *st)
-{
-	dlist_iter	it;
-
-	if (!st->may_stream || !afdw_is_busy(st->conn) ||
-		!afdw_siblings_may_stream(st))
-		return false;
-	dlist_foreach(it, &afdw_active_scans)
-	{
-		AfdwScanState *other = dlist_container(AfdwScanState, active_node, it.cur);
-
-		if (other != st && other->conn == st->conn && afdw_streaming(other))
-			return true;
-	}
-	return false;
-}
-
-/*
- * afdw_hand_over
- *		ST's stream has ended: start the stream of a sibling waiting for
- *		the connection, if any.
- */
-void
-afdw_hand_over(AfdwScanState *st)
-{
-	dlist_iter	it;
-
-	dlist_foreach(it, &afdw_active_scans)
-	{
-		AfdwScanState *other = dlist_container(AfdwScanState, active_node, it.cur);
-
-		if (other != st && other->conn == st->conn &&
-			other->phase == PHASE_QUEUED)
-		{
-			afdw_set_phase(other, PHASE_UNSENT);
-			/*
-			 * While another scan takes the connection over (drain_scan),
-			 * the sibling starts at its next request instead.
-			 */
-			if (!st->draining)
-				afdw_send_start(other);
-			return;
-		}
-	}
-}
-
-/*
  * end_stream
  *		The stream's rows are all read (or abandoned): read the results of
  *		the COPY, of the type check after it and of the savepoint's release,
@@ -125,6 +44,9 @@ afdw_hand_over(AfdwScanState *st)
  *		raised when the rows after the last one read are needed; an
  *		abandoned stream's is dropped (the connection rolls the savepoint
  *		back with its next command).
+ *
+ * The callers of a stream that ended, not abandoned, then give the
+ * connection to a sibling waiting for it (afdw_hand_over, scan_commands.c).
  */
 static void
 end_stream(AfdwScanState *st, bool abandoned)
@@ -185,9 +107,7 @@ end_stream(AfdwScanState *st, bool abandoned)
 		}
 		if (!afdw_connection_ok(st->conn))
 			afdw_report_remote_error(NULL, st->conn, st->req_sql);
-		return;
 	}
-	afdw_hand_over(st);
 }
 
 /*
@@ -325,6 +245,9 @@ afdw_take_stream_batch(AfdwScanState *st, bool block)
  *		tuplestore (memory up to work_mem, then a temporary file), one row
  *		per raw line, converted only when the scan reads it back
  *		(afdw_take_spill_batch).  The current batch is left as it is.
+ *
+ * The rows have begun: the caller (drain_scan) read the COPY's first
+ * result.
  */
 void
 afdw_spill_stream(AfdwScanState *st)
@@ -332,13 +255,7 @@ afdw_spill_stream(AfdwScanState *st)
 	MemoryContext oldcxt;
 	TupleDesc	desc;
 
-	if (st->phase != PHASE_COPYING)
-	{
-		(void) afdw_read_request(st, true);
-		if (st->phase != PHASE_COPYING)
-			return;				/* it failed before its rows: queued */
-	}
-
+	Assert(st->phase == PHASE_COPYING);
 	st->stats.spills++;
 	oldcxt = MemoryContextSwitchTo(st->scan_cxt);
 	desc = CreateTemplateTupleDesc(1);
@@ -435,18 +352,14 @@ afdw_end_spill(AfdwScanState *st)
  * afdw_abandon_stream
  *		Stop a stream before its end: cancel the COPY remotely, throw away
  *		what is still on its way, and roll back to the savepoint before it.
+ *
+ * The rows have begun: the caller (afdw_finish_request) read the COPY's
+ * first result.
  */
 void
 afdw_abandon_stream(AfdwScanState *st)
 {
-	if (st->phase != PHASE_COPYING)
-		(void) afdw_read_request(st, true);
-	if (st->phase != PHASE_COPYING)
-	{
-		/* It failed before the rows began: the error is queued, unused. */
-		return;
-	}
-
+	Assert(st->phase == PHASE_COPYING);
 	afdw_cancel(st->conn);
 	afdw_discard_copy(st->conn, st->req_sql);
 	end_stream(st, true);

@@ -8,12 +8,13 @@
  * the first fetch of any of them), and the row loop (next_batch) that takes
  * batches from where the scan reads its query: a COPY stream (copy_stream.c), a
  * queue of FETCH or EXECUTE results (scan_commands.c).  row_builder.c turns each row
- * into a tuple; analyze.c holds ANALYZE, registered here.
+ * into a tuple.
  *
  * Under an asynchronous Append, a scan waits on its connection's socket;
  * scans sharing a connection wait on it once (socket_in_wait), and a scan
  * whose results another scan read makes the Append's wait end at once
- * (afdw_wake_append).
+ * (afdw_wake_append, in scan_state.c with the other primitives of a scan's
+ * state that the scan files share).
  *
  *-------------------------------------------------------------------------
  */
@@ -29,7 +30,6 @@
 #include "nodes/nodeFuncs.h"
 #include "tcop/tcopprot.h"
 #include "utils/fmgroids.h"
-#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -53,18 +53,7 @@ typedef enum AfdwBatchResult
  */
 static dlist_head pending_scans = DLIST_STATIC_INIT(pending_scans);
 
-/* Scans of this backend between their Begin and End, with a connection. */
-dlist_head afdw_active_scans = DLIST_STATIC_INIT(afdw_active_scans);
-
 static void begin_scan(ForeignScanState *node);
-
-/*
- * The wait set of an asynchronous Append whose wait must end at once (see
- * afdw_wake_append): the backend's latch is set again after each
- * preparation of the wait by a child, since a child's own waits may have
- * reset it.
- */
-static WaitEventSet *wake_set = NULL;
 
 /*
  * When a scan under an asynchronous Append was last served after the
@@ -73,100 +62,6 @@ static WaitEventSet *wake_set = NULL;
  * then.
  */
 static instr_time last_notify;
-
-/*
- * On a server whose Append does not wait on the latch (see
- * executor_waits_on_latch), the wait sets of asynchronous Appends (nested
- * in one another's conditions) to which the backend's latch was added in
- * their current wait (see afdw_wake_append); a set can hold one latch.  A set leaves the list
- * when its Append's next wait begins (forget_waits).
- */
-#define AFDW_MAX_LATCH_SETS		16
-static WaitEventSet *latch_sets[AFDW_MAX_LATCH_SETS];
-static int	n_latch_sets = 0;
-
-/*
- * Whether the running server's asynchronous Append waits on the backend's
- * latch: -1 until first asked.
- */
-static int	append_waits_on_latch = -1;
-
-/*
- * afdw_scan_error_context
- *		Name the foreign table whose scan (ARG, its AfdwScanState) failed,
- *		or the tables of a remote join (as EXPLAIN's Relations line does),
- *		and say when its query carried its siblings'.
- */
-void
-afdw_scan_error_context(void *arg)
-{
-	AfdwScanState *st = (AfdwScanState *) arg;
-	ForeignScan *plan = (ForeignScan *) st->node->ss.ps.plan;
-
-	if (st->computed && bms_num_members(afdw_scan_base_relids(plan)) > 1)
-		errcontext("remote scan: %s", afdw_scan_relations(plan));
-	else
-		errcontext("scan of foreign table \"%s\"",
-				   RelationGetRelationName(st->rel));
-	/* The error may be a sibling's: its query went with this one. */
-	if (st->carrying == 1)
-		errcontext("its remote query carried that of one sibling scan (async_fdw.combine_scans)");
-	else if (st->carrying > 1)
-		errcontext("its remote query carried those of %d sibling scans (async_fdw.combine_scans)",
-				   st->carrying);
-}
-
-/*
- * afdw_set_phase
- *		Move ST's query to PHASE; it leaves pending_scans when it leaves
- *		PHASE_PENDING, which only afdwBeginForeignScan enters.
- */
-void
-afdw_set_phase(AfdwScanState *st, AfdwPhase phase)
-{
-#ifdef USE_ASSERT_CHECKING
-	/* Each phase is entered from the phases listed. */
-	switch (phase)
-	{
-		case PHASE_PENDING:
-			Assert(false);
-			break;
-		case PHASE_UNSENT:
-			/* From any: an eager start, a rescan, the end of the scan. */
-			break;
-		case PHASE_QUEUED:
-			Assert(st->phase == PHASE_UNSENT);
-			break;
-		case PHASE_IN_FLIGHT:
-			/* afdw_send_start, afdw_send_fetch */
-			Assert(st->phase == PHASE_UNSENT || st->phase == PHASE_OPEN);
-			break;
-		case PHASE_COPYING:
-		case PHASE_STREAM_FAILED:
-			Assert(st->phase == PHASE_IN_FLIGHT && afdw_is_stream(st));
-			break;
-		case PHASE_SPILLED:
-			Assert(st->phase == PHASE_DONE && st->spill != NULL);
-			break;
-		case PHASE_OPEN:
-		case PHASE_OVERFLOW:
-			/* The results of a command are all read. */
-			Assert(st->phase == PHASE_IN_FLIGHT ||
-				   st->phase == PHASE_STREAM_FAILED);
-			break;
-		case PHASE_DONE:
-			/*
-			 * The last results, a stream's end, the query stopped, or a
-			 * sibling's query carries it (combined_scans.c).
-			 */
-			Assert(afdw_query_sent(st) || st->absorbed);
-			break;
-	}
-#endif
-	if (st->phase == PHASE_PENDING && phase != PHASE_PENDING)
-		dlist_delete(&st->pending_node);
-	st->phase = phase;
-}
 
 /*
  * scan_user
@@ -184,31 +79,6 @@ scan_user(ForeignScan *plan, EState *estate, Index rtindex)
 	if (!OidIsValid(server))
 		server = GetForeignTable(exec_rt_fetch(rtindex, estate)->relid)->serverid;
 	return GetUserMapping(afdw_plan_check_user(plan, estate, rtindex), server);
-}
-
-/*
- * free_batch
- *		Give back the libpq memory of the current batch.
- */
-static void
-free_batch(AfdwScanState *st)
-{
-	if (st->batch_res != NULL)
-	{
-		PQclear(st->batch_res);
-		st->batch_res = NULL;
-	}
-	st->lines.n = 0;
-	st->lines.used = 0;
-	/* A batch of huge rows leaves no huge buffer behind. */
-	if (st->lines.size > LINEBUF_KEEP)
-	{
-		pfree(st->lines.buf);
-		st->lines.buf = NULL;
-		st->lines.size = 0;
-	}
-	st->ntuples = 0;
-	st->next_tuple = 0;
 }
 
 /*
@@ -243,19 +113,6 @@ free_libpq_memory(AfdwScanState *st)
 	/* The tuplestore's temporary file goes with the resource owner. */
 	st->spill = NULL;
 	st->spill_slot = NULL;
-}
-
-/*
- * afdw_drop_batch
- *		Done with the current batch: empty the slot, which may point into
- *		its values, and free it.
- */
-void
-afdw_drop_batch(AfdwScanState *st)
-{
-	ExecClearTuple(st->node->ss.ss_ScanTupleSlot);
-	free_batch(st);
-	MemoryContextReset(st->row_cxt);
 }
 
 /*
@@ -375,6 +232,257 @@ afdwBeginForeignScan(ForeignScanState *node, int eflags)
 }
 
 /*
+ * init_rows
+ *		The table ST reads and its row builder; return the table's range
+ *		table index (a remote join's or aggregate's first table's), for
+ *		scan_user.
+ *
+ * A scan whose remote query computes its columns (aggregates) has no
+ * relation of its own: its rows are those of its target list, and the
+ * foreign table it reads is opened here for its name and options (the
+ * plan holds its lock).  Such rows travel in text form only.
+ */
+static Index
+init_rows(AfdwScanState *st, ForeignScanState *node, ForeignScan *plan,
+		  EState *estate, bool stream)
+{
+	Index		rtindex;
+
+	if (plan->scan.scanrelid > 0)
+	{
+		rtindex = plan->scan.scanrelid;
+		st->rel = node->ss.ss_currentRelation;
+		afdw_init_row_builder(&st->rb, RelationGetDescr(st->rel),
+							  RelationGetRelationName(st->rel), false,
+							  st->retrieved_attrs, st->row_cxt);
+		if (stream)
+			st->binary_capable = afdw_prepare_binary(st);
+	}
+	else
+	{
+		rtindex = bms_next_member(afdw_scan_base_relids(plan), -1);
+		st->computed = true;
+		st->rel = table_open(exec_rt_fetch(rtindex, estate)->relid, NoLock);
+		afdw_init_row_builder(&st->rb, computed_row_type(node, estate),
+							  RelationGetRelationName(st->rel), true,
+							  st->retrieved_attrs, st->row_cxt);
+	}
+	return rtindex;
+}
+
+/*
+ * init_prepare
+ *		Whether the runs of ST's query may be EXECUTEs of a prepared
+ *		statement (a parameterized scan's), and whether the query ends with
+ *		the query's own LIMIT; return what afdw_scan_own_limit gave as that
+ *		LIMIT's most rows (-1: not known), read when own_limit is set.
+ *
+ * A query with the query's own LIMIT is prepared as it is, when that
+ * LIMIT keeps it within the fetch_size + 1 rows of a prepared
+ * statement's run; otherwise it runs as a cursor (a second LIMIT
+ * could not be appended).
+ */
+static int
+init_prepare(AfdwScanState *st, ForeignScan *plan)
+{
+	int			own_bound = -1;
+
+	st->nparams = list_length(plan->fdw_exprs);
+	st->may_prepare = (st->nparams > 0);
+
+	if (afdw_scan_own_limit(plan, &own_bound))
+	{
+		st->own_limit = true;
+		if (own_bound < 0 || own_bound > st->fetch_size)
+			st->may_prepare = false;
+	}
+	return own_bound;
+}
+
+/*
+ * init_key_slots
+ *		The arrays of keys of hash joins that ST's query may take
+ *		(take_keys); the query as planned until then.
+ */
+static void
+init_key_slots(AfdwScanState *st, ForeignScan *plan)
+{
+	st->nkey_uses = afdw_scan_key_uses(plan);
+	st->plain_sql = st->sql;
+	st->plain_nparams = st->nparams;
+	if (st->nkey_uses > 0)
+	{
+		st->may_prepare = false;
+		st->key_used = palloc0(sizeof(bool) * st->nkey_uses);
+		st->key_arrays = palloc0(sizeof(Datum) * st->nkey_uses);
+		st->keys_sent = -1;
+		fmgr_info(F_ARRAY_OUT, &st->key_out);
+		st->param_values = palloc0(sizeof(char *) * (st->nparams + st->nkey_uses));
+	}
+}
+
+/*
+ * init_params
+ *		The expressions of ST's parameters, and the output functions that
+ *		make their values text.
+ */
+static void
+init_params(AfdwScanState *st, ForeignScanState *node, ForeignScan *plan)
+{
+	ListCell   *lc;
+	int			i = 0;
+
+	if (st->nparams > 0)
+	{
+		st->param_exprs = ExecInitExprList(plan->fdw_exprs, (PlanState *) node);
+		st->param_flinfo = palloc0(sizeof(FmgrInfo) * st->nparams);
+		if (st->param_values == NULL)
+			st->param_values = palloc0(sizeof(char *) * st->nparams);
+		foreach(lc, plan->fdw_exprs)
+		{
+			Oid			typoutput;
+			bool		isvarlena;
+
+			getTypeOutputInfo(exprType((Node *) lfirst(lc)), &typoutput, &isvarlena);
+			fmgr_info(typoutput, &st->param_flinfo[i++]);
+		}
+	}
+}
+
+/*
+ * init_row_locks
+ *		Whether ST's query locks the remote rows it reads.
+ *
+ * SELECT ... FOR UPDATE/SHARE: the remote rows stay locked until the
+ * remote COMMIT, which must be over when the local one is.  So do the
+ * rows of the target of an UPDATE or DELETE changed row by row
+ * (modify_rows.c), which are changed where they are read.  Both run on the
+ * writer (afdw_acquire_writer): a row locked on another connection of
+ * the backend could not be changed by the writer without waiting for
+ * that connection's transaction, that is, forever.
+ */
+static void
+init_row_locks(AfdwScanState *st, ForeignScan *plan, EState *estate)
+{
+	int			relid = -1;
+
+	st->locks_rows = (!st->computed && estate->es_rowmarks != NULL &&
+					  estate->es_rowmarks[plan->scan.scanrelid - 1] != NULL &&
+					  estate->es_rowmarks[plan->scan.scanrelid - 1]->strength != LCS_NONE);
+	/*
+	 * Also when the UPDATE or DELETE is in a WITH of another statement: a
+	 * result relation's own range table entry is only scanned as the
+	 * target.
+	 */
+	if (!st->computed && plan->operation == CMD_SELECT &&
+		list_member_int(estate->es_plannedstmt->resultRelations,
+						plan->scan.scanrelid))
+		st->locks_rows = true;
+	/*
+	 * A remote join locks the rows of the tables the query locks, and
+	 * those of the target of an UPDATE or DELETE that it holds (join_paths.c).
+	 */
+	while (plan->scan.scanrelid == 0 && plan->operation == CMD_SELECT &&
+		   (relid = bms_next_member(afdw_scan_base_relids(plan), relid)) >= 0)
+	{
+		if ((estate->es_rowmarks != NULL &&
+			 estate->es_rowmarks[relid - 1] != NULL &&
+			 estate->es_rowmarks[relid - 1]->strength != LCS_NONE) ||
+			list_member_int(estate->es_plannedstmt->resultRelations, relid))
+			st->locks_rows = true;
+	}
+}
+
+/*
+ * choose_read_mode
+ *		How ST's query may be read besides a cursor or a prepared
+ *		statement: in one command with the remote COMMIT (one_shot), as a
+ *		stream taking turns with its Append's other children on a shared
+ *		connection (async_parent, when WANT_PARENT), or carried by a
+ *		sibling's query (combine_parent).  OWN_BOUND is init_prepare's.
+ *
+ * A statement that is its own transaction and only reads, whose scan
+ * is its server's only one and runs once: its query goes in one
+ * command that returns all the rows, with the remote COMMIT in the
+ * same send (afdw_send_in_xact).  That is a stream, or, for a scan
+ * expected to return at most fetch_size rows (a lookup), a query
+ * bounded to one row more (which tells that there are more: the query
+ * then runs again with a cursor).
+ */
+static void
+choose_read_mode(AfdwScanState *st, ForeignScan *plan, EState *estate,
+				 bool stream, bool want_parent, int own_bound)
+{
+	bool		may_combine;
+
+	st->one_shot = (!st->nested && !st->locks_rows &&
+					plan->operation == CMD_SELECT &&
+					estate->es_plannedstmt->commandType == CMD_SELECT &&
+					estate->es_plannedstmt->rowMarks == NIL &&
+					!estate->es_plannedstmt->hasModifyingCTE &&
+					estate->es_epq_active == NULL &&
+					(stream ||
+					 (plan->scan.plan.plan_rows <= st->fetch_size &&
+					  (st->nparams > 0 ? st->may_prepare :
+					   !st->own_limit ||
+					   (own_bound >= 0 && own_bound <= st->fetch_size)))) &&
+					afdw_statement_is_transaction());
+	may_combine = afdw_may_combine(st, plan, estate);
+	if (want_parent || st->one_shot || may_combine)
+	{
+		const AfdwScanPlace *place = afdw_find_scan_place(estate, (Plan *) plan);
+
+		if (want_parent && place != NULL)
+			st->async_parent = place->parent;
+		st->one_shot = st->one_shot && place != NULL && place->alone;
+		if (may_combine)
+			st->combine_parent = afdw_combine_parent(place);
+	}
+}
+
+/*
+ * take_connection
+ *		ST's connection, for the user mapping scan_user finds from range
+ *		table entry RTINDEX: the writer for a scan that locks rows
+ *		(init_row_locks).
+ */
+static void
+take_connection(AfdwScanState *st, ForeignScan *plan, EState *estate,
+				Index rtindex)
+{
+	if (st->locks_rows)
+	{
+		st->conn = afdw_acquire_writer(scan_user(plan, estate, rtindex));
+		afdw_note_row_locks(st->conn);
+	}
+	else
+		st->conn = afdw_acquire_connection(scan_user(plan, estate, rtindex));
+
+	st->stats.users = afdw_conn_users(st->conn);
+}
+
+/*
+ * init_stats
+ *		EXPLAIN ANALYZE: count the bytes of results, and time the waits
+ *		unless TIMING is off (undone by the End or the cleanup).  The
+ *		node's own instrumentation is set up only after the Begin: the
+ *		executor's flags tell what it will be.
+ */
+static void
+init_stats(AfdwScanState *st, EState *estate)
+{
+	if (estate->es_instrument != 0)
+	{
+		st->stats.count_bytes = true;
+		if (estate->es_instrument & INSTRUMENT_TIMER)
+		{
+			st->stats.timed = true;
+			afdw_timed_scans++;
+		}
+	}
+}
+
+/*
  * begin_scan
  *		afdwBeginForeignScan's work.
  */
@@ -384,14 +492,10 @@ begin_scan(ForeignScanState *node)
 	ForeignScan *plan = (ForeignScan *) node->ss.ps.plan;
 	EState	   *estate = node->ss.ps.state;
 	AfdwScanState *st;
-	ListCell   *lc;
 	bool		stream;
-	int			i = 0;
 	Index		rtindex;
-	int			own_bound = -1;
-	int			relid = -1;
+	int			own_bound;
 	bool		want_parent;
-	bool		may_combine;
 
 	/* Rows an INSERT of this statement still keeps are read too. */
 	afdw_flush_kept_rows(plan->fs_server);
@@ -418,47 +522,9 @@ begin_scan(ForeignScanState *node)
 										"async_fdw row",
 										ALLOCSET_DEFAULT_SIZES);
 
-	/*
-	 * A scan whose remote query computes its columns (aggregates) has no
-	 * relation of its own: its rows are those of its target list, and the
-	 * foreign table it reads is opened here for its name and options (the
-	 * plan holds its lock).  Such rows travel in text form only.
-	 */
-	if (plan->scan.scanrelid > 0)
-	{
-		rtindex = plan->scan.scanrelid;
-		st->rel = node->ss.ss_currentRelation;
-		afdw_init_row_builder(&st->rb, RelationGetDescr(st->rel),
-							  RelationGetRelationName(st->rel), false,
-							  st->retrieved_attrs, st->row_cxt);
-		if (stream)
-			st->binary_capable = afdw_prepare_binary(st);
-	}
-	else
-	{
-		rtindex = bms_next_member(afdw_scan_base_relids(plan), -1);
-		st->computed = true;
-		st->rel = table_open(exec_rt_fetch(rtindex, estate)->relid, NoLock);
-		afdw_init_row_builder(&st->rb, computed_row_type(node, estate),
-							  RelationGetRelationName(st->rel), true,
-							  st->retrieved_attrs, st->row_cxt);
-	}
+	rtindex = init_rows(st, node, plan, estate, stream);
+	own_bound = init_prepare(st, plan);
 
-	st->nparams = list_length(plan->fdw_exprs);
-	st->may_prepare = (st->nparams > 0);
-
-	/*
-	 * A query with the query's own LIMIT is prepared as it is, when that
-	 * LIMIT keeps it within the fetch_size + 1 rows of a prepared
-	 * statement's run; otherwise it runs as a cursor (a second LIMIT
-	 * could not be appended).
-	 */
-	if (afdw_scan_own_limit(plan, &own_bound))
-	{
-		st->own_limit = true;
-		if (own_bound < 0 || own_bound > st->fetch_size)
-			st->may_prepare = false;
-	}
 	/*
 	 * A remote join planned to become a direct modification has no SELECT
 	 * (join_paths.c); the planner must not have left it as a scan.
@@ -467,34 +533,8 @@ begin_scan(ForeignScanState *node)
 		elog(ERROR, "foreign scan of \"%s\" has no remote query",
 			 st->rb.relname);
 
-	/* Keys of hash joins (take_keys); the query as planned until then. */
-	st->nkey_uses = afdw_scan_key_uses(plan);
-	st->plain_sql = st->sql;
-	st->plain_nparams = st->nparams;
-	if (st->nkey_uses > 0)
-	{
-		st->may_prepare = false;
-		st->key_used = palloc0(sizeof(bool) * st->nkey_uses);
-		st->key_arrays = palloc0(sizeof(Datum) * st->nkey_uses);
-		st->keys_sent = -1;
-		fmgr_info(F_ARRAY_OUT, &st->key_out);
-		st->param_values = palloc0(sizeof(char *) * (st->nparams + st->nkey_uses));
-	}
-	if (st->nparams > 0)
-	{
-		st->param_exprs = ExecInitExprList(plan->fdw_exprs, (PlanState *) node);
-		st->param_flinfo = palloc0(sizeof(FmgrInfo) * st->nparams);
-		if (st->param_values == NULL)
-			st->param_values = palloc0(sizeof(char *) * st->nparams);
-		foreach(lc, plan->fdw_exprs)
-		{
-			Oid			typoutput;
-			bool		isvarlena;
-
-			getTypeOutputInfo(exprType((Node *) lfirst(lc)), &typoutput, &isvarlena);
-			fmgr_info(typoutput, &st->param_flinfo[i++]);
-		}
-	}
+	init_key_slots(st, plan);
+	init_params(st, node, plan);
 
 	/*
 	 * A query that runs inside another statement (a function's) is not the
@@ -507,180 +547,21 @@ begin_scan(ForeignScanState *node)
 	want_parent = (plan->scan.plan.async_capable && estate->es_epq_active == NULL &&
 				   stream && st->nparams == 0);
 
-	/*
-	 * SELECT ... FOR UPDATE/SHARE: the remote rows stay locked until the
-	 * remote COMMIT, which must be over when the local one is.  So do the
-	 * rows of the target of an UPDATE or DELETE changed row by row
-	 * (modify_rows.c), which are changed where they are read.  Both run on the
-	 * writer (afdw_acquire_writer): a row locked on another connection of
-	 * the backend could not be changed by the writer without waiting for
-	 * that connection's transaction, that is, forever.
-	 */
-	st->locks_rows = (!st->computed && estate->es_rowmarks != NULL &&
-					  estate->es_rowmarks[plan->scan.scanrelid - 1] != NULL &&
-					  estate->es_rowmarks[plan->scan.scanrelid - 1]->strength != LCS_NONE);
-	/*
-	 * Also when the UPDATE or DELETE is in a WITH of another statement: a
-	 * result relation's own range table entry is only scanned as the
-	 * target.
-	 */
-	if (!st->computed && plan->operation == CMD_SELECT &&
-		list_member_int(estate->es_plannedstmt->resultRelations,
-						plan->scan.scanrelid))
-		st->locks_rows = true;
-	/*
-	 * A remote join locks the rows of the tables the query locks, and
-	 * those of the target of an UPDATE or DELETE that it holds (join_paths.c).
-	 */
-	while (plan->scan.scanrelid == 0 && plan->operation == CMD_SELECT &&
-		   (relid = bms_next_member(afdw_scan_base_relids(plan), relid)) >= 0)
-	{
-		if ((estate->es_rowmarks != NULL &&
-			 estate->es_rowmarks[relid - 1] != NULL &&
-			 estate->es_rowmarks[relid - 1]->strength != LCS_NONE) ||
-			list_member_int(estate->es_plannedstmt->resultRelations, relid))
-			st->locks_rows = true;
-	}
-
-	/*
-	 * A statement that is its own transaction and only reads, whose scan
-	 * is its server's only one and runs once: its query goes in one
-	 * command that returns all the rows, with the remote COMMIT in the
-	 * same send (afdw_send_in_xact).  That is a stream, or, for a scan
-	 * expected to return at most fetch_size rows (a lookup), a query
-	 * bounded to one row more (which tells that there are more: the query
-	 * then runs again with a cursor).
-	 */
-	st->one_shot = (!st->nested && !st->locks_rows &&
-					plan->operation == CMD_SELECT &&
-					estate->es_plannedstmt->commandType == CMD_SELECT &&
-					estate->es_plannedstmt->rowMarks == NIL &&
-					!estate->es_plannedstmt->hasModifyingCTE &&
-					estate->es_epq_active == NULL &&
-					(stream ||
-					 (plan->scan.plan.plan_rows <= st->fetch_size &&
-					  (st->nparams > 0 ? st->may_prepare :
-					   !st->own_limit ||
-					   (own_bound >= 0 && own_bound <= st->fetch_size)))) &&
-					afdw_statement_is_transaction());
-	may_combine = afdw_may_combine(st, plan, estate);
-	if (want_parent || st->one_shot || may_combine)
-	{
-		const AfdwScanPlace *place = afdw_find_scan_place(estate, (Plan *) plan);
-
-		if (want_parent && place != NULL)
-			st->async_parent = place->parent;
-		st->one_shot = st->one_shot && place != NULL && place->alone;
-		if (may_combine)
-			st->combine_parent = afdw_combine_parent(place);
-	}
-
-	if (st->locks_rows)
-	{
-		st->conn = afdw_acquire_writer(scan_user(plan, estate, rtindex));
-		afdw_note_row_locks(st->conn);
-	}
-	else
-		st->conn = afdw_acquire_connection(scan_user(plan, estate, rtindex));
-
-	st->stats.users = afdw_conn_users(st->conn);
+	init_row_locks(st, plan, estate);
+	choose_read_mode(st, plan, estate, stream, want_parent, own_bound);
+	take_connection(st, plan, estate, rtindex);
 
 	/* From here on the scan is referenced from outside its memory. */
 	st->cleanup.func = scan_cleanup;
 	st->cleanup.arg = st;
 	MemoryContextRegisterResetCallback(estate->es_query_cxt, &st->cleanup);
 
-	/*
-	 * EXPLAIN ANALYZE: count the bytes of results, and time the waits
-	 * unless TIMING is off (undone by the End or the cleanup above).  The
-	 * node's own instrumentation is set up only after this callback: the
-	 * executor's flags tell what it will be.
-	 */
-	if (estate->es_instrument != 0)
-	{
-		st->stats.count_bytes = true;
-		if (estate->es_instrument & INSTRUMENT_TIMER)
-		{
-			st->stats.timed = true;
-			afdw_timed_scans++;
-		}
-	}
+	init_stats(st, estate);
 
 	st->phase = PHASE_PENDING;
 	dlist_push_tail(&pending_scans, &st->pending_node);
 	dlist_push_tail(&afdw_active_scans, &st->active_node);
 	st->active = true;
-}
-
-/*
- * executor_waits_on_latch
- *		Whether the running server's asynchronous Append adds the backend's
- *		latch to its wait set itself, after its children prepared the wait:
- *		since PostgreSQL 15.7 (and the minor releases of the same day, 14.12
- *		and 16.3).  Asked of the server, not of the headers built against:
- *		the ABI is stable across minor releases, so a module built against
- *		15.6 may run on 15.7 and one built against 15.7 on 15.6, and adding
- *		the latch twice, or not at all, would overflow the set or hang the
- *		wait.
- */
-static bool
-executor_waits_on_latch(void)
-{
-	if (append_waits_on_latch < 0)
-	{
-		const char *v = GetConfigOption("server_version_num", false, false);
-		int			num = v != NULL ? atoi(v) : 0;
-
-		append_waits_on_latch =
-			num >= 170000 ||
-			(num >= 160003 && num < 170000) ||
-			(num >= 150007 && num < 160000) ||
-			(num >= 140012 && num < 150000);
-	}
-	return append_waits_on_latch == 1;
-}
-
-/*
- * afdw_wake_append
- *		ST's results were read by another scan while ST's Append waits for
- *		them on the socket (a scan of a subplan that a sibling's condition
- *		ran during the Append's preparation of its wait): no event would
- *		come.  Make the Append's wait end at once, through the backend's
- *		latch, so that its next wait finds ST's rows ready.
- *
- * Since PostgreSQL 15.7 the Append waits on the latch too, added after
- * its children prepared the wait; on an older server the latch is added
- * here (executor_waits_on_latch).
- */
-void
-afdw_wake_append(AfdwScanState *st)
-{
-	WaitEventSet *set;
-
-	if (st->wait_sock == PGINVALID_SOCKET || st->areq == NULL ||
-		!st->areq->callback_pending)
-		return;
-	/* (The socket stays in the set: no sibling may add it again.) */
-	set = ((AppendState *) st->areq->requestor)->as_eventset;
-	if (set == NULL)
-		return;					/* its wait is over already */
-	if (!executor_waits_on_latch())
-	{
-		for (int i = 0; i < n_latch_sets; i++)
-		{
-			if (latch_sets[i] == set)
-			{
-				SetLatch(MyLatch);
-				return;
-			}
-		}
-		if (n_latch_sets >= AFDW_MAX_LATCH_SETS)
-			n_latch_sets = 0;	/* sets of waits long over: forget them */
-		AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
-		latch_sets[n_latch_sets++] = set;
-	}
-	wake_set = set;
-	SetLatch(MyLatch);
 }
 
 /*
@@ -1025,6 +906,9 @@ next_batch(AfdwScanState *st, bool block)
 			case PHASE_COPYING:
 				if (!afdw_take_stream_batch(st, block))
 					goto not_ready;
+				/* The stream is over: a sibling waiting for the connection starts. */
+				if (st->phase == PHASE_DONE)
+					afdw_hand_over(st);
 				continue;
 			case PHASE_SPILLED:
 				afdw_take_spill_batch(st);
@@ -1363,13 +1247,7 @@ forget_waits(AfdwScanState *st, bool all)
 	st->wait_sock = PGINVALID_SOCKET;
 	if (!all)
 		return;
-	if (wake_set == ((AppendState *) st->areq->requestor)->as_eventset)
-		wake_set = NULL;
-	for (int i = 0; i < n_latch_sets; i++)
-	{
-		if (latch_sets[i] == ((AppendState *) st->areq->requestor)->as_eventset)
-			latch_sets[i--] = latch_sets[--n_latch_sets];
-	}
+	afdw_forget_wake(((AppendState *) st->areq->requestor)->as_eventset);
 	dlist_foreach(it, &afdw_active_scans)
 	{
 		AfdwScanState *other = dlist_container(AfdwScanState, active_node, it.cur);
@@ -1508,9 +1386,7 @@ afdwForeignAsyncConfigureWait(AsyncRequest *areq)
 	configure_wait(areq);
 	if (st->stats.timed)
 		note_pending(st, areq->callback_pending);
-	if (wake_set != NULL &&
-		wake_set == ((AppendState *) areq->requestor)->as_eventset)
-		SetLatch(MyLatch);
+	afdw_wake_again(((AppendState *) areq->requestor)->as_eventset);
 }
 
 /*
@@ -1553,5 +1429,4 @@ afdw_scan_routines(FdwRoutine *routine)
 	routine->ForeignAsyncRequest = afdwForeignAsyncRequest;
 	routine->ForeignAsyncConfigureWait = afdwForeignAsyncConfigureWait;
 	routine->ForeignAsyncNotify = afdwForeignAsyncNotify;
-	routine->AnalyzeForeignTable = afdwAnalyzeForeignTable;
 }

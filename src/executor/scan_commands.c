@@ -13,6 +13,11 @@
  * Commands go through the connection's calls (connection_pool.c), which wrap
  * each in a savepoint.
  *
+ * Asynchronous siblings under one Append may stream on a connection they
+ * share, one after the other: a scan that finds it streaming for a sibling
+ * waits (afdw_sibling_streaming), and the sibling's stream, once over,
+ * starts its query (afdw_hand_over).
+ *
  * Work may be asked for before it is needed (a FETCH ahead, a query
  * started eagerly for a scan the plan may never run): an error then waits
  * in the queue in place of the rows it stands for and is raised only if
@@ -192,6 +197,91 @@ append_query(AfdwScanState *st, StringInfo buf)
 }
 
 /*
+ * siblings_may_stream
+ *		Whether ST may stream on a connection that other scans hold: only
+ *		if each of them is an asynchronous sibling of ST (a child of the
+ *		same Append of the same executor) that may stream too.  The Append
+ *		reads all of them as their rows come, so a sibling that finds the
+ *		connection streaming can wait for that stream to end; any other
+ *		scan could be read first and wait forever.
+ */
+static bool
+siblings_may_stream(AfdwScanState *st)
+{
+	dlist_iter	it;
+
+	if (st->async_parent == NULL)
+		return false;
+	dlist_foreach(it, &afdw_active_scans)
+	{
+		AfdwScanState *other = dlist_container(AfdwScanState, active_node, it.cur);
+
+		if (other == st || other->conn != st->conn)
+			continue;
+		if (other->estate != st->estate ||
+			other->async_parent != st->async_parent || !other->may_stream)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * afdw_sibling_streaming
+ *		Whether ST should wait for the stream of a sibling that occupies its
+ *		connection, so as to stream after it.
+ */
+bool
+afdw_sibling_streaming(AfdwScanState *st)
+{
+	dlist_iter	it;
+
+	if (!st->may_stream || !afdw_is_busy(st->conn) ||
+		!siblings_may_stream(st))
+		return false;
+	dlist_foreach(it, &afdw_active_scans)
+	{
+		AfdwScanState *other = dlist_container(AfdwScanState, active_node, it.cur);
+
+		if (other != st && other->conn == st->conn && afdw_streaming(other))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * afdw_hand_over
+ *		ST's stream has ended: start the stream of a sibling waiting for
+ *		the connection, if any.
+ *
+ * Called where a stream ends: a failure before its rows (afdw_read_request),
+ * its last batch (next_batch, scan.c) and its spill (drain_scan); not where
+ * it is abandoned (afdw_finish_request).
+ */
+void
+afdw_hand_over(AfdwScanState *st)
+{
+	dlist_iter	it;
+
+	dlist_foreach(it, &afdw_active_scans)
+	{
+		AfdwScanState *other = dlist_container(AfdwScanState, active_node, it.cur);
+
+		if (other != st && other->conn == st->conn &&
+			other->phase == PHASE_QUEUED)
+		{
+			afdw_set_phase(other, PHASE_UNSENT);
+			/*
+			 * While another scan takes the connection over (drain_scan),
+			 * the sibling starts at its next request instead.
+			 */
+			if (!st->draining)
+				afdw_send_start(other);
+			return;
+		}
+	}
+}
+
+/*
  * afdw_send_start
  *		Open the scan's cursor (or run its statement, or start its stream)
  *		and ask for its first batch, without waiting.
@@ -238,7 +328,7 @@ afdw_send_start(AfdwScanState *st)
 	 * into memory first: see afdw_spill_stream.)
 	 */
 	stream = st->may_stream &&
-		(afdw_conn_users(st->conn) == 1 || afdw_siblings_may_stream(st));
+		(afdw_conn_users(st->conn) == 1 || siblings_may_stream(st));
 	st->checking = false;
 	st->preparing = 0;
 	st->declaring = false;
@@ -534,7 +624,16 @@ drain_scan(void *arg)
 	st->draining = true;
 	st->stats.users = Max(st->stats.users, afdw_conn_users(st->conn));
 	if (afdw_streaming(st))
-		afdw_spill_stream(st);
+	{
+		/* Read up to its rows; one that failed before them is queued. */
+		if (st->phase != PHASE_COPYING)
+			(void) afdw_read_request(st, true);
+		if (st->phase == PHASE_COPYING)
+		{
+			afdw_spill_stream(st);
+			afdw_hand_over(st);
+		}
+	}
 	else
 		(void) afdw_read_request(st, true);
 	st->draining = false;
@@ -607,7 +706,14 @@ afdw_finish_request(AfdwScanState *st)
 	if (afdw_streaming(st) && afdw_is_owner(st->conn, st))
 	{
 		st->stats.stopped++;
-		afdw_abandon_stream(st);
+		/*
+		 * Read up to its rows; one that failed before them has its error
+		 * queued, unused.
+		 */
+		if (st->phase != PHASE_COPYING)
+			(void) afdw_read_request(st, true);
+		if (st->phase == PHASE_COPYING)
+			afdw_abandon_stream(st);
 		/* A scan rescanned before its end may stop early again. */
 		st->may_stream = false;
 	}

@@ -5,7 +5,8 @@
  *
  * Included only by scan.c (executor and asynchronous callbacks), scan_commands.c
  * (remote commands and their results), copy_stream.c (COPY streams), row_builder.c
- * (rows to tuples, the remote type check), analyze.c (ANALYZE),
+ * (rows to tuples, the remote type check), scan_state.c (the primitives of
+ * the state that these share), analyze.c (ANALYZE),
  * explain.c (EXPLAIN) and modify_rows.c (a RETURNING row into a tuple, with a
  * RowBuilder).
  * Declarations are grouped by the file that defines them.
@@ -62,9 +63,9 @@ typedef enum AfdwReadMode
 } AfdwReadMode;
 
 /*
- * Where the scan's current remote query stands.  afdw_set_phase makes
- * every change (and keeps pending_scans in step); the row loop, next_batch
- * in scan.c, is a switch over it.
+ * Where the scan's current remote query stands.  afdw_set_phase
+ * (scan_state.c) makes every change (and keeps pending_scans in step); the
+ * row loop, next_batch in scan.c, is a switch over it.
  */
 typedef enum AfdwPhase
 {
@@ -262,7 +263,7 @@ typedef struct AfdwScanState
 	/*
 	 * The scan's query is the whole remote transaction: one command that
 	 * returns all its rows (or tells there are more), with the COMMIT (see
-	 * begin_scan).  Not after an overflow or a rescan.
+	 * choose_read_mode, scan.c).  Not after an overflow or a rescan.
 	 */
 	bool		one_shot;
 
@@ -370,15 +371,19 @@ typedef enum BinaryStatus
 	BINARY_OTHER_TYPES
 } BinaryStatus;
 
-/* scan.c */
+/* scan_state.c */
 extern dlist_head afdw_active_scans;
+extern void afdw_scan_error_context(void *arg);
 extern void afdw_set_phase(AfdwScanState *st, AfdwPhase phase);
 extern void afdw_drop_batch(AfdwScanState *st);
 extern void afdw_wake_append(AfdwScanState *st);
-extern void afdw_scan_error_context(void *arg);
+extern void afdw_forget_wake(struct WaitEventSet *set);
+extern void afdw_wake_again(struct WaitEventSet *set);
 
 /* scan_commands.c */
 extern void afdw_clear_queue(AfdwScanState *st);
+extern bool afdw_sibling_streaming(AfdwScanState *st);
+extern void afdw_hand_over(AfdwScanState *st);
 extern void afdw_send_start(AfdwScanState *st);
 extern void afdw_send_fetch(AfdwScanState *st);
 extern bool afdw_read_request(AfdwScanState *st, bool block);
@@ -388,9 +393,6 @@ extern void afdw_finish_request(AfdwScanState *st);
 extern void afdw_close_cursor(AfdwScanState *st);
 
 /* copy_stream.c */
-extern bool afdw_siblings_may_stream(AfdwScanState *st);
-extern bool afdw_sibling_streaming(AfdwScanState *st);
-extern void afdw_hand_over(AfdwScanState *st);
 extern bool afdw_take_stream_batch(AfdwScanState *st, bool block);
 extern void afdw_spill_stream(AfdwScanState *st);
 extern void afdw_take_spill_batch(AfdwScanState *st);
@@ -410,10 +412,6 @@ extern bool afdw_prepare_binary(AfdwScanState *st);
 extern bool afdw_binary_allowed(AfdwScanState *st);
 extern BinaryStatus afdw_binary_status(Oid relid);
 extern void afdw_set_binary_status(Oid relid, BinaryStatus status);
-
-/* analyze.c */
-extern bool afdwAnalyzeForeignTable(Relation rel, AcquireSampleRowsFunc *func,
-									BlockNumber *totalpages);
 
 /* explain.c */
 struct ExplainState;
