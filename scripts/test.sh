@@ -40,11 +40,13 @@ find_pg
 log "building async_fdw (COPT=$cflags)"
 make -C "$here" -s clean PG_CONFIG="$PG_CONFIG"
 make -C "$here" -s PG_CONFIG="$PG_CONFIG" COPT="$cflags"
-# Calls between files go down the layers only (see src/README.md):
+# Calls between files go down the folders and their orders, no circle
+# (see src/README.md):
 # scripts/check_layers.py reads the call graph from the bitcode the build
 # wrote beside each object; a PostgreSQL built without LLVM writes none.
 log "checking that calls between files go down the layers"
 layers_rc=0
+python3 "$here/scripts/check_layers.py" --self-test || exit 1
 python3 "$here/scripts/check_layers.py" "$here/src" || layers_rc=$?
 if [ "$layers_rc" -eq 2 ] && [ "${CI:-}" != true ]; then
 	log "no bitcode or llvm-dis: the layer check is skipped"
