@@ -3,12 +3,12 @@
  * async_fdw.c
  *		Module entry point and the FDW handler: the top of the layers.
  *
- * _PG_init defines the settings and starts what the layers below need at
- * load (planner hooks, two-phase commit, the recovery worker, the
- * connection budget); async_fdw_handler hands PostgreSQL the callbacks of
- * the planner (scan_paths.c, join_paths.c, aggregate_paths.c), of the execution (scan.c,
- * analyze.c, modify_rows.c, direct_modify.c, truncate.c, import_schema.c).  Nothing calls into this
- * file (scripts/check_layers.py).
+ * _PG_init defines the settings and starts what the layers below need at load
+ * (planner hooks, two-phase commit, the recovery worker, the connection
+ * budget); async_fdw_handler hands PostgreSQL the callbacks of the planner
+ * (scan_paths.c, join_paths.c, aggregate_paths.c), of the execution (scan.c,
+ * analyze.c, modify_rows.c, direct_modify.c, truncate.c, import_schema.c).
+ * Nothing calls into this file (scripts/check_layers.py).
  *
  *-------------------------------------------------------------------------
  */

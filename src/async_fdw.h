@@ -250,7 +250,8 @@ extern ForeignScan *afdwGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel,
 /* plan_private.c */
 /*
  * Indexes of the items of the fdw_private list of a ForeignScan that is a
- * direct modification: written by direct_modify_plan.c, read by direct_modify.c.
+ * direct modification: written by direct_modify_plan.c, read by
+ * direct_modify.c.
  */
 enum AfdwDirectPrivate
 {
@@ -295,8 +296,9 @@ extern void afdw_scan_key_use(ForeignScan *plan, int i, int *collector, int *col
 extern char *afdw_keyed_sql(ForeignScan *plan, const bool *used, int first_param);
 
 /*
- * commit_fence.c: the two sides that hold the commit fence, and how long a reader
- * holds it or waits for it at most (then its snapshots are checked instead).
+ * commit_fence.c: the two sides that hold the commit fence, and how long a
+ * reader holds it or waits for it at most (then its snapshots are checked
+ * instead).
  */
 #define AFDW_FENCE_READER_MS	1000
 
@@ -496,8 +498,9 @@ extern void afdw_close_cursor_later(AfdwConn *conn, unsigned int cursor);
 extern void afdw_begin_xact_async(AfdwConn *conn);
 
 /*
- * How the remote server computes an aggregate's transition state for a
- * partial aggregate (deparse_expr.c, afdw_partial_form, writes it; aggregate_paths.c plans it).
+ * How the remote server computes an aggregate's transition state for a partial
+ * aggregate (deparse_expr.c, afdw_partial_form, writes it; aggregate_paths.c
+ * plans it).
  */
 typedef enum AfdwPartialForm
 {

@@ -14,12 +14,12 @@
  *
  * Neighbours: connection_pool.c owns the pool and hands out what this file
  * shows and closes (afdw_list_connections, afdw_close_connection), and
- * connection_budget.c the shared figures of the budget (afdw_budget_figures); this
- * file sees connections through async_fdw.h only, not
+ * connection_budget.c the shared figures of the budget (afdw_budget_figures);
+ * this file sees connections through async_fdw.h only, not
  * connection_internal.h, so the pool's invariants stay in connection_pool.c.
- * async_fdw--1.0--1.1.sql declares the functions (1.2--1.3 adds a
- * column of async_fdw_get_connections, 1.3--1.4 gives it postgres_fdw
- * 18's argument and first columns).
+ * async_fdw--1.0--1.1.sql declares the functions (1.2--1.3 adds a column of
+ * async_fdw_get_connections, 1.3--1.4 gives it postgres_fdw 18's argument and
+ * first columns).
  *
  *-------------------------------------------------------------------------
  */

@@ -4,9 +4,9 @@
  *		The private list of a ForeignScan plan: what the planner hands the
  *		execution.
  *
- * The planner (scan_paths.c, join_paths.c, aggregate_paths.c, order_limit.c) writes it, the
- * execution (scan.c, explain.c) reads it, through the functions here
- * only.  A List, so that copyObject copies plans.  Bottom layer: calls
+ * The planner (scan_paths.c, join_paths.c, aggregate_paths.c, order_limit.c)
+ * writes it, the execution (scan.c, explain.c) reads it, through the functions
+ * here only.  A List, so that copyObject copies plans.  Bottom layer: calls
  * nothing of the project.
  *
  *-------------------------------------------------------------------------

@@ -30,10 +30,11 @@
  * unit at once finds the place free, not still held by an exiting process.
  *
  * Neighbours: connection_pool.c (the pool) calls afdw_budget_charge,
- * afdw_budget_finish, afdw_budget_release and the idle calls, and reads afdw_budget_wanted at
- * the end of a transaction; async_fdw.c calls afdw_budget_preload from
- * _PG_init; connection_functions.c shows the figures through afdw_budget_figures.  It
- * sees struct AfdwConn through connection_internal.h.
+ * afdw_budget_finish, afdw_budget_release and the idle calls, and reads
+ * afdw_budget_wanted at the end of a transaction; async_fdw.c calls
+ * afdw_budget_preload from _PG_init; connection_functions.c shows the figures
+ * through afdw_budget_figures.  It sees struct AfdwConn through
+ * connection_internal.h.
  *
  *-------------------------------------------------------------------------
  */

@@ -4,16 +4,16 @@
  *		The remote connection as the connection-side files of async_fdw
  *		share it.
  *
- * Included only by connection_pool.c (the pool, invalidation), prepared_statements.c
- * (the statements prepared in a remote session), connection_setup.c (opening one
- * connection), remote_commands.c (send, wait, results, cancel, remote errors),
- * shared_snapshot.c (the shared snapshot of a server), remote_xact.c (the remote
- * transactions), twophase.c (two-phase commit), twophase_recovery.c (its
- * recovery), connection_budget.c (the connection budget shared by all backends)
- * and connection_state.c (the hash of all connections, their memory context
- * and the session layer's hooks).  For every other file
- * AfdwConn is opaque (async_fdw.h), and only these call libpq on a
- * connection (prepared_statements.c reads results only).
+ * Included only by connection_pool.c (the pool, invalidation),
+ * prepared_statements.c (the statements prepared in a remote session),
+ * connection_setup.c (opening one connection), remote_commands.c (send, wait,
+ * results, cancel, remote errors), shared_snapshot.c (the shared snapshot of a
+ * server), remote_xact.c (the remote transactions), twophase.c (two-phase
+ * commit), twophase_recovery.c (its recovery), connection_budget.c (the
+ * connection budget shared by all backends) and connection_state.c (the hash
+ * of all connections, their memory context and the session layer's hooks).
+ * For every other file AfdwConn is opaque (async_fdw.h), and only these call
+ * libpq on a connection (prepared_statements.c reads results only).
  * Declarations are grouped by the file that defines them.
  *
  *-------------------------------------------------------------------------
@@ -41,11 +41,11 @@ typedef enum AfdwWrap
 /*
  * What is in flight on a connection (AfdwConn's in_flight): nothing, or a
  * command whose results are not all read yet, and what kind.  It moves only
- * through afdw_set_in_flight (remote_commands.c), which asserts that each move is one
- * of those listed: remote_commands.c's sends and reads move it, and the session layer
- * names what it just sent (a COPY FROM STDIN, a COMMIT not waited for);
- * afdw_forget_in_flight resets it with the rest of what is in flight when
- * the session goes.
+ * through afdw_set_in_flight (remote_commands.c), which asserts that each move
+ * is one of those listed: remote_commands.c's sends and reads move it, and the
+ * session layer names what it just sent (a COPY FROM STDIN, a COMMIT not
+ * waited for); afdw_forget_in_flight resets it with the rest of what is in
+ * flight when the session goes.
  */
 typedef enum AfdwInFlight
 {
@@ -84,13 +84,12 @@ typedef enum AfdwXactState
 } AfdwXactState;
 
 /*
- * The part of a connection in its user mapping's writes of the current
- * local transaction (AfdwConn's role): afdw_set_role (connection_pool.c) moves it and
- * asserts each move.  In a local transaction every write of a user mapping
- * goes through one connection of its pool, the writer; once it wrote,
- * every later command of the mapping goes through it too (connections
- * that imported the shared snapshot could not see the writes), and its
- * COMMIT is waited for.
+ * The part of a connection in its user mapping's writes of the current local
+ * transaction (AfdwConn's role): afdw_set_role (connection_pool.c) moves it
+ * and asserts each move.  In a local transaction every write of a user mapping
+ * goes through one connection of its pool, the writer; once it wrote, every
+ * later command of the mapping goes through it too (connections that imported
+ * the shared snapshot could not see the writes), and its COMMIT is waited for.
  */
 typedef enum AfdwRole
 {
@@ -343,10 +342,11 @@ struct AfdwConn
 #define AFDW_CLEANUP_TIMEOUT_MS		30000
 
 /*
- * What the wire (connection_setup.c, connection_pool.c, remote_commands.c) tells the session layer
- * (remote_xact.c, shared_snapshot.c, prepared_statements.c, twophase.c) above it, which it cannot
- * call: the session hands these to afdw_connection_init before the first
- * connection exists (remote_xact.c), so every connection has them.
+ * What the wire (connection_setup.c, connection_pool.c, remote_commands.c)
+ * tells the session layer (remote_xact.c, shared_snapshot.c,
+ * prepared_statements.c, twophase.c) above it, which it cannot call: the
+ * session hands these to afdw_connection_init before the first connection
+ * exists (remote_xact.c), so every connection has them.
  *
  * result: RES is the next result of CONN's command in flight (NULL: its
  * end), whoever reads it: the session follows the commands it sent ahead of

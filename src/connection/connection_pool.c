@@ -6,15 +6,15 @@
  *		connections, invalidation.
  *
  * A backend keeps its connections across local transactions, keyed by user
- * mapping and slot.  Each scan gets a connection of its own up to the
- * server's max_connections; past that, scans share.  Each connection
- * counts against the backend's file descriptors; past them, scans share
- * the connections open.  A connection whose server or user mapping
- * changed, or that broke, is replaced once no remote transaction needs it.
- * In a local transaction one connection per user mapping writes (the
- * writer, chosen by remote_xact.c's afdw_acquire_writer), and once it wrote, the
- * mapping's later scans go through it (afdw_route_to_writer).  The answer
- * to a COMMIT left unread is read before a connection is reused.
+ * mapping and slot.  Each scan gets a connection of its own up to the server's
+ * max_connections; past that, scans share.  Each connection counts against the
+ * backend's file descriptors; past them, scans share the connections open.  A
+ * connection whose server or user mapping changed, or that broke, is replaced
+ * once no remote transaction needs it. In a local transaction one connection
+ * per user mapping writes (the writer, chosen by remote_xact.c's
+ * afdw_acquire_writer), and once it wrote, the mapping's later scans go
+ * through it (afdw_route_to_writer).  The answer to a COMMIT left unread is
+ * read before a connection is reused.
  *
  * This file is part of the wire layer (with connection_setup.c,
  * remote_commands.c, connection_budget.c and connection_state.c), which
@@ -27,12 +27,13 @@
  *
  * Neighbours: connection_setup.c opens one connection (settings, password
  * rules, application_name, refusals) and closes it; prepared_statements.c
- * keeps what is prepared in each remote session; remote_commands.c sends commands and reads results on these
- * connections, remote_xact.c runs the remote transactions on them, shared_snapshot.c
- * shares a snapshot among the connections to one server.  They share struct
- * AfdwConn through connection_internal.h; scan.c and async_fdw.c see it
- * through async_fdw.h only, and so does connection_functions.c, which shows and closes
- * connections through afdw_list_connections and afdw_close_connection.
+ * keeps what is prepared in each remote session; remote_commands.c sends
+ * commands and reads results on these connections, remote_xact.c runs the
+ * remote transactions on them, shared_snapshot.c shares a snapshot among the
+ * connections to one server.  They share struct AfdwConn through
+ * connection_internal.h; scan.c and async_fdw.c see it through async_fdw.h
+ * only, and so does connection_functions.c, which shows and closes connections
+ * through afdw_list_connections and afdw_close_connection.
  *
  *-------------------------------------------------------------------------
  */
@@ -903,18 +904,18 @@ afdw_connection_alive(AfdwConn *entry)
  *		the rest, unless the server closes them itself once they have been
  *		idle for idle_timeout (see afdw_append_idle_setting).
  *
- * Run by the transaction callback (xact_callbacks.c) when a transaction ends.  A
- * backend runs no code while its session is idle, so this is the last
- * moment at which it can give places back; the connections past the
- * first are opened again by the next query that needs them.  Those past
- * the kept ones close now, not after their idle time, when the server
- * refused the pool one a moment ago, or, without preloading, when another
- * backend waits for room there for its first (afdw_room_wanted): else
- * sessions that run queries back to back would keep them for good, and a
- * session arriving later find no place for its first.  When another
- * backend waits for room on a server (connection_budget.c), every idle connection to
- * it closes, the kept ones too: a cache yields to a real need.  Those the
- * server closes itself stop counting against the budget once it has.
+ * Run by the transaction callback (xact_callbacks.c) when a transaction ends.
+ * A backend runs no code while its session is idle, so this is the last moment
+ * at which it can give places back; the connections past the first are opened
+ * again by the next query that needs them.  Those past the kept ones close
+ * now, not after their idle time, when the server refused the pool one a
+ * moment ago, or, without preloading, when another backend waits for room
+ * there for its first (afdw_room_wanted): else sessions that run queries back
+ * to back would keep them for good, and a session arriving later find no place
+ * for its first.  When another backend waits for room on a server
+ * (connection_budget.c), every idle connection to it closes, the kept ones
+ * too: a cache yields to a real need.  Those the server closes itself stop
+ * counting against the budget once it has.
  */
 void
 afdw_trim_idle_pools(void)

@@ -5,14 +5,14 @@
  *		the rules on passwords, their application_name, and the wait for
  *		their handshakes with their refusals; and closing them.
  *
- * The settings that make values travel alike on both sides go in the
- * startup packet, or, through a connection pooler (the pooler option), as
- * SQL: once per connection behind a session pooler, with each remote
- * transaction behind a transaction pooler (afdw_append_xact_settings, used
- * by remote_xact.c).  A connection the server refuses for lack of room is reported
- * to the pool rather than raised when the pool can do without it; a pool's
- * first is asked for again, and without preloading other backends learn
- * through a lock that it waits (afdw_room_wanted), and make room.
+ * The settings that make values travel alike on both sides go in the startup
+ * packet, or, through a connection pooler (the pooler option), as SQL: once
+ * per connection behind a session pooler, with each remote transaction behind
+ * a transaction pooler (afdw_append_xact_settings, used by remote_xact.c).  A
+ * connection the server refuses for lack of room is reported to the pool
+ * rather than raised when the pool can do without it; a pool's first is asked
+ * for again, and without preloading other backends learn through a lock that
+ * it waits (afdw_room_wanted), and make room.
  *
  * A connection is started without waiting (afdw_connect_start) and its
  * handshake ended later, together with the others a query needs, in one
@@ -1026,12 +1026,12 @@ connect_advance(AfdwConn *entry, bool poll)
  *		wait before its handshake goes on: without a budget, until the
  *		first connection of its pool, among ENTRIES, is open or failed.
  *
- * Its TCP connection is made meanwhile; only its startup packet waits.
- * When many sessions start at once on a server with little room, each
- * session's first connection, which the query cannot do without, then
- * comes before the optional ones of the others.  With the budget
- * (connection_budget.c) the coordinator keeps room for first connections itself, and
- * all the handshakes of a query go on together.
+ * Its TCP connection is made meanwhile; only its startup packet waits. When
+ * many sessions start at once on a server with little room, each session's
+ * first connection, which the query cannot do without, then comes before the
+ * optional ones of the others.  With the budget (connection_budget.c) the
+ * coordinator keeps room for first connections itself, and all the handshakes
+ * of a query go on together.
  */
 static bool
 held_back(AfdwConn *entry, AfdwConn **entries, int n)

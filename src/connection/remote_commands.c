@@ -4,24 +4,23 @@
  *		Commands on a remote connection of async_fdw: sending, waiting,
  *		reading results, cancelling, and reporting remote errors.
  *
- * One command at a time is in flight on a connection.  Whoever sent it
- * (its owner) reads its results; when someone else needs the connection,
- * the owner is asked to read them (its drain function), and results whose
- * owner is gone are read and thrown away.  Every result goes through
- * afdw_get_result (afdw_pop_result), which hands it to the session layer
- * through its result hook (AfdwSessionHooks: remote_xact.c follows the savepoint
- * that wraps a scan's command, prepared_statements.c a PREPARE), and a snapshot
- * export riding ahead of the command through its export hook (shared_snapshot.c).
- * A write the session deferred for its COMMIT is sent first, alone, before
- * any other command (afdw_send_query).  The lines of a COPY TO STDOUT are
- * read here too, for a stream (afdw_get_copy_line) or to throw them away,
- * and the data of a bulk load's COPY FROM STDIN sent (afdw_await_copy_in,
+ * One command at a time is in flight on a connection.  Whoever sent it (its
+ * owner) reads its results; when someone else needs the connection, the owner
+ * is asked to read them (its drain function), and results whose owner is gone
+ * are read and thrown away.  Every result goes through afdw_get_result
+ * (afdw_pop_result), which hands it to the session layer through its result
+ * hook (AfdwSessionHooks: remote_xact.c follows the savepoint that wraps a
+ * scan's command, prepared_statements.c a PREPARE), and a snapshot export
+ * riding ahead of the command through its export hook (shared_snapshot.c). A
+ * write the session deferred for its COMMIT is sent first, alone, before any
+ * other command (afdw_send_query).  The lines of a COPY TO STDOUT are read
+ * here too, for a stream (afdw_get_copy_line) or to throw them away, and the
+ * data of a bulk load's COPY FROM STDIN sent (afdw_await_copy_in,
  * afdw_put_copy, afdw_copy_done, afdw_copy_result), the connection
- * non-blocking while it runs so that a full socket is waited on like any
- * other wait.  Waits serve
- * interrupts and watch for postmaster death; the waits of cleanup have a
- * deadline, and under EXPLAIN ANALYZE their time is summed for the scans
- * (afdw_wait_time).  This file reads and writes the sockets of open
+ * non-blocking while it runs so that a full socket is waited on like any other
+ * wait.  Waits serve interrupts and watch for postmaster death; the waits of
+ * cleanup have a deadline, and under EXPLAIN ANALYZE their time is summed for
+ * the scans (afdw_wait_time).  This file reads and writes the sockets of open
  * connections, and cuts those whose session is not to be trusted any more
  * (break_connection); connection_pool.c only checks idle ones, and
  * connection_setup.c waits on handshakes.
@@ -122,8 +121,8 @@ afdw_send_cleanup(AfdwConn *entry, const char *sql)
 
 /*
  * send_deferred
- *		Send CONN's deferred write (afdw_defer_write, remote_xact.c) now and wait
- *		for it, raising its remote error: another command is to follow it.
+ *		Send CONN's deferred write (afdw_defer_write, remote_xact.c) now and
+ *		wait for it, raising its remote error: another command is to follow it.
  */
 static void
 send_deferred(AfdwConn *conn)
@@ -1034,10 +1033,11 @@ break_connection(AfdwConn *entry, const char *violation)
 
 /*
  * refuse_copy_in
- *		The server answered with CopyInResponse or CopyBothResponse (STATUS)
- *		to a command that is no COPY FROM STDIN of afdw_send_write's, so the
- *		server is not speaking the protocol.  Get libpq out of its COPY IN state, in which it would
- *		return the same result forever, and cut the connection.
+ *		The server answered with CopyInResponse or CopyBothResponse (STATUS) to
+ *		a command that is no COPY FROM STDIN of afdw_send_write's, so the
+ *		server is not speaking the protocol.  Get libpq out of its COPY IN
+ *		state, in which it would return the same result forever, and cut the
+ *		connection.
  */
 static void
 refuse_copy_in(AfdwConn *entry, ExecStatusType status)

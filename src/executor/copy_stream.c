@@ -4,16 +4,16 @@
  *		COPY (query) TO STDOUT streams of scans, and their turns on a
  *		shared connection.
  *
- * A streaming scan's rows are read from the socket as its batches need
- * them (afdw_take_stream_batch): remote_commands.c copies a batch of lines off the
- * socket into the batch's line buffer (afdw_read_copy_lines), this file
- * takes the binary format's framing off them, and row_builder.c turns each
- * into a tuple when the executor asks (afdw_store_row).  A stream whose
- * connection another scan needs is read on into a tuplestore
- * (afdw_spill_stream); one stopped early is cancelled
- * (afdw_abandon_stream).  scan_commands.c sends the COPY and reads its
- * first result, and gives the connection of a stream that ended to a
- * sibling waiting for it (afdw_hand_over): this file sends no command.
+ * A streaming scan's rows are read from the socket as its batches need them
+ * (afdw_take_stream_batch): remote_commands.c copies a batch of lines off the
+ * socket into the batch's line buffer (afdw_read_copy_lines), this file takes
+ * the binary format's framing off them, and row_builder.c turns each into a
+ * tuple when the executor asks (afdw_store_row).  A stream whose connection
+ * another scan needs is read on into a tuplestore (afdw_spill_stream); one
+ * stopped early is cancelled (afdw_abandon_stream).  scan_commands.c sends the
+ * COPY and reads its first result, and gives the connection of a stream that
+ * ended to a sibling waiting for it (afdw_hand_over): this file sends no
+ * command.
  *
  *-------------------------------------------------------------------------
  */

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * direct_modify.c
- *		Direct modification: the remote UPDATE or DELETE that direct_modify_plan.c
- *		planned, run as one statement.
+ *		Direct modification: the remote UPDATE or DELETE that
+ *		direct_modify_plan.c planned, run as one statement.
  *
  * Each statement is sent at executor start (BeginDirectModify), without
  * waiting, on the writer of its user mapping, so that over a partitioned
@@ -16,11 +16,10 @@
  * servers holding a copy, which must change as many rows
  * (replica_writes.c).
  *
- * Neighbours: deparse_statements.c binds the parameters; replica_writes.c writes the
- * copies; remote_xact.c sends the statement
- * in the remote transaction (afdw_send_write) and remote_commands.c reads it;
- * async_fdw.c registers the callbacks (afdw_direct_routines).  Execution
- * layer.
+ * Neighbours: deparse_statements.c binds the parameters; replica_writes.c
+ * writes the copies; remote_xact.c sends the statement in the remote
+ * transaction (afdw_send_write) and remote_commands.c reads it; async_fdw.c
+ * registers the callbacks (afdw_direct_routines).  Execution layer.
  *
  *-------------------------------------------------------------------------
  */

@@ -201,8 +201,8 @@ explain_analyze(AfdwScanState *st, ExplainState *es)
 
 /*
  * afdwExplainForeignScan
- *		Name the tables of a remote join or aggregate; show the remote SQL in EXPLAIN
- *		VERBOSE, and with ANALYZE what the scan did remotely.
+ *		Name the tables of a remote join or aggregate; show the remote SQL in
+ *		EXPLAIN VERBOSE, and with ANALYZE what the scan did remotely.
  */
 void
 afdwExplainForeignScan(ForeignScanState *node, ExplainState *es)

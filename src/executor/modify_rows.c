@@ -12,25 +12,25 @@
  * left prepared in a remote session (which a transaction pooler would
  * lose).
  *
- * An INSERT whose rows nobody looks at again (no RETURNING, no ON
- * CONFLICT, no check option, no AFTER trigger) is a bulk load: its rows
- * are kept until batch_size of them are there and then streamed with
- * COPY FROM STDIN on the writer, without waiting for any answer until the
- * end of the statement; a smaller one is sent as one multi-row INSERT at
- * the end.  A query of the same statement that starts reading the server
- * meanwhile (a trigger of another table, a function) has the rows kept
- * sent first (afdw_flush_kept_rows), so that it finds them.  So COPY into a partitioned table, or INSERT ... SELECT, loads
- * every shard at the same time, each at the speed its server takes the
+ * An INSERT whose rows nobody looks at again (no RETURNING, no ON CONFLICT, no
+ * check option, no AFTER trigger) is a bulk load: its rows are kept until
+ * batch_size of them are there and then streamed with COPY FROM STDIN on the
+ * writer, without waiting for any answer until the end of the statement; a
+ * smaller one is sent as one multi-row INSERT at the end.  A query of the same
+ * statement that starts reading the server meanwhile (a trigger of another
+ * table, a function) has the rows kept sent first (afdw_flush_kept_rows), so
+ * that it finds them.  So COPY into a partitioned table, or INSERT ... SELECT,
+ * loads every shard at the same time, each at the speed its server takes the
  * data.  Foreign tables on the same server share the writer: one of them
- * streams at a time, the others keep their rows until they have enough
- * to take the stream over (see BULK_SWITCH_BYTES).  A smaller INSERT of a
- * statement that is its own transaction goes with the remote COMMIT, in
- * one round trip (afdw_defer_write).
+ * streams at a time, the others keep their rows until they have enough to take
+ * the stream over (see BULK_SWITCH_BYTES).  A smaller INSERT of a statement
+ * that is its own transaction goes with the remote COMMIT, in one round trip
+ * (afdw_defer_write).
  *
- * Neighbours: deparse_statements.c writes the statements; remote_xact.c sends them
- * (afdw_send_write, afdw_run_write) and remote_commands.c streams the COPY data;
- * row_builder.c turns a RETURNING row into a tuple; scan.c reads (and locks,
- * on the writer) the rows an UPDATE or DELETE changes.
+ * Neighbours: deparse_statements.c writes the statements; remote_xact.c sends
+ * them (afdw_send_write, afdw_run_write) and remote_commands.c streams the
+ * COPY data; row_builder.c turns a RETURNING row into a tuple; scan.c reads
+ * (and locks, on the writer) the rows an UPDATE or DELETE changes.
  *
  *-------------------------------------------------------------------------
  */
@@ -441,12 +441,12 @@ modify_returns_rows(ResultRelInfo *rinfo, CmdType operation, bool returning_list
 /*
  * may_load_in_bulk
  *		Whether an INSERT into RINFO's table (FDW_PRIVATE its statement) may
- *		keep its rows and stream them later (see the banner): its batch_size
- *		is more than 1, nobody looks
- *		at the rows again in the statement, and no AFTER trigger of the table or of the statement's
- *		target, which runs before the end of the statement, could read the
- *		table and miss them.  Not a replicated table (option copies), whose
- *		rows go to every copy statement by statement (replica_writes.c).
+ *		keep its rows and stream them later (see the banner): its batch_size is
+ *		more than 1, nobody looks at the rows again in the statement, and no
+ *		AFTER trigger of the table or of the statement's target, which runs
+ *		before the end of the statement, could read the table and miss them.
+ *		Not a replicated table (option copies), whose rows go to every copy
+ *		statement by statement (replica_writes.c).
  */
 static bool
 may_load_in_bulk(ResultRelInfo *rinfo, CmdType operation, List *fdw_private)

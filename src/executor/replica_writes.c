@@ -44,10 +44,10 @@
  * (ctid) is refused at planning (modify_rows.c), since each copy stores its
  * rows in its own places.
  *
- * Neighbours: modify_rows.c (INSERT, COPY), direct_modify.c (UPDATE, DELETE) and
- * truncate.c call it; options.c reads the copies; remote_xact.c sends the writes
- * in the remote transactions; remote_commands.c reads them; twophase.c is told
- * that the transaction must commit in two phases.  Execution layer.
+ * Neighbours: modify_rows.c (INSERT, COPY), direct_modify.c (UPDATE, DELETE)
+ * and truncate.c call it; options.c reads the copies; remote_xact.c sends the
+ * writes in the remote transactions; remote_commands.c reads them; twophase.c
+ * is told that the transaction must commit in two phases.  Execution layer.
  *
  *-------------------------------------------------------------------------
  */

@@ -4,12 +4,12 @@
  *		Remote rows to local tuples, and the check of remote column types.
  *
  * A row arrives as text values (a FETCH's result, a line of a text COPY
- * stream) or as a binary COPY row; it becomes a virtual tuple in the
- * scan's slot (afdw_store_row, once per row, called by afdwIterateForeignScan)
- * or a heap tuple (afdw_make_tuple for analyze.c and modify_rows.c,
+ * stream) or as a binary COPY row; it becomes a virtual tuple in the scan's
+ * slot (afdw_store_row, once per row, called by afdwIterateForeignScan) or a
+ * heap tuple (afdw_make_tuple for analyze.c and modify_rows.c,
  * afdw_make_tuple_at for direct_modify.c's RETURNING), through the local
- * types' input or receive functions, the commonest types read inline.
- * Streams may use the binary format once a remote check (sent by scan_commands.c,
+ * types' input or receive functions, the commonest types read inline. Streams
+ * may use the binary format once a remote check (sent by scan_commands.c,
  * answered in copy_stream.c) found the remote columns of the local types: the
  * answers are cached here per foreign table.
  *

@@ -3,12 +3,12 @@
  * scan.c
  *		Executor and asynchronous callbacks of async_fdw's foreign scans.
  *
- * Begin, Iterate, ReScan and End, the life of a scan's state,
- * the eager start of queries (every scan of a statement sends its query at
- * the first fetch of any of them), and the row loop (next_batch) that takes
- * batches from where the scan reads its query: a COPY stream (copy_stream.c), a
- * queue of FETCH or EXECUTE results (scan_commands.c).  row_builder.c turns each row
- * into a tuple.
+ * Begin, Iterate, ReScan and End, the life of a scan's state, the eager start
+ * of queries (every scan of a statement sends its query at the first fetch of
+ * any of them), and the row loop (next_batch) that takes batches from where
+ * the scan reads its query: a COPY stream (copy_stream.c), a queue of FETCH or
+ * EXECUTE results (scan_commands.c).  row_builder.c turns each row into a
+ * tuple.
  *
  * Under an asynchronous Append, a scan waits on its connection's socket;
  * scans sharing a connection wait on it once (socket_in_wait), and a scan
@@ -66,9 +66,9 @@ static instr_time last_notify;
 /*
  * scan_user
  *		The user mapping a scan of range table entry RTINDEX of PLAN runs
- *		under, on the server the plan names: the table's, or for a remote
- *		join the server of its tables (of a partition's, where it reads a
- *		replicated table's copy: replicated_joins.c); the first table's when the plan
+ *		under, on the server the plan names: the table's, or for a remote join
+ *		the server of its tables (of a partition's, where it reads a replicated
+ *		table's copy: replicated_joins.c); the first table's when the plan
  *		names none (a remote aggregate of a subquery's partition).
  */
 static UserMapping *

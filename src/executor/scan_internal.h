@@ -3,13 +3,13 @@
  * scan_internal.h
  *		The state of one foreign scan, shared by the files that run scans.
  *
- * Included only by scan.c (executor and asynchronous callbacks), scan_commands.c
- * (remote commands and their results), copy_stream.c (COPY streams), row_builder.c
- * (rows to tuples, the remote type check), scan_state.c (the primitives of
- * the state that these share), analyze.c (ANALYZE),
- * explain.c (EXPLAIN) and modify_rows.c (a RETURNING row into a tuple, with a
- * RowBuilder).
- * Declarations are grouped by the file that defines them.
+ * Included only by scan.c (executor and asynchronous callbacks),
+ * scan_commands.c (remote commands and their results), copy_stream.c (COPY
+ * streams), row_builder.c (rows to tuples, the remote type check),
+ * scan_state.c (the primitives of the state that these share), analyze.c
+ * (ANALYZE), explain.c (EXPLAIN) and modify_rows.c (a RETURNING row into a
+ * tuple, with a RowBuilder). Declarations are grouped by the file that defines
+ * them.
  *
  *-------------------------------------------------------------------------
  */

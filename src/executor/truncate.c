@@ -3,15 +3,15 @@
  * truncate.c
  *		TRUNCATE of foreign tables: one remote TRUNCATE per server.
  *
- * The executor hands over the foreign tables of one server at a time;
- * they become one remote TRUNCATE, with the statement's RESTART IDENTITY
- * or CONTINUE IDENTITY and CASCADE or RESTRICT, run on the writer of the
- * current user's mapping, so that it belongs to the local transaction
- * (a rollback, or that of a savepoint, undoes it) and later reads of the
- * mapping see the tables empty.  A replicated table (option copies) is
- * emptied on each other copy's server as well, and the transaction then
- * commits in two phases (afdw_twophase_require).  A table may refuse with the option
- * truncatable (table over server, default true).
+ * The executor hands over the foreign tables of one server at a time; they
+ * become one remote TRUNCATE, with the statement's RESTART IDENTITY or
+ * CONTINUE IDENTITY and CASCADE or RESTRICT, run on the writer of the current
+ * user's mapping, so that it belongs to the local transaction (a rollback, or
+ * that of a savepoint, undoes it) and later reads of the mapping see the
+ * tables empty.  A replicated table (option copies) is emptied on each other
+ * copy's server as well, and the transaction then commits in two phases
+ * (afdw_twophase_require).  A table may refuse with the option truncatable
+ * (table over server, default true).
  *
  * The remote TRUNCATE takes the strongest lock, which any other remote
  * transaction of this backend on the server that read a table would hold
@@ -19,9 +19,10 @@
  * ends those first, or fails when one cannot end yet, so that the
  * statement never waits for its own session.
  *
- * Neighbours: async_fdw.c registers afdwExecForeignTruncate; options.c
- * reads truncatable; deparse_statements.c names the remote tables; connection_pool.c lends
- * the writer; remote_xact.c runs the statement in the remote transaction.
+ * Neighbours: async_fdw.c registers afdwExecForeignTruncate; options.c reads
+ * truncatable; deparse_statements.c names the remote tables; connection_pool.c
+ * lends the writer; remote_xact.c runs the statement in the remote
+ * transaction.
  *
  *-------------------------------------------------------------------------
  */

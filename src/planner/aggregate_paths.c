@@ -23,10 +23,10 @@
  * has a partial form: otherwise the partitions would be aggregated
  * locally, one after the other, instead of scanned concurrently.
  *
- * Neighbours: shippable.c says what may be sent, deparse_statements.c writes the
- * remote SELECT, the handler (async_fdw.c) hands PostgreSQL the planner's
- * callbacks for grouping relations here, scan.c runs the plans as scans whose columns are the
- * remote select list.
+ * Neighbours: shippable.c says what may be sent, deparse_statements.c writes
+ * the remote SELECT, the handler (async_fdw.c) hands PostgreSQL the planner's
+ * callbacks for grouping relations here, scan.c runs the plans as scans whose
+ * columns are the remote select list.
  *
  *-------------------------------------------------------------------------
  */
@@ -807,9 +807,9 @@ afdw_planner(Query *query, const char *query_string, int cursor_options,
  *		joins above them, as afdw_planner gives those of later plans; then
  *		start the executor.
  *
- * The plan is the next to start: a statement runs (or is explained) just
- * after it is planned.  Giving keys twice changes nothing (hash_join_keys.c), so
- * a plan made and never run costs the next one only a look.
+ * The plan is the next to start: a statement runs (or is explained) just after
+ * it is planned.  Giving keys twice changes nothing (hash_join_keys.c), so a
+ * plan made and never run costs the next one only a look.
  */
 static void
 afdw_executor_start(QueryDesc *queryDesc, int eflags)

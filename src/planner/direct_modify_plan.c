@@ -15,8 +15,8 @@
  * The plan's private list (AfdwDirectPrivate) carries the statement to
  * direct_modify.c, which runs it.
  *
- * Neighbours: shippable.c decides what may be sent, deparse_statements.c and deparse_expr.c
- * write it (deparse_internal.h).  Planner layer.
+ * Neighbours: shippable.c decides what may be sent, deparse_statements.c and
+ * deparse_expr.c write it (deparse_internal.h).  Planner layer.
  *
  *-------------------------------------------------------------------------
  */
@@ -386,9 +386,9 @@ afdw_direct_join_ok(PlannerInfo *root, RelOptInfo *joinrel)
 
 /*
  * plan_join_modify
- *		afdwPlanDirectModify for FSCAN, a remote join of the target with
- *		the query's other tables: the remote UPDATE ... FROM or DELETE ...
- *		USING.  join_paths.c offered the join only for this (afdw_direct_join_ok).
+ *		afdwPlanDirectModify for FSCAN, a remote join of the target with the
+ *		query's other tables: the remote UPDATE ... FROM or DELETE ... USING.
+ *		join_paths.c offered the join only for this (afdw_direct_join_ok).
  */
 static bool
 plan_join_modify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,

@@ -3,24 +3,23 @@
  * join_paths.c
  *		Joins computed by the remote server.
  *
- * Two foreign tables of async_fdw (or joins of them) on the same server,
- * read through the same user mapping, join on that server: inner, left,
- * right and full joins, as postgres_fdw does, and semi- and anti-joins
- * (EXISTS and NOT EXISTS, the inner side in a subquery), when every
- * condition of its sides can be sent, and every condition of the join
- * but those that filter its result (any of an inner join's, those pushed
- * down to an outer join), which may be checked locally on the joined
- * rows: such a join is then no side of another.  The remote query names
- * each table r<n>, n its range table index, and places each side's own
- * conditions where they keep their meaning: the WHERE clause around the
- * join for an inner join's sides and an outer join's preserved side, the
- * ON clause for the nullable side; a full join reads a side with
- * conditions as a subquery (deparse_statements.c).  It returns the columns the query
- * reads; the expressions of the query's target, placeholders computed at
- * the join included, are computed locally.  Joins of
- * partitions (partitionwise join, turned on by aggregate_paths.c's planner hook for
- * queries joining partitioned tables of async_fdw) run as such scans under
- * the asynchronous Append, every shard joining at the same time.
+ * Two foreign tables of async_fdw (or joins of them) on the same server, read
+ * through the same user mapping, join on that server: inner, left, right and
+ * full joins, as postgres_fdw does, and semi- and anti-joins (EXISTS and NOT
+ * EXISTS, the inner side in a subquery), when every condition of its sides can
+ * be sent, and every condition of the join but those that filter its result
+ * (any of an inner join's, those pushed down to an outer join), which may be
+ * checked locally on the joined rows: such a join is then no side of another.
+ * The remote query names each table r<n>, n its range table index, and places
+ * each side's own conditions where they keep their meaning: the WHERE clause
+ * around the join for an inner join's sides and an outer join's preserved
+ * side, the ON clause for the nullable side; a full join reads a side with
+ * conditions as a subquery (deparse_statements.c).  It returns the columns the
+ * query reads; the expressions of the query's target, placeholders computed at
+ * the join included, are computed locally.  Joins of partitions (partitionwise
+ * join, turned on by aggregate_paths.c's planner hook for queries joining
+ * partitioned tables of async_fdw) run as such scans under the asynchronous
+ * Append, every shard joining at the same time.
  *
  * The join of all the tables of an UPDATE ... FROM or DELETE ... USING of
  * one foreign table becomes the remote statement itself (direct_modify.c) when
@@ -58,10 +57,10 @@
  * (In PostgreSQL 15 an anti-join's pushed-down conditions, filters on its
  * result, only read the outer side: they go in the WHERE clause.)
  *
- * Neighbours: shippable.c says what may be sent, deparse_statements.c writes the
- * remote SELECT (afdw_deparse_join_select), the handler (async_fdw.c)
- * hands PostgreSQL the planner's callbacks for join relations here, scan.c runs the plans as
- * scans whose columns are the remote select list.
+ * Neighbours: shippable.c says what may be sent, deparse_statements.c writes
+ * the remote SELECT (afdw_deparse_join_select), the handler (async_fdw.c)
+ * hands PostgreSQL the planner's callbacks for join relations here, scan.c
+ * runs the plans as scans whose columns are the remote select list.
  *
  *-------------------------------------------------------------------------
  */

@@ -5,18 +5,18 @@
  *		LIMIT of the final stage.
  *
  * A remote join (join_paths.c) is offered sorted in the query's order when the
- * remote server sorts each key exactly as the local one would: a plain
- * column of one of its tables, of a built-in type, ordered by that type's
- * default built-in operator class, in the default collation (or none),
- * the rule afdw_sort_key applies to a foreign table's scan.  A remote
- * aggregate (aggregate_paths.c) is offered sorted by the query's ORDER BY when each
- * key is an item of its remote select list of such a type (an aggregate's
- * array of such a built-in type too, ordered by array_ops).  The ORDER BY
- * is then written in the remote SELECT, and the local Sort goes.  With
- * use_remote_estimate, as postgres_fdw, a foreign table or a remote join
- * is also offered sorted by each join column a merge join could use.  A
- * remote sort costs what a local sort of the same rows would, but it ends
- * before the first row is sent (afdw_remote_sort_cost).
+ * remote server sorts each key exactly as the local one would: a plain column
+ * of one of its tables, of a built-in type, ordered by that type's default
+ * built-in operator class, in the default collation (or none), the rule
+ * afdw_sort_key applies to a foreign table's scan.  A remote aggregate
+ * (aggregate_paths.c) is offered sorted by the query's ORDER BY when each key
+ * is an item of its remote select list of such a type (an aggregate's array of
+ * such a built-in type too, ordered by array_ops).  The ORDER BY is then
+ * written in the remote SELECT, and the local Sort goes.  With
+ * use_remote_estimate, as postgres_fdw, a foreign table or a remote join is
+ * also offered sorted by each join column a merge join could use.  A remote
+ * sort costs what a local sort of the same rows would, but it ends before the
+ * first row is sent (afdw_remote_sort_cost).
  *
  * When the LIMIT and OFFSET are all the query has left to do after a
  * foreign table's scan, a remote join or a remote aggregate, the final
@@ -34,11 +34,12 @@
  * that is not a constant, row locks or parameters in the remote query, as
  * for a foreign table's scan (scan_paths.c).
  *
- * Neighbours: join_paths.c, aggregate_paths.c and scan_paths.c add the unsorted paths and
- * call here for the sorted ones (a foreign table's sort keys are
- * shippable.c's afdw_sort_key, written here by afdw_deparse_order_by);
- * join_paths.c and aggregate_paths.c hand the plans of joins and aggregates here to
- * finish the remote SQL; deparse_statements.c writes a join's sort expressions.
+ * Neighbours: join_paths.c, aggregate_paths.c and scan_paths.c add the
+ * unsorted paths and call here for the sorted ones (a foreign table's sort
+ * keys are shippable.c's afdw_sort_key, written here by
+ * afdw_deparse_order_by); join_paths.c and aggregate_paths.c hand the plans of
+ * joins and aggregates here to finish the remote SQL; deparse_statements.c
+ * writes a join's sort expressions.
  *
  *-------------------------------------------------------------------------
  */

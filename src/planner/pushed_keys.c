@@ -26,8 +26,8 @@
  * ways).  Only plain SELECTs without row locks get keys.
  *
  * It also writes the key slots of scans (scan_paths.c), remote aggregates
- * (aggregate_paths.c) and remote joins (join_paths.c): the conditions a hash join's keys
- * take at run time (hash_join_keys.c).
+ * (aggregate_paths.c) and remote joins (join_paths.c): the conditions a hash
+ * join's keys take at run time (hash_join_keys.c).
  *
  * Planner layer: called from scan_paths.c's afdwGetForeignPlan, which it calls
  * in turn to plan the small table's scan (through the table's FdwRoutine,
@@ -848,13 +848,12 @@ afdw_group_key_slots(PlannerInfo *root, RelOptInfo *input_rel, Relation relation
 /*
  * afdw_join_key_slots
  *		The columns of JOINREL, a remote join whose SELECT returns SCAN_TLIST
- *		and has parameters PARAMS, that may take at run time the keys of a
- *		hash join's other side (hash_join_keys.c), as afdw_key_slots: a column of
+ *		and has parameters PARAMS, that may take at run time the keys of a hash
+ *		join's other side (hash_join_keys.c), as afdw_key_slots: a column of
  *		one of its tables, returned, joined by an equivalence class to a
- *		relation outside the join.  Each slot is known by the column's item
- *		in SCAN_TLIST.  NIL unless the join is estimated at
- *		key_filter_min_rows rows or more, or if it is parameterized
- *		(PARAMETERIZED).
+ *		relation outside the join.  Each slot is known by the column's item in
+ *		SCAN_TLIST.  NIL unless the join is estimated at key_filter_min_rows
+ *		rows or more, or if it is parameterized (PARAMETERIZED).
  *
  * The condition goes in the join's WHERE clause, which filters the joined
  * rows: those whose key the hash join above has not, which it would drop

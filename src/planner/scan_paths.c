@@ -6,9 +6,9 @@
  *
  * Its options (read through options.c), its conditions split into those
  * shipped and those checked locally (shippable.c decides), its paths and
- * costs, and the plan, whose private list (plan_private.c) carries the
- * remote SQL and the way of reading to the execution (scan.c).  Joins and
- * aggregates are join_paths.c's and aggregate_paths.c's; sorted paths and the LIMIT are
+ * costs, and the plan, whose private list (plan_private.c) carries the remote
+ * SQL and the way of reading to the execution (scan.c).  Joins and aggregates
+ * are join_paths.c's and aggregate_paths.c's; sorted paths and the LIMIT are
  * order_limit.c's.  Planner layer: calls the layers below, never the
  * execution's.
  *

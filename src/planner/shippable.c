@@ -11,9 +11,9 @@
  * collation_derived).  Objects of the extensions named in the server's
  * extensions option count as built in.
  *
- * Neighbours: the planner (scan_paths.c) splits a scan's conditions here
- * into remote and local ones; deparse_statements.c and deparse_expr.c write the remote ones
- * as SQL.
+ * Neighbours: the planner (scan_paths.c) splits a scan's conditions here into
+ * remote and local ones; deparse_statements.c and deparse_expr.c write the
+ * remote ones as SQL.
  *
  *-------------------------------------------------------------------------
  */

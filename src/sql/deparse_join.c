@@ -14,10 +14,10 @@
  * numbers its subqueries.
  *
  * Neighbours: join_paths.c builds a join's SELECT and locking clause here,
- * order_limit.c a column of a join's sort key, direct_modify_plan.c a remote UPDATE
- * or DELETE over a join; deparse_statements.c writes the FROM item of a grouped
- * join's SELECT with afdw_deparse_join_from_where, and deparse_expr.c the
- * expressions.
+ * order_limit.c a column of a join's sort key, direct_modify_plan.c a remote
+ * UPDATE or DELETE over a join; deparse_statements.c writes the FROM item of a
+ * grouped join's SELECT with afdw_deparse_join_from_where, and deparse_expr.c
+ * the expressions.
  *
  *-------------------------------------------------------------------------
  */

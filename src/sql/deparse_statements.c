@@ -12,10 +12,10 @@
  * the shared state, set up by deparse_context.c, which also writes the
  * pieces shared with joins (a table's name, WHERE clauses, SET lists).
  *
- * The planner (scan_paths.c, join_paths.c, aggregate_paths.c) builds the SELECTs here; scan_commands.c
- * binds parameters into them, wraps them in a binary COPY and asks for the
- * remote type check with the helpers below, and analyze.c gets its
- * sampling query.
+ * The planner (scan_paths.c, join_paths.c, aggregate_paths.c) builds the
+ * SELECTs here; scan_commands.c binds parameters into them, wraps them in a
+ * binary COPY and asks for the remote type check with the helpers below, and
+ * analyze.c gets its sampling query.
  *
  *-------------------------------------------------------------------------
  */

@@ -7,16 +7,18 @@
  *
  * A parameterized scan prepares its query once per remote session
  * (scan_commands.c) and EXECUTEs it at each rescan; this file remembers, per
- * connection, the statement of each text, at most AFDW_MAX_PREPARED of
- * them.  A statement counts as prepared only once its PREPARE is seen to
- * succeed, whoever reads the results (afdw_note_prepare, which remote_commands.c
- * reaches through remote_xact.c's result hook).  Through a transaction pooler nothing is kept.
+ * connection, the statement of each text, at most AFDW_MAX_PREPARED of them.
+ * A statement counts as prepared only once its PREPARE is seen to succeed,
+ * whoever reads the results (afdw_note_prepare, which remote_commands.c
+ * reaches through remote_xact.c's result hook).  Through a transaction pooler
+ * nothing is kept.
  *
- * Neighbours: scan_commands.c asks for and remembers statements; remote_commands.c notes
- * PREPAREs among the results it reads; remote_xact.c sends the queued DEALLOCATEs
- * with the commands that end or open remote transactions, and forgets
- * them all when connection_pool.c reports a remote session gone.  The per-connection fields
- * are in struct AfdwConn (connection_internal.h).
+ * Neighbours: scan_commands.c asks for and remembers statements;
+ * remote_commands.c notes PREPAREs among the results it reads; remote_xact.c
+ * sends the queued DEALLOCATEs with the commands that end or open remote
+ * transactions, and forgets them all when connection_pool.c reports a remote
+ * session gone.  The per-connection fields are in struct AfdwConn
+ * (connection_internal.h).
  *
  *-------------------------------------------------------------------------
  */

@@ -25,17 +25,18 @@
  * (afdw_xact_got_connection).
  *
  * This is the session layer's front; the wire below it (connection_setup.c,
- * connection_pool.c, remote_commands.c, connection_budget.c) calls nothing here: what it must tell
- * this layer (each result read, a snapshot export's result, a session gone)
- * goes through the hooks given to afdw_connection_init (session_hooks).
+ * connection_pool.c, remote_commands.c, connection_budget.c) calls nothing
+ * here: what it must tell this layer (each result read, a snapshot export's
+ * result, a session gone) goes through the hooks given to afdw_connection_init
+ * (session_hooks).
  *
  * Neighbours: connection_pool.c holds the connections (and reads a COMMIT left
- * unread before reusing one); remote_commands.c sends and waits; shared_snapshot.c gives
- * each remote transaction its server's shared snapshot; scan.c sends its
- * commands through afdw_send_in_xact, and modify_rows.c, direct_modify.c and
- * truncate.c theirs through afdw_send_write;
- * truncate.c ends the other remote transactions of a server that only
- * read before its TRUNCATE (afdw_end_read_transactions).
+ * unread before reusing one); remote_commands.c sends and waits;
+ * shared_snapshot.c gives each remote transaction its server's shared
+ * snapshot; scan.c sends its commands through afdw_send_in_xact, and
+ * modify_rows.c, direct_modify.c and truncate.c theirs through
+ * afdw_send_write; truncate.c ends the other remote transactions of a server
+ * that only read before its TRUNCATE (afdw_end_read_transactions).
  *
  *-------------------------------------------------------------------------
  */
@@ -256,10 +257,11 @@ session_export(AfdwConn *conn, PGresult *res, bool raise)
 /*
  * session_forget
  *		ENTRY's remote session is gone, or a new one is being opened (the
- *		wire's forget hook, the session layer's part of reset_session in connection_setup.c):
- *		its deferred write, its prepared transaction's name (the transaction
- *		is left to recovery), its prepared statements and its remote
- *		transaction are over, and the state of the next one is known.
+ *		wire's forget hook, the session layer's part of reset_session in
+ *		connection_setup.c): its deferred write, its prepared transaction's
+ *		name (the transaction is left to recovery), its prepared statements
+ *		and its remote transaction are over, and the state of the next one
+ *		is known.
  */
 static void
 session_forget(AfdwConn *entry)

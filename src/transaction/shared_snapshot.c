@@ -18,16 +18,16 @@
  *
  * Neighbours: remote_xact.c opens the remote transactions and calls
  * afdw_share_snapshot for the commands that give each its snapshot;
- * remote_commands.c hands the export's result over as it reads results (through
- * remote_xact.c's hook, session_export); remote_xact.c chooses the writer, the
- * leader when there is one (afdw_acquire_writer); scan.c
- * asks where a scan's first command goes (afdw_join_target), which is the
- * writer once the mapping wrote (connection_pool.c); remote_xact.c hands the lead
- * to the writer when it ends the leader's transaction early
- * (afdw_pass_leadership).  Whether the running statement is the whole
- * local transaction (afdw_statement_is_transaction) is answered here,
- * where it decides whether a floor is noted for snapshots taken later;
- * remote_xact.c and scan.c ask it too, whether a COMMIT may ride along.
+ * remote_commands.c hands the export's result over as it reads results
+ * (through remote_xact.c's hook, session_export); remote_xact.c chooses the
+ * writer, the leader when there is one (afdw_acquire_writer); scan.c asks
+ * where a scan's first command goes (afdw_join_target), which is the writer
+ * once the mapping wrote (connection_pool.c); remote_xact.c hands the lead to
+ * the writer when it ends the leader's transaction early
+ * (afdw_pass_leadership).  Whether the running statement is the whole local
+ * transaction (afdw_statement_is_transaction) is answered here, where it
+ * decides whether a floor is noted for snapshots taken later; remote_xact.c
+ * and scan.c ask it too, whether a COMMIT may ride along.
  *
  *-------------------------------------------------------------------------
  */
@@ -77,8 +77,8 @@ typedef struct ServerSnapshot
 static HTAB *snapshot_hash = NULL;
 
 /*
- * The floor of the commit fence's numbers (commit_fence.c) when the current local
- * transaction took its first snapshots, if noted: a server first read
+ * The floor of the commit fence's numbers (commit_fence.c) when the current
+ * local transaction took its first snapshots, if noted: a server first read
  * later is checked against it.
  */
 static bool floor_noted = false;
@@ -477,12 +477,12 @@ afdw_snapshot_ended(AfdwConn *conn)
  * its own first command (after waiting for the export's result if it is
  * still on its way), so that all of them see the same data.
  *
- * A server sends the results of a string of statements as its output
- * buffer (8 kB) fills, or at the end of the string: the export's result
- * would wait for the end of the leader's command, a long aggregate say,
- * and so would every connection importing the snapshot.  A row wider than
- * that buffer, right after the export, pushes the export's result out at
- * once; remote_commands.c reads the row as a command's result (afdw_pop_result).
+ * A server sends the results of a string of statements as its output buffer (8
+ * kB) fills, or at the end of the string: the export's result would wait for
+ * the end of the leader's command, a long aggregate say, and so would every
+ * connection importing the snapshot.  A row wider than that buffer, right
+ * after the export, pushes the export's result out at once; remote_commands.c
+ * reads the row as a command's result (afdw_pop_result).
  */
 void
 afdw_share_snapshot(AfdwConn *entry, bool nested, StringInfo sql)
@@ -600,10 +600,10 @@ afdw_snapshot_note_floor(void)
 
 /*
  * afdw_snapshot_check_wanted
- *		Whether a new snapshot taken now must be checked against the ones
- *		taken before (see commit_fence.c): the transaction noted its floor, and it
- *		is REPEATABLE READ or SERIALIZABLE (every snapshot of it must be
- *		one) or MIXES, the statement also reads snapshots taken before.
+ *		Whether a new snapshot taken now must be checked against the ones taken
+ *		before (see commit_fence.c): the transaction noted its floor, and it is
+ *		REPEATABLE READ or SERIALIZABLE (every snapshot of it must be one) or
+ *		MIXES, the statement also reads snapshots taken before.
  */
 bool
 afdw_snapshot_check_wanted(bool mixes)
@@ -614,8 +614,8 @@ afdw_snapshot_check_wanted(bool mixes)
 
 /*
  * afdw_snapshot_start_checked
- *		Whether ENTRY's first command must open its remote transaction on
- *		its own, to check its new snapshot (remote_xact.c): outside a statement's
+ *		Whether ENTRY's first command must open its remote transaction on its
+ *		own, to check its new snapshot (remote_xact.c): outside a statement's
  *		first commands, which visibility.c checks together.
  */
 bool

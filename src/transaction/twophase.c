@@ -31,7 +31,8 @@
  * Neighbours: xact_callbacks.c calls afdw_twophase_prepare at the start of its
  * pre-commit and the end functions from its transaction callback;
  * twophase_recovery.c reads the records' name, the identifiers' prefix and its
- * test pause here; connection_pool.c lends the connections; remote_commands.c sends and waits.
+ * test pause here; connection_pool.c lends the connections; remote_commands.c
+ * sends and waits.
  *
  *-------------------------------------------------------------------------
  */

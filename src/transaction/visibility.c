@@ -5,17 +5,17 @@
  *		the commit fence, so that they never show part of a transaction
  *		that committed on several servers.
  *
- * When a statement's scans send their first commands together (scan.c's
- * start of pending scans), the servers they open remote transactions on
- * take their snapshots.  If two or more do, the backend holds the commit
- * fence (commit_fence.c) on the readers' side from before the first command goes
- * until every one of those servers has taken its snapshot: each leader's
- * first command carries a marker (shared_snapshot.c) whose answer comes as soon
- * as the snapshot is taken, ahead of the query's rows.  No transaction
- * commits on several servers meanwhile, so every such transaction is
- * either visible on all of them or on none.  A server of the statement
- * whose scan cannot send its query yet (it takes parameters or a hash
- * join's keys) opens its remote transaction now, in the same fence.
+ * When a statement's scans send their first commands together (scan.c's start
+ * of pending scans), the servers they open remote transactions on take their
+ * snapshots.  If two or more do, the backend holds the commit fence
+ * (commit_fence.c) on the readers' side from before the first command goes
+ * until every one of those servers has taken its snapshot: each leader's first
+ * command carries a marker (shared_snapshot.c) whose answer comes as soon as
+ * the snapshot is taken, ahead of the query's rows.  No transaction commits on
+ * several servers meanwhile, so every such transaction is either visible on
+ * all of them or on none.  A server of the statement whose scan cannot send
+ * its query yet (it takes parameters or a hash join's keys) opens its remote
+ * transaction now, in the same fence.
  *
  * A statement that also reads servers whose snapshots an earlier statement
  * of the transaction took, or any new snapshot of a REPEATABLE READ or
@@ -31,9 +31,10 @@
  * Neighbours: scan.c calls afdw_visibility_begin before sending the first
  * commands of a statement's scans and afdw_visibility_end after (or
  * afdw_visibility_abort when it fails); modify_rows.c and direct_modify.c call
- * afdw_visibility_first_write for a write's connection; this file uses shared_snapshot.c (which
- * servers are new, the markers, the check), remote_xact.c (a remote transaction
- * opened without a query) and commit_fence.c.
+ * afdw_visibility_first_write for a write's connection; this file uses
+ * shared_snapshot.c (which servers are new, the markers, the check),
+ * remote_xact.c (a remote transaction opened without a query) and
+ * commit_fence.c.
  *
  *-------------------------------------------------------------------------
  */

@@ -15,11 +15,11 @@
  *
  * Neighbours: remote_xact.c opens the remote transactions (and registers these
  * callbacks, given at load time by afdw_xact_callbacks_init, at its first
- * connection; it notes whether the local transaction used one) and keeps
- * what each connection holds for its transaction, which this file forgets;
+ * connection; it notes whether the local transaction used one) and keeps what
+ * each connection holds for its transaction, which this file forgets;
  * twophase.c prepares the writers before the COMMIT and ends the prepared
- * transactions after it; remote_commands.c sends and waits; connection_pool.c drops the
- * connections left in an unknown state.
+ * transactions after it; remote_commands.c sends and waits; connection_pool.c
+ * drops the connections left in an unknown state.
  *
  *-------------------------------------------------------------------------
  */
