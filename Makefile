@@ -12,6 +12,7 @@ OBJS = \
 	src/planner/decorrelate.o \
 	src/planner/direct_modify_plan.o \
 	src/planner/hash_join_keys.o \
+	src/planner/initplans.o \
 	src/planner/join_paths.o \
 	src/planner/order_limit.o \
 	src/planner/pushed_keys.o \

@@ -144,6 +144,77 @@ SELECT count(*) FROM sqa WHERE g = 6;
 SELECT count(*) FROM remote.sq_a WHERE g = 6 AND id IN (SELECT k FROM remote.sq_b);
 ROLLBACK;
 
+-- An uncorrelated scalar subquery (an initplan) whose plan is one remote
+-- SELECT of the scan's server and user mapping is written in place of its
+-- parameter: one remote query, no round trip first for the value.
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT id, v FROM sqa WHERE id > (SELECT max(k) FROM sqb WHERE note = 'bad') - 30;
+SELECT rows_same($$SELECT id, v FROM sqa WHERE id > (SELECT max(k) FROM sqb WHERE note = 'bad') - 30$$,
+                 $$SELECT id, v FROM remote.sq_a WHERE id > (SELECT max(k) FROM remote.sq_b WHERE note = 'bad') - 30$$);
+-- The initplan itself does not run, nor is its remote query sent: the
+-- remote rows are read once (a view that counts its reads with a sequence:
+-- 120 if the initplan's query went too).
+CREATE SEQUENCE remote.sq_reads;
+CREATE VIEW remote.sq_counted AS SELECT k, nextval('remote.sq_reads') AS n FROM remote.sq_b;
+CREATE FOREIGN TABLE sqc (k int)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'sq_counted');
+SELECT count(*) FROM sqa WHERE id > (SELECT max(k) FROM sqc) - 30;
+SELECT last_value FROM remote.sq_reads;
+-- Two initplans written into the remote query of an aggregate: neither
+-- runs on its own (60 + 2 x 60).
+SELECT count(*), min((SELECT max(k) FROM sqc)) FROM sqa WHERE id > (SELECT max(k) FROM sqc) - 30;
+SELECT last_value FROM remote.sq_reads;
+-- One whose value is read here too (the select list of a scan): it runs
+-- for that use (180 + 60 + 60).
+SELECT id, (SELECT max(k) FROM sqc) AS m FROM sqa WHERE id > (SELECT max(k) FROM sqc) - 3 ORDER BY id;
+SELECT last_value FROM remote.sq_reads;
+DROP FOREIGN TABLE sqc;
+DROP VIEW remote.sq_counted;
+DROP SEQUENCE remote.sq_reads;
+-- A grouped subquery's value, an aggregate of the outer scan's server.
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT g, count(*) FROM sqa WHERE id < (SELECT avg(k) FROM sqb) GROUP BY g;
+SELECT rows_same($$SELECT g, count(*) FROM sqa WHERE id < (SELECT avg(k) FROM sqb) GROUP BY g$$,
+                 $$SELECT g, count(*) FROM remote.sq_a WHERE id < (SELECT avg(k) FROM remote.sq_b) GROUP BY g$$);
+-- No row: NULL, no row matches.
+SELECT count(*) FROM sqa WHERE id > (SELECT k FROM sqb WHERE note = 'none');
+-- More than one row: the remote server's error, the one local tables give.
+SELECT count(*) FROM sqa WHERE id > (SELECT k FROM sqb WHERE note = 'bad');
+SELECT count(*) FROM remote.sq_a WHERE id > (SELECT k FROM remote.sq_b WHERE note = 'bad');
+-- The value used locally as well: the initplan runs for that use.
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT id, (SELECT max(k) FROM sqb) AS m FROM sqa WHERE id > (SELECT max(k) FROM sqb) - 5;
+SELECT id, (SELECT max(k) FROM sqb) AS m FROM sqa WHERE id > (SELECT max(k) FROM sqb) - 5 ORDER BY id;
+-- The subquery on another server: its value is sent as a parameter.
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT id FROM sqa WHERE id > (SELECT max(k) FROM sqb2) - 5;
+SELECT id FROM sqa WHERE id > (SELECT max(k) FROM sqb2) - 5 ORDER BY id;
+-- Partitions on two servers: the partition on the subquery's server writes
+-- it, the other takes its value.
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT id FROM sqp WHERE id > (SELECT max(k) FROM sqb) - 10 OR id < (SELECT min(k) FROM sqb);
+SELECT rows_same($$SELECT id FROM sqp WHERE id > (SELECT max(k) FROM sqb) - 10 OR id < (SELECT min(k) FROM sqb)$$,
+                 $$SELECT id FROM remote.sq_a WHERE id > (SELECT max(k) FROM remote.sq_b) - 10 OR id < (SELECT min(k) FROM remote.sq_b)$$);
+-- A subquery with a parameter of its own (a generic plan's $1) is not
+-- written there: its value is sent.
+PREPARE sqi(int) AS SELECT count(*) FROM sqa WHERE id > (SELECT max(k) FROM sqb WHERE id < $1);
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE sqi(20);
+EXECUTE sqi(20);
+RESET plan_cache_mode;
+SELECT count(*) FROM remote.sq_a WHERE id > (SELECT max(k) FROM remote.sq_b WHERE id < 20);
+DEALLOCATE sqi;
+-- A correlated scalar subquery is no initplan: unchanged.
+SELECT rows_same($$SELECT id, (SELECT count(*) FROM sqb b WHERE b.k = a.id) FROM sqa a WHERE id < 20$$,
+                 $$SELECT id, (SELECT count(*) FROM remote.sq_b b WHERE b.k = a.id) FROM remote.sq_a a WHERE id < 20$$);
+-- In a transaction after writes of the subquery's table: the remote query
+-- sees them, as the initplan would.
+BEGIN;
+INSERT INTO sqb VALUES (1000, 250, 'bad');
+SELECT count(*) FROM sqa WHERE id > (SELECT max(k) FROM sqb WHERE note = 'bad') - 60;
+ROLLBACK;
+SELECT count(*) FROM remote.sq_a WHERE id > 250 - 60;
+
 DROP TABLE sqp;
 DROP FOREIGN TABLE sqa, sqb, sqn, sqb2;
 DROP TABLE remote.sq_a, remote.sq_b, remote.sq_n, remote.sq_p1, remote.sq_p2;

@@ -283,7 +283,8 @@ extern void afdw_scan_private(ForeignScan *plan, char **sql,
 							  List **retrieved_attrs, int *fetch_size,
 							  bool *stream, char **outer_order);
 extern void afdw_mark_recheck_only(Plan *plan);
-extern bool afdw_scan_recheck_only(ForeignScan *plan);
+extern void afdw_mark_when_read(ForeignScan *scan);
+extern bool afdw_scan_when_read(ForeignScan *plan);
 extern void afdw_set_key_slots(ForeignScan *scan, int at, bool where, List *slots);
 extern List *afdw_make_key_slot(AttrNumber attno, Oid opno, Oid collation,
 								const char *before, const char *after);
@@ -527,10 +528,18 @@ extern void afdw_classify_conditions(PlannerInfo *root, RelOptInfo *baserel,
 extern bool afdw_is_shippable_grouped(PlannerInfo *root, RelOptInfo *baserel,
 									  Expr *expr, bool partial);
 
-/* deparse_expr.c */
-extern bool afdw_is_builtin(Oid oid);
+/* shippable_subplans.c */
 extern SubPlan *afdw_sent_subplan(PlannerInfo *root, Node *node, Oid serverid,
 								  Oid umid, ForeignScan **scan);
+extern ForeignScan *afdw_sent_initplan(PlannerInfo *root, Param *param,
+									   Oid serverid, Oid umid);
+extern uint64 afdw_initplans_sent(void);
+
+/* initplans.c */
+extern void afdw_mark_unread_initplans(PlannedStmt *stmt);
+
+/* deparse_expr.c */
+extern bool afdw_is_builtin(Oid oid);
 extern bool afdw_type_names_by_oid(Oid type);
 extern Expr *afdw_case_when_value(CaseWhen *cw);
 extern AfdwPartialForm afdw_partial_form(Aggref *agg);

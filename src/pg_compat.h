@@ -456,4 +456,24 @@ afdw_set_parent_rel(RelOptInfo *child, RelOptInfo *parent)
 #endif
 }
 
+/*
+ * afdw_plan_prunes
+ *		Whether PLAN, an Append or MergeAppend, prunes its children at run
+ *		time: 18 keeps the pruning steps in the PlannedStmt and an index to
+ *		them in the plan, 15 and 17 the steps in the plan.
+ */
+static inline bool
+afdw_plan_prunes(Plan *plan)
+{
+#if PG_VERSION_NUM >= 180000
+	if (IsA(plan, Append))
+		return ((Append *) plan)->part_prune_index >= 0;
+	return ((MergeAppend *) plan)->part_prune_index >= 0;
+#else
+	if (IsA(plan, Append))
+		return ((Append *) plan)->part_prune_info != NULL;
+	return ((MergeAppend *) plan)->part_prune_info != NULL;
+#endif
+}
+
 #endif							/* AFDW_PG_COMPAT_H */

@@ -34,9 +34,12 @@ enum AfdwScanPrivate
 								 * wrapper ("" for none) */
 	AFDW_PRIVATE_RELATIONS,		/* String: what a remote join or aggregate
 								 * reads, for EXPLAIN ("" for a scan) */
-	AFDW_PRIVATE_RECHECK_ONLY,	/* Boolean: a scan of the local join plan
-								 * of a remote join, run only to recheck a
-								 * row (afdw_mark_recheck_only) */
+	AFDW_PRIVATE_WHEN_READ,		/* Boolean: prepared only when read: a scan
+								 * of the local join plan of a remote join,
+								 * run only to recheck a row
+								 * (afdw_mark_recheck_only), or of an
+								 * initplan whose value nothing reads
+								 * (afdw_mark_when_read) */
 	AFDW_PRIVATE_OWN_LIMIT,		/* Integer: when the remote SELECT has the
 								 * query's LIMIT (order_limit.c,
 								 * afdw_add_final_path), the most rows it
@@ -202,9 +205,9 @@ afdw_mark_recheck_only(Plan *plan)
 	if (plan == NULL)
 		return;
 	if (IsA(plan, ForeignScan) && ((ForeignScan *) plan)->scan.scanrelid > 0 &&
-		list_length(((ForeignScan *) plan)->fdw_private) > AFDW_PRIVATE_RECHECK_ONLY)
+		list_length(((ForeignScan *) plan)->fdw_private) > AFDW_PRIVATE_WHEN_READ)
 		list_nth_cell(((ForeignScan *) plan)->fdw_private,
-					  AFDW_PRIVATE_RECHECK_ONLY)->ptr_value = makeBoolean(true);
+					  AFDW_PRIVATE_WHEN_READ)->ptr_value = makeBoolean(true);
 	if (IsA(plan, Append))
 	{
 		foreach(lc, ((Append *) plan)->appendplans)
@@ -220,15 +223,31 @@ afdw_mark_recheck_only(Plan *plan)
 }
 
 /*
- * afdw_scan_recheck_only
- *		Whether PLAN is a scan that runs only to recheck a row of a remote
- *		join (afdw_mark_recheck_only).
+ * afdw_mark_when_read
+ *		Mark SCAN, an async_fdw scan, as prepared only when read: its remote
+ *		query is not sent with those of the statement's other scans
+ *		(scan.c).  For the scans of an initplan whose value nothing in the
+ *		plan reads (initplans.c): written into remote queries instead.
+ */
+void
+afdw_mark_when_read(ForeignScan *scan)
+{
+	if (list_length(scan->fdw_private) > AFDW_PRIVATE_WHEN_READ)
+		list_nth_cell(scan->fdw_private,
+					  AFDW_PRIVATE_WHEN_READ)->ptr_value = makeBoolean(true);
+}
+
+/*
+ * afdw_scan_when_read
+ *		Whether PLAN is a scan prepared only when read: one that runs only
+ *		to recheck a row of a remote join (afdw_mark_recheck_only), or one
+ *		of an initplan whose value nothing reads (afdw_mark_when_read).
  */
 bool
-afdw_scan_recheck_only(ForeignScan *plan)
+afdw_scan_when_read(ForeignScan *plan)
 {
-	return list_length(plan->fdw_private) > AFDW_PRIVATE_RECHECK_ONLY &&
-		boolVal(list_nth(plan->fdw_private, AFDW_PRIVATE_RECHECK_ONLY));
+	return list_length(plan->fdw_private) > AFDW_PRIVATE_WHEN_READ &&
+		boolVal(list_nth(plan->fdw_private, AFDW_PRIVATE_WHEN_READ));
 }
 
 /*

@@ -220,13 +220,15 @@ computed_row_type(ForeignScanState *node, EState *estate)
  *
  * A scan of the local join plan that rechecks a row of a remote join
  * (afdw_mark_recheck_only) is prepared only if it is ever read, which a
- * recheck does not do: it returns the row under test.
+ * recheck does not do: it returns the row under test.  So is a scan of an
+ * initplan whose value is written into remote queries and read nowhere
+ * (afdw_mark_when_read): it is never read.
  */
 static void
 afdwBeginForeignScan(ForeignScanState *node, int eflags)
 {
 	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) ||
-		afdw_scan_recheck_only((ForeignScan *) node->ss.ps.plan))
+		afdw_scan_when_read((ForeignScan *) node->ss.ps.plan))
 		return;
 	begin_scan(node);
 }

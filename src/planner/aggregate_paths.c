@@ -753,6 +753,7 @@ plan_query(Query *query, const char *query_string, int cursor_options,
 	PG_TRY();
 	{
 		int			slots = afdw_key_slots_made();
+		uint64		initplans = afdw_initplans_sent();
 
 		planner_wrapped = true;
 		if (prev_planner_hook != NULL)
@@ -765,6 +766,9 @@ plan_query(Query *query, const char *query_string, int cursor_options,
 		if (afdw_key_slots_made() != slots)
 			afdw_attach_key_collectors(result);
 		key_slots_seen = afdw_key_slots_made();
+		/* Initplans written into remote queries: start no scan of theirs. */
+		if (afdw_initplans_sent() != initplans)
+			afdw_mark_unread_initplans(result);
 	}
 	PG_FINALLY();
 	{

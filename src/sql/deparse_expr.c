@@ -443,7 +443,9 @@ deparse_const(Const *c, DeparseContext *cxt, bool bare)
 /*
  * deparse_param
  *		Append $n for the parameter expression EXPR (a Param, or another
- *		relation's column), registering it in *params.
+ *		relation's column), registering it in *params; or, for the value of
+ *		an initplan that can run on the same server (afdw_sent_initplan),
+ *		the initplan's remote SELECT in parentheses.
  */
 static void
 deparse_param(Expr *expr, DeparseContext *cxt)
@@ -451,6 +453,29 @@ deparse_param(Expr *expr, DeparseContext *cxt)
 	int			n = 0;
 	ListCell   *lc;
 	bool		found = false;
+
+	if (IsA(expr, Param) && cxt->root != NULL && cxt->baserel != NULL)
+	{
+		AfdwRelInfo *fp = (AfdwRelInfo *) cxt->baserel->fdw_private;
+		ForeignScan *fs = NULL;
+
+		if (fp != NULL && fp->user != NULL)
+			fs = afdw_sent_initplan(cxt->root, (Param *) expr,
+									fp->user->serverid, fp->user->umid);
+		if (fs != NULL)
+		{
+			char	   *sql;
+			List	   *retrieved;
+			int			fetch_size;
+			bool		stream;
+			char	   *outer_order;
+
+			afdw_scan_private(fs, &sql, &retrieved, &fetch_size, &stream,
+							  &outer_order);
+			appendStringInfo(cxt->buf, "(%s)", sql);
+			return;
+		}
+	}
 
 	foreach(lc, *cxt->params)
 	{

@@ -8,7 +8,9 @@
  * A condition "x op ANY/ALL (subquery)" that the planner keeps as a
  * subplan (NOT IN, IN under OR, op ALL) is sent whole when the subquery's
  * plan is one remote SELECT of the scan's server and user mapping that
- * returns exactly the compared column (see pushdown.md).
+ * returns exactly the compared column (see pushdown.md); so is the value
+ * of an uncorrelated scalar subquery, an initplan, in place of its
+ * parameter.
  *
  *-------------------------------------------------------------------------
  */
@@ -21,28 +23,24 @@
 
 #include "async_fdw.h"
 
+/* How many initplans were written into remote queries (afdw_sent_initplan). */
+static uint64 initplans_sent = 0;
+
 /*
- * subplan_scan
- *		The ForeignScan that SubPlan SP runs, when its remote SELECT can be
- *		written inside a query to server SERVERID as user mapping UMID, in
- *		place of SP: SP is an uncorrelated "x op ANY/ALL (subquery)" whose
- *		plan (under a Material at most) is one scan of that server and user
- *		mapping, with no local condition, no parameter and no row lock,
- *		whose remote SELECT returns exactly the column compared.  NULL if
- *		not.
- *
- * The subquery then runs on the remote server in the same statement, and
- * so under the same snapshot as the rest of the query, as it would with
- * the remote transaction's other queries.
+ * sendable_scan
+ *		The ForeignScan that subquery PLAN_ID runs, when its remote SELECT
+ *		can be written inside a query to server SERVERID as user mapping
+ *		UMID: its plan (under a Material at most) is one scan of that server
+ *		and user mapping, with no local condition, no parameter and no row
+ *		lock, whose remote SELECT returns exactly the one column of type
+ *		TYPE that the subquery gives.  NULL if not.
  */
 static ForeignScan *
-subplan_scan(PlannerInfo *root, SubPlan *sp, Oid serverid, Oid umid)
+sendable_scan(PlannerInfo *root, int plan_id, Oid serverid, Oid umid, Oid type)
 {
 	Plan	   *plan;
 	ForeignScan *fs;
 	PlannerInfo *subroot;
-	OpExpr	   *test = (OpExpr *) sp->testexpr;
-	Param	   *param;
 	TargetEntry *tle;
 	char	   *sql;
 	List	   *retrieved;
@@ -51,22 +49,8 @@ subplan_scan(PlannerInfo *root, SubPlan *sp, Oid serverid, Oid umid)
 	char	   *outer_order;
 	int			relid = -1;
 
-	if (root == NULL || root->glob == NULL ||
-		(sp->subLinkType != ANY_SUBLINK && sp->subLinkType != ALL_SUBLINK) ||
-		sp->parParam != NIL || sp->args != NIL || sp->setParam != NIL ||
-		list_length(sp->paramIds) != 1 ||
-		test == NULL || !IsA(test, OpExpr) || list_length(test->args) != 2)
-		return NULL;
-
-	/* x op $n, $n the subquery's column as it comes, not converted */
-	param = (Param *) lsecond(test->args);
-	if (!IsA(param, Param) || param->paramkind != PARAM_EXEC ||
-		param->paramid != linitial_int(sp->paramIds) ||
-		contain_exec_param(linitial(test->args), sp->paramIds))
-		return NULL;
-
-	plan = (Plan *) list_nth(root->glob->subplans, sp->plan_id - 1);
-	subroot = (PlannerInfo *) list_nth(root->glob->subroots, sp->plan_id - 1);
+	plan = (Plan *) list_nth(root->glob->subplans, plan_id - 1);
+	subroot = (PlannerInfo *) list_nth(root->glob->subroots, plan_id - 1);
 	if (plan != NULL && IsA(plan, Material) && plan->initPlan == NIL)
 		plan = outerPlan(plan);
 	if (plan == NULL || !IsA(plan, ForeignScan) || subroot == NULL ||
@@ -95,7 +79,7 @@ subplan_scan(PlannerInfo *root, SubPlan *sp, Oid serverid, Oid umid)
 	afdw_scan_private(fs, &sql, &retrieved, &fetch_size, &stream, &outer_order);
 	tle = linitial_node(TargetEntry, plan->targetlist);
 	if (tle->resjunk || list_length(retrieved) != 1 ||
-		exprType((Node *) tle->expr) != param->paramtype)
+		exprType((Node *) tle->expr) != type)
 		return NULL;
 	if (fs->scan.scanrelid > 0)
 	{
@@ -109,6 +93,41 @@ subplan_scan(PlannerInfo *root, SubPlan *sp, Oid serverid, Oid umid)
 			 !equal(tle->expr, linitial_node(TargetEntry, fs->fdw_scan_tlist)->expr))
 		return NULL;
 	return fs;
+}
+
+/*
+ * subplan_scan
+ *		The ForeignScan that SubPlan SP runs, when its remote SELECT can be
+ *		written inside a query to server SERVERID as user mapping UMID, in
+ *		place of SP: SP is an uncorrelated "x op ANY/ALL (subquery)" whose
+ *		plan is one remote SELECT of that server and user mapping returning
+ *		exactly the column compared (sendable_scan).  NULL if not.
+ *
+ * The subquery then runs on the remote server in the same statement, and
+ * so under the same snapshot as the rest of the query, as it would with
+ * the remote transaction's other queries.
+ */
+static ForeignScan *
+subplan_scan(PlannerInfo *root, SubPlan *sp, Oid serverid, Oid umid)
+{
+	OpExpr	   *test = (OpExpr *) sp->testexpr;
+	Param	   *param;
+
+	if (root == NULL || root->glob == NULL ||
+		(sp->subLinkType != ANY_SUBLINK && sp->subLinkType != ALL_SUBLINK) ||
+		sp->parParam != NIL || sp->args != NIL || sp->setParam != NIL ||
+		list_length(sp->paramIds) != 1 ||
+		test == NULL || !IsA(test, OpExpr) || list_length(test->args) != 2)
+		return NULL;
+
+	/* x op $n, $n the subquery's column as it comes, not converted */
+	param = (Param *) lsecond(test->args);
+	if (!IsA(param, Param) || param->paramkind != PARAM_EXEC ||
+		param->paramid != linitial_int(sp->paramIds) ||
+		contain_exec_param(linitial(test->args), sp->paramIds))
+		return NULL;
+
+	return sendable_scan(root, sp->plan_id, serverid, umid, param->paramtype);
 }
 
 /*
@@ -138,4 +157,67 @@ afdw_sent_subplan(PlannerInfo *root, Node *node, Oid serverid, Oid umid,
 			return lfirst_node(SubPlan, lc);
 	}
 	return NULL;
+}
+
+/*
+ * afdw_sent_initplan
+ *		The ForeignScan of the initplan that sets PARAM, when its remote
+ *		SELECT can be written in place of PARAM inside a query to server
+ *		SERVERID as user mapping UMID: the initplan is an uncorrelated
+ *		scalar subquery (a "(SELECT ...)" used as a value) whose plan is one
+ *		remote SELECT of that server and user mapping returning the value
+ *		(sendable_scan).  NULL if not.
+ *
+ * Written there, the subquery runs on the remote server in the same
+ * statement, under the same snapshot, and the statement need not wait for
+ * the initplan's own remote query before it is sent: a round trip fewer
+ * (Q22's average balance, on the server of the customers it filters).  The
+ * remote server raises the error the executor would when the subquery
+ * returns more than one row, and gives NULL when it returns none.  The
+ * initplan stays in the plan for any other use of its value; when there is
+ * none, its scans are not started (initplans.c, told by
+ * afdw_initplans_sent).
+ */
+ForeignScan *
+afdw_sent_initplan(PlannerInfo *root, Param *param, Oid serverid, Oid umid)
+{
+	ForeignScan *scan;
+
+	if (param->paramkind != PARAM_EXEC)
+		return NULL;
+	/* An initplan of this query level or of one around it sets it. */
+	for (PlannerInfo *level = root; level != NULL; level = level->parent_root)
+	{
+		ListCell   *lc;
+
+		foreach(lc, level->init_plans)
+		{
+			SubPlan    *sp = lfirst_node(SubPlan, lc);
+
+			if (list_length(sp->setParam) != 1 ||
+				linitial_int(sp->setParam) != param->paramid)
+				continue;
+			if (sp->subLinkType != EXPR_SUBLINK || sp->parParam != NIL ||
+				sp->args != NIL || level->glob == NULL)
+				return NULL;
+			scan = sendable_scan(level, sp->plan_id, serverid, umid,
+								 param->paramtype);
+			if (scan != NULL)
+				initplans_sent++;
+			return scan;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * afdw_initplans_sent
+ *		How many times an initplan was written into a remote query in this
+ *		backend: the planner hook looks for initplans nothing reads after a
+ *		planning during which it grew (initplans.c).
+ */
+uint64
+afdw_initplans_sent(void)
+{
+	return initplans_sent;
 }
