@@ -66,6 +66,9 @@ static ExecutorStart_hook_type prev_executor_start = NULL;
  * given keys by afdw_executor_start).
  */
 static int	key_slots_seen = 0;
+
+/* afdw_initplans_sent when the last plan was looked at (initplans.c). */
+static uint64 initplans_seen = 0;
 static create_upper_paths_hook_type prev_upper_paths_hook = NULL;
 
 /*
@@ -769,6 +772,7 @@ plan_query(Query *query, const char *query_string, int cursor_options,
 		/* Initplans written into remote queries: start no scan of theirs. */
 		if (afdw_initplans_sent() != initplans)
 			afdw_mark_unread_initplans(result);
+		initplans_seen = afdw_initplans_sent();
 	}
 	PG_FINALLY();
 	{
@@ -808,12 +812,14 @@ afdw_planner(Query *query, const char *query_string, int cursor_options,
  * afdw_executor_start
  *		Give the scans of the plan made by the planning that loaded
  *		async_fdw (the planner hook did not wrap it) the keys of the hash
- *		joins above them, as afdw_planner gives those of later plans; then
- *		start the executor.
+ *		joins above them, and keep its initplans that nothing reads from
+ *		starting, as afdw_planner does for later plans; then start the
+ *		executor.
  *
  * The plan is the next to start: a statement runs (or is explained) just after
- * it is planned.  Giving keys twice changes nothing (hash_join_keys.c), so a
- * plan made and never run costs the next one only a look.
+ * it is planned.  Giving keys or marking twice changes nothing
+ * (hash_join_keys.c, initplans.c), so a plan made and never run costs the
+ * next one only a look.
  */
 static void
 afdw_executor_start(QueryDesc *queryDesc, int eflags)
@@ -822,6 +828,11 @@ afdw_executor_start(QueryDesc *queryDesc, int eflags)
 	{
 		key_slots_seen = afdw_key_slots_made();
 		afdw_attach_key_collectors(queryDesc->plannedstmt);
+	}
+	if (afdw_initplans_sent() != initplans_seen)
+	{
+		initplans_seen = afdw_initplans_sent();
+		afdw_mark_unread_initplans(queryDesc->plannedstmt);
 	}
 	if (prev_executor_start != NULL)
 		prev_executor_start(queryDesc, eflags);

@@ -40,7 +40,7 @@ static void mark_plan(PlannedStmt *stmt, Plan *plan);
 static bool value_read(PlannedStmt *stmt, Plan *plan, SubPlan *init);
 static bool expression_reads(Node *node, ReadContext *cxt);
 static bool own_expressions_read(Plan *plan, ReadContext *cxt);
-static bool children_read(Plan *plan, int paramid);
+static bool subtree_reads(Plan *plan, ReadContext *cxt);
 static void mark_scans(Plan *plan);
 
 /*
@@ -108,9 +108,10 @@ mark_plan(PlannedStmt *stmt, Plan *plan)
  *		PLAN.  True when not sure.
  *
  * The value is a parameter of PLAN's level: only PLAN and what is under
- * it can read it.  Each plan under PLAN lists the parameters from above
- * it that it reads, its own initplans' included (extParam, set by the
- * planner for every plan node); PLAN's own expressions are looked at here.
+ * it can read it.  The planner lists, for every plan node, the parameters
+ * from above that it and the plans under it may read (extParam): the plans
+ * whose list names it are looked into, their own expressions here.  A
+ * plan under PLAN with initplans of its own counts as reading it.
  */
 static bool
 value_read(PlannedStmt *stmt, Plan *plan, SubPlan *init)
@@ -131,7 +132,7 @@ value_read(PlannedStmt *stmt, Plan *plan, SubPlan *init)
 							  bms_is_member(cxt.paramid, other_plan->extParam)))
 			return true;
 	}
-	return own_expressions_read(plan, &cxt) || children_read(plan, cxt.paramid);
+	return own_expressions_read(plan, &cxt) || subtree_reads(plan, &cxt);
 }
 
 /*
@@ -163,6 +164,8 @@ own_expressions_read(Plan *plan, ReadContext *cxt)
 						cxt->stmt->rowMarks != NIL) &&
 					expression_reads((Node *) fs->fdw_recheck_quals, cxt);
 			}
+		case T_CustomScan:
+			return expression_reads((Node *) ((CustomScan *) plan)->custom_exprs, cxt);
 		case T_Result:
 			return expression_reads(((Result *) plan)->resconstantqual, cxt);
 		case T_Limit:
@@ -198,16 +201,20 @@ own_expressions_read(Plan *plan, ReadContext *cxt)
 }
 
 /*
- * children_read
- *		Whether a plan under PLAN reads parameter PARAMID; true for a kind
- *		of plan node whose children are not known here.
+ * subtree_reads
+ *		Whether a plan under PLAN reads CXT's parameter: each plan whose
+ *		extParam names it (the planner's list of the parameters from above
+ *		that a plan and the plans under it may read, counting conditions
+ *		kept for rechecks) is looked into; true for a kind of plan node
+ *		whose children are not known here.
  */
 static bool
-children_read(Plan *plan, int paramid)
+subtree_reads(Plan *plan, ReadContext *cxt)
 {
 	ListCell   *lc;
 	List	   *children = NIL;
 
+	check_stack_depth();
 	switch (nodeTag(plan))
 	{
 		case T_Append:
@@ -219,20 +226,28 @@ children_read(Plan *plan, int paramid)
 		case T_SubqueryScan:
 			children = list_make1(((SubqueryScan *) plan)->subplan);
 			break;
+		case T_CustomScan:
+			children = ((CustomScan *) plan)->custom_plans;
+			break;
 		case T_BitmapAnd:
 		case T_BitmapOr:
-		case T_CustomScan:
 		case T_ModifyTable:
 			return true;
 		default:
 			break;
 	}
-	if ((plan->lefttree != NULL && bms_is_member(paramid, plan->lefttree->extParam)) ||
-		(plan->righttree != NULL && bms_is_member(paramid, plan->righttree->extParam)))
-		return true;
+	if (plan->lefttree != NULL)
+		children = lappend(list_copy(children), plan->lefttree);
+	if (plan->righttree != NULL)
+		children = lappend(list_copy(children), plan->righttree);
 	foreach(lc, children)
 	{
-		if (bms_is_member(paramid, ((Plan *) lfirst(lc))->extParam))
+		Plan	   *child = (Plan *) lfirst(lc);
+
+		if (!bms_is_member(cxt->paramid, child->extParam))
+			continue;
+		if (child->initPlan != NIL || own_expressions_read(child, cxt) ||
+			subtree_reads(child, cxt))
 			return true;
 	}
 	return false;
