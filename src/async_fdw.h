@@ -310,10 +310,19 @@ typedef enum AfdwFenceSide
 								 * servers */
 } AfdwFenceSide;
 
+/* Whether commits and reads of several servers go through the fence. */
+typedef enum AfdwFenceState
+{
+	AFDW_FENCE_ON,				/* they do */
+	AFDW_FENCE_NOT_PRELOADED,	/* async_fdw is not preloaded */
+	AFDW_FENCE_TURNED_OFF		/* async_fdw.atomic_visibility is off */
+} AfdwFenceState;
+
 extern void afdw_fence_init(void);
 extern void afdw_fence_preload(void);
 extern bool afdw_fence_active(void);
-extern const char *afdw_fence_state(void);
+extern AfdwFenceState afdw_fence_state(void);
+extern const char *afdw_fence_state_name(AfdwFenceState state);
 extern void afdw_fence_note_unfenced(void);
 extern bool afdw_fence_enter(AfdwFenceSide side, int timeout_ms);
 extern void afdw_fence_leave(void);

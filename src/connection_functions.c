@@ -150,7 +150,7 @@ async_fdw_get_connections(PG_FUNCTION_ARGS)
 		else
 			nulls[i] = true;
 		i++;
-		values[i++] = CStringGetTextDatum(afdw_fence_state());
+		values[i++] = CStringGetTextDatum(afdw_fence_state_name(afdw_fence_state()));
 		Assert(i == GET_CONNECTIONS_COLS);
 
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

@@ -21,7 +21,6 @@
 #include "catalog/pg_class.h"
 #include "commands/explain.h"
 #include "foreign/foreign.h"
-#include "parser/parsetree.h"
 #include "executor/executor.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
@@ -96,13 +95,13 @@ first_written(EState *estate, ResultRelInfo *rinfo)
 void
 afdw_explain_commit_fence(ExplainState *es, EState *estate, ResultRelInfo *rinfo)
 {
-	const char *state = afdw_fence_state();
+	AfdwFenceState state = afdw_fence_state();
 
-	if (!es->verbose || strcmp(state, "on") == 0 || es->pstmt == NULL ||
+	if (!es->verbose || state == AFDW_FENCE_ON || es->pstmt == NULL ||
 		rinfo == NULL || !first_written(estate, rinfo) ||
 		!several_servers(es->pstmt->rtable))
 		return;
-	ExplainPropertyText("Commit Fence", state, es);
+	ExplainPropertyText("Commit Fence", afdw_fence_state_name(state), es);
 }
 
 /*

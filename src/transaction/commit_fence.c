@@ -179,24 +179,44 @@ afdw_fence_active(void)
 /*
  * afdw_fence_state
  *		Whether this backend's commits on several servers, and its reads of
- *		several servers, go through the fence: "on", or why they do not:
- *		"not preloaded" (async_fdw is not in shared_preload_libraries) or
- *		"turned off" (async_fdw.atomic_visibility).
+ *		several servers, go through the fence, or why they do not: async_fdw
+ *		is not in shared_preload_libraries, or async_fdw.atomic_visibility
+ *		is off.
  */
-const char *
+AfdwFenceState
 afdw_fence_state(void)
 {
 	if (fence == NULL)
-		return "not preloaded";
+		return AFDW_FENCE_NOT_PRELOADED;
 	if (!atomic_visibility)
-		return "turned off";
-	return "on";
+		return AFDW_FENCE_TURNED_OFF;
+	return AFDW_FENCE_ON;
+}
+
+/*
+ * afdw_fence_state_name
+ *		STATE as async_fdw_get_connections() and EXPLAIN show it: "on", "not
+ *		preloaded", "turned off".
+ */
+const char *
+afdw_fence_state_name(AfdwFenceState state)
+{
+	switch (state)
+	{
+		case AFDW_FENCE_ON:
+			return "on";
+		case AFDW_FENCE_NOT_PRELOADED:
+			return "not preloaded";
+		case AFDW_FENCE_TURNED_OFF:
+			return "turned off";
+	}
+	return "unknown";			/* keep the compiler quiet */
 }
 
 /*
  * afdw_fence_note_unfenced
  *		A commit on several servers goes without the fence: say so in the
- *		log, once per backend.
+ *		log, once per backend, with the reason afdw_fence_state gives.
  */
 void
 afdw_fence_note_unfenced(void)
@@ -206,7 +226,7 @@ afdw_fence_note_unfenced(void)
 	unfenced_logged = true;
 	ereport(LOG,
 			(errmsg("async_fdw commits a transaction on several servers without the commit fence"),
-			 errdetail(fence == NULL ?
+			 errdetail(afdw_fence_state() == AFDW_FENCE_NOT_PRELOADED ?
 					   "async_fdw is not in shared_preload_libraries." :
 					   "async_fdw.atomic_visibility is off."),
 			 errhint("Reads of several servers may see part of such a transaction.")));
