@@ -493,6 +493,7 @@ extern AfdwConn *afdw_acquire_connection(UserMapping *user);
 extern AfdwConn *afdw_acquire_writer(UserMapping *user);
 extern AfdwConn *afdw_get_connection(UserMapping *user);
 extern bool afdw_cancel_harmless(AfdwConn *conn);
+extern bool afdw_cancel_opened(AfdwConn *entry, TimestampTz deadline);
 extern void afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner,
 							  AfdwDrainFn drain, bool nested, bool last);
 extern void afdw_send_write(AfdwConn *conn, const char *sql, bool copy,

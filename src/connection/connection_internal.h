@@ -230,6 +230,17 @@ struct AfdwConn
 	AfdwWrap	wrap;
 
 	/*
+	 * How many results of the command in flight are still to come from
+	 * the statements sent ahead of the caller's own: the start of the
+	 * remote transaction with its snapshot, the savepoints of the local
+	 * nesting level, a scan's SAVEPOINT afdw_ra.  A cancel that lands
+	 * among them would abort the remote transaction, or leave a savepoint
+	 * untaken that the local transaction counts on (afdw_cancel_harmless).
+	 * Counted down as their results come; 0 after any failure or the end.
+	 */
+	int			opening;
+
+	/*
 	 * The command in flight ends with the COMMIT of the remote transaction
 	 * it opened (afdw_send_in_xact), whose result has not come yet.
 	 */
@@ -422,6 +433,7 @@ extern void afdw_append_xact_settings(StringInfo sql);
 /* remote_commands.c */
 extern bool afdw_wait_cleanup(AfdwConn *entry, TimestampTz deadline,
 							  bool ignore_errors, char *failed_state);
+extern bool afdw_cleanup_step(AfdwConn *entry, TimestampTz deadline);
 extern bool afdw_copy_abandon(AfdwConn *entry, TimestampTz deadline);
 extern PGresult *afdw_pop_result(AfdwConn *conn, bool *is_export);
 extern void afdw_set_in_flight(AfdwConn *conn, AfdwInFlight state);

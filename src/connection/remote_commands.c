@@ -421,6 +421,66 @@ afdw_wait_socket_until(AfdwConn *conn, const char *sql, TimestampTz deadline)
 	afdw_report_remote_error(NULL, conn, sql);
 }
 
+/* What cleanup_next read of the command in flight. */
+typedef enum CleanupRead
+{
+	CLEANUP_DONE,				/* a result that succeeded, or an export */
+	CLEANUP_FAILED,				/* a result that failed */
+	CLEANUP_END,				/* the command's end: nothing in flight */
+	CLEANUP_STUCK				/* the deadline passed or the connection broke */
+} CleanupRead;
+
+/*
+ * cleanup_next
+ *		Wait at most until DEADLINE for the next result of the command in
+ *		flight on ENTRY and throw it away, raising no error: what came.  A
+ *		failed result's SQLSTATE goes to FAILED_STATE (6 bytes) when it is
+ *		not NULL.  A snapshot export's result is kept (a rollback to a
+ *		savepoint leaves the transaction running); a COPY's rows are read
+ *		to their end.
+ */
+static CleanupRead
+cleanup_next(AfdwConn *entry, TimestampTz deadline, char *failed_state)
+{
+	PGresult   *res;
+	bool		is_export;
+	ExecStatusType status;
+
+	while (!afdw_result_ready(entry))
+	{
+		if (!wait_for_input(entry, deadline))
+			return CLEANUP_STUCK;
+	}
+	res = afdw_pop_result(entry, &is_export);
+	if (is_export)
+	{
+		(void) afdw_session_hooks->export(entry, res, false);
+		return CLEANUP_DONE;
+	}
+	if (res == NULL)
+	{
+		afdw_set_idle(entry);
+		return CLEANUP_END;
+	}
+	status = PQresultStatus(res);
+	if (status == PGRES_COPY_OUT)
+	{
+		PQclear(res);
+		return discard_copy_data(entry, deadline) ? CLEANUP_DONE : CLEANUP_STUCK;
+	}
+	if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
+	{
+		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+		if (failed_state != NULL)
+			strlcpy(failed_state, state != NULL ? state : "", 6);
+		PQclear(res);
+		return CLEANUP_FAILED;
+	}
+	PQclear(res);
+	return CLEANUP_DONE;
+}
+
 /*
  * afdw_wait_cleanup
  *		Wait at most until DEADLINE for the results of the command in flight,
@@ -438,60 +498,48 @@ bool
 afdw_wait_cleanup(AfdwConn *entry, TimestampTz deadline, bool ignore_errors,
 				  char *failed_state)
 {
-	PGconn	   *conn = entry->conn;
 	bool		ok = true;
+	char		state[6];
 
 	if (failed_state != NULL)
 		failed_state[0] = '\0';
 
 	/* The answer may be in already: then there is no need to wait. */
-	if (!afdw_result_ready(entry) && !PQconsumeInput(conn))
+	if (!afdw_result_ready(entry) && !PQconsumeInput(entry->conn))
 		return false;
 
 	for (;;)
 	{
-		PGresult   *res;
-		bool		is_export;
-
-		while (!afdw_result_ready(entry))
+		switch (cleanup_next(entry, deadline, state))
 		{
-			if (!wait_for_input(entry, deadline))
+			case CLEANUP_DONE:
+				break;
+			case CLEANUP_FAILED:
+				if (ok && failed_state != NULL && !ignore_errors)
+					strlcpy(failed_state, state, 6);
+				ok = ok && ignore_errors;
+				break;
+			case CLEANUP_END:
+				return ok;
+			case CLEANUP_STUCK:
 				return false;
 		}
-		res = afdw_pop_result(entry, &is_export);
-		if (is_export)
-		{
-			/*
-			 * Keep the snapshot (a rollback to a savepoint leaves the
-			 * transaction running), without an error here.
-			 */
-			(void) afdw_session_hooks->export(entry, res, false);
-			continue;
-		}
-		if (res == NULL)
-		{
-			afdw_set_idle(entry);
-			break;
-		}
-		if (PQresultStatus(res) == PGRES_COPY_OUT)
-		{
-			PQclear(res);
-			if (!discard_copy_data(entry, deadline))
-				return false;
-			continue;
-		}
-		if (PQresultStatus(res) != PGRES_COMMAND_OK &&
-			PQresultStatus(res) != PGRES_TUPLES_OK && !ignore_errors)
-		{
-			const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-
-			if (ok && failed_state != NULL && state != NULL)
-				strlcpy(failed_state, state, 6);
-			ok = false;
-		}
-		PQclear(res);
 	}
-	return ok;
+}
+
+/*
+ * afdw_cleanup_step
+ *		Wait at most until DEADLINE for the next result of the command in
+ *		flight on ENTRY, and throw it away as afdw_wait_cleanup does; false
+ *		if the deadline passed or the connection broke first.  The caller
+ *		follows the command through the session hooks, result by result.
+ */
+bool
+afdw_cleanup_step(AfdwConn *entry, TimestampTz deadline)
+{
+	if (!afdw_result_ready(entry) && !PQconsumeInput(entry->conn))
+		return false;
+	return cleanup_next(entry, deadline, NULL) != CLEANUP_STUCK;
 }
 
 /*

@@ -232,6 +232,16 @@ afdw_acquire_writer(UserMapping *user)
 static void
 session_result(AfdwConn *conn, PGresult *res)
 {
+	if (conn->opening > 0)
+	{
+		ExecStatusType status = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+
+		/* After a failure the rest of the message does not run. */
+		if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK)
+			conn->opening--;
+		else
+			conn->opening = 0;
+	}
 	track_wrap(conn, res);
 	if (conn->preparing != 0)
 		afdw_note_prepare(conn, res);
@@ -481,7 +491,10 @@ afdw_begin_xact_async(AfdwConn *conn)
 	check_xact_failed(conn);
 	prefix = xact_prefix(conn, false, &nstatements);
 	if (prefix[0] != '\0')
+	{
 		afdw_send_query(conn, prefix, 0, NULL);
+		conn->opening = nstatements;
+	}
 	pfree(prefix);
 }
 
@@ -547,9 +560,12 @@ afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner, AfdwDrainFn drai
 		conn->commit_rides = true;
 		conn->wrap_skip = 0;
 		conn->wrap = AFDW_WRAP_NONE;
+		conn->opening = nstatements;
 	}
 	else
 	{
+		/* The SAVEPOINT afdw_ra too. */
+		conn->opening = nstatements + 1;
 		conn->wrap_skip = nstatements;
 		conn->wrap = AFDW_WRAP_PENDING;
 		conn->wrap_level = GetCurrentTransactionNestLevel();
@@ -621,6 +637,7 @@ afdw_send_write(AfdwConn *conn, const char *sql, bool copy, void *owner,
 	prefix = xact_prefix(conn, false, &nstatements);
 	full = prefix[0] ? psprintf("%s; %s", prefix, sql) : pstrdup(sql);
 	afdw_send_query(conn, full, 0, NULL);
+	conn->opening = nstatements;
 	if (copy)
 		afdw_set_in_flight(conn, AFDW_IN_FLIGHT_COPY_AWAITED);
 	if (owner != NULL)
@@ -925,16 +942,44 @@ afdw_note_row_locks(AfdwConn *conn)
 /*
  * afdw_cancel_harmless
  *		Whether a cancel of CONN's command in flight can hit only that
- *		command: not while the result of the savepoint that wraps it is
- *		still to come (see AfdwConn), when the server may still be running
- *		what was sent before the savepoint in the same message (a deferred
- *		CLOSE, the RELEASE of the previous savepoint); cancelled there, they
- *		would abort the remote transaction.
+ *		command: not while results of what was sent ahead of it in the same
+ *		message are still to come (AfdwConn's opening: the start of the
+ *		remote transaction, the savepoints, a deferred CLOSE, the RELEASE of
+ *		the previous savepoint, the SAVEPOINT that wraps a scan's command);
+ *		cancelled there, they would abort the remote transaction or leave a
+ *		savepoint untaken.
  */
 bool
 afdw_cancel_harmless(AfdwConn *conn)
 {
-	return conn->wrap != AFDW_WRAP_PENDING;
+	Assert(conn->wrap != AFDW_WRAP_PENDING || conn->opening > 0 ||
+		   PQtransactionStatus(conn->conn) != PQTRANS_ACTIVE);
+	return conn->opening == 0;
+}
+
+/*
+ * afdw_cancel_opened
+ *		Cancel ENTRY's command in flight, once what was sent ahead of it has
+ *		answered (afdw_cancel_harmless): until then its results are read
+ *		and thrown away, at most until DEADLINE.  False if the wait failed,
+ *		and nothing was cancelled.
+ *
+ * For the rollback of a local savepoint: its ROLLBACK TO SAVEPOINT then
+ * finds the remote savepoint taken and the transaction around it whole.
+ * The statements ahead are quick (a transaction start, a snapshot's export
+ * or import, savepoints), and the wait is short.
+ */
+bool
+afdw_cancel_opened(AfdwConn *entry, TimestampTz deadline)
+{
+	while (entry->opening > 0 &&
+		   PQtransactionStatus(entry->conn) == PQTRANS_ACTIVE)
+	{
+		if (!afdw_cleanup_step(entry, deadline))
+			return false;
+	}
+	afdw_cancel(entry);
+	return true;
 }
 
 /*
@@ -1043,6 +1088,7 @@ forget_wrap(AfdwConn *entry)
 {
 	entry->wrap_skip = 0;
 	entry->wrap = AFDW_WRAP_NONE;
+	entry->opening = 0;
 	entry->commit_rides = false;
 	if (entry->xact_failed_msg != NULL)
 	{

@@ -542,17 +542,22 @@ subxact_callback(SubXactEvent event,
 		}
 		else
 		{
+			bool		cancelled;
+
 			snprintf(sql, sizeof(sql),
 					 "ROLLBACK TO SAVEPOINT s%d; RELEASE SAVEPOINT s%d",
 					 curlevel, curlevel);
 			/*
-			 * What was in flight is cancelled; its owner finds out at its
-			 * next use.  On failure the connection stays marked for
-			 * disconnection.
+			 * What was in flight is cancelled, once the savepoints sent
+			 * ahead of it are taken; its owner finds out at its next use.
+			 * On failure the connection stays marked for disconnection.
 			 */
-			afdw_cancel(entry);
+			cancelled = afdw_cancel_opened(entry, deadline);
 			afdw_reset_xact_state(entry, curlevel);
-			(void) abort_remote(entry, sql, deadline);
+			if (cancelled)
+				(void) abort_remote(entry, sql, deadline);
+			else
+				afdw_xact_lost(entry);
 		}
 		entry->xact_depth--;
 	}

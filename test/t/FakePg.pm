@@ -42,11 +42,12 @@ my $BINARY_SIGNATURE = "PGCOPY\n\377\r\n\0";
 # The scenarios, by name.  Keys: data (the answer to a COPY or a FETCH),
 # copy (to a COPY only), binary and text (to a COPY in that format), fetch
 # (to a FETCH only), select (to a query run whole), startup (the startup's
-# end), explain (to an EXPLAIN),
-# and cancel: what a
-# session does when a cancel request names it, 'error' answering the
-# statement with "canceling statement" as a real server does, 'close' (the
-# default) hanging up, 'ignore' carrying on.
+# end), explain (to an EXPLAIN), savepoint (to a SAVEPOINT of a local
+# nesting level, sN; with it, a ROLLBACK TO or RELEASE of a savepoint not
+# taken fails as on a real server), and cancel: what a session does when a
+# cancel request names it, 'error' answering the statement with "canceling
+# statement" as a real server does, 'close' (the default) hanging up,
+# 'ignore' carrying on.
 my %scenarios = (
 	# Everything well-formed.
 	good => {},
@@ -120,6 +121,11 @@ my %scenarios = (
 
 	# An EXPLAIN (use_remote_estimate) whose plan has no estimate.
 	explain_garbage => { explain => 'garbage' },
+
+	# SAVEPOINT sN answered after 2 s, what came before it in the same
+	# query answered at once; a cancel meanwhile fails it as on a real
+	# server, and the savepoint is not taken.
+	slow_savepoint => { savepoint => 'slow', cancel => 'error' },
 );
 
 # FakePg->new(log => FILE [, server_version => 'M.m']): start a listener on a
@@ -481,27 +487,73 @@ sub statement
 	if ($stmt =~ /^START TRANSACTION/i || $stmt =~ /^BEGIN/i)
 	{
 		$self->{status} = 'T';
+		$self->{savepoints} = [];
 		$$out .= FakePg::command_complete('START TRANSACTION');
 	}
-	elsif ($stmt =~ /^ROLLBACK TO/i)
+	elsif ($stmt =~ /^(ROLLBACK TO|RELEASE)\s+(?:SAVEPOINT\s+)?(\w+)/i)
 	{
-		$self->{status} = 'T';
-		$$out .= FakePg::command_complete('ROLLBACK');
+		my ($what, $name) = (uc $1, $2);
+		my @taken = @{ $self->{savepoints} // [] };
+		my ($at) = grep { $taken[$_] eq $name } reverse 0 .. $#taken;
+		if (!defined $at && $spec->{savepoint})
+		{
+			$$out .= FakePg::error_msg('3B001', qq{savepoint "$name" does not exist});
+			return 'error';
+		}
+		if (defined $at)
+		{
+			# A rollback keeps the savepoint; a release ends it.
+			splice(@taken, $what eq 'RELEASE' ? $at : $at + 1);
+			$self->{savepoints} = \@taken;
+		}
+		if ($what eq 'RELEASE')
+		{
+			$$out .= FakePg::command_complete('RELEASE');
+		}
+		else
+		{
+			$self->{status} = 'T';
+			$$out .= FakePg::command_complete('ROLLBACK');
+		}
 	}
 	elsif ($stmt =~ /^(ABORT|ROLLBACK)/i)
 	{
 		$self->{status} = 'I';
+		$self->{savepoints} = [];
 		$$out .= FakePg::command_complete('ROLLBACK');
 	}
 	elsif ($stmt =~ /^COMMIT/i)
 	{
 		$self->{status} = 'I';
+		$self->{savepoints} = [];
 		$$out .= FakePg::command_complete('COMMIT');
 	}
-	elsif ($stmt =~ /^(SAVEPOINT|RELEASE|SET|CLOSE|DEALLOCATE)\b/i)
+	elsif ($stmt =~ /^SAVEPOINT\s+(\w+)/i)
 	{
-		my %tags = (SAVEPOINT => 'SAVEPOINT', RELEASE => 'RELEASE', SET => 'SET',
-			CLOSE => 'CLOSE CURSOR', DEALLOCATE => 'DEALLOCATE');
+		my $name = $1;
+		if (($spec->{savepoint} // '') eq 'slow' && $name =~ /^s\d+$/)
+		{
+			# What came before is answered now; this one waits.
+			$self->send_bytes($$out) or return 'gone';
+			$$out = '';
+			$self->note("holding SAVEPOINT $name");
+			my $until = Time::HiRes::time() + 2;
+			Time::HiRes::sleep(0.01)
+			  while !$self->{cancelled} && Time::HiRes::time() < $until;
+			if ($self->{cancelled})
+			{
+				$self->{cancelled} = 0;
+				$self->note("cancel: SAVEPOINT $name not taken");
+				$$out .= FakePg::error_msg('57014', 'canceling statement due to user request');
+				return 'error';
+			}
+		}
+		push @{ $self->{savepoints} }, $name;
+		$$out .= FakePg::command_complete('SAVEPOINT');
+	}
+	elsif ($stmt =~ /^(SET|CLOSE|DEALLOCATE)\b/i)
+	{
+		my %tags = (SET => 'SET', CLOSE => 'CLOSE CURSOR', DEALLOCATE => 'DEALLOCATE');
 		$$out .= FakePg::command_complete($tags{ uc $1 });
 	}
 	elsif ($stmt =~ /pg_export_snapshot/)
