@@ -282,6 +282,8 @@ extern bool afdw_scan_own_limit(ForeignScan *plan, int *bound);
 extern void afdw_scan_private(ForeignScan *plan, char **sql,
 							  List **retrieved_attrs, int *fetch_size,
 							  bool *stream, char **outer_order);
+extern const char *afdw_scan_sql(ForeignScan *plan);
+extern List *afdw_scan_retrieved(ForeignScan *plan);
 extern void afdw_mark_recheck_only(Plan *plan);
 extern void afdw_mark_when_read(ForeignScan *scan);
 extern bool afdw_scan_when_read(ForeignScan *plan);

@@ -185,6 +185,28 @@ afdw_scan_private(ForeignScan *plan, char **sql, List **retrieved_attrs,
 }
 
 /*
+ * afdw_scan_sql
+ *		The remote SQL of a ForeignScan plan, for a caller that needs
+ *		nothing else of it (a subquery written into another scan's query).
+ */
+const char *
+afdw_scan_sql(ForeignScan *plan)
+{
+	return strVal(list_nth(plan->fdw_private, AFDW_PRIVATE_SQL));
+}
+
+/*
+ * afdw_scan_retrieved
+ *		The remote columns a ForeignScan plan fetches (attribute numbers of
+ *		its table, or positions in its scan tuple).
+ */
+List *
+afdw_scan_retrieved(ForeignScan *plan)
+{
+	return (List *) list_nth(plan->fdw_private, AFDW_PRIVATE_RETRIEVED);
+}
+
+/*
  * afdw_mark_recheck_only
  *		Mark every scan of async_fdw in PLAN, the local join plan that a
  *		remote join runs to recheck a row (EvalPlanQual), as run only then:

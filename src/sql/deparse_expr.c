@@ -464,15 +464,7 @@ deparse_param(Expr *expr, DeparseContext *cxt)
 									fp->user->serverid, fp->user->umid);
 		if (fs != NULL)
 		{
-			char	   *sql;
-			List	   *retrieved;
-			int			fetch_size;
-			bool		stream;
-			char	   *outer_order;
-
-			afdw_scan_private(fs, &sql, &retrieved, &fetch_size, &stream,
-							  &outer_order);
-			appendStringInfo(cxt->buf, "(%s)", sql);
+			appendStringInfo(cxt->buf, "(%s)", afdw_scan_sql(fs));
 			return;
 		}
 	}
@@ -545,23 +537,18 @@ deparse_subplan(Node *node, DeparseContext *cxt)
 	SubPlan    *sp = afdw_sent_subplan(cxt->root, node, fp->user->serverid,
 									   fp->user->umid, &fs);
 	OpExpr	   *test;
-	char	   *sql;
-	List	   *retrieved;
-	int			fetch_size;
-	bool		stream;
-	char	   *outer_order;
 	char		kind;
 
 	if (sp == NULL)
 		elog(ERROR, "subquery cannot be sent to the remote server");
 	test = (OpExpr *) sp->testexpr;
-	afdw_scan_private(fs, &sql, &retrieved, &fetch_size, &stream, &outer_order);
 	appendStringInfoChar(cxt->buf, '(');
 	afdw_deparse_expr(linitial(test->args), cxt);
 	appendStringInfoChar(cxt->buf, ' ');
 	deparse_operator_name(test->opno, cxt, &kind);
 	appendStringInfo(cxt->buf, " %s (%s))",
-					 sp->subLinkType == ANY_SUBLINK ? "ANY" : "ALL", sql);
+					 sp->subLinkType == ANY_SUBLINK ? "ANY" : "ALL",
+					 afdw_scan_sql(fs));
 }
 
 /*

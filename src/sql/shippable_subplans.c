@@ -42,11 +42,7 @@ sendable_scan(PlannerInfo *root, int plan_id, Oid serverid, Oid umid, Oid type)
 	ForeignScan *fs;
 	PlannerInfo *subroot;
 	TargetEntry *tle;
-	char	   *sql;
 	List	   *retrieved;
-	int			fetch_size;
-	bool		stream;
-	char	   *outer_order;
 	int			relid = -1;
 
 	plan = (Plan *) list_nth(root->glob->subplans, plan_id - 1);
@@ -76,7 +72,7 @@ sendable_scan(PlannerInfo *root, int plan_id, Oid serverid, Oid umid, Oid type)
 	}
 
 	/* Its remote SELECT returns the one column the subquery gives. */
-	afdw_scan_private(fs, &sql, &retrieved, &fetch_size, &stream, &outer_order);
+	retrieved = afdw_scan_retrieved(fs);
 	tle = linitial_node(TargetEntry, plan->targetlist);
 	if (tle->resjunk || list_length(retrieved) != 1 ||
 		exprType((Node *) tle->expr) != type)
