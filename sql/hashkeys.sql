@@ -221,6 +221,27 @@ SELECT count(*) FROM hk_orders o JOIN hk_bad b ON o.o_id = b.o_id;
 DROP FOREIGN TABLE hk_bad;
 SELECT count(*) FROM hk_orders o JOIN hk_pick p ON o.o_id = p.o_id;
 
+-- An anti-join (or semi-join) only asks whether a row has a match: the
+-- scans under its Hash send SELECT DISTINCT when their statistics expect
+-- the rows to repeat (the orders' customers, 50 values in 1,000 rows a
+-- partition), and the same rows come out.
+\set qanti 'SELECT i.i_order, i.i_line FROM hk_items i WHERE NOT EXISTS (SELECT 1 FROM hk_orders o WHERE o.o_cust = i.i_qty)'
+SELECT * FROM hk_plan(:'qanti');
+SELECT * FROM hk_run(:'qanti', 'hk_orders');
+SELECT rows_same(:'qanti', 'SELECT i.i_order, i.i_line FROM remote.hk_items i WHERE NOT EXISTS (SELECT 1 FROM remote.hk_orders o WHERE o.o_cust = i.i_qty)');
+-- Not where the rows do not repeat (the orders' own keys), nor where a
+-- volatile condition is checked on each row, locally (the scan's) or by
+-- the join (hash joins all).
+SET enable_nestloop = off;
+SET enable_mergejoin = off;
+SELECT * FROM hk_plan('SELECT i.i_order FROM hk_items i WHERE NOT EXISTS (SELECT 1 FROM hk_orders o WHERE o.o_id = i.i_qty)');
+SELECT * FROM hk_plan('SELECT i.i_order FROM hk_items i LEFT JOIN (SELECT * FROM hk_orders WHERE o_cust + random() >= 0) o ON o.o_cust = i.i_qty WHERE o.o_cust IS NULL');
+\set qvolatile 'SELECT i.i_order, i.i_line FROM hk_items i LEFT JOIN hk_orders o ON o.o_cust = i.i_qty AND o.o_cust + i.i_line * random() >= 0 WHERE o.o_cust IS NULL'
+SELECT * FROM hk_plan(:'qvolatile');
+SELECT rows_same(:'qvolatile', 'SELECT i.i_order, i.i_line FROM remote.hk_items i WHERE NOT EXISTS (SELECT 1 FROM remote.hk_orders o WHERE o.o_cust = i.i_qty)');
+RESET enable_nestloop;
+RESET enable_mergejoin;
+
 -- The first query of a session, which loads async_fdw while it is
 -- planned, gets the keys too.
 \c

@@ -279,6 +279,7 @@ extern const char *afdw_scan_relations(ForeignScan *plan);
 extern void afdw_mark_own_limit(PlannerInfo *root, ForeignScan *scan);
 extern void afdw_mark_limit_bound(ForeignScan *scan, int64 bound);
 extern bool afdw_scan_own_limit(ForeignScan *plan, int *bound);
+extern bool afdw_make_scan_distinct(ForeignScan *plan);
 extern void afdw_scan_private(ForeignScan *plan, char **sql,
 							  List **retrieved_attrs, int *fetch_size,
 							  bool *stream, char **outer_order);

@@ -152,6 +152,44 @@ afdw_scan_own_limit(ForeignScan *plan, int *bound)
 }
 
 /*
+ * afdw_make_scan_distinct
+ *		Have PLAN's remote SELECT return its rows without repeats (SELECT
+ *		DISTINCT), the place where keys are written moving with the text;
+ *		false, and nothing changed, when it is not a plain SELECT, is one
+ *		already, or ends with an ORDER BY, a LIMIT or a row lock (which
+ *		DISTINCT would change or refuse).
+ */
+bool
+afdw_make_scan_distinct(ForeignScan *plan)
+{
+	static const char select[] = "SELECT ";
+	static const char distinct[] = "DISTINCT ";
+	ListCell   *sql_cell = list_nth_cell(plan->fdw_private, AFDW_PRIVATE_SQL);
+	const char *sql = strVal(lfirst(sql_cell));
+	int			bound;
+
+	if (strncmp(sql, select, strlen(select)) != 0 ||
+		strncmp(sql + strlen(select), distinct, strlen(distinct)) == 0 ||
+		strVal(list_nth(plan->fdw_private, AFDW_PRIVATE_OUTER_ORDER))[0] != '\0' ||
+		afdw_scan_own_limit(plan, &bound) ||
+		strstr(sql, " ORDER BY ") != NULL || strstr(sql, " LIMIT ") != NULL ||
+		strstr(sql, " FOR UPDATE") != NULL || strstr(sql, " FOR SHARE") != NULL ||
+		strstr(sql, " FOR NO KEY UPDATE") != NULL ||
+		strstr(sql, " FOR KEY SHARE") != NULL)
+		return false;
+	lfirst(sql_cell) = makeString(psprintf("%s%s%s", select, distinct,
+										   sql + strlen(select)));
+	if (list_length(plan->fdw_private) > AFDW_PRIVATE_KEY_AT)
+	{
+		ListCell   *at = list_nth_cell(plan->fdw_private, AFDW_PRIVATE_KEY_AT);
+
+		if (intVal(lfirst(at)) >= 0)
+			lfirst(at) = makeInteger(intVal(lfirst(at)) + (int) strlen(distinct));
+	}
+	return true;
+}
+
+/*
  * afdw_scan_relations
  *		What the remote join or aggregate of PLAN reads, as EXPLAIN shows
  *		it; NULL for a scan of one table.
