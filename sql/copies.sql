@@ -165,6 +165,18 @@ SELECT rows_same(
 SELECT rows_same(
   'SELECT f.id, d.served_by FROM cpf f JOIN cpd d ON f.k = d.k WHERE f.id IN (1, 2, 3)',
   'SELECT f.id, cp_server(f.id) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k WHERE f.id IN (1, 2, 3)');
+-- A condition of the copy that only its own server runs: NOT IN over the
+-- dimension, written into the dimension's remote query on cp_s1 (its
+-- subquery is a scan of cp_s1). The partitions of cp_s2 cannot send it
+-- with their join of the copy there: the rows are those of a local join,
+-- and nothing fails (it failed with "subquery cannot be sent to the remote
+-- server").
+SELECT rows_same(
+  'SELECT f.id FROM cpf f WHERE f.v < 10 AND f.k IN (SELECT d.k FROM cpd d WHERE d.region NOT IN (SELECT region FROM cpd WHERE k = 3))',
+  'SELECT f.id FROM cpl f WHERE f.v < 10 AND f.k IN (SELECT d.k FROM remote.cp_dim_rows d WHERE d.region NOT IN (SELECT region FROM remote.cp_dim_rows WHERE k = 3))');
+SELECT rows_same(
+  'SELECT f.id, d.name FROM cpf f JOIN cpd d ON f.k = d.k WHERE f.v < 10 AND d.region NOT IN (SELECT region FROM cpd WHERE k = 3)',
+  'SELECT f.id, d.name FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k WHERE f.v < 10 AND d.region NOT IN (SELECT region FROM remote.cp_dim_rows WHERE k = 3)');
 
 -- Four servers: each partition on its own, joined with the copy there.
 CREATE FOREIGN TABLE cpd4 (k int, name text, region int, served_by text) SERVER cp_s1

@@ -171,14 +171,41 @@ copy_servers(PlannerInfo *root, RelOptInfo *rel)
 }
 
 /*
+ * conds_sendable
+ *		Whether every condition in CONDS (RestrictInfos or bare clauses),
+ *		written for REL's tables on their own server, can be sent to the
+ *		server REL's AfdwRelInfo now names: the value of an initplan or a
+ *		subquery written into a remote query goes only to the server and
+ *		user mapping that would run it, a function of an extension only to
+ *		a server that declares the extension.
+ */
+static bool
+conds_sendable(PlannerInfo *root, RelOptInfo *rel, List *conds)
+{
+	ListCell   *lc;
+
+	foreach(lc, conds)
+	{
+		Node	   *cond = (Node *) lfirst(lc);
+
+		if (IsA(cond, RestrictInfo))
+			cond = (Node *) ((RestrictInfo *) cond)->clause;
+		if (!afdw_is_shippable(root, rel, (Expr *) cond))
+			return false;
+	}
+	return true;
+}
+
+/*
  * copy_on
  *		REL, a replicated foreign table of async_fdw or a remote join of
  *		them, as read from the copies on SERVER: a copy of its relation
- *		whose AfdwRelInfo (and those of a join's sides) names that server
- *		and the user mapping there.
+ *		whose AfdwRelInfo (and those of a join's sides) names that server,
+ *		the user mapping there and the extensions it declares; NULL when a
+ *		condition sent with REL cannot be sent to SERVER (conds_sendable).
  */
 static RelOptInfo *
-copy_on(RelOptInfo *rel, Oid server)
+copy_on(PlannerInfo *root, RelOptInfo *rel, Oid server)
 {
 	AfdwRelInfo *fp = (AfdwRelInfo *) rel->fdw_private;
 	RelOptInfo *copy = makeNode(RelOptInfo);
@@ -190,13 +217,20 @@ copy_on(RelOptInfo *rel, Oid server)
 	cfp->user = GetUserMapping(OidIsValid(fp->user->userid) ? fp->user->userid :
 							   (OidIsValid(rel->userid) ? rel->userid : GetUserId()),
 							   server);
-	if (fp->outer_rel != NULL)
-	{
-		cfp->outer_rel = copy_on(fp->outer_rel, server);
-		cfp->inner_rel = copy_on(fp->inner_rel, server);
-	}
+	cfp->extensions = afdw_extensions_option(cfp->server->options);
 	copy->fdw_private = cfp;
 	copy->serverid = server;
+	if (fp->outer_rel != NULL)
+	{
+		cfp->outer_rel = copy_on(root, fp->outer_rel, server);
+		cfp->inner_rel = copy_on(root, fp->inner_rel, server);
+		if (cfp->outer_rel == NULL || cfp->inner_rel == NULL ||
+			!conds_sendable(root, copy, fp->join_on) ||
+			!conds_sendable(root, copy, fp->where_conds))
+			return NULL;
+	}
+	if (!conds_sendable(root, copy, fp->remote_conds))
+		return NULL;
 	return copy;
 }
 
@@ -220,6 +254,7 @@ partition_join_path(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outer,
 	AppendRelInfo **appinfos;
 	int			nappinfos;
 	JoinPathExtraData part_extra;
+	RelOptInfo *inner_copy;
 
 	if (!list_member_oid(servers, server))
 		return NULL;
@@ -265,8 +300,10 @@ partition_join_path(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outer,
 	part_extra.restrictlist = (List *)
 		adjust_appendrel_attrs(root, (Node *) extra->restrictlist,
 							   nappinfos, appinfos);
-	afdwGetForeignJoinPaths(root, join, part, copy_on(inner, server),
-							jointype, &part_extra);
+	inner_copy = copy_on(root, inner, server);
+	if (inner_copy == NULL)
+		return NULL;
+	afdwGetForeignJoinPaths(root, join, part, inner_copy, jointype, &part_extra);
 	if (join->pathlist == NIL || join->fdw_private == NULL)
 		return NULL;
 	((AfdwRelInfo *) join->fdw_private)->copy_join = true;
