@@ -147,10 +147,68 @@ EXPLAIN (VERBOSE, COSTS OFF)
 SELECT rows_same(
   'SELECT f.id, d.name, r.rname, d.served_by FROM cpf f JOIN cpd d ON f.k = d.k JOIN cpr r ON d.region = r.region WHERE f.v < 5',
   'SELECT f.id, d.name, r.rname, cp_server(f.id) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k JOIN remote.cp_region r ON d.region = r.region WHERE f.v < 5');
--- Aggregated above the joins.
+-- Aggregated above the joins: each partition's join is partially
+-- aggregated on its server (its groups sent, not its rows), and the
+-- Finalize Aggregate combines them here.
+EXPLAIN (VERBOSE, COSTS OFF)
+  SELECT r.rname, count(*), sum(f.v) FROM cpf f JOIN cpd d ON f.k = d.k
+    JOIN cpr r ON d.region = r.region GROUP BY r.rname;
 SELECT rows_same(
   'SELECT r.rname, count(*), sum(f.v) FROM cpf f JOIN cpd d ON f.k = d.k JOIN cpr r ON d.region = r.region GROUP BY r.rname',
   'SELECT r.rname, count(*), sum(f.v) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k JOIN remote.cp_region r ON d.region = r.region GROUP BY r.rname');
+-- Without GROUP BY; with HAVING (a volatile part checked here); grouped by
+-- expressions; avg, whose partial state is sent serialized; FILTER; a
+-- left join (NULL groups); a semi-join.
+EXPLAIN (COSTS OFF)
+  SELECT count(*), sum(f.v), avg(f.v) FROM cpf f JOIN cpd d ON f.k = d.k;
+SELECT rows_same(
+  'SELECT count(*), sum(f.v), avg(f.v), max(d.name) FROM cpf f JOIN cpd d ON f.k = d.k',
+  'SELECT count(*), sum(f.v), avg(f.v), max(d.name) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k');
+EXPLAIN (COSTS OFF)
+  SELECT d.region, count(*) FROM cpf f JOIN cpd d ON f.k = d.k GROUP BY d.region
+    HAVING sum(f.v) > 20000 AND random() >= 0;
+SELECT rows_same(
+  'SELECT d.region, count(*) FROM cpf f JOIN cpd d ON f.k = d.k GROUP BY d.region HAVING sum(f.v) > 20000 AND random() >= 0',
+  'SELECT d.region, count(*) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k GROUP BY d.region HAVING sum(f.v) > 20000 AND random() >= 0');
+SELECT rows_same(
+  'SELECT d.name || ''x'', f.v % 3, count(*) * 2, sum(f.v) + 1, avg(f.v::numeric) FROM cpf f JOIN cpd d ON f.k = d.k WHERE f.v < 50 GROUP BY 1, 2',
+  'SELECT d.name || ''x'', f.v % 3, count(*) * 2, sum(f.v) + 1, avg(f.v::numeric) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k WHERE f.v < 50 GROUP BY 1, 2');
+SELECT rows_same(
+  'SELECT d.region, sum(f.v) FILTER (WHERE f.v > 50), count(*) FILTER (WHERE d.name LIKE ''%1%'') FROM cpf f JOIN cpd d ON f.k = d.k GROUP BY d.region',
+  'SELECT d.region, sum(f.v) FILTER (WHERE f.v > 50), count(*) FILTER (WHERE d.name LIKE ''%1%'') FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k GROUP BY d.region');
+SELECT rows_same(
+  'SELECT d.name, count(*), sum(f.v) FROM cpf f LEFT JOIN cpd d ON f.k = d.k GROUP BY d.name',
+  'SELECT d.name, count(*), sum(f.v) FROM cpl f LEFT JOIN remote.cp_dim_rows d ON f.k = d.k GROUP BY d.name');
+SELECT rows_same(
+  'SELECT f.k, count(*) FROM cpf f WHERE EXISTS (SELECT 1 FROM cpd d WHERE d.k = f.k AND d.region = 1) GROUP BY f.k',
+  'SELECT f.k, count(*) FROM cpl f WHERE EXISTS (SELECT 1 FROM remote.cp_dim_rows d WHERE d.k = f.k AND d.region = 1) GROUP BY f.k');
+-- A generic plan, its parameter sent to every partition's query.
+SET plan_cache_mode = force_generic_plan;
+PREPARE cp_grouped(int) AS
+  SELECT d.region, count(*), sum(f.v) FROM cpf f JOIN cpd d ON f.k = d.k
+    WHERE f.v < $1 GROUP BY d.region ORDER BY 1;
+EXPLAIN (COSTS OFF) EXECUTE cp_grouped(10);
+EXECUTE cp_grouped(10);
+EXECUTE cp_grouped(50);
+SELECT d.region, count(*), sum(f.v) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k
+  WHERE f.v < 50 GROUP BY d.region ORDER BY 1;
+DEALLOCATE cp_grouped;
+RESET plan_cache_mode;
+-- No partial form (DISTINCT, ORDER BY in the aggregate): aggregated here.
+EXPLAIN (COSTS OFF)
+  SELECT d.region, count(DISTINCT f.v) FROM cpf f JOIN cpd d ON f.k = d.k GROUP BY d.region;
+SELECT rows_same(
+  'SELECT d.region, count(DISTINCT f.v), string_agg(f.id::text, '','' ORDER BY f.id) FROM cpf f JOIN cpd d ON f.k = d.k WHERE f.id < 100 GROUP BY d.region',
+  'SELECT d.region, count(DISTINCT f.v), string_agg(f.id::text, '','' ORDER BY f.id) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k WHERE f.id < 100 GROUP BY d.region');
+-- A function the servers are not known to have: aggregated here.
+CREATE FUNCTION cp_plus(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS
+  'BEGIN RETURN $1 + 1; END';
+EXPLAIN (COSTS OFF)
+  SELECT d.region, max(cp_plus(f.v)) FROM cpf f JOIN cpd d ON f.k = d.k GROUP BY d.region;
+SELECT rows_same(
+  'SELECT d.region, max(cp_plus(f.v)), count(*) FROM cpf f JOIN cpd d ON f.k = d.k GROUP BY d.region',
+  'SELECT d.region, max(cp_plus(f.v)), count(*) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k GROUP BY d.region');
+DROP FUNCTION cp_plus(int);
 -- Left join (keys 10 and 11 have no dimension row), semi- and anti-join.
 SELECT rows_same(
   'SELECT f.id, d.name, d.served_by FROM cpf f LEFT JOIN cpd d ON f.k = d.k WHERE f.v < 5',

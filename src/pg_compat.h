@@ -162,6 +162,16 @@
 #endif
 
 /*
+ * The GROUP BY items the planner groups by: from 16 it keeps them apart
+ * from the query's, without the items it found redundant.
+ */
+#if PG_VERSION_NUM >= 160000
+#define afdw_group_clause(root)		((root)->processed_groupClause)
+#else
+#define afdw_group_clause(root)		((root)->parse->groupClause)
+#endif
+
+/*
  * The planner's record of placeholder PHV, which must exist.  16 dropped
  * the argument that asked to create a missing one.
  */
