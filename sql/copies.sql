@@ -149,10 +149,24 @@ SELECT rows_same(
   'SELECT f.id, d.name, r.rname, cp_server(f.id) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k JOIN remote.cp_region r ON d.region = r.region WHERE f.v < 5');
 -- Aggregated above the joins: each partition's join is partially
 -- aggregated on its server (its groups sent, not its rows), and the
--- Finalize Aggregate combines them here.
-EXPLAIN (VERBOSE, COSTS OFF)
-  SELECT r.rname, count(*), sum(f.v) FROM cpf f JOIN cpd d ON f.k = d.k
-    JOIN cpr r ON d.region = r.region GROUP BY r.rname;
+-- Finalize Aggregate combines them here.  (cp_plan: the plan's nodes and
+-- remote queries, the remote aliases r<n> numbered as the version does.)
+CREATE FUNCTION cp_plan(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE
+  line text;
+BEGIN
+  FOR line IN EXECUTE 'EXPLAIN (VERBOSE, COSTS OFF) ' || q LOOP
+    CONTINUE WHEN line ~ '^\s*(Output|Fetch Mode|Sort Key|Group Key):';
+    RETURN NEXT regexp_replace(line, '\mr[0-9]+\M', 'r_', 'g');
+  END LOOP;
+END
+$$;
+-- How many of a plan's remote queries are partial aggregates.
+CREATE FUNCTION cp_partials(q text) RETURNS bigint LANGUAGE sql AS $$
+  SELECT count(*) FROM cp_plan(q) l WHERE l ~ 'Partial Aggregate on'
+$$;
+SELECT * FROM cp_plan('SELECT r.rname, count(*), sum(f.v) FROM cpf f JOIN cpd d ON f.k = d.k
+    JOIN cpr r ON d.region = r.region GROUP BY r.rname');
 SELECT rows_same(
   'SELECT r.rname, count(*), sum(f.v) FROM cpf f JOIN cpd d ON f.k = d.k JOIN cpr r ON d.region = r.region GROUP BY r.rname',
   'SELECT r.rname, count(*), sum(f.v) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k JOIN remote.cp_region r ON d.region = r.region GROUP BY r.rname');
@@ -195,20 +209,25 @@ SELECT d.region, count(*), sum(f.v) FROM cpl f JOIN remote.cp_dim_rows d ON f.k 
 DEALLOCATE cp_grouped;
 RESET plan_cache_mode;
 -- No partial form (DISTINCT, ORDER BY in the aggregate): aggregated here.
-EXPLAIN (COSTS OFF)
-  SELECT d.region, count(DISTINCT f.v) FROM cpf f JOIN cpd d ON f.k = d.k GROUP BY d.region;
+SELECT cp_partials('SELECT d.region, count(DISTINCT f.v) FROM cpf f JOIN cpd d ON f.k = d.k GROUP BY d.region');
+SELECT cp_partials('SELECT d.region, string_agg(f.id::text, '','' ORDER BY f.id) FROM cpf f JOIN cpd d ON f.k = d.k GROUP BY d.region');
 SELECT rows_same(
   'SELECT d.region, count(DISTINCT f.v), string_agg(f.id::text, '','' ORDER BY f.id) FROM cpf f JOIN cpd d ON f.k = d.k WHERE f.id < 100 GROUP BY d.region',
   'SELECT d.region, count(DISTINCT f.v), string_agg(f.id::text, '','' ORDER BY f.id) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k WHERE f.id < 100 GROUP BY d.region');
 -- A function the servers are not known to have: aggregated here.
 CREATE FUNCTION cp_plus(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS
   'BEGIN RETURN $1 + 1; END';
-EXPLAIN (COSTS OFF)
-  SELECT d.region, max(cp_plus(f.v)) FROM cpf f JOIN cpd d ON f.k = d.k GROUP BY d.region;
+SELECT cp_partials('SELECT d.region, max(cp_plus(f.v)) FROM cpf f JOIN cpd d ON f.k = d.k GROUP BY d.region');
 SELECT rows_same(
   'SELECT d.region, max(cp_plus(f.v)), count(*) FROM cpf f JOIN cpd d ON f.k = d.k GROUP BY d.region',
   'SELECT d.region, max(cp_plus(f.v)), count(*) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k GROUP BY d.region');
 DROP FUNCTION cp_plus(int);
+-- The setting off: no join on the shards, so none aggregated there.
+SET async_fdw.join_copies = off;
+SELECT cp_partials('SELECT d.region, count(*) FROM cpf f JOIN cpd d ON f.k = d.k GROUP BY d.region');
+RESET async_fdw.join_copies;
+DROP FUNCTION cp_partials(text);
+DROP FUNCTION cp_plan(text);
 -- Left join (keys 10 and 11 have no dimension row), semi- and anti-join.
 SELECT rows_same(
   'SELECT f.id, d.name, d.served_by FROM cpf f LEFT JOIN cpd d ON f.k = d.k WHERE f.v < 5',
