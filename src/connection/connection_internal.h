@@ -217,7 +217,7 @@ struct AfdwConn
 
 	/*
 	 * Every command of a scan runs in the savepoint afdw_ra, taken after
-	 * the statements that open the transaction (wrap_skip of them), so
+	 * the statements that open the transaction (the last of opening's), so
 	 * that a failure of work the query may never need leaves the remote
 	 * transaction usable: the savepoint is rolled back with the next
 	 * command, and the scan raises the error only if it needs the rows.  A
@@ -226,7 +226,6 @@ struct AfdwConn
 	 * leaves the remote transaction failed: xact_failed_msg, NULL until
 	 * then, is the message of the failure, xact_failed_state its SQLSTATE.
 	 */
-	int			wrap_skip;
 	AfdwWrap	wrap;
 
 	/*

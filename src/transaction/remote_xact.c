@@ -558,15 +558,13 @@ afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner, AfdwDrainFn drai
 	if (commit)
 	{
 		conn->commit_rides = true;
-		conn->wrap_skip = 0;
 		conn->wrap = AFDW_WRAP_NONE;
 		conn->opening = nstatements;
 	}
 	else
 	{
-		/* The SAVEPOINT afdw_ra too. */
+		/* The SAVEPOINT afdw_ra too: it opens the wrap (track_wrap). */
 		conn->opening = nstatements + 1;
-		conn->wrap_skip = nstatements;
 		conn->wrap = AFDW_WRAP_PENDING;
 		conn->wrap_level = GetCurrentTransactionNestLevel();
 	}
@@ -1022,13 +1020,12 @@ track_wrap(AfdwConn *conn, PGresult *res)
 		conn->wrap = AFDW_WRAP_NONE;
 		return;
 	}
-	if (conn->wrap == AFDW_WRAP_PENDING)
-	{
-		if (conn->wrap_skip > 0)
-			conn->wrap_skip--;
-		else
-			conn->wrap = AFDW_WRAP_OPEN;
-	}
+	/*
+	 * session_result has counted this result off opening: the last of the
+	 * statements sent ahead of the scan's command is the SAVEPOINT.
+	 */
+	if (conn->wrap == AFDW_WRAP_PENDING && conn->opening == 0)
+		conn->wrap = AFDW_WRAP_OPEN;
 }
 
 /*
@@ -1086,7 +1083,6 @@ afdw_forget_savepoint_op(AfdwConn *entry, int level)
 static void
 forget_wrap(AfdwConn *entry)
 {
-	entry->wrap_skip = 0;
 	entry->wrap = AFDW_WRAP_NONE;
 	entry->opening = 0;
 	entry->commit_rides = false;

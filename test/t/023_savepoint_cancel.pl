@@ -48,40 +48,49 @@ $coord->safe_psql('postgres', qq{
 	INSERT INTO p_local VALUES (0, 'zero');
 });
 
+# check_rollback LABEL SQL ROWS WHAT SEEN: run SQL, a transaction whose
+# statement fails on the local partition and is rolled back to its
+# savepoint, then reads ROWS (WHAT says which); the fake's log shows no
+# cancel among the statements ahead of the scan's query, and a line
+# matching SEEN (the command that was held or opened).
+sub check_rollback
+{
+	my ($label, $sql, $rows, $what, $seen) = @_;
+	my ($ret, $out, $err) = $coord->psql('postgres', $sql, on_error_stop => 0);
+
+	like($err, qr/ERROR:  division by zero/,
+		"$label: the statement fails on the local partition");
+	unlike($err, qr/lost connection|savepoint .* does not exist/,
+		"$label: the remote savepoint is there to roll back to");
+	is($out, $rows, "$label: after the rollback, the transaction reads $what");
+	my @log = split /\n/, slurp_file($fake_log);
+	ok(!grep({ /cancel: SAVEPOINT s2 not taken/ } @log),
+		"$label: no cancel cut the statements ahead of the scan's query");
+	ok(grep({ $_ =~ $seen } @log),
+		"$label: the remote command was held at, or opened with, its savepoint")
+	  or diag(join("\n", @log));
+	unlink $fake_log;
+	return;
+}
+
 # In each fetch mode: the foreign partition's command goes first (an
 # asynchronous scan), and is held at its SAVEPOINT s2 when the local
 # partition fails the statement.
 for my $mode (qw(stream cursor auto))
 {
-	$coord->safe_psql('postgres',
-		"ALTER FOREIGN TABLE p_remote OPTIONS (SET fetch_mode '$mode')")
-	  if $mode ne 'stream';
-	$coord->safe_psql('postgres',
-		"ALTER FOREIGN TABLE p_remote OPTIONS (ADD fetch_mode '$mode')")
-	  if $mode eq 'stream';
+	my $op = $mode eq 'stream' ? 'ADD' : 'SET';
 
-	my ($ret, $out, $err) = $coord->psql('postgres', q{
+	$coord->safe_psql('postgres',
+		"ALTER FOREIGN TABLE p_remote OPTIONS ($op fetch_mode '$mode')");
+	check_rollback($mode, q{
 		BEGIN;
 		SAVEPOINT s1;
 		SELECT * FROM p WHERE 10 / id > 0;
 		ROLLBACK TO SAVEPOINT s1;
 		SELECT id, v FROM p ORDER BY id;
 		COMMIT;
-	}, on_error_stop => 0);
-	like($err, qr/ERROR:  division by zero/,
-		"$mode: the statement fails on the local partition");
-	unlike($err, qr/lost connection|savepoint .* does not exist/,
-		"$mode: the remote savepoint is there to roll back to");
-	is($out, "0|zero\n1|one\n2|two\n3|three",
-		"$mode: after the rollback, the transaction reads both partitions");
-
-	my @log = split /\n/, slurp_file($fake_log);
-	ok(!grep({ /cancel: SAVEPOINT s2 not taken/ } @log),
-		"$mode: no cancel cut the statements ahead of the scan's query");
-	ok(grep({ /holding SAVEPOINT s2/ } @log),
-		"$mode: the remote command was held at its savepoint")
-	  or diag(join("\n", @log));
-	unlink $fake_log;
+	}, "0|zero\n1|one\n2|two\n3|three", 'both partitions',
+		qr/holding SAVEPOINT s2/);
 }
 
 # Preloaded, a REPEATABLE READ transaction takes the snapshots of every
@@ -101,26 +110,15 @@ $coord->safe_psql('postgres', qq{
 	CREATE FOREIGN TABLE p_good PARTITION OF p FOR VALUES IN (4, 5, 6)
 	  SERVER good OPTIONS (table_name 't');
 });
-my ($ret, $out, $err) = $coord->psql('postgres', q{
+check_rollback('opened only', q{
 	BEGIN ISOLATION LEVEL REPEATABLE READ;
 	SAVEPOINT s1;
 	SELECT * FROM p WHERE id IN (0, 4) AND 10 / id > 0;
 	ROLLBACK TO SAVEPOINT s1;
 	SELECT id, v FROM p_remote ORDER BY id;
 	COMMIT;
-}, on_error_stop => 0);
-like($err, qr/ERROR:  division by zero/,
-	'opened only: the statement fails on the local partition');
-unlike($err, qr/lost connection|savepoint .* does not exist/,
-	'opened only: the remote savepoint is there to roll back to');
-is($out, "1|one\n2|two\n3|three",
-	'opened only: after the rollback, the transaction reads the server opened');
-my @log = split /\n/, slurp_file($fake_log);
-ok(grep({ /query: START TRANSACTION [^;]*; .*SAVEPOINT s2$/ } @log),
-	'opened only: a remote transaction was opened by a command of its own')
-  or diag(join("\n", @log));
-ok(!grep({ /cancel: SAVEPOINT s2 not taken/ } @log),
-	'opened only: no cancel cut it');
+}, "1|one\n2|two\n3|three", 'the server opened',
+	qr/query: START TRANSACTION [^;]*; .*SAVEPOINT s2$/);
 
 $fake->stop;
 $coord->stop;
