@@ -208,6 +208,19 @@ SELECT d.region, count(*), sum(f.v) FROM cpl f JOIN remote.cp_dim_rows d ON f.k 
   WHERE f.v < 50 GROUP BY d.region ORDER BY 1;
 DEALLOCATE cp_grouped;
 RESET plan_cache_mode;
+-- Rescanned with each outer row's parameter (a correlated subquery), and
+-- read by cursor.
+SELECT rows_same(
+  'SELECT r.region, (SELECT count(*) FROM cpf f JOIN cpd d ON f.k = d.k WHERE d.region = r.region AND f.v < r.region * 40) FROM cpr r',
+  'SELECT r.region, (SELECT count(*) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k WHERE d.region = r.region AND f.v < r.region * 40) FROM remote.cp_region r');
+ALTER FOREIGN TABLE cpf_0 OPTIONS (ADD fetch_mode 'cursor', fetch_size '2');
+ALTER FOREIGN TABLE cpf_1 OPTIONS (ADD fetch_mode 'cursor', fetch_size '2');
+SELECT cp_partials('SELECT f.v, count(*) FROM cpf f JOIN cpd d ON f.k = d.k GROUP BY f.v');
+SELECT rows_same(
+  'SELECT f.v, count(*), max(d.name) FROM cpf f JOIN cpd d ON f.k = d.k GROUP BY f.v',
+  'SELECT f.v, count(*), max(d.name) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k GROUP BY f.v');
+ALTER FOREIGN TABLE cpf_0 OPTIONS (DROP fetch_mode, DROP fetch_size);
+ALTER FOREIGN TABLE cpf_1 OPTIONS (DROP fetch_mode, DROP fetch_size);
 -- No partial form (DISTINCT, ORDER BY in the aggregate): aggregated here.
 SELECT cp_partials('SELECT d.region, count(DISTINCT f.v) FROM cpf f JOIN cpd d ON f.k = d.k GROUP BY d.region');
 SELECT cp_partials('SELECT d.region, string_agg(f.id::text, '','' ORDER BY f.id) FROM cpf f JOIN cpd d ON f.k = d.k GROUP BY d.region');
