@@ -213,6 +213,17 @@ RESET plan_cache_mode;
 SELECT rows_same(
   'SELECT r.region, (SELECT count(*) FROM cpf f JOIN cpd d ON f.k = d.k WHERE d.region = r.region AND f.v < r.region * 40) FROM cpr r',
   'SELECT r.region, (SELECT count(*) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k WHERE d.region = r.region AND f.v < r.region * 40) FROM remote.cp_region r');
+-- Grouped by the outer row's value only, which is NULL or matches nothing
+-- for some rows: no group then, not a group of NULLs (from 16 the planner
+-- finds such a GROUP BY constant and groups by no column).
+SELECT rows_same(
+  'SELECT o.k, ARRAY(SELECT x::text FROM (SELECT o.k, count(*), sum(f.v) FROM cpf f JOIN cpd d ON f.k = d.k WHERE d.region = o.k GROUP BY o.k) x) FROM (VALUES (1), (NULL::int), (7)) o(k)',
+  'SELECT o.k, ARRAY(SELECT x::text FROM (SELECT o.k, count(*), sum(f.v) FROM cpl f JOIN remote.cp_dim_rows d ON f.k = d.k WHERE d.region = o.k GROUP BY o.k) x) FROM (VALUES (1), (NULL::int), (7)) o(k)');
+SELECT cp_partials('SELECT o.k, ARRAY(SELECT x::text FROM (SELECT o.k, count(*), sum(f.v) FROM cpf f JOIN cpd d ON f.k = d.k WHERE d.region = o.k GROUP BY o.k) x) FROM (VALUES (1), (NULL::int), (7)) o(k)');
+-- The same over the partitions alone (partitionwise aggregation).
+SELECT rows_same(
+  'SELECT o.k, ARRAY(SELECT x::text FROM (SELECT o.k, count(*), sum(f.v) FROM cpf f WHERE f.k = o.k GROUP BY o.k) x) FROM (VALUES (1), (NULL::int), (70)) o(k)',
+  'SELECT o.k, ARRAY(SELECT x::text FROM (SELECT o.k, count(*), sum(f.v) FROM cpl f WHERE f.k = o.k GROUP BY o.k) x) FROM (VALUES (1), (NULL::int), (70)) o(k)');
 ALTER FOREIGN TABLE cpf_0 OPTIONS (ADD fetch_mode 'cursor', fetch_size '2');
 ALTER FOREIGN TABLE cpf_1 OPTIONS (ADD fetch_mode 'cursor', fetch_size '2');
 SELECT cp_partials('SELECT f.v, count(*) FROM cpf f JOIN cpd d ON f.k = d.k GROUP BY f.v');

@@ -294,6 +294,16 @@ grouping_ok(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped,
 		}
 	}
 
+	/*
+	 * A query with GROUP BY makes no group of no rows; a remote aggregate
+	 * without one makes a row of them.  So with nothing to group by
+	 * remotely (a partial target without the items the planner found
+	 * constant, from 16), it is not sent.
+	 */
+	if (parse->groupClause != NIL && gfp->group_positions == NIL &&
+		gfp->group_values == NIL)
+		return false;
+
 	gfp->grouped_tlist = tlist;
 	return true;
 }

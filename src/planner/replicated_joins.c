@@ -453,8 +453,8 @@ join_copies_paths(PlannerInfo *root, RelOptInfo *joinrel,
 /*
  * partial_grouping_target
  *		The target of the partial aggregation that computes GROUPED, the
- *		target of a grouping relation whose HAVING is HAVING: its grouping
- *		items, then the aggregates, columns and placeholders its other items
+ *		target of a grouping relation whose HAVING is HAVING: the query's
+ *		grouping items, then the aggregates, columns and placeholders its other items
  *		and HAVING are computed from, each aggregate made partial (its state,
  *		serialized, for a Finalize Aggregate to combine).
  */
@@ -472,8 +472,13 @@ partial_grouping_target(PlannerInfo *root, PathTarget *grouped, Node *having)
 		Expr	   *expr = (Expr *) lfirst(lc);
 		Index		sgref = get_pathtarget_sortgroupref(grouped, i++);
 
+		/*
+		 * Every item of the query's GROUP BY, also one the planner found
+		 * constant (from 16): the remote GROUP BY keeps it, so that no rows
+		 * make no group there either.
+		 */
 		if (sgref != 0 &&
-			get_sortgroupref_clause_noerr(sgref, afdw_group_clause(root)) != NULL)
+			get_sortgroupref_clause_noerr(sgref, root->parse->groupClause) != NULL)
 			add_column_to_pathtarget(partial, expr, sgref);
 		else
 			others = lappend(others, expr);
@@ -645,10 +650,17 @@ copies_grouping_paths(PlannerInfo *root, UpperRelationKind stage,
 															  gx->targetList),
 									  input->rows, NULL, NULL);
 
+	/*
+	 * A GROUP BY whose items the planner found constant (from 16: each
+	 * fixed by a condition, or a parameter) groups by nothing, and still
+	 * makes no group of no rows: sorted, without columns.
+	 */
 	if (group_clause == NIL)
 		finals = lappend(finals,
 						 create_agg_path(root, grouped, (Path *) append,
-										 grouped->reltarget, AGG_PLAIN,
+										 grouped->reltarget,
+										 parse->groupClause != NIL ?
+										 AGG_SORTED : AGG_PLAIN,
 										 AGGSPLIT_FINAL_DESERIAL, NIL,
 										 (List *) gx->havingQual, &final_costs,
 										 ngroups));
