@@ -224,6 +224,25 @@ SELECT cp_partials('SELECT o.k, ARRAY(SELECT x::text FROM (SELECT o.k, count(*),
 SELECT rows_same(
   'SELECT o.k, ARRAY(SELECT x::text FROM (SELECT o.k, count(*), sum(f.v) FROM cpf f WHERE f.k = o.k GROUP BY o.k) x) FROM (VALUES (1), (NULL::int), (70)) o(k)',
   'SELECT o.k, ARRAY(SELECT x::text FROM (SELECT o.k, count(*), sum(f.v) FROM cpl f WHERE f.k = o.k GROUP BY o.k) x) FROM (VALUES (1), (NULL::int), (70)) o(k)');
+-- ... and by a generic plan's parameter, with rows and without: from 16
+-- the planner finds that GROUP BY constant, and the remote partial
+-- aggregates group by a constant expression.
+SET plan_cache_mode = force_generic_plan;
+PREPARE cp_by_param(int, int) AS
+  SELECT $1, count(*), sum(f.v) FROM cpf f WHERE f.v < $2 GROUP BY $1;
+SELECT cp_partials('EXECUTE cp_by_param(5, 50)');
+EXECUTE cp_by_param(5, 50);
+EXECUTE cp_by_param(5, -1);
+SELECT 5, count(*), sum(f.v) FROM cpl f WHERE f.v < 50;
+DEALLOCATE cp_by_param;
+RESET plan_cache_mode;
+-- ... and a column a condition fixes, with and without rows.
+SELECT rows_same(
+  'SELECT f.k, count(*), sum(f.v) FROM cpf f WHERE f.k = 3 GROUP BY f.k',
+  'SELECT f.k, count(*), sum(f.v) FROM cpl f WHERE f.k = 3 GROUP BY f.k');
+SELECT rows_same(
+  'SELECT f.k, count(*), sum(f.v) FROM cpf f WHERE f.k = 70 GROUP BY f.k',
+  'SELECT f.k, count(*), sum(f.v) FROM cpl f WHERE f.k = 70 GROUP BY f.k');
 ALTER FOREIGN TABLE cpf_0 OPTIONS (ADD fetch_mode 'cursor', fetch_size '2');
 ALTER FOREIGN TABLE cpf_1 OPTIONS (ADD fetch_mode 'cursor', fetch_size '2');
 SELECT cp_partials('SELECT f.v, count(*) FROM cpf f JOIN cpd d ON f.k = d.k GROUP BY f.v');

@@ -296,13 +296,19 @@ grouping_ok(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped,
 
 	/*
 	 * A query with GROUP BY makes no group of no rows; a remote aggregate
-	 * without one makes a row of them.  So with nothing to group by
-	 * remotely (a partial target without the items the planner found
-	 * constant, from 16), it is not sent.
+	 * without one makes a row of them.  With nothing left to group by
+	 * remotely (from 16, a partial target leaves out the items the planner
+	 * found constant: a correlated subquery's GROUP BY of the outer value,
+	 * a column a condition fixes), the remote query groups by a constant
+	 * expression, NOT false (a bare constant other than a position is
+	 * refused there): one group of its rows, none of no rows.
 	 */
 	if (parse->groupClause != NIL && gfp->group_positions == NIL &&
 		gfp->group_values == NIL)
-		return false;
+		gfp->group_values =
+			list_make1(makeBoolExpr(NOT_EXPR,
+									list_make1(makeBoolConst(false, false)),
+									-1));
 
 	gfp->grouped_tlist = tlist;
 	return true;
