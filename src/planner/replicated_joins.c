@@ -45,8 +45,8 @@
 #include "optimizer/prep.h"
 #include "optimizer/tlist.h"
 #include "parser/parsetree.h"
-#include "utils/selfuncs.h"
 #include "utils/guc.h"
+#include "utils/selfuncs.h"
 
 #include "async_fdw.h"
 
@@ -635,7 +635,6 @@ copies_grouping_paths(PlannerInfo *root, UpperRelationKind stage,
 	partial_rel->reloptkind = RELOPT_UPPER_REL;
 	partial_rel->relids = bms_copy(input->relids);
 	partial_rel->reltarget = partial;
-	partial_rel->serverid = InvalidOid;
 	append = create_append_path(root, partial_rel, paths, NIL, NIL, NULL, 0,
 								false, -1);
 	append->path.total_cost -= serial_excess(paths);
