@@ -224,7 +224,8 @@ extern int	afdw_int_option(List *options, const char *name, int current);
 extern bool afdw_is_libpq_option(const char *name);
 extern List *afdw_extensions_option(List *options);
 extern List *afdw_copy_servers(ForeignTable *table);
-extern void afdw_refuse_copies_write(Oid relid);
+extern List *afdw_copy_key(Relation rel, bool *replicated);
+extern List *afdw_copy_key_required(Relation rel);
 extern bool afdw_server_is_ours(Oid serverid);
 extern bool afdw_table_reads_ours(Oid relid, bool partitions);
 extern bool afdw_mapping_ids(Oid umid, Oid *serverid, Oid *userid);
@@ -572,12 +573,12 @@ extern void afdw_deparse_insert(StringInfo head, StringInfo row,
 								bool returning, bool with_ctid,
 								List **retrieved_attrs);
 extern void afdw_deparse_update(StringInfo head, StringInfo tail,
-								Relation rel, List *target_attrs,
+								Relation rel, List *target_attrs, List *key,
 								bool returning, bool with_ctid,
 								List **retrieved_attrs);
 extern void afdw_deparse_delete(StringInfo head, StringInfo tail,
-								Relation rel, bool returning, bool with_ctid,
-								List **retrieved_attrs);
+								Relation rel, List *key, bool returning,
+								bool with_ctid, List **retrieved_attrs);
 extern void afdw_deparse_copy_from(StringInfo buf, Relation rel,
 								   List *target_attrs);
 extern void afdw_deparse_select(StringInfo buf, PlannerInfo *root, RelOptInfo *baserel,

@@ -34,6 +34,7 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/varlena.h"
 
@@ -109,6 +110,7 @@ static const AfdwOption own_options[] = {
 	{"copies", ForeignTableRelationId, AFDW_OPT_SERVERS, false},
 	/* columns of foreign tables */
 	{"column_name", AttributeRelationId, AFDW_OPT_STRING, false},
+	{"key", AttributeRelationId, AFDW_OPT_BOOL, false},
 	{NULL, InvalidOid, AFDW_OPT_STRING, false}
 };
 
@@ -820,23 +822,57 @@ afdw_copy_servers(ForeignTable *table)
 }
 
 /*
- * afdw_refuse_copies_write
- *		Raise an error if RELID, a foreign table of async_fdw, is replicated
- *		(option copies): an UPDATE or DELETE of it cannot change its rows one
- *		by one, by remote row identity, which differs between the copies.
+ * afdw_copy_key
+ *		The columns (attribute numbers, in order) of REL, a foreign table of
+ *		async_fdw, that its column option key declares, by which an
+ *		UPDATE or DELETE of a replicated table (option copies) finds a row
+ *		again on every copy; NIL for a table that is not replicated or
+ *		declares none.  *REPLICATED, if not NULL, says whether it is.
  */
-void
-afdw_refuse_copies_write(Oid relid)
+List *
+afdw_copy_key(Relation rel, bool *replicated)
 {
+	Oid			relid = RelationGetRelid(rel);
+	TupleDesc	tupdesc = RelationGetDescr(rel);
 	ForeignTable *table = GetForeignTable(relid);
+	List	   *key = NIL;
 
-	if (find_def(table->options, "copies") != NULL)
+	if (replicated != NULL)
+		*replicated = (find_def(table->options, "copies") != NULL);
+	if (find_def(table->options, "copies") == NULL)
+		return NIL;
+	for (AttrNumber attnum = 1; attnum <= tupdesc->natts; attnum++)
+	{
+		if (TupleDescAttr(tupdesc, attnum - 1)->attisdropped)
+			continue;
+		if (afdw_bool_option(GetForeignColumnOptions(relid, attnum), "key", false))
+			key = lappend_int(key, attnum);
+	}
+	return key;
+}
+
+/*
+ * afdw_copy_key_required
+ *		The key of REL (see afdw_copy_key) for an UPDATE or DELETE that
+ *		changes its rows one by one; NIL for a table that is not replicated.
+ *		A replicated table without a key raises an error: its copies keep
+ *		their rows in places of their own, so the remote row identity (ctid)
+ *		that finds a row on one copy means nothing on the others.
+ */
+List *
+afdw_copy_key_required(Relation rel)
+{
+	bool		replicated;
+	List	   *key = afdw_copy_key(rel, &replicated);
+
+	if (replicated && key == NIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot change replicated foreign table \"%s\" row by row",
-						get_rel_name(relid)),
-				 errdetail("Each server holding a copy keeps the rows in places of its own, so an UPDATE or DELETE of a replicated table goes to each copy as one remote statement; this one needs the rows on the coordinator (a condition, value or RETURNING item the remote servers cannot compute, a row trigger, or a join)."),
-				 errhint("Use conditions and values the remote servers can compute, on the table alone, or change each copy through a foreign table of its own in one transaction.")));
+						RelationGetRelationName(rel)),
+				 errdetail("Each server holding a copy keeps the rows in places of its own, and the table declares no key that finds a row on every copy; this UPDATE or DELETE needs the rows on the coordinator (a condition, value or RETURNING item the remote servers cannot compute, a row trigger, or a join)."),
+				 errhint("Declare the columns of a key that is unique on every copy with the column option \"key\" (ALTER FOREIGN TABLE ... ALTER COLUMN ... OPTIONS (ADD key 'true')), or use conditions and values the remote servers can compute.")));
+	return key;
 }
 
 /*

@@ -3,7 +3,8 @@
  * modify_rows.c
  *		Writes to async_fdw foreign tables row by row: INSERT (single rows,
  *		batches, and bulk loads streamed with COPY FROM STDIN), and UPDATE
- *		and DELETE of the rows a scan read, located by ctid.
+ *		and DELETE of the rows a scan read, located by ctid, or in a
+ *		replicated table by the key its column option key declares.
  *
  * Every write of a user mapping goes through its writer connection
  * (connection_pool.c), in the local transaction's remote transaction.  Values
@@ -87,9 +88,12 @@ enum ModifyPrivate
 	MODIFY_TARGET_ATTRS,		/* List of Integer: the columns sent */
 	MODIFY_RETRIEVED,			/* List of Integer: RETURNING's columns */
 	MODIFY_DO_NOTHING,			/* Boolean: ON CONFLICT DO NOTHING */
-	MODIFY_CHECK_PARTITION		/* Boolean: an UPDATE whose changed rows
+	MODIFY_CHECK_PARTITION,		/* Boolean: an UPDATE whose changed rows
 								 * are checked against the partition
 								 * constraint (it returns them whole) */
+	MODIFY_KEY					/* List of Integer: the key that finds the
+								 * row to change on every copy of a
+								 * replicated table; NIL: its ctid */
 };
 
 /* The state of writing to one foreign table in one statement. */
@@ -113,10 +117,17 @@ typedef struct AfdwModifyState
 	bool		check_partition;	/* each row written must satisfy the
 									 * table's partition constraint */
 
-	/* Sending values: the columns' output functions, the ctid's place. */
+	/*
+	 * Sending values: the columns' output functions; the place of the ctid
+	 * in the subplan's rows (UPDATE, DELETE), or of the key's values, with
+	 * their output functions (a replicated table).
+	 */
 	FmgrInfo   *out_funcs;		/* per target_attrs item */
 	bool		needs_modes;	/* some output depends on settings */
-	AttrNumber	ctid_attno;		/* of the subplan's row; UPDATE, DELETE */
+	AttrNumber	ctid_attno;
+	List	   *key;			/* column numbers; NIL: by ctid */
+	AttrNumber *key_junk;		/* per key item */
+	FmgrInfo   *key_out;		/* per key item */
 	int			batch_size;
 
 	/* Reading RETURNING rows. */
@@ -159,13 +170,14 @@ static bool modify_returns_rows(ResultRelInfo *rinfo, CmdType operation,
 static bool may_load_in_bulk(ResultRelInfo *rinfo, CmdType operation,
 							 List *fdw_private);
 static int	batch_size_option(ResultRelInfo *rinfo);
+static void find_row_junk(AfdwModifyState *st, Plan *subplan);
 static AfdwModifyState *begin_modify(EState *estate, ResultRelInfo *rinfo,
 									 CmdType operation, List *fdw_private,
-									 AttrNumber ctid_attno);
+									 Plan *subplan);
 static void row_texts(AfdwModifyState *st, TupleTableSlot *slot,
-					  const char **values);
+					  TupleTableSlot *plan_slot, const char **values);
 static void append_row_values(AfdwModifyState *st, StringInfo buf,
-							  TupleTableSlot *slot, Datum ctid);
+							  TupleTableSlot *slot, TupleTableSlot *plan_slot);
 static TupleTableSlot *store_returned(AfdwModifyState *st, PGresult *res,
 									  TupleTableSlot *slot);
 static void bulk_add(AfdwModifyState *st, TupleTableSlot *slot);
@@ -216,19 +228,51 @@ afdwIsForeignRelUpdatable(Relation rel)
 }
 
 /*
+ * key_junk_name
+ *		The name of the junk column that carries the value of the key column
+ *		ATT of a replicated table, the Nth (from 0) of its key.  Its type is
+ *		in the name: tables of one UPDATE whose keys differ in type never
+ *		share a junk column.
+ */
+static char *
+key_junk_name(int n, Form_pg_attribute att)
+{
+	return psprintf("afdw_key%d_%u", n + 1, att->atttypid);
+}
+
+/*
  * afdwAddForeignUpdateTargets
  *		An UPDATE or DELETE finds each remote row again by its ctid, which
- *		the scan of the target reads as a junk column.
+ *		the scan of the target reads as a junk column; in a replicated table
+ *		(option copies) by the values of its key (afdw_copy_key), since a
+ *		ctid finds a row on one copy only.
  */
 static void
 afdwAddForeignUpdateTargets(PlannerInfo *root, Index rtindex,
 							RangeTblEntry *target_rte pg_attribute_unused(),
-							Relation target_relation pg_attribute_unused())
+							Relation target_relation)
 {
-	Var		   *var = makeVar(rtindex, SelfItemPointerAttributeNumber,
-							  TIDOID, -1, InvalidOid, 0);
+	List	   *key = afdw_copy_key(target_relation, NULL);
+	ListCell   *lc;
+	Var		   *var;
 
-	add_row_identity_var(root, var, rtindex, "ctid");
+	if (key == NIL)
+	{
+		var = makeVar(rtindex, SelfItemPointerAttributeNumber, TIDOID, -1,
+					  InvalidOid, 0);
+		add_row_identity_var(root, var, rtindex, "ctid");
+		return;
+	}
+	foreach(lc, key)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(target_relation),
+											  lfirst_int(lc) - 1);
+
+		var = makeVar(rtindex, att->attnum, att->atttypid, att->atttypmod,
+					  att->attcollation, 0);
+		add_row_identity_var(root, var, rtindex,
+							 key_junk_name(foreach_current_index(lc), att));
+	}
 }
 
 /*
@@ -294,11 +338,12 @@ mentions_ctid(List *returning, List *check_options)
 /*
  * make_private
  *		The fdw_private list of a write to REL (see enum ModifyPrivate);
- *		with RETURNING, the remote statement returns the stored row, and its
- *		ctid with WITH_CTID (mentions_ctid).
+ *		an UPDATE or DELETE finds its row by KEY (a replicated table's), or
+ *		by its ctid when NIL; with RETURNING, the remote statement returns
+ *		the stored row, and its ctid with WITH_CTID (mentions_ctid).
  */
 static List *
-make_private(Relation rel, CmdType operation, List *target_attrs,
+make_private(Relation rel, CmdType operation, List *target_attrs, List *key,
 			 bool do_nothing, bool returning, bool with_ctid,
 			 bool check_partition)
 {
@@ -318,11 +363,11 @@ make_private(Relation rel, CmdType operation, List *target_attrs,
 								do_nothing, returning, with_ctid, &retrieved_attrs);
 			break;
 		case CMD_UPDATE:
-			afdw_deparse_update(&head, &tail, rel, target_attrs, returning,
+			afdw_deparse_update(&head, &tail, rel, target_attrs, key, returning,
 								with_ctid, &retrieved_attrs);
 			break;
 		case CMD_DELETE:
-			afdw_deparse_delete(&head, &tail, rel, returning, with_ctid,
+			afdw_deparse_delete(&head, &tail, rel, key, returning, with_ctid,
 								&retrieved_attrs);
 			break;
 		default:
@@ -331,7 +376,8 @@ make_private(Relation rel, CmdType operation, List *target_attrs,
 	result = list_make5(makeString(head.data), makeString(row.data),
 						makeString(tail.data), target_attrs, retrieved_attrs);
 	result = lappend(result, makeBoolean(do_nothing));
-	return lappend(result, makeBoolean(check_partition));
+	result = lappend(result, makeBoolean(check_partition));
+	return lappend(result, key);
 }
 
 /*
@@ -350,10 +396,11 @@ afdwPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 	bool		returning;
 	bool		do_nothing = false;
 	bool		check_partition = false;
+	List	   *key = NIL;
 	List	   *result;
 
 	if (operation != CMD_INSERT)
-		afdw_refuse_copies_write(rte->relid);
+		key = afdw_copy_key_required(rel);
 	if (plan->onConflictAction == ONCONFLICT_UPDATE)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -410,7 +457,7 @@ afdwPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 		  (operation == CMD_DELETE && rel->trigdesc->trig_delete_after_row))) ||
 		check_partition;
 
-	result = make_private(rel, operation, target_attrs, do_nothing, returning,
+	result = make_private(rel, operation, target_attrs, key, do_nothing, returning,
 						  mentions_ctid(plan->returningLists != NIL ?
 										list_nth(plan->returningLists, subplan_index) : NIL,
 										plan->withCheckOptionLists != NIL ?
@@ -490,15 +537,53 @@ batch_size_option(ResultRelInfo *rinfo)
 }
 
 /*
+ * find_row_junk
+ *		Find where SUBPLAN's rows carry what finds the row to change: the
+ *		ctid, or each value of ST's key with its output function.
+ */
+static void
+find_row_junk(AfdwModifyState *st, Plan *subplan)
+{
+	TupleDesc	tupdesc = RelationGetDescr(st->rel);
+	ListCell   *lc;
+
+	if (st->key == NIL)
+	{
+		st->ctid_attno = ExecFindJunkAttributeInTlist(subplan->targetlist, "ctid");
+		if (!AttributeNumberIsValid(st->ctid_attno))
+			elog(ERROR, "could not find junk ctid column");
+		return;
+	}
+	st->key_junk = palloc(sizeof(AttrNumber) * list_length(st->key));
+	st->key_out = palloc(sizeof(FmgrInfo) * list_length(st->key));
+	foreach(lc, st->key)
+	{
+		int			i = foreach_current_index(lc);
+		Form_pg_attribute att = TupleDescAttr(tupdesc, lfirst_int(lc) - 1);
+		char	   *name = key_junk_name(i, att);
+		Oid			typoutput;
+		bool		isvarlena;
+
+		st->key_junk[i] = ExecFindJunkAttributeInTlist(subplan->targetlist, name);
+		if (!AttributeNumberIsValid(st->key_junk[i]))
+			elog(ERROR, "could not find junk column \"%s\"", name);
+		getTypeOutputInfo(att->atttypid, &typoutput, &isvarlena);
+		fmgr_info(typoutput, &st->key_out[i]);
+		if (!afdw_output_ignores_settings(att->atttypid))
+			st->needs_modes = true;
+	}
+}
+
+/*
  * begin_modify
  *		The state of writing to RINFO's foreign table with the statement
  *		FDW_PRIVATE describes (see enum ModifyPrivate), its writer taken.
- *		CTID_ATTNO is where the subplan's rows carry the ctid of the row to
- *		change.
+ *		An UPDATE or DELETE finds the ctid or the key values of the row to
+ *		change among the junk columns of SUBPLAN's rows (NULL for INSERT).
  */
 static AfdwModifyState *
 begin_modify(EState *estate, ResultRelInfo *rinfo, CmdType operation,
-			 List *fdw_private, AttrNumber ctid_attno)
+			 List *fdw_private, Plan *subplan)
 {
 	AfdwModifyState *st = palloc0(sizeof(AfdwModifyState));
 	Relation	rel = rinfo->ri_RelationDesc;
@@ -518,7 +603,9 @@ begin_modify(EState *estate, ResultRelInfo *rinfo, CmdType operation,
 	st->retrieved_attrs = (List *) list_nth(fdw_private, MODIFY_RETRIEVED);
 	st->do_nothing = boolVal(list_nth(fdw_private, MODIFY_DO_NOTHING));
 	st->check_partition = boolVal(list_nth(fdw_private, MODIFY_CHECK_PARTITION));
-	st->ctid_attno = ctid_attno;
+	st->key = (List *) list_nth(fdw_private, MODIFY_KEY);
+	if (subplan != NULL)
+		find_row_junk(st, subplan);
 
 	st->batch_size = batch_size_option(rinfo);
 
@@ -579,20 +666,13 @@ afdwBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
 					   int eflags)
 {
 	CmdType		operation = mtstate->operation;
-	AttrNumber	ctid_attno = InvalidAttrNumber;
 
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
-	if (operation == CMD_UPDATE || operation == CMD_DELETE)
-	{
-		Plan	   *subplan = outerPlanState(mtstate)->plan;
-
-		ctid_attno = ExecFindJunkAttributeInTlist(subplan->targetlist, "ctid");
-		if (!AttributeNumberIsValid(ctid_attno))
-			elog(ERROR, "could not find junk ctid column");
-	}
 	rinfo->ri_FdwState = begin_modify(mtstate->ps.state, rinfo, operation,
-									  fdw_private, ctid_attno);
+									  fdw_private,
+									  operation == CMD_INSERT ? NULL :
+									  outerPlanState(mtstate)->plan);
 
 	/*
 	 * An INSERT into a partition named as the statement's target: nothing
@@ -651,7 +731,7 @@ afdwBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 	 * INSERT straight into the table is.  COPY checks such rows itself
 	 * (plan NULL).
 	 */
-	fdw_private = make_private(rel, CMD_INSERT, insert_columns(rel), do_nothing,
+	fdw_private = make_private(rel, CMD_INSERT, insert_columns(rel), NIL, do_nothing,
 							   returning,
 							   mentions_ctid(rinfo->ri_returningList,
 											 rinfo->ri_WithCheckOptions),
@@ -659,17 +739,19 @@ afdwBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 							   rinfo->ri_TrigDesc != NULL &&
 							   rinfo->ri_TrigDesc->trig_insert_before_row);
 	rinfo->ri_FdwState = begin_modify(estate, rinfo, CMD_INSERT, fdw_private,
-									  InvalidAttrNumber);
+									  NULL);
 }
 
 /*
  * row_texts
  *		Fill VALUES with the text forms of SLOT's target columns (NULL for a
- *		null), as the remote server reads them (afdw_set_transmission_modes),
- *		in the current memory context.
+ *		null), then those of the key values PLAN_SLOT carries (a replicated
+ *		table's UPDATE or DELETE), as the remote server reads them
+ *		(afdw_set_transmission_modes), in the current memory context.
  */
 static void
-row_texts(AfdwModifyState *st, TupleTableSlot *slot, const char **values)
+row_texts(AfdwModifyState *st, TupleTableSlot *slot, TupleTableSlot *plan_slot,
+		  const char **values)
 {
 	int			nestlevel = -1;
 	int			i = 0;
@@ -685,6 +767,23 @@ row_texts(AfdwModifyState *st, TupleTableSlot *slot, const char **values)
 		values[i] = isnull ? NULL : OutputFunctionCall(&st->out_funcs[i], value);
 		i++;
 	}
+	foreach(lc, st->key)
+	{
+		int			k = foreach_current_index(lc);
+		bool		isnull;
+		Datum		value = ExecGetJunkAttribute(plan_slot, st->key_junk[k], &isnull);
+
+		/* "= NULL" would find no row, and the change would be lost. */
+		if (isnull)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("key column \"%s\" of replicated foreign table \"%s\" is null in a row to change",
+							NameStr(TupleDescAttr(RelationGetDescr(st->rel),
+												  lfirst_int(lc) - 1)->attname),
+							st->relname),
+					 errdetail("An UPDATE or DELETE of a replicated table finds each row on every copy by the columns of its option key, which must not be null.")));
+		values[i++] = OutputFunctionCall(&st->key_out[k], value);
+	}
 	if (nestlevel >= 0)
 		afdw_reset_transmission_modes(nestlevel);
 }
@@ -693,18 +792,27 @@ row_texts(AfdwModifyState *st, TupleTableSlot *slot, const char **values)
  * append_row_values
  *		Append to BUF the statement's row of parameters (st->row, or for an
  *		UPDATE or DELETE its head) with the values of SLOT's target columns
- *		and CTID as literals.
+ *		and what finds the row to change, from PLAN_SLOT (its ctid or key
+ *		values), as literals.
  */
 static void
 append_row_values(AfdwModifyState *st, StringInfo buf, TupleTableSlot *slot,
-				  Datum ctid)
+				  TupleTableSlot *plan_slot)
 {
 	int			n = list_length(st->target_attrs);
-	const char **values = palloc(sizeof(char *) * (n + 1));
+	const char **values = palloc(sizeof(char *) * (n + list_length(st->key) + 1));
 
-	row_texts(st, slot, values);
+	row_texts(st, slot, plan_slot, values);
+	n += list_length(st->key);
 	if (st->ctid_attno != InvalidAttrNumber)
+	{
+		bool		isnull;
+		Datum		ctid = ExecGetJunkAttribute(plan_slot, st->ctid_attno, &isnull);
+
+		if (isnull)
+			elog(ERROR, "ctid is NULL");
 		values[n++] = DatumGetCString(DirectFunctionCall1(tidout, ctid));
+	}
 	afdw_bind_params(buf, st->operation == CMD_INSERT ? st->row : st->head,
 					 n, values);
 }
@@ -749,12 +857,12 @@ operation_name(CmdType operation)
 
 /*
  * run_row
- *		Write the row of SLOT (CTID: the row to change) with one remote
- *		statement; SLOT with what the remote server stored, or NULL when it
- *		wrote nothing (a conflict skipped, a row gone).
+ *		Write the row of SLOT (PLAN_SLOT: what finds the row to change) with
+ *		one remote statement; SLOT with what the remote server stored, or
+ *		NULL when it wrote nothing (a conflict skipped, a row gone).
  */
 static TupleTableSlot *
-run_row(AfdwModifyState *st, TupleTableSlot *slot, Datum ctid)
+run_row(AfdwModifyState *st, TupleTableSlot *slot, TupleTableSlot *plan_slot)
 {
 	StringInfoData sql;
 	PGresult   *res;
@@ -765,7 +873,7 @@ run_row(AfdwModifyState *st, TupleTableSlot *slot, Datum ctid)
 	initStringInfo(&sql);
 	if (st->operation == CMD_INSERT)
 		appendStringInfoString(&sql, st->head);
-	append_row_values(st, &sql, slot, ctid);
+	append_row_values(st, &sql, slot, plan_slot);
 	appendStringInfoString(&sql, st->tail);
 
 	st->conn = afdw_current_writer(st->conn);
@@ -773,12 +881,25 @@ run_row(AfdwModifyState *st, TupleTableSlot *slot, Datum ctid)
 	MemoryContextSwitchTo(old);
 	PG_TRY();
 	{
+		uint64		changed = PQresultStatus(res) == PGRES_TUPLES_OK ?
+			(uint64) PQntuples(res) : (uint64) strtoul(PQcmdTuples(res), NULL, 10);
+
+		/*
+		 * A key that is not unique changed more than the one row, here and
+		 * on every copy: the statement fails, and with it the change.
+		 */
+		if (st->key != NIL && changed > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_CARDINALITY_VIOLATION),
+					 errmsg("the key of replicated foreign table \"%s\" found " UINT64_FORMAT " rows to %s for one row",
+							st->relname, changed,
+							st->operation == CMD_UPDATE ? "update" : "delete"),
+					 errdetail("The columns of its option key must identify one row, and on its server \"%s\" they do not.",
+							   GetForeignServer(GetForeignTable(RelationGetRelid(st->rel))->serverid)->servername),
+					 errhint("Declare as the key the columns of a primary key or unique constraint that every copy has.")));
 		/* The copies follow the table's own server: see replica_writes.c. */
 		if (st->replicas != NULL)
-			afdw_replica_writes_run(st->replicas, sql.data,
-									PQresultStatus(res) == PGRES_TUPLES_OK ?
-									(uint64) PQntuples(res) :
-									(uint64) strtoul(PQcmdTuples(res), NULL, 10),
+			afdw_replica_writes_run(st->replicas, sql.data, changed,
 									operation_name(st->operation));
 		if (st->retrieved_attrs != NIL)
 			result = (PQntuples(res) == 0) ? NULL : store_returned(st, res, slot);
@@ -814,7 +935,7 @@ afdwExecForeignInsert(EState *estate pg_attribute_unused(), ResultRelInfo *rinfo
 	if (st->bulk)
 		bulk_add(st, slot);
 	else
-		result = run_row(st, slot, (Datum) 0);
+		result = run_row(st, slot, NULL);
 	error_context_stack = errcb.previous;
 	return result;
 }
@@ -855,7 +976,7 @@ afdwExecForeignBatchInsert(EState *estate pg_attribute_unused(), ResultRelInfo *
 	{
 		if (i > 0)
 			appendStringInfoString(&sql, ", ");
-		append_row_values(st, &sql, slots[i], (Datum) 0);
+		append_row_values(st, &sql, slots[i], NULL);
 	}
 	appendStringInfoString(&sql, st->tail);
 	st->conn = afdw_current_writer(st->conn);
@@ -903,7 +1024,8 @@ afdwGetForeignModifyBatchSize(ResultRelInfo *rinfo)
 
 /*
  * afdwExecForeignUpdate
- *		Change the remote row whose ctid PLAN_SLOT carries to SLOT's values.
+ *		Change the remote row that PLAN_SLOT finds (its ctid, or the key of a
+ *		replicated table) to SLOT's values.
  */
 static TupleTableSlot *
 afdwExecForeignUpdate(EState *estate pg_attribute_unused(), ResultRelInfo *rinfo,
@@ -912,16 +1034,12 @@ afdwExecForeignUpdate(EState *estate pg_attribute_unused(), ResultRelInfo *rinfo
 	AfdwModifyState *st = (AfdwModifyState *) rinfo->ri_FdwState;
 	ErrorContextCallback errcb;
 	TupleTableSlot *result;
-	bool		isnull;
-	Datum		ctid = ExecGetJunkAttribute(plan_slot, st->ctid_attno, &isnull);
 
-	if (isnull)
-		elog(ERROR, "ctid is NULL");
 	errcb.callback = modify_error_context;
 	errcb.arg = st;
 	errcb.previous = error_context_stack;
 	error_context_stack = &errcb;
-	result = run_row(st, slot, ctid);
+	result = run_row(st, slot, plan_slot);
 	/* The row as stored, when its partition key may have changed. */
 	if (st->check_partition && st->operation == CMD_UPDATE && result != NULL)
 		afdw_check_partition_row(rinfo, CMD_UPDATE, result, st->estate);
@@ -931,7 +1049,7 @@ afdwExecForeignUpdate(EState *estate pg_attribute_unused(), ResultRelInfo *rinfo
 
 /*
  * afdwExecForeignDelete
- *		Delete the remote row whose ctid PLAN_SLOT carries.
+ *		Delete the remote row that PLAN_SLOT finds.
  */
 static TupleTableSlot *
 afdwExecForeignDelete(EState *estate pg_attribute_unused(), ResultRelInfo *rinfo,
@@ -966,7 +1084,7 @@ append_copy_line(AfdwModifyState *st, StringInfo buf, TupleTableSlot *slot)
 	Size		need = n + 1;
 	char	   *out;
 
-	row_texts(st, slot, values);
+	row_texts(st, slot, NULL, values);
 	for (int i = 0; i < n; i++)
 		need += (values[i] == NULL) ? 2 : 2 * strlen(values[i]);
 	if (need >= MaxAllocSize - (Size) buf->len)

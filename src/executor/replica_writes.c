@@ -39,10 +39,11 @@
  * server (afdw_twophase_require), so that all copies change or none.
  *
  * Only statements that name their rows by their values can be repeated
- * on each copy: an INSERT, and an UPDATE or DELETE sent whole to the
- * remote server (direct modification).  A change by remote row identity
- * (ctid) is refused at planning (modify_rows.c), since each copy stores its
- * rows in its own places.
+ * on each copy: an INSERT, an UPDATE or DELETE sent whole to the remote
+ * server (direct modification), and one row's UPDATE or DELETE by the
+ * values of the key the table declares (column option key, modify_rows.c).
+ * A change by remote row identity (ctid) is refused at planning, since
+ * each copy stores its rows in its own places.
  *
  * Neighbours: modify_rows.c (INSERT, COPY), direct_modify.c (UPDATE, DELETE)
  * and truncate.c call it; options.c reads the copies; remote_xact.c sends the

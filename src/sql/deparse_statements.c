@@ -583,16 +583,40 @@ afdw_deparse_insert(StringInfo head, StringInfo row, StringInfo tail,
 }
 
 /*
+ * append_row_finder
+ *		Append to BUF the WHERE clause that finds the one row of REL to
+ *		change, its parameters numbered from FIRST: its ctid, or with KEY
+ *		(the key of a replicated table, see afdw_copy_key) the values of
+ *		those columns, which find the same row on every copy.
+ */
+static void
+append_row_finder(StringInfo buf, Relation rel, List *key, int first)
+{
+	ListCell   *lc;
+
+	if (key == NIL)
+	{
+		appendStringInfo(buf, " WHERE ctid = $%d", first);
+		return;
+	}
+	foreach(lc, key)
+		appendStringInfo(buf, "%s%s = $%d",
+						 foreach_current_index(lc) == 0 ? " WHERE " : " AND ",
+						 quote_identifier(afdw_remote_column_name(rel, lfirst_int(lc))),
+						 first + foreach_current_index(lc));
+}
+
+/*
  * afdw_deparse_update
- *		The remote UPDATE of one row of REL, by ctid: HEAD sets the columns
- *		TARGET_ATTRS to $1, $2, ... and finds the row by the ctid in the
- *		last parameter; TAIL is the RETURNING clause with RETURNING (see
- *		append_returning).
+ *		The remote UPDATE of one row of REL: HEAD sets the columns
+ *		TARGET_ATTRS to $1, $2, ... and finds the row by the parameters
+ *		after them (its ctid, or the values of KEY: see append_row_finder);
+ *		TAIL is the RETURNING clause with RETURNING (see append_returning).
  */
 void
 afdw_deparse_update(StringInfo head, StringInfo tail, Relation rel,
-					List *target_attrs, bool returning, bool with_ctid,
-					List **retrieved_attrs)
+					List *target_attrs, List *key, bool returning,
+					bool with_ctid, List **retrieved_attrs)
 {
 	ListCell   *lc;
 	int			n = 0;
@@ -612,22 +636,23 @@ afdw_deparse_update(StringInfo head, StringInfo tail, Relation rel,
 		appendStringInfo(head, " SET %s = %s",
 						 quote_identifier(afdw_remote_column_name(rel, 1)),
 						 quote_identifier(afdw_remote_column_name(rel, 1)));
-	appendStringInfo(head, " WHERE ctid = $%d", n + 1);
+	append_row_finder(head, rel, key, n + 1);
 	append_returning(tail, rel, returning, with_ctid, retrieved_attrs);
 }
 
 /*
  * afdw_deparse_delete
- *		The remote DELETE of one row of REL, by the ctid in $1 (HEAD), and
- *		its RETURNING clause with RETURNING (TAIL, see append_returning).
+ *		The remote DELETE of one row of REL, found by $1 (its ctid), or by
+ *		$1, $2, ... (the values of KEY) (HEAD), and its RETURNING clause with
+ *		RETURNING (TAIL, see append_returning).
  */
 void
-afdw_deparse_delete(StringInfo head, StringInfo tail, Relation rel,
+afdw_deparse_delete(StringInfo head, StringInfo tail, Relation rel, List *key,
 					bool returning, bool with_ctid, List **retrieved_attrs)
 {
 	appendStringInfoString(head, "DELETE FROM ");
 	afdw_deparse_relation(head, rel);
-	appendStringInfoString(head, " WHERE ctid = $1");
+	append_row_finder(head, rel, key, 1);
 	append_returning(tail, rel, returning, with_ctid, retrieved_attrs);
 }
 

@@ -6,10 +6,12 @@
 #   on one copy (a trigger there rejects the row), a rollback, copies that
 #   differ (found by the count of changed rows, 40001), a copy on a server that
 #   cannot prepare or whose two_phase_commit is off, and a change that
-#   would go row by row each fail the statement and change no copy;
-#   concurrent sessions updating the same rows, or inserting and deleting
-#   the same keys, neither deadlock nor leave the copies apart (their
-#   serialization failures retried).
+#   would go row by row without a key each fail the statement and change no
+#   copy; with a key (column option key) a change row by row reaches every
+#   copy, and a key that is not unique or is null fails the statement;
+#   concurrent sessions updating the same rows (sent whole and row by row),
+#   or inserting and deleting the same keys, neither deadlock nor leave the
+#   copies apart (their serialization failures retried).
 
 use strict;
 use warnings;
@@ -74,6 +76,8 @@ $coord->safe_psql('postgres', q{
 	  OPTIONS (table_name 'dim', copies 'rwnoprep');
 	CREATE FUNCTION local_upper(t text) RETURNS text LANGUAGE plpgsql
 	  AS 'BEGIN RETURN upper(t); END';
+	CREATE FUNCTION local_one() RETURNS int LANGUAGE plpgsql
+	  AS 'BEGIN RETURN 1; END';
 });
 
 # copies(): each shard's rows of dim, one line a shard.
@@ -167,14 +171,69 @@ fails(q{INSERT INTO dim VALUES (50, 'fifty', 0) ON CONFLICT DO NOTHING},
 $shards[1]->safe_psql('postgres', q{DELETE FROM dim WHERE k = 50});
 same($rows, 'copies that differ');
 
-# 5. A change by row identity is refused, with a clear error.
-fails(q{UPDATE dim SET name = local_upper(name) WHERE k = 1},
+# 5. A change row by row without a key is refused, with a clear error.
+$err = fails(q{UPDATE dim SET name = local_upper(name) WHERE k = 1},
 	qr/0A000: cannot change replicated foreign table "dim" row by row/,
 	'an UPDATE with a value computed locally');
+like($err, qr/HINT:  Declare the columns of a key that is unique on every copy with the column option "key"/,
+	'the hint names the option key');
 fails(q{DELETE FROM dim WHERE local_upper(name) = 'ONE'},
 	qr/0A000: cannot change replicated foreign table "dim" row by row/,
 	'a DELETE with a condition computed locally');
 same($rows, 'changes refused');
+
+# 5b. With a key, a change row by row finds each row by it on every copy.
+$coord->safe_psql('postgres', q{ALTER FOREIGN TABLE dim ALTER COLUMN k OPTIONS (ADD key 'true')});
+like($coord->safe_psql('postgres',
+	q{EXPLAIN (VERBOSE, COSTS OFF) UPDATE dim SET name = local_upper(name) WHERE k = 1}),
+	qr/Remote SQL: UPDATE public\.dim SET name = \$1 WHERE k = \$2\n\s*Copies Written: rwshard1, rwshard2, rwshard3/,
+	'a row by row UPDATE finds its row by the key, on every copy');
+is($coord->safe_psql('postgres',
+	q{UPDATE dim SET name = local_upper(name) WHERE k = 1 RETURNING k, name}),
+	'1|ONE', 'an UPDATE row by row returns its row once');
+same('1:ONE:10,2:row 2:10,3:row 3:0,4:row 4:0,5:five:0', 'UPDATE row by row');
+$coord->safe_psql('postgres', q{UPDATE dim SET name = lower(local_upper(name)) WHERE k = 1});
+is($coord->safe_psql('postgres',
+	q{DELETE FROM dim WHERE local_upper(name) = 'FIVE' RETURNING k}),
+	'5', 'a DELETE row by row returns its row once');
+same('1:one:10,2:row 2:10,3:row 3:0,4:row 4:0', 'DELETE row by row');
+$coord->safe_psql('postgres', q{INSERT INTO dim VALUES (5, 'five', 0)});
+$coord->safe_psql('postgres', q{UPDATE dim SET k = k + 100 WHERE local_upper(name) = 'ROW 4'});
+same('1:one:10,2:row 2:10,3:row 3:0,5:five:0,104:row 4:0', 'an UPDATE row by row of the key itself');
+$coord->safe_psql('postgres', q{UPDATE dim SET k = k - 100 WHERE k = 104});
+same($rows, 'the rows back');
+
+# A copy that rejects the row, a row that one copy lacks: the statement
+# fails, no copy changes.
+fails(q{UPDATE dim SET name = lower(local_upper('bad')) WHERE k = 3},
+	qr/copy 3 rejects name bad \(key 3\)/, 'an UPDATE row by row the third copy rejects');
+same($rows, 'UPDATE row by row rejected by one copy');
+$shards[1]->safe_psql('postgres', q{DELETE FROM dim WHERE k = 2});
+fails(q{UPDATE dim SET name = local_upper(name) WHERE k = 2},
+	qr/40001: could not serialize access to replicated foreign table "dim": its copies changed different numbers of rows/,
+	'an UPDATE row by row of a row one copy lacks');
+$shards[1]->safe_psql('postgres', q{INSERT INTO dim VALUES (2, 'row 2', 10)});
+same($rows, 'UPDATE row by row of a row one copy lacks');
+
+# A key that is not unique, a key that is null: the statement fails.
+$coord->safe_psql('postgres', q{
+	ALTER FOREIGN TABLE dim ALTER COLUMN k OPTIONS (DROP key);
+	ALTER FOREIGN TABLE dim ALTER COLUMN v OPTIONS (ADD key 'true');
+});
+fails(q{UPDATE dim SET name = local_upper(name) WHERE k = 1},
+	qr/21000: the key of replicated foreign table "dim" found 2 rows to update for one row/,
+	'a key that is not unique');
+same($rows, 'a key that is not unique');
+$coord->safe_psql('postgres', q{UPDATE dim SET v = NULL WHERE k = 3});
+fails(q{DELETE FROM dim WHERE local_upper(name) = 'ROW 3'},
+	qr/22004: key column "v" of replicated foreign table "dim" is null in a row to change/,
+	'a key that is null');
+$coord->safe_psql('postgres', q{
+	UPDATE dim SET v = 0 WHERE k = 3;
+	ALTER FOREIGN TABLE dim ALTER COLUMN v OPTIONS (DROP key);
+	ALTER FOREIGN TABLE dim ALTER COLUMN k OPTIONS (ADD key 'true');
+});
+same($rows, 'a key that is null');
 
 # 6. A copy on a server that cannot prepare, or whose two_phase_commit is
 # off: the commit fails, nothing changes.
@@ -191,14 +250,14 @@ fails(q{DELETE FROM dim WHERE k = 1},
 $coord->safe_psql('postgres', q{ALTER SERVER rwshard2 OPTIONS (DROP two_phase_commit)});
 same($rows, 'copy with two_phase_commit off');
 
-# 7. Concurrent sessions changing the same rows: each waits on the table's
-# own server, no deadlock that no server sees (pgbench would wait for ever),
-# the copies stay alike.  The remote transactions are REPEATABLE READ, as
+# 7. Concurrent sessions changing the same rows, sent whole and (k = 4)
+# row by row: each waits on the table's own server, no deadlock that no
+# server sees (pgbench would wait for ever), the copies stay alike.  The remote transactions are REPEATABLE READ, as
 # postgres_fdw's: a row changed meanwhile fails with 40001, retried.
 my $script = $coord->basedir . '/bump.sql';
 open my $fh, '>', $script or die $!;
 print $fh "\\set k random(1, 3)\nBEGIN;\nUPDATE dim SET v = v + 1 WHERE k = :k;\n"
-  . "UPDATE dim SET v = v + 1 WHERE k = 4;\nUPDATE dim SET v = v + 1 WHERE k = 5;\nCOMMIT;\n";
+  . "UPDATE dim SET v = v + local_one() WHERE k = 4;\nUPDATE dim SET v = v + 1 WHERE k = 5;\nCOMMIT;\n";
 close $fh;
 my ($out, $perr) = ('', '');
 my $h = IPC::Run::start(
