@@ -3,7 +3,8 @@
  * check_copies.c
  *		async_fdw_check_copies(regclass): whether every server holding a
  *		copy of a replicated foreign table (option copies) has the remote
- *		table with each of the foreign table's columns, of its type.
+ *		table with each of the foreign table's columns, of its type, and a
+ *		unique index on the key it declares (column option key).
  *
  * The option itself is checked when set only for what the catalogs say
  * (its servers exist and are async_fdw's): a validator does not connect.
@@ -11,8 +12,11 @@
  * user's mapping, and reads the remote table's columns from its catalog.
  * Both sides print their types with search_path set to pg_catalog alone
  * (the remote session always runs so), so that a type names itself alike
- * on both.  It returns a row for each problem, none when the copies agree
- * with the foreign table; the rows themselves are not compared.
+ * on both.  The key by which a row-by-row UPDATE or DELETE finds a row on
+ * every copy must identify one row there: a unique index (not partial, of
+ * columns only) whose columns are all among the key's proves it.  It
+ * returns a row for each problem, none when the copies agree with the
+ * foreign table; the rows themselves are not compared.
  *
  * Neighbours: options.c lists the copies' servers; deparse_context.c names
  * the remote table and deparse_expr.c its columns; connection_pool.c lends
@@ -54,6 +58,9 @@ static void check_one_copy(Relation rel, char **local_types,
 						   ForeignServer *server, Tuplestorestate *store,
 						   TupleDesc desc);
 static char **local_type_names(TupleDesc tupdesc);
+static void check_key(Relation rel, AfdwConn *conn, const char *table,
+					  ForeignServer *server, Tuplestorestate *store,
+					  TupleDesc desc);
 static void put_problem(Tuplestorestate *store, TupleDesc desc,
 						ForeignServer *server, const char *column,
 						const char *local_type, const char *remote_type,
@@ -64,8 +71,9 @@ static void put_problem(Tuplestorestate *store, TupleDesc desc,
  *		For the foreign table of argument 1, one row (server_name,
  *		column_name, local_type, remote_type, problem) for each thing a
  *		server of its copies does not hold as the foreign table declares:
- *		the remote table, a column, or a column's type.  No row: each copy
- *		has every column, of its type.
+ *		the remote table, a column, a column's type, or a unique index on
+ *		the declared key.  No row: each copy has every column, of its type,
+ *		and its key is unique.
  *
  * The caller needs SELECT on the table, and a user mapping for every
  * server of its copies, as a query of each copy would.
@@ -118,8 +126,9 @@ async_fdw_check_copies(PG_FUNCTION_ARGS)
  *		Compare REL's columns (LOCAL_TYPES their types, local_type_names)
  *		with those of its remote table on SERVER, and
  *		put a row into STORE (of DESC) for each difference that matters: a
- *		missing table or column, a column of another type.  A remote column
- *		the foreign table does not declare is not one.
+ *		missing table or column, a column of another type, a key without a
+ *		unique index (check_key).  A remote column the foreign table does
+ *		not declare is not one.
  */
 static void
 check_one_copy(Relation rel, char **local_types, ForeignServer *server,
@@ -179,12 +188,71 @@ check_one_copy(Relation rel, char **local_types, ForeignServer *server,
 								local_type, remote_type,
 								pstrdup(_("types differ")));
 			}
+			check_key(rel, conn, name.data, server, store, desc);
 		}
 	}
 	PG_FINALLY();
 	{
 		PQclear(res);
 		afdw_release_connection(conn);
+	}
+	PG_END_TRY();
+}
+
+/*
+ * check_key
+ *		Put a row into STORE (of DESC) if REL declares a key (column option
+ *		key) and its remote table TABLE on SERVER, read through CONN, has no
+ *		unique index that proves it: valid, not partial, of plain columns
+ *		that are all among the key's.
+ */
+static void
+check_key(Relation rel, AfdwConn *conn, const char *table,
+		  ForeignServer *server, Tuplestorestate *store, TupleDesc desc)
+{
+	List	   *key = afdw_copy_key(rel, NULL);
+	const char **params;
+	StringInfoData sql;
+	StringInfoData names;
+	PGresult   *volatile res = NULL;
+	ListCell   *lc;
+
+	if (key == NIL)
+		return;
+	params = palloc(sizeof(char *) * (list_length(key) + 1));
+	params[0] = table;
+	initStringInfo(&sql);
+	initStringInfo(&names);
+	appendStringInfoString(&sql,
+						   "SELECT EXISTS (SELECT FROM pg_catalog.pg_index i "
+						   "WHERE i.indrelid = pg_catalog.to_regclass($1) "
+						   "AND i.indisunique AND i.indisvalid "
+						   "AND i.indpred IS NULL AND i.indexprs IS NULL "
+						   "AND NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a "
+						   "WHERE a.attrelid = i.indrelid "
+						   "AND a.attnum = ANY ((i.indkey::pg_catalog.int2[])[0:i.indnkeyatts - 1]) "
+						   "AND a.attname <> ALL (ARRAY[");
+	foreach(lc, key)
+	{
+		int			i = foreach_current_index(lc);
+		const char *remote = afdw_remote_column_name(rel, lfirst_int(lc));
+
+		params[i + 1] = remote;
+		appendStringInfo(&sql, "%s$%d::pg_catalog.name", i > 0 ? ", " : "", i + 2);
+		appendStringInfo(&names, "%s%s", i > 0 ? ", " : "", quote_identifier(remote));
+	}
+	appendStringInfoString(&sql, "])))");
+	PG_TRY();
+	{
+		res = afdw_run_query(conn, sql.data, list_length(key) + 1, params);
+		if (PQntuples(res) != 1 || strcmp(PQgetvalue(res, 0, 0), "t") != 0)
+			put_problem(store, desc, server, NULL, NULL, NULL,
+						psprintf(_("no unique index of remote table %s on key (%s)"),
+								 table, names.data));
+	}
+	PG_FINALLY();
+	{
+		PQclear(res);
 	}
 	PG_END_TRY();
 }

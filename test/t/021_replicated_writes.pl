@@ -184,6 +184,8 @@ same($rows, 'changes refused');
 
 # 5b. With a key, a change row by row finds each row by it on every copy.
 $coord->safe_psql('postgres', q{ALTER FOREIGN TABLE dim ALTER COLUMN k OPTIONS (ADD key 'true')});
+is($coord->safe_psql('postgres', q{SELECT count(*) FROM async_fdw_check_copies('dim')}), '0',
+	'async_fdw_check_copies finds the key unique on every copy (its primary key)');
 like($coord->safe_psql('postgres',
 	q{EXPLAIN (VERBOSE, COSTS OFF) UPDATE dim SET name = local_upper(name) WHERE k = 1}),
 	qr/Remote SQL: UPDATE public\.dim SET name = \$1 WHERE k = \$2\n\s*Copies Written: rwshard1, rwshard2, rwshard3/,
@@ -220,6 +222,10 @@ $coord->safe_psql('postgres', q{
 	ALTER FOREIGN TABLE dim ALTER COLUMN k OPTIONS (DROP key);
 	ALTER FOREIGN TABLE dim ALTER COLUMN v OPTIONS (ADD key 'true');
 });
+is($coord->safe_psql('postgres',
+	q{SELECT string_agg(server_name || ': ' || problem, E'\n' ORDER BY server_name) FROM async_fdw_check_copies('dim')}),
+	join("\n", map { "rwshard$_: no unique index of remote table public.dim on key (v)" } 1 .. 3),
+	'async_fdw_check_copies reports a key no unique index proves');
 fails(q{UPDATE dim SET name = local_upper(name) WHERE k = 1},
 	qr/21000: the key of replicated foreign table "dim" found 2 rows to update for one row/,
 	'a key that is not unique');
