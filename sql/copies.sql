@@ -469,6 +469,16 @@ DELETE FROM cpw WHERE k > 2;
 \set VERBOSITY terse
 DELETE FROM remote.cp_w_rows WHERE k = 9;
 SELECT server, k, name FROM remote.cp_w_rows ORDER BY 1, 2;
+-- Row by row (a value or condition computed here), by the declared key:
+-- every copy.
+ALTER FOREIGN TABLE cpw ALTER COLUMN k OPTIONS (ADD key 'true');
+CREATE FUNCTION cp_upper(t text) RETURNS text LANGUAGE plpgsql
+  AS 'BEGIN RETURN upper(t); END';
+EXPLAIN (VERBOSE, COSTS OFF) UPDATE cpw SET name = cp_upper(name) WHERE k = 2;
+UPDATE cpw SET name = cp_upper(name) WHERE k = 2 RETURNING *;
+DELETE FROM cpw WHERE cp_upper(name) = 'FIVE' RETURNING k;
+SELECT server, k, name FROM remote.cp_w_rows ORDER BY 1, 2;
+DROP FUNCTION cp_upper(text);
 -- Read back through the table: one copy.
 SELECT * FROM cpw ORDER BY k;
 DROP FOREIGN TABLE cpw;
