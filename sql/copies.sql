@@ -236,10 +236,17 @@ EXECUTE cp_by_param(5, -1);
 SELECT 5, count(*), sum(f.v) FROM cpl f WHERE f.v < 50;
 DEALLOCATE cp_by_param;
 RESET plan_cache_mode;
--- ... and a column a condition fixes, with and without rows.
+-- ... and a column a condition fixes, with and without rows: from 16 the
+-- partial target carries it as a column outside the grouping items, which
+-- the remote partial aggregates group by.
+SELECT cp_partials('SELECT f.k, count(*), sum(f.v) FROM cpf f WHERE f.k = 3 GROUP BY f.k');
+SELECT cp_partials('SELECT f.k + 1, count(*), sum(f.v) FROM cpf f WHERE f.k = 3 GROUP BY f.k');
 SELECT rows_same(
   'SELECT f.k, count(*), sum(f.v) FROM cpf f WHERE f.k = 3 GROUP BY f.k',
   'SELECT f.k, count(*), sum(f.v) FROM cpl f WHERE f.k = 3 GROUP BY f.k');
+SELECT rows_same(
+  'SELECT f.k + 1, count(*), sum(f.v) FROM cpf f WHERE f.k = 3 GROUP BY f.k',
+  'SELECT f.k + 1, count(*), sum(f.v) FROM cpl f WHERE f.k = 3 GROUP BY f.k');
 SELECT rows_same(
   'SELECT f.k, count(*), sum(f.v) FROM cpf f WHERE f.k = 70 GROUP BY f.k',
   'SELECT f.k, count(*), sum(f.v) FROM cpl f WHERE f.k = 70 GROUP BY f.k');

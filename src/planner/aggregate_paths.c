@@ -51,6 +51,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/selfuncs.h"
+#include "utils/typcache.h"
 
 #include "async_fdw.h"
 
@@ -175,6 +176,22 @@ local_parts_walker(Node *node, LocalParts *lp)
 }
 
 /*
+ * groupable_column
+ *		Whether the remote server can group the rows of INPUT by EXPR, a
+ *		column, as the local one would: a shippable column whose type's
+ *		default equality is built in.
+ */
+static bool
+groupable_column(PlannerInfo *root, RelOptInfo *input, Expr *expr)
+{
+	TypeCacheEntry *tc = lookup_type_cache(exprType((Node *) expr),
+										   TYPECACHE_EQ_OPR);
+
+	return OidIsValid(tc->eq_opr) && afdw_is_builtin(tc->eq_opr) &&
+		afdw_is_shippable(root, input, expr);
+}
+
+/*
  * grouping_ok
  *		Whether the remote server can compute the grouping relation
  *		GROUPED of INPUT (a foreign table or a remote join) as the local
@@ -207,6 +224,7 @@ grouping_ok(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped,
 	List	   *tlist = NIL;
 	ListCell   *lc;
 	int			i;
+	Index		extra_sgref = 0;
 
 	/* The grouping items first: the others are checked against them. */
 	i = 0;
@@ -236,6 +254,11 @@ grouping_ok(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped,
 		tlist = lappend(tlist, tle);
 		gfp->group_positions = lappend_int(gfp->group_positions, tle->resno);
 	}
+	/* Above every reference of the query's: none of its clauses has it. */
+	foreach(lc, parse->targetList)
+		extra_sgref = Max(extra_sgref, lfirst_node(TargetEntry, lc)->ressortgroupref);
+	for (i = 0; i < list_length(target->exprs); i++)
+		extra_sgref = Max(extra_sgref, get_pathtarget_sortgroupref(target, i));
 
 	i = 0;
 	foreach(lc, target->exprs)
@@ -253,6 +276,26 @@ grouping_ok(PlannerInfo *root, RelOptInfo *input, RelOptInfo *grouped,
 			only_grouped_columns(expr, tlist))
 		{
 			add_item(&tlist, expr);
+			continue;
+		}
+
+		/*
+		 * A column of a partial target outside its grouping items: one the
+		 * planner found constant (from 16, a GROUP BY column a condition
+		 * fixes, WHERE k = 3 GROUP BY k) or that depends on them.  The
+		 * remote partial aggregate groups by it too: finer groups than the
+		 * query's are combined by the Finalize Aggregate, and this column
+		 * has one value in each of the query's groups anyway.
+		 */
+		if (partial && IsA(expr, Var) && groupable_column(root, input, expr))
+		{
+			TargetEntry *tle = makeTargetEntry(expr, list_length(tlist) + 1,
+											   NULL, false);
+
+			/* Not the query's: marks it grouped for the items after it. */
+			tle->ressortgroupref = ++extra_sgref;
+			tlist = lappend(tlist, tle);
+			gfp->group_positions = lappend_int(gfp->group_positions, tle->resno);
 			continue;
 		}
 
@@ -375,11 +418,20 @@ afdwGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 		return;
 	output->fdw_private = gfp;
 
-	/* The groups: one without GROUP BY, else the planner's estimate. */
+	/*
+	 * The groups: one without GROUP BY, else the planner's estimate, of
+	 * the query's grouping items (a column grouping_ok added has one value
+	 * a group).
+	 */
 	foreach(lc, gfp->group_positions)
-		group_exprs = lappend(group_exprs,
-							  list_nth_node(TargetEntry, gfp->grouped_tlist,
-											lfirst_int(lc) - 1)->expr);
+	{
+		TargetEntry *tle = list_nth_node(TargetEntry, gfp->grouped_tlist,
+										 lfirst_int(lc) - 1);
+
+		if (get_sortgroupref_clause_noerr(tle->ressortgroupref,
+										  root->parse->groupClause) != NULL)
+			group_exprs = lappend(group_exprs, tle->expr);
+	}
 	group_exprs = list_concat(group_exprs, gfp->group_values);
 	ngroups = group_exprs == NIL ? 1 :
 		Min(estimate_num_groups(root, group_exprs, input->rows, NULL, NULL),
