@@ -282,7 +282,8 @@ is($coord->safe_psql('postgres', 'SELECT sum(v) - 20 FROM dim'), 3 * $done,
 	'every transaction counted once (each adds 3)');
 note $out =~ /(number of transactions retried: \d+)/ ? $1 : 'no retries';
 
-# 7b. Concurrent sessions inserting and deleting the same few keys: a row
+# 7b. Concurrent sessions inserting and deleting the same few keys (a
+# DELETE sent whole and one row by row, by the key): a row
 # another transaction has just committed on one copy and not yet on the
 # next may be seen by one of a statement's copies and not the other, which
 # fails the statement with 40001 (retried) rather than a false report that
@@ -294,7 +295,9 @@ print $fh "\\set k random(100, 104)\n"
   . "\\set k random(100, 104)\n"
   . "DELETE FROM dim WHERE k = :k;\n"
   . "\\set k random(100, 104)\n"
-  . "UPDATE dim SET v = v + 1 WHERE k = :k;\n";
+  . "UPDATE dim SET v = v + 1 WHERE k = :k;\n"
+  . "\\set k random(100, 104)\n"
+  . "DELETE FROM dim WHERE k = :k AND local_one() = 1;\n";
 close $fh;
 ($out, $perr) = ('', '');
 $h = IPC::Run::start(
