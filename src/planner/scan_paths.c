@@ -140,10 +140,12 @@ afdwGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid
 	userid = OidIsValid(baserel->userid) ? baserel->userid : GetUserId();
 	/*
 	 * A replicated table is read from one of its copies (see read_copy),
-	 * but as the target of an UPDATE or DELETE on its own server, which
-	 * the change reaches first (replica_writes.c).
+	 * but as the target of an UPDATE or DELETE (itself, or as a child of
+	 * the target) on its own server, which the change reaches first
+	 * (replica_writes.c).
 	 */
-	fp->server = GetForeignServer((int) baserel->relid == root->parse->resultRelation ?
+	fp->server = GetForeignServer(bms_is_member((int) baserel->relid,
+												root->all_result_relids) ?
 								  fp->table->serverid :
 								  read_copy(root, fp->table, userid));
 	baserel->serverid = fp->server->serverid;

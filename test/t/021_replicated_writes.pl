@@ -205,6 +205,26 @@ same('1:one:10,2:row 2:10,3:row 3:0,5:five:0,104:row 4:0', 'an UPDATE row by row
 $coord->safe_psql('postgres', q{UPDATE dim SET k = k - 100 WHERE k = 104});
 same($rows, 'the rows back');
 
+# Through a partitioned table whose partition the replicated table is: its
+# rows read from its own server, locked there first, and changed by the
+# key on every copy.
+$coord->safe_psql('postgres', q{
+	CREATE TABLE pdim (k int, name text, v int) PARTITION BY RANGE (k);
+	ALTER TABLE pdim ATTACH PARTITION dim FOR VALUES FROM (MINVALUE) TO (MAXVALUE);
+});
+is($coord->safe_psql('postgres',
+	q{UPDATE pdim SET name = local_upper(name) WHERE k = 3 RETURNING k, name}),
+	'3|ROW 3', 'an UPDATE row by row through a partitioned table');
+like(slurp_file($shards[0]->logfile),
+	qr/SELECT k, name, v FROM public\.dim WHERE \(\(k = 3\)\) FOR UPDATE/,
+	'its rows are read and locked on the table\'s own server');
+$coord->safe_psql('postgres', q{
+	UPDATE pdim SET name = lower(local_upper(name)) WHERE k = 3;
+	ALTER TABLE pdim DETACH PARTITION dim;
+	DROP TABLE pdim;
+});
+same($rows, 'UPDATE row by row through a partitioned table');
+
 # A copy that rejects the row, a row that one copy lacks: the statement
 # fails, no copy changes.
 fails(q{UPDATE dim SET name = lower(local_upper('bad')) WHERE k = 3},
