@@ -484,6 +484,30 @@ CREATE FUNCTION cp_upper(t text) RETURNS text LANGUAGE plpgsql
 EXPLAIN (VERBOSE, COSTS OFF) UPDATE cpw SET name = cp_upper(name) WHERE k = 2;
 UPDATE cpw SET name = cp_upper(name) WHERE k = 2 RETURNING *;
 DELETE FROM cpw WHERE cp_upper(name) = 'FIVE' RETURNING k;
+-- A key of two columns (the old value of a column the UPDATE sets finds
+-- the row), a value with a quote, a join with a local table, a generic
+-- plan, a local row trigger (the whole row sent).
+ALTER FOREIGN TABLE cpw ALTER COLUMN name OPTIONS (ADD key 'true');
+INSERT INTO cpw VALUES (6, 'it''s');
+EXPLAIN (VERBOSE, COSTS OFF) DELETE FROM cpw WHERE cp_upper(name) = 'IT''S';
+UPDATE cpw SET name = cp_upper(name) WHERE cp_upper(name) = 'IT''S' RETURNING *;
+CREATE TEMP TABLE cp_new (k int, name text);
+INSERT INTO cp_new VALUES (3, 'three?'), (4, 'four?');
+UPDATE cpw SET name = n.name FROM cp_new n WHERE cpw.k = n.k;
+SET plan_cache_mode = force_generic_plan;
+PREPARE cp_upd(int) AS UPDATE cpw SET name = cp_upper(name) WHERE k = $1;
+EXECUTE cp_upd(3);
+EXECUTE cp_upd(4);
+DEALLOCATE cp_upd;
+RESET plan_cache_mode;
+CREATE FUNCTION cp_suffix() RETURNS trigger LANGUAGE plpgsql
+  AS 'BEGIN NEW.name := NEW.name || ''#''; RETURN NEW; END';
+CREATE TRIGGER cp_suffix BEFORE UPDATE ON cpw FOR EACH ROW EXECUTE FUNCTION cp_suffix();
+UPDATE cpw SET name = 'six' WHERE k = 6;
+DROP TRIGGER cp_suffix ON cpw;
+DROP FUNCTION cp_suffix();
+DROP TABLE cp_new;
+ALTER FOREIGN TABLE cpw ALTER COLUMN name OPTIONS (DROP key);
 SELECT server, k, name FROM remote.cp_w_rows ORDER BY 1, 2;
 DROP FUNCTION cp_upper(text);
 -- Read back through the table: one copy.
