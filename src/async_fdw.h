@@ -449,6 +449,7 @@ extern void afdw_send_query(AfdwConn *conn, const char *sql, int nparams,
 							const char *const *values);
 extern PGresult *afdw_wait_result(AfdwConn *conn, const char *sql);
 extern PGresult *afdw_command_result(AfdwConn *conn, const char *sql);
+extern uint64 afdw_rows_changed(const PGresult *res);
 extern PGresult *afdw_run_query(AfdwConn *conn, const char *sql, int nparams,
 								const char *const *values);
 extern void afdw_run_command(AfdwConn *conn, const char *sql);

@@ -837,9 +837,11 @@ afdw_copy_key(Relation rel, bool *replicated)
 	ForeignTable *table = GetForeignTable(relid);
 	List	   *key = NIL;
 
+	bool		copies = (find_def(table->options, "copies") != NULL);
+
 	if (replicated != NULL)
-		*replicated = (find_def(table->options, "copies") != NULL);
-	if (find_def(table->options, "copies") == NULL)
+		*replicated = copies;
+	if (!copies)
 		return NIL;
 	for (AttrNumber attnum = 1; attnum <= tupdesc->natts; attnum++)
 	{

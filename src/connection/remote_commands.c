@@ -222,6 +222,19 @@ afdw_run_query(AfdwConn *conn, const char *sql, int nparams,
 }
 
 /*
+ * afdw_rows_changed
+ *		The number of rows a write's result RES changed: the rows it
+ *		returned (RETURNING), else its command tag's count.
+ */
+uint64
+afdw_rows_changed(const PGresult *res)
+{
+	if (PQresultStatus(res) == PGRES_TUPLES_OK)
+		return (uint64) PQntuples(res);
+	return (uint64) strtoul(PQcmdTuples((PGresult *) res), NULL, 10);
+}
+
+/*
  * afdw_command_result
  *		Wait for the result of SQL, sent on CONN, and return it, raising a
  *		remote error.

@@ -356,8 +356,7 @@ check_result(AfdwDirectState *st)
 	}
 	st->checked = true;
 	/* No RETURNING clause when RETURNING reads no column: the count. */
-	st->nrows = PQresultStatus(res) == PGRES_TUPLES_OK ? (uint64) PQntuples(res) :
-		(uint64) strtoul(PQcmdTuples(res), NULL, 10);
+	st->nrows = afdw_rows_changed(res);
 	if (st->replicas != NULL)
 	{
 		/* The copies follow the table's own server: see replica_writes.c. */

@@ -881,8 +881,7 @@ run_row(AfdwModifyState *st, TupleTableSlot *slot, TupleTableSlot *plan_slot)
 	MemoryContextSwitchTo(old);
 	PG_TRY();
 	{
-		uint64		changed = PQresultStatus(res) == PGRES_TUPLES_OK ?
-			(uint64) PQntuples(res) : (uint64) strtoul(PQcmdTuples(res), NULL, 10);
+		uint64		changed = afdw_rows_changed(res);
 
 		/*
 		 * A key that is not unique changed more than the one row, here and
@@ -891,9 +890,11 @@ run_row(AfdwModifyState *st, TupleTableSlot *slot, TupleTableSlot *plan_slot)
 		if (st->key != NIL && changed > 1)
 			ereport(ERROR,
 					(errcode(ERRCODE_CARDINALITY_VIOLATION),
-					 errmsg("the key of replicated foreign table \"%s\" found " UINT64_FORMAT " rows to %s for one row",
-							st->relname, changed,
-							st->operation == CMD_UPDATE ? "update" : "delete"),
+					 st->operation == CMD_UPDATE ?
+					 errmsg("the key of replicated foreign table \"%s\" found " UINT64_FORMAT " rows to update for one row",
+							st->relname, changed) :
+					 errmsg("the key of replicated foreign table \"%s\" found " UINT64_FORMAT " rows to delete for one row",
+							st->relname, changed),
 					 errdetail("The columns of its option key must identify one row, and on its server \"%s\" they do not.",
 							   GetForeignServer(GetForeignTable(RelationGetRelid(st->rel))->serverid)->servername),
 					 errhint("Declare as the key the columns of a primary key or unique constraint that every copy has.")));

@@ -183,8 +183,7 @@ afdw_replica_writes_run(AfdwReplicaWrites *rw, const char *sql, uint64 rows,
 		error_context_stack = &errcb;
 		w->conn = afdw_current_writer(w->conn);
 		res = afdw_run_write(w->conn, sql);
-		changed = PQresultStatus(res) == PGRES_TUPLES_OK ?
-			(uint64) PQntuples(res) : (uint64) strtoul(PQcmdTuples(res), NULL, 10);
+		changed = afdw_rows_changed(res);
 		PQclear(res);
 		if (changed != rows)
 			ereport(ERROR,
