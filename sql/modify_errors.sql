@@ -104,5 +104,31 @@ SELECT * FROM wev ORDER BY id;
 DROP TABLE wev;
 DROP FOREIGN TABLE wlook;
 
+-- A load whose server cannot be reached fails when its writer connects,
+-- and leaves nothing behind: the session's next scans and loads, of the
+-- same server's tables among others, work (a state of the failed load
+-- left in the list of loads under way hung the next scan).
+CREATE SERVER we_refused FOREIGN DATA WRAPPER async_fdw
+  OPTIONS (host '127.0.0.1', port '1', connect_timeout '5');
+CREATE USER MAPPING FOR CURRENT_USER SERVER we_refused;
+CREATE FOREIGN TABLE we_refused_ft (id int, n int) SERVER we_refused;
+CREATE TABLE wmix (id int, n int) PARTITION BY LIST (id);
+CREATE FOREIGN TABLE wmix1 PARTITION OF wmix FOR VALUES IN (1) SERVER loopback
+  OPTIONS (schema_name 'we', table_name 'ev1');
+CREATE FOREIGN TABLE wmix2 PARTITION OF wmix FOR VALUES IN (2) SERVER we_refused;
+INSERT INTO we_refused_ft VALUES (1, 1);
+INSERT INTO we_refused_ft SELECT g, g FROM generate_series(1, 5) g;
+SELECT * FROM wmix1;
+-- The load of the reachable partition began before the other's failed.
+INSERT INTO wmix VALUES (1, 100), (2, 200);
+BEGIN;
+INSERT INTO we_refused_ft VALUES (1, 1);
+ROLLBACK;
+SELECT * FROM we.ev1 ORDER BY n;
+INSERT INTO wmix VALUES (1, 101), (1, 102);
+SELECT * FROM wmix1 ORDER BY n;
+DROP TABLE wmix;
+DROP SERVER we_refused CASCADE;
+
 DROP FOREIGN TABLE ws;
 DROP SCHEMA we CASCADE;

@@ -188,15 +188,20 @@ afdwBeginDirectModify(ForeignScanState *node, int eflags)
 
 	user = direct_user(node, st->rel);
 	st->conn = afdw_acquire_writer(user);
+
+	/*
+	 * From here on the state is referenced from outside its memory, and the
+	 * writer is given back however the statement ends (the copies' writers
+	 * below may fail to connect).
+	 */
+	st->cleanup.func = direct_cleanup;
+	st->cleanup.arg = st;
+	MemoryContextRegisterResetCallback(estate->es_query_cxt, &st->cleanup);
+
 	afdw_visibility_first_write(st->conn, RelationGetRelid(st->rel));
 	/* A replicated table: the same statement changes every copy. */
 	st->replicas = afdw_replica_writes_begin(st->rel, user->userid);
 	st->final = st->replicas == NULL && may_commit(node, st);
-
-	/* From here on the state is referenced from outside its memory. */
-	st->cleanup.func = direct_cleanup;
-	st->cleanup.arg = st;
-	MemoryContextRegisterResetCallback(estate->es_query_cxt, &st->cleanup);
 
 	if (boolVal(list_nth(plan->fdw_private, AFDW_DIRECT_EAGER)))
 		send_statement(st);

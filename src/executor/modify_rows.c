@@ -592,6 +592,15 @@ begin_modify(EState *estate, ResultRelInfo *rinfo, CmdType operation,
 	ListCell   *lc;
 	int			i = 0;
 
+	/*
+	 * An error that ends the statement gives the writer back and takes the
+	 * state out of the lists of bulk loads.  Registered first: connecting
+	 * the writer may fail after ST is in a list.
+	 */
+	st->cleanup.func = modify_cleanup;
+	st->cleanup.arg = st;
+	MemoryContextRegisterResetCallback(estate->es_query_cxt, &st->cleanup);
+
 	st->rel = rel;
 	st->estate = estate;
 	st->relname = RelationGetRelationName(rel);
@@ -648,11 +657,6 @@ begin_modify(EState *estate, ResultRelInfo *rinfo, CmdType operation,
 	st->conn = afdw_acquire_writer(user);
 	afdw_visibility_first_write(st->conn, RelationGetRelid(rel));
 	st->replicas = afdw_replica_writes_begin(rel, user->userid);
-
-	/* An error that ends the statement gives the writer back. */
-	st->cleanup.func = modify_cleanup;
-	st->cleanup.arg = st;
-	MemoryContextRegisterResetCallback(estate->es_query_cxt, &st->cleanup);
 	return st;
 }
 
