@@ -21,6 +21,7 @@ OBJS = \
 	src/planner/scan_paths.o \
 	src/planner/shippable.o \
 	src/executor/analyze.o \
+	src/executor/bulk_loads.o \
 	src/executor/combined_scans.o \
 	src/executor/copy_stream.o \
 	src/executor/direct_modify.o \

@@ -692,10 +692,22 @@ extern void afdw_recovery_worker_init(void);
 
 /* modify_rows.c */
 extern void afdw_modify_routines(FdwRoutine *routine);
-extern void afdw_flush_kept_rows(Oid serverid);
 extern bool afdw_update_may_leave_partition(Relation rel, Bitmapset *updated_cols);
 extern void afdw_check_partition_row(ResultRelInfo *rinfo, CmdType operation,
 									 TupleTableSlot *slot, EState *estate);
+
+/* bulk_loads.c */
+typedef struct AfdwBulkLoad AfdwBulkLoad;
+
+extern void afdw_write_error_context(void *arg);
+extern AfdwBulkLoad *afdw_bulk_begin(Relation rel, List *target_attrs,
+									 const char *head, const char *tail,
+									 int batch_size, EState *estate,
+									 AfdwConn **writer);
+extern void afdw_bulk_add(AfdwBulkLoad *load, const char **values);
+extern void afdw_bulk_end(AfdwBulkLoad *load);
+extern void afdw_bulk_forget(AfdwBulkLoad *load);
+extern void afdw_flush_kept_rows(Oid serverid);
 
 /* direct_modify_plan.c */
 extern bool afdwPlanDirectModify(PlannerInfo *root, ModifyTable *plan,

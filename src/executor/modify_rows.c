@@ -14,23 +14,14 @@
  * lose).
  *
  * An INSERT whose rows nobody looks at again (no RETURNING, no ON CONFLICT, no
- * check option, no AFTER trigger) is a bulk load: its rows are kept until
- * batch_size of them are there and then streamed with COPY FROM STDIN on the
- * writer, without waiting for any answer until the end of the statement; a
- * smaller one is sent as one multi-row INSERT at the end.  A query of the same
- * statement that starts reading the server meanwhile (a trigger of another
- * table, a function) has the rows kept sent first (afdw_flush_kept_rows), so
- * that it finds them.  So COPY into a partitioned table, or INSERT ... SELECT,
- * loads every shard at the same time, each at the speed its server takes the
- * data.  Foreign tables on the same server share the writer: one of them
- * streams at a time, the others keep their rows until they have enough to take
- * the stream over (see BULK_SWITCH_BYTES).  A smaller INSERT of a statement
- * that is its own transaction goes with the remote COMMIT, in one round trip
- * (afdw_defer_write).
+ * check option, no AFTER trigger) is a bulk load (bulk_loads.c): its rows are
+ * kept, streamed with COPY FROM STDIN once batch_size of them are there, or
+ * sent as one multi-row INSERT at the end of the statement.  Here it is
+ * decided, and each row's values are made as for any other write.
  *
  * Neighbours: deparse_statements.c writes the statements; remote_xact.c sends
- * them (afdw_send_write, afdw_run_write) and remote_commands.c streams the
- * COPY data; row_builder.c turns a RETURNING row into a tuple; scan.c reads
+ * them (afdw_run_write); bulk_loads.c keeps and streams a bulk load's rows;
+ * row_builder.c turns a RETURNING row into a tuple; scan.c reads
  * (and locks, on the writer) the rows an UPDATE or DELETE changes.
  *
  *-------------------------------------------------------------------------
@@ -64,20 +55,6 @@
 
 /* Default of the batch_size option (see the README for its measurement). */
 #define AFDW_DEFAULT_BATCH_SIZE		1000
-
-/*
- * COPY data is handed to libpq in pieces of about this size: large enough
- * to make a send worth its system call, small enough to be sent as soon as
- * the socket takes it.
- */
-#define BULK_SEND_BYTES		(64 * 1024)
-
-/*
- * A bulk load that lost its server's writer to another foreign table of
- * the same server keeps its rows until this many bytes are there before
- * taking the stream back: each switch costs two round trips.
- */
-#define BULK_SWITCH_BYTES	(4 * 1024 * 1024)
 
 /* Items of the fdw_private list of a ModifyTable's foreign table. */
 enum ModifyPrivate
@@ -134,36 +111,9 @@ typedef struct AfdwModifyState
 	RowBuilder	rb;
 	MemoryContext temp_cxt;		/* per row; reset after each */
 
-	/*
-	 * A bulk load (see the banner): the rows kept, as COPY text lines
-	 * (pending, npending of them), and while this table streams on the
-	 * writer (copying), the COPY data not handed to libpq yet (out).
-	 */
-	bool		bulk;
-	StringInfoData pending;
-	int			npending;
-	bool		copying;
-	bool		streamed;		/* it streamed before in this statement */
-	char	   *copy_sql;
-	StringInfoData out;
-	dlist_node	bulk_node;		/* in bulk_loads while copying */
-	Oid			serverid;		/* of the table: see afdw_flush_kept_rows */
-	bool		held;			/* in held_loads (a bulk load not ended) */
-	dlist_node	held_node;
+	AfdwBulkLoad *bulk;			/* a bulk load (bulk_loads.c), else NULL */
 	MemoryContextCallback cleanup;
 } AfdwModifyState;
-
-/*
- * The bulk loads streaming now, so that the end of a statement sends the
- * end of every stream before it waits for the first answer.
- */
-static dlist_head bulk_loads = DLIST_STATIC_INIT(bulk_loads);
-
-/*
- * Every bulk load under way, streaming or not, so that a query that starts
- * reading their server meanwhile finds their rows there first.
- */
-static dlist_head held_loads = DLIST_STATIC_INIT(held_loads);
 
 static bool modify_returns_rows(ResultRelInfo *rinfo, CmdType operation,
 								bool returning_list);
@@ -180,15 +130,6 @@ static void append_row_values(AfdwModifyState *st, StringInfo buf,
 							  TupleTableSlot *slot, TupleTableSlot *plan_slot);
 static TupleTableSlot *store_returned(AfdwModifyState *st, PGresult *res,
 									  TupleTableSlot *slot);
-static void bulk_add(AfdwModifyState *st, TupleTableSlot *slot);
-static void bulk_start_copy(AfdwModifyState *st);
-static void bulk_drain(void *owner);
-static void bulk_finish(AfdwModifyState *st, bool end_of_statement);
-static void bulk_send_end(AfdwModifyState *st);
-static void bulk_stop_copy(AfdwModifyState *st);
-static void bulk_end_all_streams(EState *estate);
-static void copy_line_as_row(StringInfo buf, char *line, int nfields);
-static void modify_error_context(void *arg);
 static void modify_cleanup(void *arg);
 static void end_modify(AfdwModifyState *st);
 static Bitmapset *partition_key_attrs(Relation rel);
@@ -638,25 +579,13 @@ begin_modify(EState *estate, ResultRelInfo *rinfo, CmdType operation,
 		afdw_init_row_builder(&st->rb, tupdesc, st->relname, false,
 							  st->retrieved_attrs, st->temp_cxt);
 
-	st->bulk = may_load_in_bulk(rinfo, operation, fdw_private);
-	if (st->bulk)
-	{
-		StringInfoData sql;
-
-		initStringInfo(&st->pending);
-		initStringInfo(&st->out);
-		initStringInfo(&sql);
-		afdw_deparse_copy_from(&sql, rel, st->target_attrs);
-		st->copy_sql = sql.data;
-		st->serverid = GetForeignTable(RelationGetRelid(rel))->serverid;
-		dlist_push_tail(&held_loads, &st->held_node);
-		st->held = true;
-	}
-
 	user = writer_user(estate, rinfo);
 	st->conn = afdw_acquire_writer(user);
 	afdw_visibility_first_write(st->conn, RelationGetRelid(rel));
 	st->replicas = afdw_replica_writes_begin(rel, user->userid);
+	if (may_load_in_bulk(rinfo, operation, fdw_private))
+		st->bulk = afdw_bulk_begin(rel, st->target_attrs, st->head, st->tail,
+								   st->batch_size, estate, &st->conn);
 	return st;
 }
 
@@ -920,6 +849,23 @@ run_row(AfdwModifyState *st, TupleTableSlot *slot, TupleTableSlot *plan_slot)
 }
 
 /*
+ * keep_row
+ *		Hand SLOT's row to ST's bulk load, its values made in the per-row
+ *		memory.
+ */
+static void
+keep_row(AfdwModifyState *st, TupleTableSlot *slot)
+{
+	MemoryContext old = MemoryContextSwitchTo(st->temp_cxt);
+	const char **values = palloc(sizeof(char *) * list_length(st->target_attrs));
+
+	row_texts(st, slot, NULL, values);
+	MemoryContextSwitchTo(old);
+	afdw_bulk_add(st->bulk, values);
+	MemoryContextReset(st->temp_cxt);
+}
+
+/*
  * afdwExecForeignInsert
  *		Insert SLOT's row: at once, or kept for a bulk load.
  */
@@ -931,14 +877,14 @@ afdwExecForeignInsert(EState *estate pg_attribute_unused(), ResultRelInfo *rinfo
 	ErrorContextCallback errcb;
 	TupleTableSlot *result = slot;
 
-	errcb.callback = modify_error_context;
-	errcb.arg = st;
+	errcb.callback = afdw_write_error_context;
+	errcb.arg = unconstify(char *, st->relname);
 	errcb.previous = error_context_stack;
 	error_context_stack = &errcb;
 	if (st->check_partition)
 		afdw_check_partition_row(rinfo, CMD_INSERT, slot, st->estate);
 	if (st->bulk)
-		bulk_add(st, slot);
+		keep_row(st, slot);
 	else
 		result = run_row(st, slot, NULL);
 	error_context_stack = errcb.previous;
@@ -963,8 +909,8 @@ afdwExecForeignBatchInsert(EState *estate pg_attribute_unused(), ResultRelInfo *
 	PGresult   *res;
 	MemoryContext old;
 
-	errcb.callback = modify_error_context;
-	errcb.arg = st;
+	errcb.callback = afdw_write_error_context;
+	errcb.arg = unconstify(char *, st->relname);
 	errcb.previous = error_context_stack;
 	error_context_stack = &errcb;
 
@@ -1040,8 +986,8 @@ afdwExecForeignUpdate(EState *estate pg_attribute_unused(), ResultRelInfo *rinfo
 	ErrorContextCallback errcb;
 	TupleTableSlot *result;
 
-	errcb.callback = modify_error_context;
-	errcb.arg = st;
+	errcb.callback = afdw_write_error_context;
+	errcb.arg = unconstify(char *, st->relname);
 	errcb.previous = error_context_stack;
 	error_context_stack = &errcb;
 	result = run_row(st, slot, plan_slot);
@@ -1064,297 +1010,6 @@ afdwExecForeignDelete(EState *estate pg_attribute_unused(), ResultRelInfo *rinfo
 }
 
 /*
- * The escape letter of each byte that COPY's text format escapes with a
- * backslash, 0 for the others.
- */
-static const char copy_escapes[256] = {
-	['\\'] = '\\',
-	['\n'] = 'n',
-	['\r'] = 'r',
-	['\t'] = 't',
-};
-
-/*
- * append_copy_line
- *		Append SLOT's target columns to BUF as a line of COPY's text format.
- *
- * Per row of every bulk load: room for the worst case (every byte escaped)
- * is made once, and the bytes are written straight into it.
- */
-static void
-append_copy_line(AfdwModifyState *st, StringInfo buf, TupleTableSlot *slot)
-{
-	int			n = list_length(st->target_attrs);
-	const char **values = palloc(sizeof(char *) * n);
-	Size		need = n + 1;
-	char	   *out;
-
-	row_texts(st, slot, NULL, values);
-	for (int i = 0; i < n; i++)
-		need += (values[i] == NULL) ? 2 : 2 * strlen(values[i]);
-	if (need >= MaxAllocSize - (Size) buf->len)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("row of foreign table \"%s\" is too large to be loaded",
-						st->relname)));
-	enlargeStringInfo(buf, (int) need);
-	out = buf->data + buf->len;
-	for (int i = 0; i < n; i++)
-	{
-		if (i > 0)
-			*out++ = '\t';
-		if (values[i] == NULL)
-		{
-			*out++ = '\\';
-			*out++ = 'N';
-			continue;
-		}
-		for (const unsigned char *p = (const unsigned char *) values[i]; *p; p++)
-		{
-			char		esc = copy_escapes[*p];
-
-			if (esc != 0)
-			{
-				*out++ = '\\';
-				*out++ = esc;
-			}
-			else
-				*out++ = (char) *p;
-		}
-	}
-	*out++ = '\n';
-	buf->len = out - buf->data;
-	*out = '\0';
-}
-
-/*
- * bulk_add
- *		Add SLOT's row to the bulk load ST: to the stream when the table
- *		streams, else to the rows kept, which start a stream once there are
- *		enough of them.
- */
-static void
-bulk_add(AfdwModifyState *st, TupleTableSlot *slot)
-{
-	StringInfo	buf = st->copying ? &st->out : &st->pending;
-	MemoryContext old;
-
-	/*
-	 * The values are made in the per-row memory; the buffers, growing by
-	 * repalloc, stay in the statement's.
-	 */
-	old = MemoryContextSwitchTo(st->temp_cxt);
-	append_copy_line(st, buf, slot);
-	MemoryContextSwitchTo(old);
-	MemoryContextReset(st->temp_cxt);
-
-	if (st->copying)
-	{
-		if (st->out.len >= BULK_SEND_BYTES)
-		{
-			afdw_put_copy(st->conn, st->out.data, st->out.len, st->copy_sql);
-			resetStringInfo(&st->out);
-		}
-		return;
-	}
-	st->npending++;
-	if (st->streamed ? st->pending.len >= BULK_SWITCH_BYTES :
-		(st->npending >= st->batch_size || st->pending.len >= BULK_SWITCH_BYTES))
-		bulk_start_copy(st);
-}
-
-/*
- * bulk_start_copy
- *		Start ST's stream on its writer (ending another table's stream
- *		there first) and send the rows kept.
- */
-static void
-bulk_start_copy(AfdwModifyState *st)
-{
-	st->conn = afdw_current_writer(st->conn);
-	afdw_send_write(st->conn, st->copy_sql, true, st, bulk_drain);
-	afdw_await_copy_in(st->conn, st->copy_sql);
-	st->copying = true;
-	st->streamed = true;
-	dlist_push_tail(&bulk_loads, &st->bulk_node);
-	if (st->pending.len > 0)
-		afdw_put_copy(st->conn, st->pending.data, st->pending.len, st->copy_sql);
-	resetStringInfo(&st->pending);
-	st->npending = 0;
-}
-
-/*
- * bulk_send_end
- *		Send the rest of ST's stream and its end, without waiting for the
- *		answer.
- */
-static void
-bulk_send_end(AfdwModifyState *st)
-{
-	if (st->out.len > 0)
-	{
-		afdw_put_copy(st->conn, st->out.data, st->out.len, st->copy_sql);
-		resetStringInfo(&st->out);
-	}
-	afdw_copy_done(st->conn, st->copy_sql);
-}
-
-/*
- * bulk_stop_copy
- *		End ST's stream (its end sent unless it was already) and wait for
- *		the remote server's answer, raising its error.
- */
-static void
-bulk_stop_copy(AfdwModifyState *st)
-{
-	if (afdw_copy_open(st->conn))
-		bulk_send_end(st);
-	st->copying = false;
-	dlist_delete(&st->bulk_node);
-	PQclear(afdw_copy_result(st->conn, st->copy_sql));
-}
-
-/*
- * bulk_drain
- *		Another command needs the writer that ST (OWNER) streams on: end the
- *		stream now; ST keeps its next rows until it takes the stream back.
- */
-static void
-bulk_drain(void *owner)
-{
-	AfdwModifyState *st = (AfdwModifyState *) owner;
-	ErrorContextCallback errcb;
-
-	errcb.callback = modify_error_context;
-	errcb.arg = st;
-	errcb.previous = error_context_stack;
-	error_context_stack = &errcb;
-	bulk_stop_copy(st);
-	error_context_stack = errcb.previous;
-}
-
-/*
- * bulk_end_all_streams
- *		Send the end of every stream of ESTATE's statement, without waiting,
- *		so that the remote servers finish their loads at the same time.
- *		(Only at the end of the statement: all its rows are in.)
- */
-static void
-bulk_end_all_streams(EState *estate)
-{
-	dlist_iter	it;
-
-	dlist_foreach(it, &bulk_loads)
-	{
-		AfdwModifyState *other = dlist_container(AfdwModifyState, bulk_node, it.cur);
-
-		if (other->estate == estate && afdw_copy_open(other->conn))
-			bulk_send_end(other);
-	}
-}
-
-/*
- * bulk_finish
- *		Send what ST holds: end its stream and wait for its answer, or send
- *		the rows kept, as one INSERT when the table never streamed (one
- *		round trip), else as one last stream.  At the END_OF_STATEMENT the
- *		other streams of the statement are ended at the same time, and a
- *		statement that is its own transaction may send its INSERT with the
- *		COMMIT; otherwise (afdw_flush_kept_rows) the rows are in the remote
- *		table on return, and the next rows are kept again.
- */
-static void
-bulk_finish(AfdwModifyState *st, bool end_of_statement)
-{
-	if (st->copying)
-	{
-		if (end_of_statement)
-			bulk_end_all_streams(st->estate);
-		bulk_stop_copy(st);
-	}
-	if (st->npending == 0)
-		return;
-	if (st->streamed)
-	{
-		bulk_start_copy(st);
-		bulk_stop_copy(st);
-		return;
-	}
-	else
-	{
-		StringInfoData sql;
-		char	   *line = st->pending.data;
-
-		/* The kept lines back into literals, the row's parameters. */
-		initStringInfo(&sql);
-		appendStringInfoString(&sql, st->head);
-		for (int i = 0; i < st->npending; i++)
-		{
-			char	   *end = strchr(line, '\n');
-
-			if (i > 0)
-				appendStringInfoString(&sql, ", ");
-			*end = '\0';
-			copy_line_as_row(&sql, line, list_length(st->target_attrs));
-			line = end + 1;
-		}
-		appendStringInfoString(&sql, st->tail);
-		st->npending = 0;
-		resetStringInfo(&st->pending);
-		st->conn = afdw_current_writer(st->conn);
-		/* A statement that is its own transaction: sent with the COMMIT. */
-		if (!end_of_statement || !afdw_defer_write(st->conn, sql.data))
-			PQclear(afdw_run_write(st->conn, sql.data));
-		pfree(sql.data);
-	}
-}
-
-/*
- * copy_line_as_row
- *		Append LINE, a line of COPY's text format with NFIELDS fields (no
- *		newline), to BUF as a row of literals: (value, NULL, ...).
- */
-static void
-copy_line_as_row(StringInfo buf, char *line, int nfields)
-{
-	char	   *p = line;
-
-	appendStringInfoChar(buf, '(');
-	for (int i = 0; i < nfields; i++)
-	{
-		char	   *start = p;
-		char	   *out = p;
-
-		if (i > 0)
-			appendStringInfoString(buf, ", ");
-		if (p[0] == '\\' && p[1] == 'N' && (p[2] == '\t' || p[2] == '\0'))
-		{
-			appendStringInfoString(buf, "NULL");
-			p += (p[2] == '\t') ? 3 : 2;
-			continue;
-		}
-		/* Undo the escapes in place: an escape is longer than its char. */
-		while (*p != '\t' && *p != '\0')
-		{
-			if (*p == '\\' && p[1] != '\0')
-			{
-				p++;
-				*out++ = (*p == 'n') ? '\n' : (*p == 'r') ? '\r' :
-					(*p == 't') ? '\t' : *p;
-				p++;
-				continue;
-			}
-			*out++ = *p++;
-		}
-		if (*p == '\t')
-			p++;
-		*out = '\0';
-		afdw_append_literal(buf, start);
-	}
-	appendStringInfoChar(buf, ')');
-}
-
-/*
  * end_modify
  *		Finish ST's writes (a bulk load's last rows) and give its writer
  *		back.
@@ -1364,17 +1019,12 @@ end_modify(AfdwModifyState *st)
 {
 	ErrorContextCallback errcb;
 
-	errcb.callback = modify_error_context;
-	errcb.arg = st;
+	errcb.callback = afdw_write_error_context;
+	errcb.arg = unconstify(char *, st->relname);
 	errcb.previous = error_context_stack;
 	error_context_stack = &errcb;
 	if (st->bulk)
-		bulk_finish(st, true);
-	if (st->held)
-	{
-		dlist_delete(&st->held_node);
-		st->held = false;
-	}
+		afdw_bulk_end(st->bulk);
 	error_context_stack = errcb.previous;
 
 	afdw_release_connection(st->conn);
@@ -1406,19 +1056,10 @@ modify_cleanup(void *arg)
 {
 	AfdwModifyState *st = (AfdwModifyState *) arg;
 
-	if (st->copying)
-	{
-		dlist_delete(&st->bulk_node);
-		st->copying = false;
-	}
-	if (st->held)
-	{
-		dlist_delete(&st->held_node);
-		st->held = false;
-	}
+	if (st->bulk != NULL)
+		afdw_bulk_forget(st->bulk);
 	if (st->conn != NULL)
 	{
-		afdw_forget_owner(st->conn, st);
 		afdw_release_connection(st->conn);
 		st->conn = NULL;
 	}
@@ -1495,48 +1136,6 @@ afdw_check_partition_row(ResultRelInfo *rinfo, CmdType operation,
 			 errdetail("The new partition key of the row belongs to another partition of \"%s\", and rows are not moved out of foreign partitions.",
 					   RelationGetRelationName(root->ri_RelationDesc)),
 			 errhint("Delete the row and insert it again with its new key.")));
-}
-
-/*
- * afdw_flush_kept_rows
- *		A query is about to read SERVERID's tables while a statement keeps
- *		rows for them (a trigger of another table, a function, a sibling
- *		partition's trigger reading the table, in the middle of an INSERT
- *		into it): send those rows first, so that the query finds them, as
- *		it would had every row been sent at once (postgres_fdw's batches
- *		are sent before such a trigger fires).
- */
-void
-afdw_flush_kept_rows(Oid serverid)
-{
-	dlist_iter	it;
-
-	dlist_foreach(it, &held_loads)
-	{
-		AfdwModifyState *st = dlist_container(AfdwModifyState, held_node, it.cur);
-		ErrorContextCallback errcb;
-
-		if (st->serverid != serverid || (!st->copying && st->npending == 0))
-			continue;
-		errcb.callback = modify_error_context;
-		errcb.arg = st;
-		errcb.previous = error_context_stack;
-		error_context_stack = &errcb;
-		bulk_finish(st, false);
-		error_context_stack = errcb.previous;
-	}
-}
-
-/*
- * modify_error_context
- *		Name the foreign table written to in an error's context.
- */
-static void
-modify_error_context(void *arg)
-{
-	AfdwModifyState *st = (AfdwModifyState *) arg;
-
-	errcontext("writing to foreign table \"%s\"", st->relname);
 }
 
 /*
