@@ -10,18 +10,8 @@ SET application_name = 'appname_test';
 CREATE VIEW remote.my_activity AS
   SELECT application_name AS app FROM pg_stat_activity
   WHERE pid = pg_backend_pid();
-DO $$
-BEGIN
-  EXECUTE format('CREATE SERVER app_afdw FOREIGN DATA WRAPPER async_fdw
-                  OPTIONS (host %L, port %L, dbname %L, fdw_startup_cost %L)',
-                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-                 current_setting('port'), current_database(), '100');
-  EXECUTE format('CREATE SERVER app_pgfdw FOREIGN DATA WRAPPER postgres_fdw
-                  OPTIONS (host %L, port %L, dbname %L, fdw_startup_cost %L)',
-                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-                 current_setting('port'), current_database(), '100');
-END
-$$;
+CALL afdw_test_server('app_afdw', options => 'fdw_startup_cost ''100''');
+CALL afdw_test_server('app_pgfdw', 'postgres_fdw', 'fdw_startup_cost ''100''');
 CREATE USER MAPPING FOR CURRENT_USER SERVER app_afdw;
 CREATE USER MAPPING FOR CURRENT_USER SERVER app_pgfdw;
 

@@ -57,9 +57,7 @@ SELECT count(*) FROM ((SELECT a, b FROM apt EXCEPT ALL SELECT * FROM all_rows)
 \getenv abs_srcdir PG_ABS_SRCDIR
 \set apt_block :abs_srcdir '/sql/include/apt_block.sql'
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT dblink_connect('writer', format('host=%s port=%s dbname=%s',
-  coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-  current_setting('port'), current_database()));
+SELECT dblink_connect('writer', afdw_test_conninfo());
 ALTER SERVER loopback OPTIONS (ADD fetch_mode 'stream');
 ALTER SERVER loopback2 OPTIONS (ADD fetch_mode 'stream');
 \set round 500

@@ -5,14 +5,7 @@
 -- A server with a single pooled connection, so that every scan below runs
 -- in the same remote session, where the remote views show that session's
 -- own prepared statements and cursors.
-DO $$
-BEGIN
-  EXECUTE format('CREATE SERVER loopback_one FOREIGN DATA WRAPPER async_fdw
-                  OPTIONS (host %L, port %L, dbname %L, max_connections ''1'')',
-                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-                 current_setting('port'), current_database());
-END
-$$;
+CALL afdw_test_server('loopback_one', options => 'max_connections ''1''');
 CREATE USER MAPPING FOR CURRENT_USER SERVER loopback_one;
 CREATE TABLE remote.cl (id int, v int);
 INSERT INTO remote.cl SELECT g, g FROM generate_series(1, 100) g;
@@ -177,14 +170,7 @@ SELECT count(*) FROM ft1;
 -- postgres_fdw, for comparison (its warnings at rollback hidden).
 SET client_min_messages = error;
 CREATE EXTENSION postgres_fdw;
-DO $$
-BEGIN
-  EXECUTE format('CREATE SERVER cl_pg FOREIGN DATA WRAPPER postgres_fdw
-                  OPTIONS (host %L, port %L, dbname %L, application_name ''cl_postgres_fdw'')',
-                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-                 current_setting('port'), current_database());
-END
-$$;
+CALL afdw_test_server('cl_pg', 'postgres_fdw', 'application_name ''cl_postgres_fdw''');
 CREATE USER MAPPING FOR CURRENT_USER SERVER cl_pg;
 CREATE FOREIGN TABLE pg_t1 (id int, v text, n numeric)
   SERVER cl_pg OPTIONS (schema_name 'remote', table_name 't1');
@@ -228,14 +214,7 @@ INSERT INTO t VALUES (1), (2);
 CREATE OR REPLACE FUNCTION pg_catalog.pg_export_snapshot() RETURNS text
   LANGUAGE sql AS $$ SELECT 'x''y'::text $$;
 \c :cl_regdb
-DO $$
-BEGIN
-  EXECUTE format('CREATE SERVER loopback_evil FOREIGN DATA WRAPPER async_fdw
-                  OPTIONS (host %L, port %L, dbname ''cl_evil'')',
-                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-                 current_setting('port'));
-END
-$$;
+CALL afdw_test_server('loopback_evil', dbname => 'cl_evil');
 CREATE USER MAPPING FOR CURRENT_USER SERVER loopback_evil;
 CREATE FOREIGN TABLE ft_evil (id int) SERVER loopback_evil
   OPTIONS (schema_name 'public', table_name 't');

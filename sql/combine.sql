@@ -5,20 +5,8 @@
 -- as its own scan would make it: same columns and projection, no
 -- tableoid, no parameters, no pruning while the Append runs.
 --
-CREATE SERVER cb_s1 FOREIGN DATA WRAPPER async_fdw;
-CREATE SERVER cb_s2 FOREIGN DATA WRAPPER async_fdw;
-DO $$
-DECLARE
-  s text;
-BEGIN
-  FOREACH s IN ARRAY ARRAY['cb_s1', 'cb_s2'] LOOP
-    EXECUTE format('ALTER SERVER %I OPTIONS (host %L, port %L, dbname %L,
-                    max_connections %L, idle_timeout %L)', s,
-                   coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-                   current_setting('port'), current_database(), '2', '0');
-  END LOOP;
-END
-$$;
+CALL afdw_test_server('cb_s1', options => 'max_connections ''2'', idle_timeout ''0''');
+CALL afdw_test_server('cb_s2', options => 'max_connections ''2'', idle_timeout ''0''');
 CREATE USER MAPPING FOR CURRENT_USER SERVER cb_s1;
 CREATE USER MAPPING FOR CURRENT_USER SERVER cb_s2;
 

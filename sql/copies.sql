@@ -5,22 +5,10 @@
 -- server made a row shows in served_by: the copy is a view returning its
 -- session's application_name, which each server sets apart.
 --
-CREATE SERVER cp_s1 FOREIGN DATA WRAPPER async_fdw;
-CREATE SERVER cp_s2 FOREIGN DATA WRAPPER async_fdw;
-CREATE SERVER cp_s3 FOREIGN DATA WRAPPER async_fdw;
-CREATE SERVER cp_s4 FOREIGN DATA WRAPPER async_fdw;
-DO $$
-DECLARE
-  s text;
-BEGIN
-  FOREACH s IN ARRAY ARRAY['cp_s1', 'cp_s2', 'cp_s3', 'cp_s4'] LOOP
-    EXECUTE format('ALTER SERVER %I OPTIONS (host %L, port %L, dbname %L,
-                    application_name %L, idle_timeout %L)', s,
-                   coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-                   current_setting('port'), current_database(), s, '0');
-  END LOOP;
-END
-$$;
+CALL afdw_test_server('cp_s1', options => 'application_name ''cp_s1'', idle_timeout ''0''');
+CALL afdw_test_server('cp_s2', options => 'application_name ''cp_s2'', idle_timeout ''0''');
+CALL afdw_test_server('cp_s3', options => 'application_name ''cp_s3'', idle_timeout ''0''');
+CALL afdw_test_server('cp_s4', options => 'application_name ''cp_s4'', idle_timeout ''0''');
 CREATE USER MAPPING FOR CURRENT_USER SERVER cp_s1;
 CREATE USER MAPPING FOR CURRENT_USER SERVER cp_s2;
 CREATE USER MAPPING FOR CURRENT_USER SERVER cp_s3;
@@ -334,14 +322,7 @@ DROP FOREIGN TABLE cpd4;
 SET client_min_messages = warning;  -- whether an earlier test made it or not
 CREATE EXTENSION IF NOT EXISTS postgres_fdw;
 RESET client_min_messages;
-DO $$
-BEGIN
-  EXECUTE format('CREATE SERVER cp_pg FOREIGN DATA WRAPPER postgres_fdw
-                  OPTIONS (host %L, port %L, dbname %L)',
-                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-                 current_setting('port'), current_database());
-END
-$$;
+CALL afdw_test_server('cp_pg', 'postgres_fdw');
 CREATE USER MAPPING FOR CURRENT_USER SERVER cp_pg;
 CREATE TABLE cpg1 (id int, k int, v int) PARTITION BY HASH (id);
 CREATE TABLE cpg2 (id int, k int, v int) PARTITION BY HASH (id);

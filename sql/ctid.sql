@@ -5,14 +5,7 @@
 -- it are evaluated remotely, as with postgres_fdw.
 --
 CREATE EXTENSION IF NOT EXISTS postgres_fdw;
-DO $$
-BEGIN
-  EXECUTE format('CREATE SERVER pg_loopback_ctid FOREIGN DATA WRAPPER postgres_fdw
-                  OPTIONS (host %L, port %L, dbname %L)',
-                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-                 current_setting('port'), current_database());
-END
-$$;
+CALL afdw_test_server('pg_loopback_ctid', 'postgres_fdw');
 CREATE USER MAPPING FOR CURRENT_USER SERVER pg_loopback_ctid;
 
 -- Rows on many pages, and some moved by updates, so that ctids are not

@@ -13,18 +13,8 @@ CREATE FOREIGN TABLE dm1 (id int, b int, c text)
   SERVER loopback OPTIONS (schema_name 'remote', table_name 'dm1');
 
 -- Two more servers on this instance: four partitions on four servers.
-DO $$
-BEGIN
-  EXECUTE format('CREATE SERVER loopback3 FOREIGN DATA WRAPPER async_fdw
-                  OPTIONS (host %L, port %L, dbname %L, idle_timeout ''0'')',
-                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-                 current_setting('port'), current_database());
-  EXECUTE format('CREATE SERVER loopback4 FOREIGN DATA WRAPPER async_fdw
-                  OPTIONS (host %L, port %L, dbname %L, idle_timeout ''0'')',
-                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-                 current_setting('port'), current_database());
-END
-$$;
+CALL afdw_test_server('loopback3', options => 'idle_timeout ''0''');
+CALL afdw_test_server('loopback4', options => 'idle_timeout ''0''');
 CREATE USER MAPPING FOR CURRENT_USER SERVER loopback3;
 CREATE USER MAPPING FOR CURRENT_USER SERVER loopback4;
 

@@ -93,14 +93,7 @@ RESET enable_memoize;
 -- shares one, and the streams of a pair take turns.  (Their small queries
 -- would go as one: combine.sql shows that; not here.)
 SET async_fdw.combine_scans = off;
-DO $$
-BEGIN
-  EXECUTE format('CREATE SERVER loopback_ex FOREIGN DATA WRAPPER async_fdw
-                  OPTIONS (host %L, port %L, dbname %L, max_connections %L)',
-                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-                 current_setting('port'), current_database(), '2');
-END
-$$;
+CALL afdw_test_server('loopback_ex', options => 'max_connections ''2''');
 CREATE USER MAPPING FOR CURRENT_USER SERVER loopback_ex;
 CREATE TABLE ex_parts (id int, grp int, v text) PARTITION BY HASH (id);
 CREATE FOREIGN TABLE ex_part0 PARTITION OF ex_parts
@@ -120,14 +113,7 @@ EXPLAIN (ANALYZE, BUFFERS OFF, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF)
 
 -- A stream whose connection another query needs (a function's, here, on
 -- a server of one connection) is read on into memory: it spilled.
-DO $$
-BEGIN
-  EXECUTE format('CREATE SERVER loopback_ex1 FOREIGN DATA WRAPPER async_fdw
-                  OPTIONS (host %L, port %L, dbname %L, max_connections %L)',
-                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-                 current_setting('port'), current_database(), '1');
-END
-$$;
+CALL afdw_test_server('loopback_ex1', options => 'max_connections ''1''');
 CREATE USER MAPPING FOR CURRENT_USER SERVER loopback_ex1;
 CREATE FOREIGN TABLE ft_ex1 (id int, grp int, v text) SERVER loopback_ex1
   OPTIONS (schema_name 'remote', table_name 'ex', fetch_mode 'stream', fetch_size '10');

@@ -10,23 +10,13 @@
 SET client_min_messages = warning;
 CREATE EXTENSION postgres_fdw;
 RESET client_min_messages;
-DO $$
-DECLARE
-  sock text := coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost');
-  s text;
-BEGIN
-  FOREACH s IN ARRAY ARRAY['fn_a', 'fn_b', 'fn_d', 'fn_e'] LOOP
-    EXECUTE format('CREATE SERVER %I FOREIGN DATA WRAPPER async_fdw
-                    OPTIONS (host %L, port %L, dbname %L, application_name %L)',
-                   s, sock, current_setting('port'), current_database(), 'afdw_' || s);
-  END LOOP;
-  FOREACH s IN ARRAY ARRAY['fn_pg', 'fn_pgd', 'fn_pge'] LOOP
-    EXECUTE format('CREATE SERVER %I FOREIGN DATA WRAPPER postgres_fdw
-                    OPTIONS (host %L, port %L, dbname %L, application_name %L)',
-                   s, sock, current_setting('port'), current_database(), 'afdw_' || s);
-  END LOOP;
-END
-$$;
+CALL afdw_test_server('fn_a', options => 'application_name ''afdw_fn_a''');
+CALL afdw_test_server('fn_b', options => 'application_name ''afdw_fn_b''');
+CALL afdw_test_server('fn_d', options => 'application_name ''afdw_fn_d''');
+CALL afdw_test_server('fn_e', options => 'application_name ''afdw_fn_e''');
+CALL afdw_test_server('fn_pg', 'postgres_fdw', 'application_name ''afdw_fn_pg''');
+CALL afdw_test_server('fn_pgd', 'postgres_fdw', 'application_name ''afdw_fn_pgd''');
+CALL afdw_test_server('fn_pge', 'postgres_fdw', 'application_name ''afdw_fn_pge''');
 CREATE USER MAPPING FOR CURRENT_USER SERVER fn_a;
 CREATE USER MAPPING FOR PUBLIC SERVER fn_b;
 CREATE USER MAPPING FOR CURRENT_USER SERVER fn_d;

@@ -3,15 +3,7 @@
 -- once it has been idle for idle_timeout, is opened again rather than used
 -- when the server may close it before the scan's first command arrives
 --
-DO $$
-BEGIN
-  EXECUTE format('CREATE SERVER loopback_idle FOREIGN DATA WRAPPER async_fdw
-                  OPTIONS (host %L, port %L, dbname %L, max_connections ''2'',
-                           idle_timeout ''600'')',
-                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-                 current_setting('port'), current_database());
-END
-$$;
+CALL afdw_test_server('loopback_idle', options => 'max_connections ''2'', idle_timeout ''600''');
 CREATE USER MAPPING FOR CURRENT_USER SERVER loopback_idle;
 CREATE TABLE remote.iw1 (id int);
 INSERT INTO remote.iw1 SELECT generate_series(1, 10);

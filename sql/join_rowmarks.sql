@@ -10,9 +10,7 @@
 -- (dblink on the remote database) checks which remote rows are locked.
 --
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT dblink_connect('rm_locker', format('host=%s port=%s dbname=%s',
-  coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-  current_setting('port'), current_database()));
+SELECT dblink_connect('rm_locker', afdw_test_conninfo());
 
 CREATE TABLE remote.rma (id int PRIMARY KEY, x int, t text);
 CREATE TABLE remote.rmb (id int PRIMARY KEY, y int, u text);

@@ -98,14 +98,7 @@ SELECT count(*) FROM remote.kf_small;
 
 -- One connection for everything: the partitions' scans (asynchronous), the
 -- small table's and the InitPlan's take turns on it.
-DO $$
-BEGIN
-  EXECUTE format('CREATE SERVER loopback_one FOREIGN DATA WRAPPER async_fdw
-                  OPTIONS (host %L, port %L, dbname %L, max_connections ''1'')',
-                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-                 current_setting('port'), current_database());
-END
-$$;
+CALL afdw_test_server('loopback_one', options => 'max_connections ''1''');
 CREATE USER MAPPING FOR CURRENT_USER SERVER loopback_one;
 CREATE TABLE kfp_one (id int, k int, k8 bigint, v text) PARTITION BY RANGE (id);
 CREATE FOREIGN TABLE kfp_one1 PARTITION OF kfp_one FOR VALUES FROM (1) TO (2001)

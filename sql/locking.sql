@@ -5,9 +5,7 @@
 -- session (dblink on the remote database) checks which rows are locked.
 --
 CREATE EXTENSION IF NOT EXISTS dblink;
-SELECT dblink_connect('locker', format('host=%s port=%s dbname=%s',
-  coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-  current_setting('port'), current_database()));
+SELECT dblink_connect('locker', afdw_test_conninfo());
 
 CREATE TABLE remote.lk (id int PRIMARY KEY, v text);
 INSERT INTO remote.lk SELECT g, 'v' || g FROM generate_series(1, 10) g;

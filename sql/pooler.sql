@@ -24,19 +24,10 @@ DROP SERVER afdw_pooler_ok;
 CREATE FOREIGN TABLE ft_pooler_bad (id int) SERVER loopback OPTIONS (pooler 'none');
 
 -- Loopback servers in each mode.
-DO $$
-DECLARE
-  m text;
-BEGIN
-  FOREACH m IN ARRAY ARRAY['session', 'transaction'] LOOP
-    EXECUTE format('CREATE SERVER loopback_%s FOREIGN DATA WRAPPER async_fdw
-                    OPTIONS (host %L, port %L, dbname %L, pooler %L)',
-                   m, coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-                   current_setting('port'), current_database(), m);
-    EXECUTE format('CREATE USER MAPPING FOR CURRENT_USER SERVER loopback_%s', m);
-  END LOOP;
-END
-$$;
+CALL afdw_test_server('loopback_session', options => 'pooler ''session''');
+CREATE USER MAPPING FOR CURRENT_USER SERVER loopback_session;
+CALL afdw_test_server('loopback_transaction', options => 'pooler ''transaction''');
+CREATE USER MAPPING FOR CURRENT_USER SERVER loopback_transaction;
 CREATE VIEW remote.pooler_settings AS
   SELECT current_setting('search_path') AS sp, current_setting('TimeZone') AS tz,
          current_setting('DateStyle') AS ds, current_setting('IntervalStyle') AS ist,

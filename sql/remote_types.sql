@@ -6,14 +6,7 @@
 -- table.
 --
 CREATE EXTENSION IF NOT EXISTS postgres_fdw;
-DO $$
-BEGIN
-  EXECUTE format('CREATE SERVER pg_loopback FOREIGN DATA WRAPPER postgres_fdw
-                  OPTIONS (host %L, port %L, dbname %L)',
-                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-                 current_setting('port'), current_database());
-END
-$$;
+CALL afdw_test_server('pg_loopback', 'postgres_fdw');
 CREATE USER MAPPING FOR CURRENT_USER SERVER pg_loopback;
 
 -- The remote table: an enum, a char(6), an int4[], two texts and an int.
@@ -215,18 +208,8 @@ SELECT dblink_exec('regdb', $$
 CREATE TABLE afdw_twin (x int);
 SELECT (SELECT o FROM dblink('regdb', 'SELECT ''afdw_twin''::regclass::oid') AS t(o oid))
        <> 'afdw_twin'::regclass::oid AS oids_differ;
-DO $$
-BEGIN
-  EXECUTE format('CREATE SERVER regdb FOREIGN DATA WRAPPER async_fdw
-                  OPTIONS (host %L, port %L, dbname %L)',
-                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-                 current_setting('port'), 'afdw_regdb');
-  EXECUTE format('CREATE SERVER pg_regdb FOREIGN DATA WRAPPER postgres_fdw
-                  OPTIONS (host %L, port %L, dbname %L)',
-                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-                 current_setting('port'), 'afdw_regdb');
-END
-$$;
+CALL afdw_test_server('regdb', dbname => 'afdw_regdb');
+CALL afdw_test_server('pg_regdb', 'postgres_fdw', dbname => 'afdw_regdb');
 CREATE USER MAPPING FOR CURRENT_USER SERVER regdb;
 CREATE USER MAPPING FOR CURRENT_USER SERVER pg_regdb;
 CREATE FOREIGN TABLE ft_regs (id int, r regclass, ra regclass[], t regtype, n int, q text)

@@ -37,14 +37,7 @@ DROP TABLE remote.huge;
 CREATE TABLE remote.n (id int PRIMARY KEY, v int);
 INSERT INTO remote.n SELECT g, CASE WHEN g = 150 THEN 0 ELSE g END
   FROM generate_series(1, 300) g;
-DO $$
-BEGIN
-  EXECUTE format('CREATE SERVER loopback_s FOREIGN DATA WRAPPER async_fdw
-                  OPTIONS (host %L, port %L, dbname %L)',
-                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-                 current_setting('port'), current_database());
-END
-$$;
+CALL afdw_test_server('loopback_s');
 CREATE USER MAPPING FOR CURRENT_USER SERVER loopback_s;
 CREATE FOREIGN TABLE n (id int, v int)
   SERVER loopback_s OPTIONS (schema_name 'remote', table_name 'n');

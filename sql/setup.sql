@@ -8,19 +8,33 @@ SELECT extname, extversion, extnamespace::regnamespace AS schema,
 SELECT fdwname, fdwhandler::regproc, fdwvalidator::regproc
   FROM pg_foreign_data_wrapper WHERE fdwname = 'async_fdw';
 
--- A server pointing back at this very instance and database.
-DO $$
+-- Objects that point back at this very instance: afdw_test_server(NAME,
+-- WRAPPER, OPTIONS, DBNAME) makes a server NAME of the foreign-data wrapper
+-- WRAPPER (async_fdw unless given) at database DBNAME (this one unless
+-- given), with OPTIONS besides, written as CREATE SERVER takes them
+-- ('max_connections ''1'''); afdw_test_conninfo() is a connection string
+-- to this database, for dblink.
+CREATE PROCEDURE afdw_test_server(name text, wrapper text DEFAULT 'async_fdw',
+                                  options text DEFAULT NULL,
+                                  dbname text DEFAULT current_database())
+LANGUAGE plpgsql AS $$
 BEGIN
-  EXECUTE format('CREATE SERVER loopback FOREIGN DATA WRAPPER async_fdw
-                  OPTIONS (host %L, port %L, dbname %L)',
+  EXECUTE format('CREATE SERVER %I FOREIGN DATA WRAPPER %I
+                  OPTIONS (host %L, port %L, dbname %L%s)',
+                 name, wrapper,
                  coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-                 current_setting('port'), current_database());
-  EXECUTE format('CREATE SERVER loopback2 FOREIGN DATA WRAPPER async_fdw
-                  OPTIONS (host %L, port %L, dbname %L)',
-                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-                 current_setting('port'), current_database());
+                 current_setting('port'), dbname, ', ' || options);
 END
 $$;
+CREATE FUNCTION afdw_test_conninfo() RETURNS text LANGUAGE sql AS $$
+  SELECT format('host=%s port=%s dbname=%s',
+                coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
+                current_setting('port'), current_database())
+$$;
+
+-- A server pointing back at this very instance and database.
+CALL afdw_test_server('loopback');
+CALL afdw_test_server('loopback2');
 CREATE USER MAPPING FOR CURRENT_USER SERVER loopback;
 CREATE USER MAPPING FOR CURRENT_USER SERVER loopback2;
 -- Connections past a session's first close at the end of each transaction

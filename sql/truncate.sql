@@ -220,14 +220,7 @@ DROP ROLE regress_trunc_other;
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS postgres_fdw;
 RESET client_min_messages;
-DO $$
-BEGIN
-  EXECUTE format('CREATE SERVER trunc_pg FOREIGN DATA WRAPPER postgres_fdw
-                  OPTIONS (host %L, port %L, dbname %L)',
-                 coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-                 current_setting('port'), current_database());
-END
-$$;
+CALL afdw_test_server('trunc_pg', 'postgres_fdw');
 CREATE USER MAPPING FOR CURRENT_USER SERVER trunc_pg;
 CREATE FOREIGN TABLE trunc_pg_a (id int, v text) SERVER trunc_pg
   OPTIONS (schema_name 'trunc_r', table_name 'a');

@@ -40,9 +40,7 @@ SELECT * FROM afdw_remote_states();
 -- One snapshot per local transaction: rows committed remotely by another
 -- session between two scans are seen by neither.  The checks run in each
 -- fetch mode, streams first; every round inserts rows of its own.
-SELECT dblink_connect('other', format('host=%s port=%s dbname=%s',
-  coalesce(nullif(current_setting('unix_socket_directories'), ''), 'localhost'),
-  current_setting('port'), current_database()));
+SELECT dblink_connect('other', afdw_test_conninfo());
 CREATE TABLE remote.snap (id int);
 INSERT INTO remote.snap VALUES (1);
 CREATE FOREIGN TABLE ft_snap (id int) SERVER loopback
