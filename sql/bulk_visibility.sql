@@ -62,6 +62,62 @@ $$;
 INSERT INTO bv_ft SELECT 'h' || g, bv_bump() FROM generate_series(1, 3) g;
 SELECT a, b FROM remote.bv WHERE a LIKE 'g%' OR a LIKE 'h%' ORDER BY a;
 
+-- A function that reads the table in a subtransaction of its own (an
+-- exception block) which rolls back: the rows kept go in at the
+-- statement's level, not into that subtransaction, and every row stays.
+-- With the rows kept as one INSERT (batch_size 1000) and streamed (3).
+CREATE FUNCTION bv_peek(i int) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+  BEGIN
+    SELECT count(*) INTO n FROM bv_ft WHERE a LIKE 'p%';
+    RAISE EXCEPTION 'undone';
+  EXCEPTION WHEN raise_exception THEN NULL;
+  END;
+  RETURN n;
+END
+$$;
+ALTER FOREIGN TABLE bv_ft OPTIONS (SET batch_size '1000');
+INSERT INTO bv_ft SELECT 'p' || g, bv_peek(g) FROM generate_series(1, 10) g;
+SELECT count(*), sum(b) FROM remote.bv WHERE a LIKE 'p%';
+BEGIN;
+INSERT INTO bv_ft SELECT 'p' || g, bv_peek(g) FROM generate_series(11, 20) g;
+SAVEPOINT s;
+INSERT INTO bv_ft SELECT 'p' || g, bv_peek(g) FROM generate_series(21, 25) g;
+ROLLBACK TO SAVEPOINT s;
+COMMIT;
+SELECT count(*), sum(b) FROM remote.bv WHERE a LIKE 'p%';
+ALTER FOREIGN TABLE bv_ft OPTIONS (SET batch_size '3');
+INSERT INTO bv_ft SELECT 'q' || g, bv_peek(g) FROM generate_series(1, 10) g;
+SELECT count(*) FROM remote.bv WHERE a LIKE 'q%';
+-- The same subtransaction wrote to the server first (an INSERT that sends
+-- its row at its end, in the subtransaction's remote savepoint): the rows
+-- kept stay kept (that query does not see them, as it would not see
+-- postgres_fdw's batch not yet sent) and all go at the end of the
+-- statement; the subtransaction's own row is rolled back.
+CREATE TABLE remote.bv_other (i int);
+CREATE FOREIGN TABLE bv_other (i int) SERVER loopback
+  OPTIONS (schema_name 'remote', table_name 'bv_other');
+CREATE FUNCTION bv_write_peek(k int) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+  BEGIN
+    INSERT INTO bv_other VALUES (k);
+    SELECT count(*) INTO n FROM bv_ft WHERE a LIKE 'w%';
+    RAISE EXCEPTION 'undone';
+  EXCEPTION WHEN raise_exception THEN NULL;
+  END;
+  RETURN n;
+END
+$$;
+ALTER FOREIGN TABLE bv_ft OPTIONS (SET batch_size '1000');
+INSERT INTO bv_ft SELECT 'w' || g, bv_write_peek(g) FROM generate_series(1, 5) g;
+SELECT a, b FROM remote.bv WHERE a LIKE 'w%' ORDER BY a;
+SELECT count(*) FROM remote.bv_other;
+DROP FUNCTION bv_peek(int), bv_write_peek(int);
+DROP FOREIGN TABLE bv_other;
+DROP TABLE remote.bv_other;
+
 DROP FUNCTION bv_seen(), bv_bump();
 DROP TABLE bv_parent;
 DROP FUNCTION bv_count_part();

@@ -504,6 +504,8 @@ extern void afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner,
 extern void afdw_send_write(AfdwConn *conn, const char *sql, bool copy,
 							void *owner, AfdwDrainFn drain);
 extern PGresult *afdw_run_write(AfdwConn *conn, const char *sql);
+extern bool afdw_can_write_at(AfdwConn *conn, int level);
+extern PGresult *afdw_run_write_at(AfdwConn *conn, const char *sql, int level);
 extern bool afdw_defer_write(AfdwConn *conn, const char *sql);
 extern bool afdw_send_final_write(AfdwConn *conn, const char *sql, void *owner,
 								  AfdwDrainFn drain);

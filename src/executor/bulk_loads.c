@@ -24,7 +24,13 @@
  *
  * A query of the same statement that starts reading a server meanwhile (a
  * trigger of another table, a function) has the rows kept for that server's
- * tables sent first (afdw_flush_kept_rows), so that it finds them.
+ * tables sent first (afdw_flush_kept_rows), so that it finds them.  A query
+ * in a subtransaction of the statement's (a function's exception block)
+ * must not take the rows into that subtransaction, whose rollback would
+ * lose them while the statement goes on: they go into the remote
+ * transaction at the statement's own level, in an INSERT, while the writer
+ * has taken no remote savepoint past that level; else they stay kept, and
+ * that query does not see them (as postgres_fdw's batch not yet sent).
  *
  * Two lists of this backend hold the loads: the loads streaming now, and
  * every load under way.  A load is in them exactly while its statement's
@@ -39,6 +45,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "foreign/foreign.h"
 #include "lib/ilist.h"
 #include "lib/stringinfo.h"
@@ -70,6 +77,7 @@ struct AfdwBulkLoad
 	AfdwConn  **writer;			/* the writer's place in the caller's
 								 * state; a stream may move it to the
 								 * mapping's current writer */
+	int			level;			/* local nesting level of the statement */
 	int			nfields;		/* values a row */
 	int			batch_size;		/* rows kept before a stream starts */
 	const char *head;			/* the INSERT up to its rows */
@@ -139,6 +147,7 @@ afdw_bulk_begin(Relation rel, List *target_attrs, const char *head,
 	load->serverid = GetForeignTable(RelationGetRelid(rel))->serverid;
 	load->estate = estate;
 	load->writer = writer;
+	load->level = GetCurrentTransactionNestLevel();
 	load->nfields = list_length(target_attrs);
 	load->batch_size = batch_size;
 	load->head = head;
@@ -394,13 +403,18 @@ copy_line_as_row(StringInfo buf, char *line, int nfields)
  *		other streams of the statement are ended at the same time, and a
  *		statement that is its own transaction may send its INSERT with the
  *		COMMIT; otherwise (afdw_flush_kept_rows) the rows are in the remote
- *		table on return, and the next rows are kept again.
+ *		table on return, and the next rows are kept again.  In a
+ *		subtransaction of the statement's, the rows kept go as an INSERT at
+ *		the statement's level (afdw_flush_kept_rows has checked that it can).
  */
 static void
 bulk_finish(AfdwBulkLoad *load, bool end_of_statement)
 {
 	StringInfoData sql;
 	char	   *line = load->pending.data;
+	bool		deeper = GetCurrentTransactionNestLevel() > load->level;
+
+	Assert(!(deeper && end_of_statement));
 
 	if (load->copying)
 	{
@@ -410,7 +424,7 @@ bulk_finish(AfdwBulkLoad *load, bool end_of_statement)
 	}
 	if (load->npending == 0)
 		return;
-	if (load->streamed)
+	if (load->streamed && !deeper)
 	{
 		bulk_start_copy(load);
 		bulk_stop_copy(load);
@@ -434,8 +448,10 @@ bulk_finish(AfdwBulkLoad *load, bool end_of_statement)
 	load->npending = 0;
 	resetStringInfo(&load->pending);
 	*load->writer = afdw_current_writer(*load->writer);
+	if (deeper)
+		PQclear(afdw_run_write_at(*load->writer, sql.data, load->level));
 	/* A statement that is its own transaction: sent with the COMMIT. */
-	if (!end_of_statement || !afdw_defer_write(*load->writer, sql.data))
+	else if (!end_of_statement || !afdw_defer_write(*load->writer, sql.data))
 		PQclear(afdw_run_write(*load->writer, sql.data));
 	pfree(sql.data);
 }
@@ -501,6 +517,13 @@ afdw_flush_kept_rows(Oid serverid)
 
 		if (load->serverid != serverid || (!load->copying && load->npending == 0))
 			continue;
+		/* A stream is the statement's level's: it can end at any level. */
+		if (!load->copying && GetCurrentTransactionNestLevel() > load->level)
+		{
+			*load->writer = afdw_current_writer(*load->writer);
+			if (!afdw_can_write_at(*load->writer, load->level))
+				continue;
+		}
 		errcb.callback = afdw_write_error_context;
 		errcb.arg = unconstify(char *, load->relname);
 		errcb.previous = error_context_stack;

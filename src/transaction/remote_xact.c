@@ -61,6 +61,8 @@ typedef struct RemoteCursor
 static void append_closes(AfdwConn *entry, StringInfo sql);
 static void begin_xact(AfdwConn *conn);
 static void start_checked(AfdwConn *entry, bool nested);
+static void send_write_at(AfdwConn *conn, const char *sql, bool copy,
+						  void *owner, AfdwDrainFn drain, int level);
 static void set_savepoint_op(AfdwConn *conn, const char *sql, int level);
 static void track_wrap(AfdwConn *conn, PGresult *res);
 static void note_xact_failed(AfdwConn *conn, PGresult *res);
@@ -343,8 +345,10 @@ afdw_xact_lost(AfdwConn *entry)
 /*
  * xact_prefix
  *		The commands that must run on ENTRY before the caller's next one so
- *		that it runs in the remote transaction at the current local nesting
- *		level; "" if there are none.  Counts them as done.
+ *		that it runs in the remote transaction at the local nesting level
+ *		LEVEL (the current one, or one of its ancestors when ENTRY has
+ *		taken no savepoint past it: see afdw_run_write_at); "" if there are
+ *		none.  Counts them as done.
  *
  * A connection's first use in a local transaction opens a REPEATABLE READ
  * (or SERIALIZABLE) transaction in the snapshot that the connections to
@@ -352,9 +356,8 @@ afdw_xact_lost(AfdwConn *entry)
  * through a transaction pooler.  NESTED is afdw_send_in_xact's.
  */
 static char *
-xact_prefix(AfdwConn *entry, bool nested, int *nstatements)
+xact_prefix(AfdwConn *entry, bool nested, int level, int *nstatements)
 {
-	int			curlevel = GetCurrentTransactionNestLevel();
 	StringInfoData sql;
 
 	initStringInfo(&sql);
@@ -386,9 +389,10 @@ xact_prefix(AfdwConn *entry, bool nested, int *nstatements)
 		entry->xact_depth = 1;
 	}
 
-	for (int level = Max(entry->xact_depth, 1) + 1; level <= curlevel; level++)
-		appendStringInfo(&sql, "%sSAVEPOINT s%d", sql.len > 0 ? "; " : "", level);
-	entry->xact_depth = Max(entry->xact_depth, curlevel);
+	Assert(level <= GetCurrentTransactionNestLevel());
+	for (int l = Max(entry->xact_depth, 1) + 1; l <= level; l++)
+		appendStringInfo(&sql, "%sSAVEPOINT s%d", sql.len > 0 ? "; " : "", l);
+	entry->xact_depth = Max(entry->xact_depth, level);
 
 	/* Cursors left by ended scans, statements by failed ones. */
 	append_closes(entry, &sql);
@@ -467,7 +471,8 @@ begin_xact(AfdwConn *conn)
 	int			nstatements;
 
 	afdw_make_idle(conn);
-	prefix = xact_prefix(conn, true, &nstatements);
+	prefix = xact_prefix(conn, true, GetCurrentTransactionNestLevel(),
+						  &nstatements);
 	if (prefix[0] != '\0')
 		afdw_run_command(conn, prefix);
 	pfree(prefix);
@@ -489,7 +494,8 @@ afdw_begin_xact_async(AfdwConn *conn)
 
 	afdw_make_idle(conn);
 	check_xact_failed(conn);
-	prefix = xact_prefix(conn, false, &nstatements);
+	prefix = xact_prefix(conn, false, GetCurrentTransactionNestLevel(),
+						  &nstatements);
 	if (prefix[0] != '\0')
 	{
 		afdw_send_query(conn, prefix, 0, NULL);
@@ -544,7 +550,8 @@ afdw_send_in_xact(AfdwConn *conn, const char *sql, void *owner, AfdwDrainFn drai
 	 */
 	if (commit && afdw_idle_setting_changes(conn))
 		commit = false;
-	prefix = xact_prefix(conn, nested, &nstatements);
+	prefix = xact_prefix(conn, nested, GetCurrentTransactionNestLevel(),
+						  &nstatements);
 	initStringInfo(&full);
 	appendStringInfoString(&full, prefix);
 	if (prefix[0] != '\0')
@@ -625,6 +632,19 @@ void
 afdw_send_write(AfdwConn *conn, const char *sql, bool copy, void *owner,
 				AfdwDrainFn drain)
 {
+	send_write_at(conn, sql, copy, owner, drain,
+				  GetCurrentTransactionNestLevel());
+}
+
+/*
+ * send_write_at
+ *		afdw_send_write, the write run in the remote transaction at the
+ *		local nesting level LEVEL (see xact_prefix).
+ */
+static void
+send_write_at(AfdwConn *conn, const char *sql, bool copy, void *owner,
+			  AfdwDrainFn drain, int level)
+{
 	char	   *prefix;
 	char	   *full;
 	int			nstatements;
@@ -632,7 +652,7 @@ afdw_send_write(AfdwConn *conn, const char *sql, bool copy, void *owner,
 	Assert(conn->role != AFDW_ROLE_READER);
 	afdw_make_idle(conn);
 	check_xact_failed(conn);
-	prefix = xact_prefix(conn, false, &nstatements);
+	prefix = xact_prefix(conn, false, level, &nstatements);
 	full = prefix[0] ? psprintf("%s; %s", prefix, sql) : pstrdup(sql);
 	afdw_send_query(conn, full, 0, NULL);
 	conn->opening = nstatements;
@@ -733,6 +753,33 @@ afdw_run_write(AfdwConn *conn, const char *sql)
 }
 
 /*
+ * afdw_can_write_at
+ *		Whether a write on CONN can still run in the remote transaction as
+ *		it stands at LEVEL, an outer local nesting level than the current
+ *		one: CONN has taken no remote savepoint past LEVEL.  Such a write
+ *		stays when the subtransactions deeper than LEVEL roll back.
+ */
+bool
+afdw_can_write_at(AfdwConn *conn, int level)
+{
+	afdw_make_idle(conn);
+	return conn->xact_depth <= level;
+}
+
+/*
+ * afdw_run_write_at
+ *		afdw_run_write, SQL run in the remote transaction at the local
+ *		nesting level LEVEL, which afdw_can_write_at allowed.
+ */
+PGresult *
+afdw_run_write_at(AfdwConn *conn, const char *sql, int level)
+{
+	Assert(conn->xact_depth <= level);
+	send_write_at(conn, sql, false, NULL, NULL, level);
+	return afdw_command_result(conn, sql);
+}
+
+/*
  * afdw_defer_write
  *		Keep SQL, a write on CONN, to send with the COMMIT of the local
  *		transaction, in one round trip with the start of the remote
@@ -775,7 +822,8 @@ afdw_defer_write(AfdwConn *conn, const char *sql)
 	}
 	if (!alone)
 		return false;
-	prefix = xact_prefix(conn, false, &nstatements);
+	prefix = xact_prefix(conn, false, GetCurrentTransactionNestLevel(),
+						  &nstatements);
 	conn->deferred = MemoryContextStrdup(afdw_conn_cxt,
 										 psprintf("%s%s%s", prefix,
 												  prefix[0] ? "; " : "", sql));
