@@ -68,7 +68,7 @@ SHLIB_LINK_INTERNAL = $(libpq)
 
 # pg_regress reads sql/ and expected/ (contrib's layout) and writes results/
 # and regression.diffs in this directory.
-REGRESS = setup options connection xact scan types pushdown errors planner async stream prepared remote_types ctid locking appname cleanup safety explain functions pooler budget orderby estimate aggregate aggregate_order join join_gating semi_nested remote_lookups join_rowmarks ordered final_limit params lookup_commit first_query import idle_window modify modify_errors truncate direct_modify direct_join join_shapes modify_partitioned partition_key returning_old_new mapping_isolation twophase planner_nested bulk_visibility shippable_exprs subquery keys hashkeys decorrelate combine copies
+REGRESS = setup options connection xact scan types pushdown errors planner async stream prepared remote_types ctid locking appname cleanup safety explain functions pooler budget orderby estimate aggregate aggregate_order join join_gating semi_nested remote_lookups join_rowmarks ordered final_limit params lookup_commit first_query import idle_window modify modify_errors holds truncate direct_modify direct_join join_shapes modify_partitioned partition_key returning_old_new mapping_isolation twophase planner_nested bulk_visibility shippable_exprs subquery keys hashkeys decorrelate combine copies
 
 # TAP tests (several servers, restarts) live in test/t.
 TAP_TESTS = 1

@@ -496,6 +496,7 @@ extern bool afdw_statement_is_transaction(void);
 /* remote_xact.c */
 extern AfdwConn *afdw_acquire_connection(UserMapping *user);
 extern AfdwConn *afdw_acquire_writer(UserMapping *user);
+extern AfdwConn *afdw_open_connection(UserMapping *user);
 extern AfdwConn *afdw_get_connection(UserMapping *user);
 extern bool afdw_cancel_harmless(AfdwConn *conn);
 extern bool afdw_cancel_opened(AfdwConn *entry, TimestampTz deadline);

@@ -362,7 +362,8 @@ afdw_is_connecting(AfdwConn *conn)
  *		afdw_acquire_connection) is to use, open: CONN once its handshake
  *		is over, or, when the server refused it for lack of room, the open
  *		connection of the pool the scan shares instead (CONN is then given
- *		back, and the one returned taken).
+ *		back, and the one returned taken).  When it fails the caller still
+ *		holds CONN, and gives it back as it would after any other error.
  */
 AfdwConn *
 afdw_connection_ready(AfdwConn *conn)
@@ -374,7 +375,6 @@ afdw_connection_ready(AfdwConn *conn)
 	if (conn->conn != NULL)
 		return conn;
 
-	afdw_release_connection(conn);
 	shared = least_used_open(conn->key.umid);
 	/* None could be opened: the error postgres_fdw gives for its one. */
 	if (shared == NULL)
@@ -384,6 +384,7 @@ afdw_connection_ready(AfdwConn *conn)
 						NameStr(conn->servername)),
 				 errdetail_internal("%s", conn->refusal ? conn->refusal :
 									"The server refused the connection for lack of room.")));
+	afdw_release_connection(conn);
 	shared->nusers++;
 	return afdw_connection_ready(shared);
 }

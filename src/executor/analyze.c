@@ -182,29 +182,38 @@ acquire_sample_rows(Relation rel, int elevel, HeapTuple *rows, int targrows,
 
 	method = afdw_sampling_option(server->options, AFDW_SAMPLE_AUTO);
 	method = afdw_sampling_option(table->options, method);
-	choose_sampling(conn, rel, targrows, &method, &fraction, &reltuples);
 
-	initStringInfo(&sql);
-	appendStringInfo(&sql, "DECLARE c%u CURSOR FOR ", cursor);
-	afdw_deparse_analyze(&sql, rel, method, fraction, &retrieved_attrs);
-	afdw_init_row_builder(&sampler.rb, RelationGetDescr(rel),
-						  RelationGetRelationName(rel), false, retrieved_attrs,
-						  AllocSetContextCreate(CurrentMemoryContext,
-												"async_fdw analyze row",
-												ALLOCSET_DEFAULT_SIZES));
-	afdw_run_command(conn, sql.data);
-
-	snprintf(fetch, sizeof(fetch), "FETCH %d FROM c%u", fetch_size, cursor);
-	while (!done)
+	/* The connection is given back however the sampling ends. */
+	PG_TRY();
 	{
-		afdw_analyze_delay_point();
-		done = sample_batch(afdw_run_query(conn, fetch, 0, NULL), &sampler,
-							rows, &numrows) < fetch_size;
-	}
+		choose_sampling(conn, rel, targrows, &method, &fraction, &reltuples);
 
-	snprintf(fetch, sizeof(fetch), "CLOSE c%u", cursor);
-	afdw_run_command(conn, fetch);
-	afdw_release_connection(conn);
+		initStringInfo(&sql);
+		appendStringInfo(&sql, "DECLARE c%u CURSOR FOR ", cursor);
+		afdw_deparse_analyze(&sql, rel, method, fraction, &retrieved_attrs);
+		afdw_init_row_builder(&sampler.rb, RelationGetDescr(rel),
+							  RelationGetRelationName(rel), false, retrieved_attrs,
+							  AllocSetContextCreate(CurrentMemoryContext,
+													"async_fdw analyze row",
+													ALLOCSET_DEFAULT_SIZES));
+		afdw_run_command(conn, sql.data);
+
+		snprintf(fetch, sizeof(fetch), "FETCH %d FROM c%u", fetch_size, cursor);
+		while (!done)
+		{
+			afdw_analyze_delay_point();
+			done = sample_batch(afdw_run_query(conn, fetch, 0, NULL), &sampler,
+								rows, &numrows) < fetch_size;
+		}
+
+		snprintf(fetch, sizeof(fetch), "CLOSE c%u", cursor);
+		afdw_run_command(conn, fetch);
+	}
+	PG_FINALLY();
+	{
+		afdw_release_connection(conn);
+	}
+	PG_END_TRY();
 	MemoryContextDelete(sampler.rb.row_cxt);
 
 	*totaldeadrows = 0;
@@ -241,7 +250,7 @@ afdwAnalyzeForeignTable(Relation rel, AcquireSampleRowsFunc *func,
 	AfdwConn   *conn = afdw_get_connection(user);
 	StringInfoData name;
 	StringInfoData sql;
-	PGresult   *volatile res;
+	PGresult   *volatile res = NULL;
 
 	initStringInfo(&name);
 	afdw_deparse_relation(&name, rel);
@@ -250,11 +259,12 @@ afdwAnalyzeForeignTable(Relation rel, AcquireSampleRowsFunc *func,
 	appendStringInfoString(&sql, quote_literal_cstr(name.data));
 	appendStringInfoString(&sql, "::pg_catalog.regclass)");
 
-	res = afdw_run_query(conn, sql.data, 0, NULL);
 	PG_TRY();
 	{
 		double		bytes = 0;
 		double		pages;
+
+		res = afdw_run_query(conn, sql.data, 0, NULL);
 
 		if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 0))
 			bytes = strtod(PQgetvalue(res, 0, 0), NULL);
@@ -275,9 +285,9 @@ afdwAnalyzeForeignTable(Relation rel, AcquireSampleRowsFunc *func,
 	PG_FINALLY();
 	{
 		PQclear(res);
+		afdw_release_connection(conn);
 	}
 	PG_END_TRY();
-	afdw_release_connection(conn);
 
 	*func = acquire_sample_rows;
 	return true;

@@ -229,7 +229,7 @@ remote_estimate(PlannerInfo *root, RelOptInfo *baserel, AfdwRelInfo *fp,
 	List	   *params = NIL;
 	Relation	rel;
 	AfdwConn   *conn;
-	PGresult   *volatile res;
+	PGresult   *volatile res = NULL;
 	double		startup = 0;
 	double		total = 0;
 	volatile int found = 0;
@@ -244,13 +244,15 @@ remote_estimate(PlannerInfo *root, RelOptInfo *baserel, AfdwRelInfo *fp,
 		return false;
 
 	conn = afdw_get_connection(fp->user);
-	res = afdw_run_query(conn, sql.data, 0, NULL);
 	PG_TRY();
 	{
-		/* The first line: "... (cost=S..T rows=R width=W)". */
-		const char *line = PQntuples(res) > 0 ? PQgetvalue(res, 0, 0) : "";
-		const char *p = strrchr(line, '(');
+		const char *line;
+		const char *p;
 
+		res = afdw_run_query(conn, sql.data, 0, NULL);
+		/* The first line: "... (cost=S..T rows=R width=W)". */
+		line = PQntuples(res) > 0 ? PQgetvalue(res, 0, 0) : "";
+		p = strrchr(line, '(');
 		if (p != NULL)
 			found = sscanf(p, "(cost=%lf..%lf rows=%lf", &startup, &total, rows);
 	}

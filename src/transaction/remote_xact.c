@@ -163,16 +163,51 @@ afdw_acquire_connection(UserMapping *user)
 }
 
 /*
+ * afdw_open_connection
+ *		A connection of USER's pool, taken like afdw_acquire_connection's
+ *		and open; given back when it cannot be opened.  For callers that
+ *		hold it only across their own commands, with no cleanup of their
+ *		own for an error in the handshake.
+ */
+AfdwConn *
+afdw_open_connection(UserMapping *user)
+{
+	AfdwConn   *volatile conn = afdw_acquire_connection(user);
+
+	PG_TRY();
+	{
+		conn = afdw_connection_ready(conn);
+	}
+	PG_CATCH();
+	{
+		afdw_release_connection(conn);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return conn;
+}
+
+/*
  * afdw_get_connection
  *		A connection of USER's pool with the remote transaction open, for
- *		one-off work such as ANALYZE; release it when done.
+ *		one-off work such as ANALYZE; release it when done (it is released
+ *		when this fails).
  */
 AfdwConn *
 afdw_get_connection(UserMapping *user)
 {
-	AfdwConn   *conn = afdw_connection_ready(afdw_acquire_connection(user));
+	AfdwConn   *volatile conn = afdw_open_connection(user);
 
-	begin_xact(conn);
+	PG_TRY();
+	{
+		begin_xact(conn);
+	}
+	PG_CATCH();
+	{
+		afdw_release_connection(conn);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	return conn;
 }
 
@@ -194,8 +229,8 @@ afdw_get_connection(UserMapping *user)
 AfdwConn *
 afdw_acquire_writer(UserMapping *user)
 {
-	AfdwConn   *entry;
-	AfdwConn   *exporter = NULL;
+	AfdwConn   *volatile entry;
+	AfdwConn   *volatile exporter = NULL;
 
 	session_start();
 	entry = afdw_find_writer(user->umid);
@@ -213,12 +248,22 @@ afdw_acquire_writer(UserMapping *user)
 		afdw_take_open(entry);
 	else
 	{
-		/* Held meanwhile, so that the pool hands out another if it can. */
+		/*
+		 * Held meanwhile, so that the pool hands out another if it can
+		 * (and given back whether or not it could be opened).
+		 */
 		if (exporter != NULL)
 			exporter->nusers++;
-		entry = afdw_connection_ready(afdw_pool_acquire(user));
-		if (exporter != NULL)
-			exporter->nusers--;
+		PG_TRY();
+		{
+			entry = afdw_open_connection(user);
+		}
+		PG_FINALLY();
+		{
+			if (exporter != NULL)
+				exporter->nusers--;
+		}
+		PG_END_TRY();
 	}
 	if (entry->role == AFDW_ROLE_READER)
 		afdw_set_role(entry, AFDW_ROLE_WRITER);

@@ -832,8 +832,6 @@ record_prepared(List *gids, List *entries)
 			appendStringInfo(&sql, "%s%s", lc == list_head(finished_gids) ? "" : ", ",
 							 quote_literal_cstr((char *) lfirst(lc)));
 		appendStringInfoString(&sql, ")) ");
-		list_free_deep(finished_gids);
-		finished_gids = NIL;
 	}
 	appendStringInfo(&sql, "INSERT INTO %s (gid, server_id, user_mapping_id) VALUES ",
 					 cached_table.name);
@@ -853,6 +851,9 @@ record_prepared(List *gids, List *entries)
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "could not record prepared transactions: %s",
 			 SPI_result_code_string(rc));
+	/* Forgotten once deleted: a failed statement deleted none of them. */
+	list_free_deep(finished_gids);
+	finished_gids = NIL;
 	PopActiveSnapshot();
 	SPI_finish();
 }

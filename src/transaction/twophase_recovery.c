@@ -132,7 +132,7 @@ finish_prepared(const char *gid, Oid umid, bool commit, const char **failure)
 		return AFDW_RECOVERY_LEFT_NO_MAPPING;
 	cmd = psprintf("%s %s", commit ? "COMMIT PREPARED" : "ROLLBACK PREPARED",
 				   quote_literal_cstr(gid));
-	conn = afdw_connection_ready(afdw_acquire_connection(user));
+	conn = afdw_open_connection(user);
 	*failure = (conn->xact_depth > 0) ?
 		"its connection is in a transaction" :
 		run_finishing(conn, cmd, &sqlerrcode);
@@ -193,7 +193,7 @@ recover_server(Oid serverid, const char *servername, const char *table,
 	List	   *remaining = NIL;
 	AfdwConn   *conn = NULL;
 	UserMapping *user;
-	PGresult   *res;
+	PGresult   *volatile res = NULL;
 	StringInfoData sql;
 	SPIPlanPtr	plan;
 	Oid			argtypes[1] = {TEXTOID};
@@ -226,13 +226,16 @@ recover_server(Oid serverid, const char *servername, const char *table,
 	user = mapping_of(linitial_oid(mappings));
 	if (user == NULL)
 		return;
-	conn = afdw_connection_ready(afdw_acquire_connection(user));
+	conn = afdw_open_connection(user);
 	if (conn->xact_depth > 0)
+	{
+		afdw_release_connection(conn);
 		ereport(ERROR,
 				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
 				 errmsg("cannot recover prepared transactions in a transaction that used server \"%s\"",
 						servername),
 				 errhint("Call async_fdw_recover_prepared_transactions() in a transaction of its own.")));
+	}
 	resetStringInfo(&sql);
 	appendStringInfo(&sql, "SELECT gid FROM pg_catalog.pg_prepared_xacts"
 					 " WHERE pg_catalog.starts_with(gid, %s) AND database = pg_catalog.current_database()",
@@ -245,8 +248,15 @@ recover_server(Oid serverid, const char *servername, const char *table,
 	 * listing, still to be committed: it stays.
 	 */
 	before_listing = RegisterSnapshot(GetLatestSnapshot());
-	res = afdw_run_query(conn, sql.data, 0, NULL);
-	afdw_release_connection(conn);
+	PG_TRY();
+	{
+		res = afdw_run_query(conn, sql.data, 0, NULL);
+	}
+	PG_FINALLY();
+	{
+		afdw_release_connection(conn);
+	}
+	PG_END_TRY();
 	if (first)
 		afdw_twophase_pause_recovery();
 
