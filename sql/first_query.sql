@@ -35,6 +35,16 @@ SELECT count(*) FROM fq_broken;
 SHOW enable_partitionwise_aggregate;
 SELECT count(*) FROM ag WHERE id < 0;
 SHOW enable_partitionwise_aggregate;
+-- The same in a savepoint rolled back, the transaction going on.
+\c
+BEGIN;
+SAVEPOINT a;
+SELECT count(*) FROM fq_broken;
+ROLLBACK TO SAVEPOINT a;
+SHOW enable_partitionwise_aggregate;
+SELECT count(*) FROM ag WHERE id < 0;
+COMMIT;
+SHOW enable_partitionwise_aggregate;
 DROP TABLE fq_broken;
 
 -- An EXISTS, IN or NOT EXISTS over co-located partitioned tables: the

@@ -83,6 +83,8 @@ static create_upper_paths_hook_type prev_upper_paths_hook = NULL;
 static bool planner_wrapped = false;
 static bool late_checked = false;
 static bool late_set = false;
+static int	late_level = 0;		/* the transaction nesting level of that
+								 * planning */
 static bool late_saved_aggregate;
 static bool late_saved_join;
 
@@ -953,6 +955,7 @@ afdw_late_partitionwise(PlannerInfo *root)
 	if (planner_wrapped || late_checked)
 		return;
 	late_checked = true;
+	late_level = GetCurrentTransactionNestLevel();
 	while (top->parent_root != NULL)
 		top = top->parent_root;
 	(void) search_query((Node *) top->parse, &ps);
@@ -974,8 +977,8 @@ afdw_late_partitionwise(PlannerInfo *root)
 /*
  * afdw_late_partitionwise_end
  *		Restore what afdw_late_partitionwise set: at the end of the top
- *		level's planning, and at the end of a transaction whose planning
- *		failed on the way.
+ *		level's planning, and at the end of a transaction or subtransaction
+ *		whose planning failed on the way.
  */
 static void
 afdw_late_partitionwise_end(void)
@@ -991,14 +994,35 @@ afdw_late_partitionwise_end(void)
 
 /*
  * upper_xact_callback
- *		A transaction that aborts ends a planning that failed on the way:
- *		restore the planner settings (registered at load, as the planning
- *		may fail before any connection exists).
+ *		A transaction that ends ends a planning that failed on the way (an
+ *		error caught in a subtransaction, or the transaction's own): restore
+ *		the planner settings (registered at load, as the planning may fail
+ *		before any connection exists).
  */
 static void
 upper_xact_callback(XactEvent event, void *arg pg_attribute_unused())
 {
-	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_PREPARE)
+		afdw_late_partitionwise_end();
+}
+
+/*
+ * upper_subxact_callback
+ *		A subtransaction that aborts at or above the level of the planning
+ *		afdw_late_partitionwise looked at ends that planning (a savepoint
+ *		rolled back after it failed); one deeper (a function that the
+ *		planning ran and that caught its own error) does not.
+ */
+static void
+upper_subxact_callback(SubXactEvent event,
+					   SubTransactionId mySubid pg_attribute_unused(),
+					   SubTransactionId parentSubid pg_attribute_unused(),
+					   void *arg pg_attribute_unused())
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB && late_checked &&
+		GetCurrentTransactionNestLevel() <= late_level)
 		afdw_late_partitionwise_end();
 }
 
@@ -1021,7 +1045,8 @@ afdw_upper_paths(PlannerInfo *root, UpperRelationKind stage,
  * afdw_upper_init
  *		Define async_fdw.partitionwise_aggregate and
  *		async_fdw.partitionwise_join, install the planner hook and the upper
- *		paths hook, and register the abort callback (from _PG_init).
+ *		paths hook, and register the callbacks of transaction ends (from
+ *		_PG_init).
  */
 void
 afdw_upper_init(void)
@@ -1049,4 +1074,5 @@ afdw_upper_init(void)
 	prev_upper_paths_hook = create_upper_paths_hook;
 	create_upper_paths_hook = afdw_upper_paths;
 	RegisterXactCallback(upper_xact_callback, NULL);
+	RegisterSubXactCallback(upper_subxact_callback, NULL);
 }
