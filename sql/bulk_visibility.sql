@@ -114,6 +114,59 @@ ALTER FOREIGN TABLE bv_ft OPTIONS (SET batch_size '1000');
 INSERT INTO bv_ft SELECT 'w' || g, bv_write_peek(g) FROM generate_series(1, 5) g;
 SELECT a, b FROM remote.bv WHERE a LIKE 'w%' ORDER BY a;
 SELECT count(*) FROM remote.bv_other;
+-- Rows sent for a query in a subtransaction fail there (a duplicate key),
+-- and the subtransaction catches the error: the statement fails with it
+-- all the same, kept as one INSERT and streamed, in a transaction block
+-- and alone; nothing of it stays, the local rows neither.
+CREATE TABLE remote.bv_key (id int PRIMARY KEY, v text);
+INSERT INTO remote.bv_key VALUES (1, 'old');
+CREATE FOREIGN TABLE bv_key (id int, v text) SERVER loopback
+  OPTIONS (schema_name 'remote', table_name 'bv_key', batch_size '1000');
+CREATE TABLE bv_log (i int);
+CREATE FUNCTION bv_key_peek() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+  BEGIN
+    SELECT count(*) INTO n FROM bv_key;
+  EXCEPTION WHEN unique_violation THEN RAISE NOTICE 'caught: %', SQLERRM;
+  END;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER bv_log_peek AFTER INSERT ON bv_log
+  FOR EACH ROW EXECUTE FUNCTION bv_key_peek();
+BEGIN;
+INSERT INTO bv_key VALUES (100, 'good');
+WITH x AS (INSERT INTO bv_key VALUES (1, 'dup'), (2, 'new')),
+     y AS (INSERT INTO bv_log VALUES (1))
+SELECT 1;
+COMMIT;
+ALTER FOREIGN TABLE bv_key OPTIONS (SET batch_size '2');
+WITH x AS (INSERT INTO bv_key VALUES (5, 'a'), (6, 'b'), (7, 'c'), (1, 'dup')),
+     y AS (INSERT INTO bv_log VALUES (2))
+SELECT 1;
+SELECT * FROM remote.bv_key ORDER BY id;
+SELECT * FROM bv_log;
+-- A write kept for the COMMIT (the statement is its own transaction) and
+-- sent by a deferred trigger's query, which catches its error: the COMMIT
+-- fails, since the remote server rolled its transaction back.
+CREATE TABLE bv_dlog (i int);
+CREATE CONSTRAINT TRIGGER bv_dlog_peek AFTER INSERT ON bv_dlog
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION bv_key_peek();
+ALTER FOREIGN TABLE bv_key OPTIONS (SET batch_size '1000');
+WITH y AS (INSERT INTO bv_dlog VALUES (1))
+INSERT INTO bv_key VALUES (9, 'n'), (1, 'dup');
+-- The same without two-phase commit: the COMMIT was answered as a ROLLBACK.
+ALTER SERVER loopback OPTIONS (ADD two_phase_commit 'off');
+WITH y AS (INSERT INTO bv_dlog VALUES (1))
+INSERT INTO bv_key VALUES (9, 'n'), (1, 'dup');
+ALTER SERVER loopback OPTIONS (DROP two_phase_commit);
+SELECT * FROM remote.bv_key ORDER BY id;
+SELECT * FROM bv_dlog;
+DROP TABLE bv_log, bv_dlog;
+DROP FUNCTION bv_key_peek();
+DROP FOREIGN TABLE bv_key;
+DROP TABLE remote.bv_key;
 DROP FUNCTION bv_peek(int), bv_write_peek(int);
 DROP FOREIGN TABLE bv_other;
 DROP TABLE remote.bv_other;

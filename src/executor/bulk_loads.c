@@ -30,7 +30,11 @@
  * lose them while the statement goes on: they go into the remote
  * transaction at the statement's own level, in an INSERT, while the writer
  * has taken no remote savepoint past that level; else they stay kept, and
- * that query does not see them (as postgres_fdw's batch not yet sent).
+ * that query does not see them (as postgres_fdw's batch not yet sent).  The
+ * failure of rows sent that way (or of a stream ended in a subtransaction)
+ * is the statement's: the subtransaction may catch the error, but the rows
+ * are not in the remote table, so the load raises it again at its next row
+ * or at its end.
  *
  * Two lists of this backend hold the loads: the loads streaming now, and
  * every load under way.  A load is in them exactly while its statement's
@@ -97,6 +101,14 @@ struct AfdwBulkLoad
 	dlist_node	bulk_node;		/* in bulk_loads while copying */
 	bool		held;			/* in held_loads (its statement not ended) */
 	dlist_node	held_node;
+
+	/*
+	 * Sending rows failed in a subtransaction of the statement's, which may
+	 * have caught the error: its code and message, raised again as the
+	 * statement's (lost_code 0: none).
+	 */
+	int			lost_code;
+	char	   *lost_message;
 };
 
 /*
@@ -113,6 +125,8 @@ static dlist_head held_loads = DLIST_STATIC_INIT(held_loads);
 
 static void bulk_start_copy(AfdwBulkLoad *load);
 static void bulk_finish(AfdwBulkLoad *load, bool end_of_statement);
+static void check_not_lost(AfdwBulkLoad *load);
+static void note_lost(AfdwBulkLoad *load);
 
 /*
  * afdw_write_error_context
@@ -236,6 +250,7 @@ append_copy_line(AfdwBulkLoad *load, StringInfo buf, const char **values)
 void
 afdw_bulk_add(AfdwBulkLoad *load, const char **values)
 {
+	check_not_lost(load);
 	if (load->copying)
 	{
 		append_copy_line(load, &load->out, values);
@@ -284,7 +299,22 @@ bulk_stop_copy(AfdwBulkLoad *load)
 		bulk_send_end(load);
 	load->copying = false;
 	dlist_delete(&load->bulk_node);
-	PQclear(afdw_copy_result(*load->writer, load->copy_sql));
+	if (GetCurrentTransactionNestLevel() == load->level)
+	{
+		PQclear(afdw_copy_result(*load->writer, load->copy_sql));
+		return;
+	}
+	/* Ended from a subtransaction: its failure must not be caught there. */
+	PG_TRY();
+	{
+		PQclear(afdw_copy_result(*load->writer, load->copy_sql));
+	}
+	PG_CATCH();
+	{
+		note_lost(load);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 }
 
 /*
@@ -449,11 +479,58 @@ bulk_finish(AfdwBulkLoad *load, bool end_of_statement)
 	resetStringInfo(&load->pending);
 	*load->writer = afdw_current_writer(*load->writer);
 	if (deeper)
-		PQclear(afdw_run_write_at(*load->writer, sql.data, load->level));
+	{
+		PG_TRY();
+		{
+			PQclear(afdw_run_write_at(*load->writer, sql.data, load->level));
+		}
+		PG_CATCH();
+		{
+			note_lost(load);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+	}
 	/* A statement that is its own transaction: sent with the COMMIT. */
 	else if (!end_of_statement || !afdw_defer_write(*load->writer, sql.data))
 		PQclear(afdw_run_write(*load->writer, sql.data));
 	pfree(sql.data);
+}
+
+/*
+ * note_lost
+ *		Sending LOAD's rows from a subtransaction failed with the error
+ *		being raised: keep its code and message for check_not_lost.
+ */
+static void
+note_lost(AfdwBulkLoad *load)
+{
+	MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(load));
+	ErrorData  *edata = CopyErrorData();
+
+	MemoryContextSwitchTo(old);
+	if (load->lost_code == 0)
+	{
+		load->lost_code = edata->sqlerrcode;
+		load->lost_message = edata->message;
+	}
+}
+
+/*
+ * check_not_lost
+ *		Raise, as the statement's, the error with which sending LOAD's rows
+ *		failed in a subtransaction (which may have caught it).
+ */
+static void
+check_not_lost(AfdwBulkLoad *load)
+{
+	if (load->lost_code == 0)
+		return;
+	ereport(ERROR,
+			(errcode(load->lost_code),
+			 errmsg_internal("%s", load->lost_message),
+			 errdetail("Rows of foreign table \"%s\" failed to load in a subtransaction of the statement, which caught the error.",
+					   load->relname)));
 }
 
 /*
@@ -464,6 +541,7 @@ bulk_finish(AfdwBulkLoad *load, bool end_of_statement)
 void
 afdw_bulk_end(AfdwBulkLoad *load)
 {
+	check_not_lost(load);
 	bulk_finish(load, true);
 	if (load->held)
 	{

@@ -219,6 +219,13 @@ wait_commit(AfdwConn *entry, HASH_SEQ_STATUS *scan)
 		afdw_drop_deferred(entry);
 		afdw_report_remote_error(res, entry, sql);
 	}
+	/* The COMMIT of a remote transaction that failed is a ROLLBACK. */
+	if (strcmp(PQcmdStatus(res), "COMMIT") != 0)
+	{
+		hash_seq_term(scan);
+		afdw_drop_deferred(entry);
+		afdw_report_rolled_back(res, entry, "COMMIT TRANSACTION");
+	}
 	PQclear(res);
 	afdw_drop_deferred(entry);
 	afdw_xact_changed(entry);
