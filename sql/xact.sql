@@ -165,3 +165,41 @@ DROP FUNCTION remote.slow(float8);
 DROP TABLE remote.snap;
 DROP VIEW afdw_sessions;
 DROP EXTENSION dblink;
+
+-- A cursor declared at the transaction's level and fetched in a savepoint
+-- that is rolled back: it goes on from where the FETCHes left it, as a
+-- cursor of a local table does (no FETCH is left in flight for the
+-- rollback to cancel).
+CREATE FUNCTION cursor_rest(tbl text, OUT n bigint, OUT s bigint) LANGUAGE plpgsql AS $$
+DECLARE
+  c refcursor;
+  r record;
+BEGIN
+  n := 0; s := 0;
+  OPEN c FOR EXECUTE format('SELECT id FROM %s', tbl);
+  FETCH c INTO r; n := n + 1; s := s + r.id;
+  BEGIN
+    FOR i IN 1..300 LOOP
+      FETCH c INTO r; n := n + 1; s := s + r.id;
+    END LOOP;
+    RAISE EXCEPTION 'undone';
+  EXCEPTION WHEN raise_exception THEN NULL;
+  END;
+  LOOP
+    FETCH c INTO r;
+    EXIT WHEN NOT FOUND;
+    n := n + 1; s := s + r.id;
+  END LOOP;
+END
+$$;
+SELECT * FROM cursor_rest('remote.t1');
+SELECT * FROM cursor_rest('ft1');
+BEGIN;
+DECLARE c CURSOR FOR SELECT id FROM ft1 ORDER BY id;
+FETCH 5 FROM c;
+SAVEPOINT a;
+MOVE 300 IN c;
+ROLLBACK TO SAVEPOINT a;
+FETCH 3 FROM c;
+COMMIT;
+DROP FUNCTION cursor_rest(text, OUT bigint, OUT bigint);

@@ -21,6 +21,7 @@
 #include "postgres.h"
 
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/execAsync.h"
 #include "executor/executor.h"
@@ -507,6 +508,7 @@ begin_scan(ForeignScanState *node)
 	st->wait_sock = PGINVALID_SOCKET;
 	st->node = node;
 	st->estate = estate;
+	st->start_level = GetCurrentTransactionNestLevel();
 	st->mode = READ_CURSOR;		/* until the query is sent */
 	st->phase = PHASE_UNSENT;	/* until it is in pending_scans */
 	st->outcome = PHASE_OPEN;

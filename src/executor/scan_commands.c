@@ -28,6 +28,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -669,11 +670,16 @@ afdw_take_batch(AfdwScanState *st)
 
 	/*
 	 * Ask ahead, unless another scan's command occupies the connection:
-	 * taking it over would mean waiting for that command here.
+	 * taking it over would mean waiting for that command here.  Not from a
+	 * subtransaction of the scan's start (a cursor fetched in a savepoint):
+	 * the rollback of that subtransaction's remote savepoint would cancel
+	 * the FETCH in flight, and a remote cursor whose FETCH failed cannot be
+	 * read again; a FETCH that ended keeps the cursor where it left it.
 	 */
 	if (st->phase == PHASE_OPEN &&
 		st->qcount <= AFDW_QUEUE_SIZE - AFDW_FETCH_DEPTH &&
-		!afdw_is_busy(st->conn))
+		!afdw_is_busy(st->conn) &&
+		GetCurrentTransactionNestLevel() <= st->start_level)
 		afdw_send_fetch(st);
 }
 

@@ -148,6 +148,7 @@ typedef struct AfdwScanState
 	AfdwConn   *conn;
 	bool		released;		/* conn given back to the pool */
 	bool		draining;		/* another scan reads our results (drain) */
+	int			start_level;	/* transaction nesting level of its start */
 
 	/*
 	 * Parameters: expressions and their output functions, then the arrays
