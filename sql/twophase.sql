@@ -189,6 +189,29 @@ ALTER SERVER loopback2 OPTIONS (ADD two_phase_commit 'off');
 BEGIN; INSERT INTO tpa VALUES (201); INSERT INTO tpb VALUES (201); COMMIT;
 \set VERBOSITY default
 SELECT (SELECT count(*) FROM tp.a WHERE x = 201) + (SELECT count(*) FROM tp.b WHERE x = 201) AS written;
+-- But a write rolled back with its savepoint (or exception block) is no
+-- write: the other server commits as if alone.
+BEGIN; SELECT now() AS t \gset
+SAVEPOINT a; INSERT INTO tpb VALUES (204); ROLLBACK TO SAVEPOINT a;
+INSERT INTO tpa VALUES (204); COMMIT;
+SELECT tp_prepared(:'t');
+DO $$
+BEGIN
+  BEGIN
+    INSERT INTO tpb VALUES (205);
+    RAISE EXCEPTION 'undone';
+  EXCEPTION WHEN raise_exception THEN NULL;
+  END;
+  INSERT INTO tpa VALUES (205);
+END
+$$;
+-- A write kept by a savepoint released still counts.
+\set VERBOSITY sqlstate
+BEGIN; SAVEPOINT a; INSERT INTO tpb VALUES (206); RELEASE SAVEPOINT a;
+INSERT INTO tpa VALUES (206); COMMIT;
+\set VERBOSITY default
+SELECT x, (SELECT count(*) FROM tp.b WHERE b.x = a.x) AS in_b
+  FROM tp.a WHERE x BETWEEN 204 AND 206 ORDER BY x;
 -- Off for the server, although on for the session: no PREPARE.
 SET async_fdw.two_phase_commit = on;
 ALTER SERVER loopback OPTIONS (SET two_phase_commit 'off');

@@ -315,6 +315,9 @@ struct AfdwConn
 	TimestampTz idle_until;
 
 	AfdwRole	role;			/* in its user mapping's writes (AfdwRole) */
+	int			wrote_level;	/* AFDW_ROLE_WROTE: the outermost local
+								 * nesting level that holds a write of it
+								 * (a rollback to it undoes them all) */
 
 	/*
 	 * A write not sent yet, with what opens its remote transaction

@@ -996,7 +996,8 @@ afdw_set_role(AfdwConn *conn, AfdwRole role)
 			/* From any: the transaction or the session is over. */
 			break;
 		case AFDW_ROLE_WRITER:
-			Assert(conn->role == AFDW_ROLE_READER);
+			/* Chosen, or its writes all rolled back with a savepoint. */
+			Assert(conn->role != AFDW_ROLE_WRITER);
 			break;
 		case AFDW_ROLE_WROTE:
 			Assert(conn->role != AFDW_ROLE_READER);

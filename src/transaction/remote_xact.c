@@ -63,6 +63,7 @@ static void begin_xact(AfdwConn *conn);
 static void start_checked(AfdwConn *entry, bool nested);
 static void send_write_at(AfdwConn *conn, const char *sql, bool copy,
 						  void *owner, AfdwDrainFn drain, int level);
+static void note_write(AfdwConn *conn, int level);
 static void set_savepoint_op(AfdwConn *conn, const char *sql, int level);
 static void track_wrap(AfdwConn *conn, PGresult *res);
 static void note_xact_failed(AfdwConn *conn, PGresult *res);
@@ -705,7 +706,7 @@ send_write_at(AfdwConn *conn, const char *sql, bool copy, void *owner,
 		afdw_set_in_flight(conn, AFDW_IN_FLIGHT_COPY_AWAITED);
 	if (owner != NULL)
 		afdw_set_owner(conn, owner, drain);
-	afdw_set_role(conn, AFDW_ROLE_WROTE);
+	note_write(conn, level);
 	pfree(full);
 	pfree(prefix);
 }
@@ -795,6 +796,31 @@ afdw_run_write(AfdwConn *conn, const char *sql)
 {
 	afdw_send_write(conn, sql, false, NULL, NULL);
 	return afdw_command_result(conn, sql);
+}
+
+/*
+ * note_write
+ *		CONN, its user mapping's writer, has written at local nesting level
+ *		LEVEL.
+ */
+static void
+note_write(AfdwConn *conn, int level)
+{
+	if (conn->role != AFDW_ROLE_WROTE || level < conn->wrote_level)
+		conn->wrote_level = level;
+	afdw_set_role(conn, AFDW_ROLE_WROTE);
+}
+
+/*
+ * afdw_writes_to_level
+ *		The local subtransaction at LEVEL + 1 committed: ENTRY's writes it
+ *		held are LEVEL's now.
+ */
+void
+afdw_writes_to_level(AfdwConn *entry, int level)
+{
+	if (entry->role == AFDW_ROLE_WROTE && entry->wrote_level > level)
+		entry->wrote_level = level;
 }
 
 /*
@@ -895,7 +921,7 @@ afdw_defer_write(AfdwConn *conn, const char *sql)
 	conn->deferred = MemoryContextStrdup(afdw_conn_cxt,
 										 psprintf("%s%s%s", prefix,
 												  prefix[0] ? "; " : "", sql));
-	afdw_set_role(conn, AFDW_ROLE_WROTE);
+	note_write(conn, 1);
 	pfree(prefix);
 	return true;
 }
@@ -1336,9 +1362,10 @@ afdw_forget_closes(AfdwConn *entry)
  *		subtransaction when the rollback of its remote savepoint ends it.
  *
  * Any level: the owner of the command in flight, the stream, the cursors
- * and the pending savepoint command of those levels.  Level 1 also: the
- * transaction's depth and cursor numbers, its row locks, its writes (the
- * writer chosen, and whether it wrote), the savepoint of the last scan
+ * and the pending savepoint command of those levels, and whether the
+ * connection wrote when all its writes were at those levels.  Level 1 also:
+ * the transaction's depth and cursor numbers, its row locks, its writes
+ * (the writer chosen, and whether it wrote), the savepoint of the last scan
  * command and the failure of the transaction.  A rolled back savepoint
  * leaves these to the transaction (a failure before it, row locks taken
  * outside it, or the writer's place, still count).
@@ -1358,6 +1385,12 @@ afdw_reset_xact_state(AfdwConn *entry, int level)
 	{
 		forget_cursors_from(entry, level);
 		afdw_forget_savepoint_op(entry, level);
+		/* Its writes all undone: a writer that has not written. */
+		if (entry->role == AFDW_ROLE_WROTE && entry->wrote_level >= level)
+		{
+			afdw_set_role(entry, AFDW_ROLE_WRITER);
+			entry->wrote_level = 0;
+		}
 		return;
 	}
 	afdw_forget_closes(entry);

@@ -541,6 +541,7 @@ subxact_callback(SubXactEvent event,
 			afdw_run_command(entry, sql);
 			afdw_xact_changed(entry);
 			afdw_cursors_to_level(entry, curlevel - 1);
+			afdw_writes_to_level(entry, curlevel - 1);
 		}
 		else if (trouble)
 		{
