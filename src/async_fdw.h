@@ -507,8 +507,6 @@ extern void afdw_send_write(AfdwConn *conn, const char *sql, bool copy,
 extern PGresult *afdw_run_write(AfdwConn *conn, const char *sql);
 extern bool afdw_can_write_at(AfdwConn *conn, int level);
 extern void afdw_writes_to_level(AfdwConn *entry, int level);
-extern afdw_noreturn void afdw_report_rolled_back(PGresult *res, AfdwConn *entry,
-												   const char *sql);
 extern PGresult *afdw_run_write_at(AfdwConn *conn, const char *sql, int level);
 extern bool afdw_defer_write(AfdwConn *conn, const char *sql);
 extern bool afdw_send_final_write(AfdwConn *conn, const char *sql, void *owner,

@@ -824,29 +824,6 @@ afdw_writes_to_level(AfdwConn *entry, int level)
 }
 
 /*
- * afdw_report_rolled_back
- *		RES, the answer to SQL on ENTRY, which was to end its remote
- *		transaction (COMMIT, PREPARE TRANSACTION), says that the remote
- *		server rolled it back instead: a command of it failed there earlier,
- *		in a local subtransaction that caught the error, and took all the
- *		transaction's work on that server with it.  Raise that (RES is
- *		freed), so that the local transaction is not committed either.
- */
-void
-afdw_report_rolled_back(PGresult *res, AfdwConn *entry, const char *sql)
-{
-	char	   *answer = pstrdup(PQcmdStatus(res));
-
-	PQclear(res);
-	ereport(ERROR,
-			(errcode(ERRCODE_TRANSACTION_ROLLBACK),
-			 errmsg("remote transaction on server \"%s\" was rolled back",
-					NameStr(entry->servername)),
-			 errdetail("An earlier command of the transaction failed on that server in a subtransaction that caught the error; the server answered %s with %s.",
-					   sql, answer)));
-}
-
-/*
  * afdw_can_write_at
  *		Whether a write on CONN can still run in the remote transaction as
  *		it stands at LEVEL, an outer local nesting level than the current

@@ -357,9 +357,6 @@ afdw_twophase_prepare(void)
 		res = afdw_wait_result(entry, (char *) lfirst(lc2));
 		if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
 			report_prepare_error(res, entry, (char *) lfirst(lc2));
-		/* The PREPARE of a remote transaction that failed is a ROLLBACK. */
-		if (strcmp(PQcmdStatus(res), "PREPARE TRANSACTION") != 0)
-			afdw_report_rolled_back(res, entry, "PREPARE TRANSACTION");
 		PQclear(res);
 		entry->can_prepare = 1;
 		/* The remote session is outside any transaction now. */

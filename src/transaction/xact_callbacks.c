@@ -37,6 +37,7 @@ static bool abort_remote(AfdwConn *entry, const char *sql, TimestampTz deadline)
 static bool abort_send(AfdwConn *entry, const char *sql, TimestampTz deadline);
 static bool abort_wait(AfdwConn *entry, TimestampTz deadline);
 static void wait_commit(AfdwConn *entry, HASH_SEQ_STATUS *scan);
+static void check_writes_kept(void);
 static void xact_callback(XactEvent event, void *arg);
 static void subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 							 SubTransactionId parentSubid, void *arg);
@@ -50,6 +51,43 @@ void
 afdw_xact_callbacks_init(void)
 {
 	afdw_set_xact_callbacks(xact_callback, subxact_callback);
+}
+
+/*
+ * check_writes_kept
+ *		Fail the commit, before any remote COMMIT or PREPARE is sent, if a
+ *		remote transaction that wrote has failed: a command of it failed in
+ *		a local subtransaction that caught the error (or was cancelled
+ *		outside a savepoint of its own), and took the transaction's writes
+ *		on that server with it; its COMMIT would be a ROLLBACK.  A failure
+ *		within the savepoint of a scan's command is not one: that savepoint
+ *		is rolled back before the COMMIT.
+ */
+static void
+check_writes_kept(void)
+{
+	HASH_SEQ_STATUS scan;
+	AfdwConn   *entry;
+
+	hash_seq_init(&scan, afdw_conn_hash);
+	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
+	{
+		if (entry->conn == NULL || entry->xact_depth == 0 ||
+			entry->role != AFDW_ROLE_WROTE)
+			continue;
+		afdw_make_idle(entry);
+		if (entry->xact_depth == 0 ||
+			PQtransactionStatus(entry->conn) != PQTRANS_INERROR ||
+			(entry->savepoint_op != NULL &&
+			 strncmp(entry->savepoint_op, "RELEASE", 7) != 0))
+			continue;
+		hash_seq_term(&scan);
+		ereport(ERROR,
+				(errcode(ERRCODE_TRANSACTION_ROLLBACK),
+				 errmsg("remote transaction on server \"%s\" failed before its commit",
+						NameStr(entry->servername)),
+				 errdetail("A command of the transaction failed on that server in a subtransaction that caught the error, and the transaction's writes there were lost with it.")));
+	}
 }
 
 /*
@@ -70,6 +108,9 @@ commit_all(void)
 	int			nwritten = 0;
 	bool		fenced;
 	ListCell   *lc;
+
+	/* Nothing is committed if a server's writes are lost already. */
+	check_writes_kept();
 
 	/* Two-phase commit, where it is needed, prepares the writers first. */
 	afdw_twophase_prepare();
@@ -218,13 +259,6 @@ wait_commit(AfdwConn *entry, HASH_SEQ_STATUS *scan)
 		hash_seq_term(scan);
 		afdw_drop_deferred(entry);
 		afdw_report_remote_error(res, entry, sql);
-	}
-	/* The COMMIT of a remote transaction that failed is a ROLLBACK. */
-	if (strcmp(PQcmdStatus(res), "COMMIT") != 0)
-	{
-		hash_seq_term(scan);
-		afdw_drop_deferred(entry);
-		afdw_report_rolled_back(res, entry, "COMMIT TRANSACTION");
 	}
 	PQclear(res);
 	afdw_drop_deferred(entry);
