@@ -493,6 +493,32 @@ SELECT server, k, name FROM remote.cp_w_rows ORDER BY 1, 2;
 DROP FUNCTION cp_upper(text);
 -- Read back through the table: one copy.
 SELECT * FROM cpw ORDER BY k;
+-- A write to it rolled back with its savepoint no longer makes the
+-- transaction's other writes need two-phase commit (cp_s3's is off); one
+-- kept by a savepoint released still does.
+ALTER SERVER cp_s3 OPTIONS (ADD two_phase_commit 'off');
+CREATE TABLE remote.cp_plain_t (k int, name text);
+CREATE FOREIGN TABLE cp_plain (k int, name text) SERVER cp_s3
+  OPTIONS (schema_name 'remote', table_name 'cp_plain_t');
+BEGIN;
+SAVEPOINT a;
+INSERT INTO cpw VALUES (20, 'gone');
+ROLLBACK TO SAVEPOINT a;
+INSERT INTO cp_plain VALUES (1, 'kept');
+COMMIT;
+\set VERBOSITY sqlstate
+BEGIN;
+SAVEPOINT a;
+INSERT INTO cpw VALUES (21, 'x');
+RELEASE SAVEPOINT a;
+INSERT INTO cp_plain VALUES (2, 'not kept');
+COMMIT;
+\set VERBOSITY default
+SELECT * FROM remote.cp_plain_t;
+SELECT count(*) FROM remote.cp_w_rows WHERE k IN (20, 21);
+DROP FOREIGN TABLE cp_plain;
+DROP TABLE remote.cp_plain_t;
+ALTER SERVER cp_s3 OPTIONS (DROP two_phase_commit);
 DROP FOREIGN TABLE cpw;
 DROP VIEW remote.cp_w;
 DROP TABLE remote.cp_w_rows;

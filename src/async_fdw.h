@@ -639,6 +639,7 @@ extern char *afdw_twophase_gid_prefix(void);
 extern void afdw_twophase_pause_recovery(void);
 extern char *afdw_twophase_records_name(void);
 extern void afdw_twophase_require(Oid relid);
+extern void afdw_twophase_subxact_end(int level, bool committed);
 
 /* twophase_recovery.c */
 

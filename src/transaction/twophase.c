@@ -128,6 +128,8 @@ static bool prepares_sent = false;
  * commit, which the transaction then requires, whatever the settings say.
  */
 static Oid	replicated_written = InvalidOid;
+static int	replicated_level = 0;	/* the outermost local nesting level
+									 * that holds such a write */
 
 /*
  * The servers auto committed without two-phase commit because they cannot
@@ -259,8 +261,30 @@ afdw_twophase_pause_recovery(void)
 void
 afdw_twophase_require(Oid relid)
 {
-	if (!OidIsValid(replicated_written))
+	int			level = GetCurrentTransactionNestLevel();
+
+	if (!OidIsValid(replicated_written) || level < replicated_level)
+	{
 		replicated_written = relid;
+		replicated_level = level;
+	}
+}
+
+/*
+ * afdw_twophase_subxact_end
+ *		The local subtransaction at LEVEL ends, COMMITTED (released) or
+ *		rolled back: the writes to replicated tables it held are its
+ *		parent's, or undone, and then no longer require two-phase commit.
+ */
+void
+afdw_twophase_subxact_end(int level, bool committed)
+{
+	if (!OidIsValid(replicated_written) || replicated_level < level)
+		return;
+	if (committed)
+		replicated_level = level - 1;
+	else
+		replicated_written = InvalidOid;
 }
 
 /*

@@ -544,6 +544,7 @@ subxact_callback(SubXactEvent event,
 	}
 
 	curlevel = GetCurrentTransactionNestLevel();
+	afdw_twophase_subxact_end(curlevel, event == SUBXACT_EVENT_PRE_COMMIT_SUB);
 	hash_seq_init(&scan, afdw_conn_hash);
 	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
 	{
