@@ -230,6 +230,63 @@ SELECT async_fdw_disconnect_all();
 SELECT count(*) FROM ft_lc WHERE id = 1;
 UPDATE ft_lc SET v = 'logged' WHERE id = (SELECT lc_logged(8));
 SELECT regexp_replace(m, '''.*''', '''...''') FROM afdw_last_messages() m;
+-- An UPDATE in a function: the statement that called it goes on after it,
+-- and fails here; the remote change goes with it (it was committed with
+-- the UPDATE, and stayed, before the fix).
+CREATE FUNCTION lc_then_fail(int) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE ft_lc SET v = 'in function' WHERE id = $1;
+  RAISE EXCEPTION 'the calling statement fails after the update';
+END
+$$;
+SELECT async_fdw_disconnect_all();
+SELECT count(*) FROM ft_lc WHERE id = 1;
+SELECT lc_then_fail(10);
+SELECT id, v FROM remote.lc WHERE id = 10;
+-- The same in a trigger: a local table's BEFORE ROW trigger updates the
+-- foreign table, and the client's INSERT then fails on its next row.
+CREATE TABLE lc_local (id int CHECK (id > 0));
+CREATE FUNCTION lc_trigger() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE ft_lc SET v = 'by trigger' WHERE id = 11;
+  RETURN NEW;
+END
+$$;
+CREATE TRIGGER lc_trigger BEFORE INSERT ON lc_local
+  FOR EACH ROW EXECUTE FUNCTION lc_trigger();
+SELECT async_fdw_disconnect_all();
+SELECT count(*) FROM ft_lc WHERE id = 1;
+INSERT INTO lc_local VALUES (1), (-1);
+SELECT id, v FROM remote.lc WHERE id = 11;
+DROP TRIGGER lc_trigger ON lc_local;
+INSERT INTO lc_local VALUES (1);
+-- A rule turns the client's statement into several plans, run one after
+-- the other: here two direct UPDATEs of one server, the second of which
+-- fails remotely; the first's change goes with it.
+CREATE TABLE remote.lc_r1 (id int, v text);
+CREATE TABLE remote.lc_r2 (id int, v text CHECK (v <> 'bad'));
+INSERT INTO remote.lc_r1 VALUES (1, 'r1');
+INSERT INTO remote.lc_r2 VALUES (1, 'r2');
+CREATE FOREIGN TABLE lc_r1 (id int, v text)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'lc_r1');
+CREATE FOREIGN TABLE lc_r2 (id int, v text)
+  SERVER loopback OPTIONS (schema_name 'remote', table_name 'lc_r2');
+CREATE VIEW lc_both AS SELECT * FROM lc_r2;
+CREATE RULE lc_both_upd AS ON UPDATE TO lc_both DO INSTEAD (
+  UPDATE lc_r1 SET v = NEW.v WHERE lc_r1.id = OLD.id;
+  UPDATE lc_r2 SET v = NEW.v WHERE lc_r2.id = OLD.id);
+SELECT async_fdw_disconnect_all();
+SELECT count(*) FROM ft_lc WHERE id = 1;
+UPDATE lc_both SET v = 'bad' WHERE id = 1;
+SELECT (SELECT v FROM remote.lc_r1) AS r1, (SELECT v FROM remote.lc_r2) AS r2;
+-- Without the failure, both changes are there.
+UPDATE lc_both SET v = 'good' WHERE id = 1;
+SELECT (SELECT v FROM remote.lc_r1) AS r1, (SELECT v FROM remote.lc_r2) AS r2;
+DROP VIEW lc_both;
+DROP FOREIGN TABLE lc_r1, lc_r2;
+DROP TABLE remote.lc_r1, remote.lc_r2;
+DROP TABLE lc_local;
+DROP FUNCTION lc_then_fail(int), lc_trigger();
 -- An UPDATE of two servers: neither COMMIT may precede the other's
 -- statement's end (two-phase commit).  With one partition left after
 -- pruning, one server: the COMMIT rides.

@@ -226,8 +226,11 @@ after_statement_trigger(TriggerDesc *trigdesc, int event)
  * may_commit
  *		Whether the direct modification NODE (ST) may carry the remote
  *		COMMIT of a statement that is its own transaction
- *		(afdw_send_final_write decides the rest when it is sent): it is the
- *		statement's whole plan below its ModifyTable, the plan's only write
+ *		(afdw_send_final_write decides the rest when it is sent): it runs
+ *		the client's statement itself, not a function's query, which the
+ *		rest of the calling statement follows (afdw_is_client_statement);
+ *		it is the statement's whole plan below its ModifyTable, the plan's
+ *		only write
  *		and its server's only ForeignScan, and nothing runs after its
  *		result: no RETURNING, whose rows are converted only then, no check
  *		of the changed rows' partition, no AFTER STATEMENT trigger, no
@@ -247,6 +250,8 @@ may_commit(ForeignScanState *node, AfdwDirectState *st)
 	int			event = (st->operation == CMD_UPDATE) ?
 		TRIGGER_TYPE_UPDATE : TRIGGER_TYPE_DELETE;
 
+	if (!afdw_is_client_statement(node->ss.ps.state))
+		return false;
 	if (st->returning || st->check_partition || !st->count ||
 		!IsA(mt, ModifyTable) || outerPlan(mt) != (Plan *) node->ss.ps.plan ||
 		list_length(mt->resultRelations) != 1 || stmt->hasModifyingCTE ||

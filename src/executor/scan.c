@@ -545,8 +545,7 @@ begin_scan(ForeignScanState *node)
 	 * statement the client sent: more scans may join its remote
 	 * transaction later (see afdw_send_in_xact).
 	 */
-	st->nested = (debug_query_string == NULL || estate->es_sourceText == NULL ||
-				  strcmp(estate->es_sourceText, debug_query_string) != 0);
+	st->nested = !afdw_is_client_statement(estate);
 
 	want_parent = (plan->scan.plan.async_capable && estate->es_epq_active == NULL &&
 				   stream && st->nparams == 0);

@@ -380,6 +380,7 @@ extern void afdw_drop_batch(AfdwScanState *st);
 extern void afdw_wake_append(AfdwScanState *st);
 extern void afdw_forget_wake(struct WaitEventSet *set);
 extern void afdw_wake_again(struct WaitEventSet *set);
+extern bool afdw_is_client_statement(EState *estate);
 
 /* scan_commands.c */
 extern void afdw_clear_queue(AfdwScanState *st);

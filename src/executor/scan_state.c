@@ -9,7 +9,8 @@
  * The lowest of the scan files: scan.c (the executor callbacks and the row
  * loop), scan_commands.c (commands and their results), copy_stream.c
  * (streams) and row_builder.c (rows to tuples) call it, and it calls none
- * of them.
+ * of them.  It also answers whether a query is the client's statement
+ * itself, for the scans and the direct modifications alike.
  *
  *-------------------------------------------------------------------------
  */
@@ -18,6 +19,8 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "nodes/execnodes.h"
+#include "tcop/pquery.h"
+#include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -270,4 +273,29 @@ afdw_wake_again(WaitEventSet *set)
 {
 	if (wake_set != NULL && wake_set == set)
 		SetLatch(MyLatch);
+}
+
+/*
+ * afdw_is_client_statement
+ *		Whether the query that ESTATE runs is the statement the client sent
+ *		itself, whole: its text is the client's, and the portal being run
+ *		holds no other plan.
+ *
+ * Only then may its remote work end its remote transactions early (a
+ * COMMIT riding with a read or a write): nothing of the local transaction
+ * runs after it.  A query of a function, a trigger or a procedure is run
+ * by another statement, which goes on after it, and has a text of its own
+ * (a function's cursor too, though it has a portal of its own).  A
+ * statement that a rule turned into several plans has one text for all,
+ * and runs the others after the first.  (A utility statement that runs a
+ * query, such as EXPLAIN ANALYZE, is one plan of its portal, and its
+ * query counts as the client's.)
+ */
+bool
+afdw_is_client_statement(EState *estate)
+{
+	if (debug_query_string == NULL || estate->es_sourceText == NULL ||
+		strcmp(estate->es_sourceText, debug_query_string) != 0)
+		return false;
+	return ActivePortal != NULL && list_length(ActivePortal->stmts) == 1;
 }
