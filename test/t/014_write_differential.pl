@@ -652,18 +652,79 @@ sub gen_settings
 	return (\%alter, join('; ', @what));
 }
 
+# A write that a PL/pgSQL block can run as it is: one statement, no rows
+# returned, no COPY.
+sub gen_quiet_write
+{
+	my ($pfail) = @_;
+	# By key: one partition, sent whole (the shape that may carry a COMMIT).
+	if (chance(0.35))
+	{
+		my $k = some_key();
+		return chance($pfail) ? "UPDATE {t} SET b = -1 WHERE a = $k"
+		  : chance(0.7) ? "UPDATE {t} SET b = " . rint(0, 999) . ", c = " . lit(rtext()) . " WHERE a = $k"
+		  : "DELETE FROM {t} WHERE a = $k";
+	}
+	for (;;)
+	{
+		my $kind = pickw([ 20, 'insert_values' ], [ 15, 'insert_select' ], [ 5, 'insert_self' ],
+			[ 15, 'update' ], [ 10, 'delete' ], [ 7, 'move' ], [ 6, 'join' ]);
+		my $fail;
+		$fail = pick(@{ {
+			insert_values => [qw(check dup)],
+			insert_select => [qw(check dup)],
+			insert_self   => [qw(check dup)],
+			update        => [qw(check div)],
+			delete        => [qw(div)],
+			move          => [qw(dup)],
+			join          => [qw(check)] }->{$kind} }) if chance($pfail);
+		no strict 'refs';
+		my @st = &{"gen_$kind"}($fail);
+		next if @st != 1 || defined $st[0]{copy} || $st[0]{sql} =~ /RETURNING/;
+		return $st[0]{sql};
+	}
+}
+
+# Writes run by a function (a DO block) rather than sent by the client:
+# some in an inner block that catches any error, and the block itself
+# failing at its end at times, after its writes.  Only the client's
+# statement may end a remote transaction early: the block's writes must
+# go (or stay) with the rest of the transaction.
+sub gen_function
+{
+	my @body = map { gen_quiet_write(0.1) . ';' } 1 .. rint(1, 3);
+	if (chance(0.5))
+	{
+		my @inner = map { gen_quiet_write(0.4) . ';' } 1 .. rint(1, 2);
+		splice @body, rint(0, scalar @body), 0,
+		  'BEGIN', @inner, 'EXCEPTION WHEN OTHERS THEN NULL;', 'END;';
+	}
+	push @body, "RAISE EXCEPTION 'the block fails after its writes' USING ERRCODE = 'P0001';"
+	  if chance(0.35);
+	return { sql => "DO \$do\$\nBEGIN\n" . join("\n", @body) . "\nEND\n\$do\$",
+		kind => 'function' };
+}
+
 # gen_unit(n): settings, then statements in a transaction shape.
 sub gen_unit
 {
 	my ($n) = @_;
 	my $u = { n => $n, alter => { a => '', p => '' }, settings => 'unchanged' };
 	($u->{alter}, $u->{settings}) = gen_settings() if chance(0.25);
-	my $shape = pickw([ 35, 'autocommit' ], [ 35, 'block' ], [ 30, 'savepoint' ]);
+	my $shape = pickw([ 30, 'autocommit' ], [ 30, 'block' ], [ 25, 'savepoint' ],
+		[ 15, 'function' ]);
 	$u->{shape} = $shape;
 	my @s;
 	if ($shape eq 'autocommit')
 	{
 		@s = gen_stmts(rint(1, 3), 0.15, 0.3);
+	}
+	elsif ($shape eq 'function')
+	{
+		# Mostly as the client's only statement (its own transaction).
+		@s = map { (gen_function(), chance(0.3) ? gen_read() : ()) } 1 .. rint(1, 2);
+		@s = (plain('BEGIN'), @s, plain(chance(0.7) ? 'COMMIT' : 'ROLLBACK'))
+		  if chance(0.25);
 	}
 	elsif ($shape eq 'block')
 	{
