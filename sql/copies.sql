@@ -404,6 +404,26 @@ RESET ROLE;
 DROP USER MAPPING FOR regress_cp_user SERVER cp_s1;
 REVOKE ALL ON cpd, cpo FROM regress_cp_user;
 DROP ROLE regress_cp_user;
+-- Naming a server in option copies takes USAGE on it, as creating a
+-- foreign table there does: the table is read from and written to every
+-- copy.
+CREATE ROLE regress_cp_owner;
+CREATE SCHEMA cp_owned AUTHORIZATION regress_cp_owner;
+GRANT USAGE ON FOREIGN SERVER cp_s1 TO regress_cp_owner;
+SET ROLE regress_cp_owner;
+CREATE FOREIGN TABLE cp_owned.usage (k int, name text) SERVER cp_s1
+  OPTIONS (schema_name 'remote', table_name 'cp_dim', copies 'cp_s2');
+CREATE FOREIGN TABLE cp_owned.usage (k int, name text) SERVER cp_s1
+  OPTIONS (schema_name 'remote', table_name 'cp_dim');
+ALTER FOREIGN TABLE cp_owned.usage OPTIONS (ADD copies 'cp_s2');
+RESET ROLE;
+GRANT USAGE ON FOREIGN SERVER cp_s2 TO regress_cp_owner;
+SET ROLE regress_cp_owner;
+ALTER FOREIGN TABLE cp_owned.usage OPTIONS (ADD copies 'cp_s2');
+RESET ROLE;
+DROP SCHEMA cp_owned CASCADE;
+REVOKE USAGE ON FOREIGN SERVER cp_s1, cp_s2 FROM regress_cp_owner;
+DROP ROLE regress_cp_owner;
 
 -- Writes go to every copy (test/t/021_replicated_writes.pl writes real
 -- copies on servers of their own): an INSERT, and an UPDATE or DELETE sent

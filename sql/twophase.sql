@@ -169,6 +169,54 @@ INSERT INTO async_fdw_prepared_xacts (gid, server_id, user_mapping_id) VALUES ('
 RESET ROLE;
 DROP ROLE regress_tp_user;
 
+-- A server that a non-superuser owns, with a user mapping he made there for
+-- a superuser, without a password: the recovery, which visits every server
+-- as a superuser by itself, does not connect through it, as he could not
+-- himself, and says why (it logged in as the superuser before).
+CREATE ROLE regress_tp_owner;
+GRANT USAGE ON FOREIGN DATA WRAPPER async_fdw TO regress_tp_owner;
+CALL afdw_test_server('tp_owned');
+ALTER SERVER tp_owned OWNER TO regress_tp_owner;
+SET ROLE regress_tp_owner;
+CREATE USER MAPPING FOR SESSION_USER SERVER tp_owned;
+RESET ROLE;
+SELECT server_name, gid, action
+  FROM async_fdw_recover_prepared_transactions(server => 'tp_owned');
+-- With a superuser for owner, it does (nothing to finish there).
+ALTER SERVER tp_owned OWNER TO CURRENT_USER;
+SELECT server_name, gid, action
+  FROM async_fdw_recover_prepared_transactions(server => 'tp_owned');
+DROP SERVER tp_owned CASCADE;
+REVOKE USAGE ON FOREIGN DATA WRAPPER async_fdw FROM regress_tp_owner;
+DROP ROLE regress_tp_owner;
+-- The listing names every object with its schema: a server whose options
+-- put a schema of its own first on the remote search_path (which a
+-- transaction pooler leaves to them outside remote transactions) does not
+-- have the listing call that schema's "=".
+CREATE SCHEMA tp_path;
+CREATE FUNCTION tp_path.name_eq(name, name) RETURNS boolean LANGUAGE plpgsql
+  COST 0.0001 AS $$
+BEGIN
+  RAISE EXCEPTION 'the listing called tp_path.=';
+END
+$$;
+CREATE OPERATOR tp_path.= (LEFTARG = name, RIGHTARG = name, FUNCTION = tp_path.name_eq);
+CALL afdw_test_server('tp_pathed',
+  options => 'pooler ''transaction'', options ''-c search_path=tp_path,pg_catalog''');
+CREATE USER MAPPING FOR CURRENT_USER SERVER tp_pathed;
+-- (A prepared transaction of this database's prefix, not of async_fdw's
+-- form, for the listing to compare: it is not recovered.)
+SELECT format('afdw_%s_%s_tp_path', system_identifier,
+              (SELECT oid FROM pg_database WHERE datname = current_database())) AS tp_gid
+  FROM pg_control_system() \gset
+BEGIN;
+PREPARE TRANSACTION :'tp_gid';
+SELECT server_name, gid, action
+  FROM async_fdw_recover_prepared_transactions(server => 'tp_pathed');
+ROLLBACK PREPARED :'tp_gid';
+DROP SERVER tp_pathed CASCADE;
+DROP SCHEMA tp_path CASCADE;
+
 -- The server option two_phase_commit overrides the setting for its
 -- server; a bad value is refused.
 \set VERBOSITY sqlstate

@@ -350,6 +350,7 @@ extern bool afdw_budget_figures(ForeignServer *server, int *limit, int *held,
 
 /* connection_setup.c */
 extern void afdw_connect_finish(AfdwConn **entries, int n);
+extern bool afdw_hold_owners_to_passwords(bool on);
 
 /* connection_pool.c */
 

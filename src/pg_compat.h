@@ -108,6 +108,18 @@
 #endif
 
 /*
+ * A role's privilege MODE on foreign server SERVERID (an AclResult).  16
+ * replaced the function of each kind of object by one for all.
+ */
+#if PG_VERSION_NUM >= 160000
+#define afdw_server_aclcheck(serverid, roleid, mode) \
+	object_aclcheck(ForeignServerRelationId, serverid, roleid, mode)
+#else
+#define afdw_server_aclcheck(serverid, roleid, mode) \
+	pg_foreign_server_aclcheck(serverid, roleid, mode)
+#endif
+
+/*
  * The cost of sorting ROWS rows of WIDTH bytes by PATHKEYS, at most BOUND
  * of them kept (0: all), into SORT_PATH.  18 counts disabled input nodes.
  */

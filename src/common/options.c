@@ -29,6 +29,7 @@
 #include "commands/defrem.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
@@ -132,6 +133,7 @@ static AfdwOption *all_options = NULL;
 
 static List *extension_list(const char *value, bool warn_missing);
 static List *server_list(const char *value);
+static void check_copies_usage(List *servers);
 
 /*
  * is_reserved_libpq_option
@@ -467,7 +469,7 @@ check_option_value(const AfdwOption *opt, const char *value)
 			break;
 		case AFDW_OPT_SERVERS:
 			/* Each server must exist and be async_fdw's. */
-			list_free(server_list(value));
+			check_copies_usage(server_list(value));
 			break;
 	}
 
@@ -756,6 +758,34 @@ extension_list(const char *value, bool warn_missing)
 	list_free(names);
 	pfree(copy);
 	return oids;
+}
+
+/*
+ * check_copies_usage
+ *		Refuse option copies naming a server of SERVERS (then freed) that the
+ *		current user may not use.
+ *
+ * The table's rows are read from, and written to, every server named, with
+ * the user mappings there: naming one is creating a foreign table on it,
+ * which takes USAGE on the server (as CREATE FOREIGN TABLE checks for the
+ * table's own).  Checked when the option is set, as PostgreSQL checks the
+ * table's own server when the table is created, not when it is used.
+ */
+static void
+check_copies_usage(List *servers)
+{
+	ListCell   *lc;
+
+	foreach(lc, servers)
+	{
+		Oid			serverid = lfirst_oid(lc);
+		AclResult	aclresult = afdw_server_aclcheck(serverid, GetUserId(), ACL_USAGE);
+
+		if (aclresult != ACLCHECK_OK)
+			aclcheck_error(aclresult, OBJECT_FOREIGN_SERVER,
+						   GetForeignServer(serverid)->servername);
+	}
+	list_free(servers);
 }
 
 /*

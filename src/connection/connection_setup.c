@@ -153,9 +153,10 @@ typedef enum AfdwConnectStep
 } AfdwConnectStep;
 
 static bool password_required(UserMapping *user);
+static bool password_exempt(UserMapping *user, ForeignServer *server);
 static bool scram_passthrough(ForeignServer *server, UserMapping *user,
 							  char **client_key, char **server_key);
-static void check_password_rules(UserMapping *user, const char *servername,
+static void check_password_rules(UserMapping *user, ForeignServer *server,
 								  bool scram);
 static void check_connection_password(PGconn *conn, const char *password,
 									  const char *servername);
@@ -222,9 +223,52 @@ scram_passthrough(ForeignServer *server, UserMapping *user,
 }
 
 /*
+ * Whether a superuser's user mapping is held to the password rules on a
+ * server that a non-superuser owns (afdw_hold_owners_to_passwords).
+ */
+static bool owners_held = false;
+
+/*
+ * afdw_hold_owners_to_passwords
+ *		From now on, while ON, hold the user mappings of superusers to the
+ *		password rules too on a server that a non-superuser owns; the
+ *		setting before, to restore it.
+ *
+ * The owner of a server may create a user mapping on it for any role, a
+ * superuser's too, with no password.  A superuser who queries a table of
+ * that server chose to (as with postgres_fdw), but the recovery of prepared
+ * transactions visits every server of the database by itself, as a
+ * superuser: without this, the owner would have it log in to the host and
+ * port of his choosing as whatever the local operating system account is
+ * trusted as.
+ */
+bool
+afdw_hold_owners_to_passwords(bool on)
+{
+	bool		before = owners_held;
+
+	owners_held = on;
+	return before;
+}
+
+/*
+ * password_exempt
+ *		Whether connections for USER to SERVER need not prove a password:
+ *		USER is a superuser's mapping, on a server a superuser owns when
+ *		afdw_hold_owners_to_passwords asks so.
+ */
+static bool
+password_exempt(UserMapping *user, ForeignServer *server)
+{
+	if (!superuser_arg(user->userid))
+		return false;
+	return !owners_held || superuser_arg(server->owner);
+}
+
+/*
  * check_password_rules
- *		Refuse a non-superuser a connection for USER that could not prove a
- *		password, before connecting.
+ *		Refuse a non-superuser a connection for USER to SERVER that could not
+ *		prove a password, before connecting.
  *
  * Without this, a non-superuser could log in to the remote server as
  * whatever the local server's operating system account is trusted as.
@@ -234,12 +278,12 @@ scram_passthrough(ForeignServer *server, UserMapping *user,
  * (require_auth): that counts as a password, as in postgres_fdw 18.
  */
 static void
-check_password_rules(UserMapping *user, const char *servername, bool scram)
+check_password_rules(UserMapping *user, ForeignServer *server, bool scram)
 {
 	const char *password = NULL;
 	ListCell   *lc;
 
-	if (superuser_arg(user->userid) || !password_required(user) || scram)
+	if (password_exempt(user, server) || !password_required(user) || scram)
 		return;
 
 	foreach(lc, user->options)
@@ -254,12 +298,19 @@ check_password_rules(UserMapping *user, const char *servername, bool scram)
 	 * An empty password counts as none: libpq then looks the password up
 	 * in the local server's password file, which is not the user's.
 	 */
+	if ((password == NULL || password[0] == '\0') && superuser_arg(user->userid))
+		ereport(ERROR,
+				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+				 errmsg("password is required"),
+				 errdetail("Server \"%s\" belongs to a non-superuser, and the recovery of prepared transactions connects through a superuser's user mapping there only with a password.",
+						   server->servername),
+				 errhint("Add option \"password\" to the user mapping, make a superuser the server's owner, or have a superuser set \"password_required\" to false.")));
 	if (password == NULL || password[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
 				 errmsg("password is required"),
 				 errdetail("A non-superuser must give a password in the user mapping for server \"%s\".",
-						   servername),
+						   server->servername),
 				 errhint("Add option \"password\" to the user mapping, or have a superuser set \"password_required\" to false.")));
 }
 
@@ -544,7 +595,7 @@ afdw_connect_start(AfdwConn *entry, UserMapping *user, bool optional)
 
 	Assert(entry->conn == NULL && entry->connecting == NULL);
 	scram = scram_passthrough(server, user, &scram_client_key, &scram_server_key);
-	check_password_rules(user, server->servername, scram);
+	check_password_rules(user, server, scram);
 
 	entry->serverid = server->serverid;
 	entry->userid = user->userid;
@@ -582,7 +633,7 @@ afdw_connect_start(AfdwConn *entry, UserMapping *user, bool optional)
 	if (c->pooler == AFDW_POOLER_AUTO &&
 		(entry->refuses_options || (first != NULL && first->refuses_options)))
 		c->pooler = AFDW_POOLER_TRANSACTION;
-	c->check_password = !superuser_arg(user->userid) && password_required(user) &&
+	c->check_password = !password_exempt(user, server) && password_required(user) &&
 		!scram;
 	c->one_through_pooler = optional &&
 		afdw_int_option(server->options, "max_connections", 0) <= 0;

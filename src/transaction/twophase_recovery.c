@@ -237,8 +237,14 @@ recover_server(Oid serverid, const char *servername, const char *table,
 				 errhint("Call async_fdw_recover_prepared_transactions() in a transaction of its own.")));
 	}
 	resetStringInfo(&sql);
+	/*
+	 * Every name qualified: outside a remote transaction, under a transaction
+	 * pooler, the remote session's search_path is whatever the server's
+	 * options set, and its owner may be a non-superuser.
+	 */
 	appendStringInfo(&sql, "SELECT gid FROM pg_catalog.pg_prepared_xacts"
-					 " WHERE pg_catalog.starts_with(gid, %s) AND database = pg_catalog.current_database()",
+					 " WHERE pg_catalog.starts_with(gid, %s::pg_catalog.text)"
+					 " AND database OPERATOR(pg_catalog.=) pg_catalog.current_database()",
 					 quote_literal_cstr(prefix));
 	/*
 	 * A record that this snapshot sees belongs to a transaction that
@@ -348,14 +354,14 @@ recover_server(Oid serverid, const char *servername, const char *table,
 }
 
 /*
- * recover_server_caught
- *		recover_server, with its failure (a server that cannot be reached)
- *		reported as a row instead of ending the recovery of the others.
+ * recover_server_reported
+ *		recover_server in a subtransaction of its own, its failure reported
+ *		(recover_server_caught).
  */
 static void
-recover_server_caught(Oid serverid, const char *servername, const char *table,
-					  bool dry_run, bool first, AfdwRecoveryReport report,
-					  void *arg)
+recover_server_reported(Oid serverid, const char *servername, const char *table,
+						bool dry_run, bool first, AfdwRecoveryReport report,
+						void *arg)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
@@ -383,6 +389,34 @@ recover_server_caught(Oid serverid, const char *servername, const char *table,
 	PG_END_TRY();
 	MemoryContextSwitchTo(cxt);
 	CurrentResourceOwner = owner;
+}
+
+/*
+ * recover_server_caught
+ *		recover_server, with its failure (a server that cannot be reached)
+ *		reported as a row instead of ending the recovery of the others.
+ *
+ * Its connections hold a superuser's user mapping to the password rules on
+ * a server that a non-superuser owns (afdw_hold_owners_to_passwords): the
+ * recovery visits every server, as a superuser, unasked.
+ */
+static void
+recover_server_caught(Oid serverid, const char *servername, const char *table,
+					  bool dry_run, bool first, AfdwRecoveryReport report,
+					  void *arg)
+{
+	bool		held = afdw_hold_owners_to_passwords(true);
+
+	PG_TRY();
+	{
+		recover_server_reported(serverid, servername, table, dry_run, first,
+								report, arg);
+	}
+	PG_FINALLY();
+	{
+		afdw_hold_owners_to_passwords(held);
+	}
+	PG_END_TRY();
 }
 
 /*
