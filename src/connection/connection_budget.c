@@ -210,7 +210,7 @@ budget_shmem_startup(void)
 	ctl.entrysize = sizeof(BudgetEntry);
 	budget_hash = ShmemInitHash("async_fdw budget servers",
 								AFDW_BUDGET_SERVERS, AFDW_BUDGET_SERVERS,
-								&ctl, HASH_ELEM | HASH_BLOBS);
+								&ctl, HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -471,10 +471,21 @@ afdw_budget_release(AfdwConn *entry)
 	e = budget_entry(entry->charged_server, false);
 	if (e != NULL && e->charged > 0)
 		e->charged--;
+
+
+	/*
+	 * The waiters are woken under the lock.  An entry that counts nothing
+	 * and that no backend waits on goes, so that the servers dropped and
+	 * created over time do not fill the table: a waiter counts itself in
+	 * before it sleeps on the entry, and every other use of it is under the
+	 * lock.
+	 */
+	if (e != NULL && e->waiting > 0)
+		ConditionVariableBroadcast(&e->room);
+	else if (e != NULL && e->charged == 0 && e->idle_recorded == 0)
+		(void) hash_search(budget_hash, &e->key, HASH_REMOVE, NULL);
 	LWLockRelease(budget->lock);
 	entry->charged_server = InvalidOid;
-	if (e != NULL)
-		ConditionVariableBroadcast(&e->room);
 }
 
 /*

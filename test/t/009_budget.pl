@@ -256,6 +256,44 @@ is($session->query_safe('SELECT count(*) FROM p'), '4000',
 $session->quit;
 ok($coord->poll_query_until('postgres', $none_held), 'then exits: nothing held');
 
+# 4b. The budget of a server that counts nothing goes: 1,500 servers made,
+# used once (their connection refused) and dropped leave the shared memory
+# as it was (the table of budgets holds 1,024), and no server went without
+# a budget for want of room.
+my $free_sql = 'SELECT size FROM pg_shmem_allocations WHERE name IS NULL';
+# churn(first, last): servers first..last made, used and dropped, each in a
+# transaction of its own.
+my $churn = sub {
+	my ($first, $last) = @_;
+	$coord->safe_psql('postgres', qq{
+DO \$\$
+BEGIN
+  FOR i IN $first..$last LOOP
+    EXECUTE format('CREATE SERVER churn%s FOREIGN DATA WRAPPER async_fdw OPTIONS (host %L, port %L, dbname %L)',
+                   i, '127.0.0.1', '1', 'postgres');
+    EXECUTE format('CREATE USER MAPPING FOR CURRENT_USER SERVER churn%s', i);
+    EXECUTE format('CREATE FOREIGN TABLE churn%s (a int) SERVER churn%s', i, i);
+    BEGIN
+      EXECUTE format('SELECT count(*) FROM churn%s', i);
+    EXCEPTION WHEN sqlclient_unable_to_establish_sqlconnection THEN
+      NULL;
+    END;
+    EXECUTE format('DROP SERVER churn%s CASCADE', i);
+    COMMIT;
+  END LOOP;
+END
+\$\$;
+});
+};
+$churn->(1, 20);
+my $free_before = $coord->safe_psql('postgres', $free_sql);
+my $log_at = -s $coord->logfile;
+$churn->(21, 1520);
+is($coord->safe_psql('postgres', $free_sql), $free_before,
+	'1,500 servers made, used and dropped: the free shared memory is as it was');
+unlike(slurp_file($coord->logfile, $log_at), qr/has no connection budget/,
+	'and every one had a budget');
+
 # 5. Without preloading: no figures, and optional connections are shared
 # when the shard refuses them (6 sessions want 24 connections; 11 places).
 $coord->append_conf('postgresql.conf', "shared_preload_libraries = ''");
