@@ -472,7 +472,6 @@ afdw_budget_release(AfdwConn *entry)
 	if (e != NULL && e->charged > 0)
 		e->charged--;
 
-
 	/*
 	 * The waiters are woken under the lock.  An entry that counts nothing
 	 * and that no backend waits on goes, so that the servers dropped and

@@ -230,11 +230,10 @@ after_statement_trigger(TriggerDesc *trigdesc, int event)
  *		the client's statement itself, not a function's query, which the
  *		rest of the calling statement follows (afdw_is_client_statement);
  *		it is the statement's whole plan below its ModifyTable, the plan's
- *		only write
- *		and its server's only ForeignScan, and nothing runs after its
- *		result: no RETURNING, whose rows are converted only then, no check
- *		of the changed rows' partition, no AFTER STATEMENT trigger, no
- *		subquery.
+ *		only write and its server's only ForeignScan, and nothing runs
+ *		after its result: no RETURNING, whose rows are converted only then,
+ *		no check of the changed rows' partition, no AFTER STATEMENT
+ *		trigger, no subquery.
  *
  * An autocommit UPDATE or DELETE of one row then costs one round trip,
  * as an INSERT does (afdw_defer_write), instead of the statement's and
