@@ -277,7 +277,9 @@ CREATE RULE lc_both_upd AS ON UPDATE TO lc_both DO INSTEAD (
   UPDATE lc_r2 SET v = NEW.v WHERE lc_r2.id = OLD.id);
 SELECT async_fdw_disconnect_all();
 SELECT count(*) FROM ft_lc WHERE id = 1;
+\set VERBOSITY terse
 UPDATE lc_both SET v = 'bad' WHERE id = 1;
+\set VERBOSITY default
 SELECT (SELECT v FROM remote.lc_r1) AS r1, (SELECT v FROM remote.lc_r2) AS r2;
 -- Without the failure, both changes are there.
 UPDATE lc_both SET v = 'good' WHERE id = 1;

@@ -337,7 +337,8 @@ extern bool afdw_fence_committed_since(Oid serverid, uint64 floor);
 
 /* visibility.c */
 extern void afdw_visibility_init(void);
-extern void afdw_visibility_begin(AfdwConn **conns, Oid *relids, int n);
+extern void afdw_visibility_begin(AfdwConn **conns, Oid *relids, int n,
+								  bool nested);
 extern void afdw_visibility_end(AfdwConn **conns, int n);
 extern void afdw_visibility_abort(void);
 extern void afdw_visibility_first_write(AfdwConn *conn, Oid relid);

@@ -454,7 +454,7 @@ extern AfdwConn *afdw_snapshot_leader(Oid serverid, Oid umid);
 extern bool afdw_snapshot_exporter(AfdwConn *conn);
 extern void afdw_pass_leadership(AfdwConn *gone, AfdwConn *heir);
 extern bool afdw_snapshot_is_new(AfdwConn *conn);
-extern void afdw_snapshot_note_floor(void);
+extern void afdw_snapshot_note_floor(bool nested);
 extern bool afdw_snapshot_check_wanted(bool mixes);
 extern bool afdw_snapshot_start_checked(AfdwConn *entry);
 extern void afdw_snapshot_marking(bool on);

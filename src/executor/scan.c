@@ -809,7 +809,7 @@ start_pending_scans(EState *estate)
 	}
 	PG_TRY();
 	{
-		afdw_visibility_begin(conns, relids, n);
+		afdw_visibility_begin(conns, relids, n, !afdw_is_client_statement(estate));
 		dlist_foreach_modify(it, &pending_scans)
 		{
 			AfdwScanState *other = dlist_container(AfdwScanState, pending_node, it.cur);

@@ -524,7 +524,7 @@ afdw_share_snapshot(AfdwConn *entry, bool nested, StringInfo sql)
 			MemoryContextSwitchTo(old);
 		}
 		else
-			afdw_snapshot_note_floor();
+			afdw_snapshot_note_floor(nested);
 		return;
 	}
 
@@ -587,12 +587,16 @@ afdw_statement_is_transaction(void)
  *		The local transaction takes its first snapshots now: note the floor
  *		of the commit fence's numbers, against which servers read later are
  *		checked (afdw_snapshot_check).  Not for a statement that is its own
- *		transaction: nothing is read after it.
+ *		transaction: nothing is read after it.  A function's statement
+ *		(NESTED) is not one, though the statement that called it may be:
+ *		the function's next statements may read more servers, in the same
+ *		remote transactions.
  */
 void
-afdw_snapshot_note_floor(void)
+afdw_snapshot_note_floor(bool nested)
 {
-	if (floor_noted || !afdw_fence_active() || afdw_statement_is_transaction())
+	if (floor_noted || !afdw_fence_active() ||
+		(!nested && afdw_statement_is_transaction()))
 		return;
 	xact_floor = afdw_fence_floor();
 	floor_noted = true;

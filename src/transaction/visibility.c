@@ -249,7 +249,8 @@ count_new(AfdwConn **conns, int n, bool *mixes)
 	return nnew;
 }
 
-static void visibility_begin(AfdwConn **conns, Oid *relids, int n, bool writes);
+static void visibility_begin(AfdwConn **conns, Oid *relids, int n, bool writes,
+							 bool nested);
 
 /*
  * afdw_visibility_begin
@@ -259,12 +260,13 @@ static void visibility_begin(AfdwConn **conns, Oid *relids, int n, bool writes);
  *		it, and have them marked.  The first statement of a REPEATABLE READ
  *		transaction block also takes the snapshots of the other servers of
  *		the partitioned tables it reads (async_fdw.snapshot_scope), so that
- *		a later statement reading them needs no check.
+ *		a later statement reading them needs no check.  NESTED: the
+ *		statement is a function's (afdw_snapshot_note_floor).
  */
 void
-afdw_visibility_begin(AfdwConn **conns, Oid *relids, int n)
+afdw_visibility_begin(AfdwConn **conns, Oid *relids, int n, bool nested)
 {
-	visibility_begin(conns, relids, n, false);
+	visibility_begin(conns, relids, n, false, nested);
 }
 
 /*
@@ -273,7 +275,7 @@ afdw_visibility_begin(AfdwConn **conns, Oid *relids, int n)
  *		servers are opened on their writers' connections).
  */
 static void
-visibility_begin(AfdwConn **conns, Oid *relids, int n, bool writes)
+visibility_begin(AfdwConn **conns, Oid *relids, int n, bool writes, bool nested)
 {
 	bool		mixes;
 	int			nnew;
@@ -313,7 +315,7 @@ visibility_begin(AfdwConn **conns, Oid *relids, int n, bool writes)
 		batch_fenced = afdw_fence_enter(AFDW_FENCE_READER, AFDW_FENCE_READER_MS);
 		batch_checks = !batch_fenced;
 		batch_floor = afdw_fence_floor();
-		afdw_snapshot_note_floor();
+		afdw_snapshot_note_floor(nested);
 	}
 	else
 	{
@@ -399,7 +401,7 @@ afdw_visibility_first_write(AfdwConn *conn, Oid relid)
 		return;
 	PG_TRY();
 	{
-		visibility_begin(&conn, &relid, 1, true);
+		visibility_begin(&conn, &relid, 1, true, false);
 		afdw_visibility_end(&conn, 1);
 	}
 	PG_CATCH();

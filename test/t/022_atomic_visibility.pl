@@ -368,6 +368,35 @@ $rr->quit;
 is($coord->safe_psql('postgres', 'SELECT sum(bal) FROM two'), '200000',
 	'the total is right after the REPEATABLE READ writes');
 
+# A function's statements are not the client's statement, though the
+# statement that calls the function is its own transaction: the first one,
+# reading shard 1, notes the fence's floor; a transfer between the shards
+# commits (in another session); the second statement reads both shards,
+# shard 1 in the remote transaction of the first, shard 2 anew: checked, it
+# fails with 40001 rather than see the transfer on one shard only (before,
+# it returned a total off by the transfer).
+my ($h1, $p1) = ($coord->host, $coord->port);
+$coord->safe_psql('postgres', qq{
+	CREATE EXTENSION dblink;
+	CREATE FUNCTION read_around_transfer() RETURNS bigint LANGUAGE plpgsql AS \$\$
+	DECLARE
+	  low bigint;
+	BEGIN
+	  SELECT sum(bal) INTO low FROM two WHERE id <= 100;
+	  PERFORM dblink_exec('host=$h1 port=$p1 dbname=postgres',
+	    'BEGIN; UPDATE two SET bal = bal - 9 WHERE id = 8; UPDATE two SET bal = bal + 9 WHERE id = 108; COMMIT');
+	  RETURN (SELECT sum(bal) FROM two);
+	END
+	\$\$;
+});
+my ($frc, $fout, $ferr) = $coord->psql('postgres', 'SELECT read_around_transfer()');
+like($ferr, qr/could not serialize access due to a concurrent commit on several servers/,
+	'a function reading one shard, then both after a transfer between them, fails with 40001');
+is($coord->safe_psql('postgres', 'SELECT sum(bal), bal FROM two WHERE id IN (8) GROUP BY bal'),
+	'991|991', 'the transfer committed (in its own session)');
+is($coord->safe_psql('postgres', 'SELECT sum(bal) FROM two'), '200000',
+	'and a read of both shards sees all of it');
+
 for my $s (@shards)
 {
 	ok($s->poll_query_until('postgres', 'SELECT count(*) = 0 FROM pg_prepared_xacts'),
