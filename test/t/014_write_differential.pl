@@ -556,6 +556,20 @@ sub gen_cursor
 		{ sql => "CLOSE $name", read => 1 });
 }
 
+# How each kind of write may fail on purpose.
+my %FAILS = (
+	insert_values => [qw(check dup)],
+	insert_select => [qw(check dup)],
+	copy          => [qw(check dup)],
+	insert_self   => [qw(check dup)],
+	update        => [qw(check div)],
+	delete        => [qw(div)],
+	move          => [qw(dup)],
+	cte           => [undef],
+	prepared      => [qw(check)],
+	cursor        => [undef],
+	join          => [qw(check)]);
+
 # gen_write(p_fail, in_block): a write statement (or a few that go
 # together), failing on purpose with p_fail.
 sub gen_write
@@ -565,22 +579,7 @@ sub gen_write
 		[ 5, 'insert_self' ], [ 15, 'update' ], [ 10, 'delete' ], [ 7, 'move' ], [ 4, 'cte' ],
 		[ 4, 'prepared' ], [ $block ? 4 : 0, 'cursor' ], [ 6, 'join' ]);
 	my $fail;
-	if (chance($pfail))
-	{
-		$fail = {
-			insert_values => [qw(check dup)],
-			insert_select => [qw(check dup)],
-			copy          => [qw(check dup)],
-			insert_self   => [qw(check dup)],
-			update        => [qw(check div)],
-			delete        => [qw(div)],
-			move          => [qw(dup)],
-			cte           => [undef],
-			prepared      => [qw(check)],
-			cursor        => [undef],
-			join          => [qw(check)] }->{$kind};
-		$fail = pick(@$fail);
-	}
+	$fail = pick(@{ $FAILS{$kind} }) if chance($pfail);
 	no strict 'refs';
 	my @st = &{"gen_$kind"}($fail);
 	$_->{kind} //= $kind . ($fail ? "/$fail" : '') for @st;
@@ -670,14 +669,7 @@ sub gen_quiet_write
 		my $kind = pickw([ 20, 'insert_values' ], [ 15, 'insert_select' ], [ 5, 'insert_self' ],
 			[ 15, 'update' ], [ 10, 'delete' ], [ 7, 'move' ], [ 6, 'join' ]);
 		my $fail;
-		$fail = pick(@{ {
-			insert_values => [qw(check dup)],
-			insert_select => [qw(check dup)],
-			insert_self   => [qw(check dup)],
-			update        => [qw(check div)],
-			delete        => [qw(div)],
-			move          => [qw(dup)],
-			join          => [qw(check)] }->{$kind} }) if chance($pfail);
+		$fail = pick(@{ $FAILS{$kind} }) if chance($pfail);
 		no strict 'refs';
 		my @st = &{"gen_$kind"}($fail);
 		next if @st != 1 || defined $st[0]{copy} || $st[0]{sql} =~ /RETURNING/;
