@@ -433,6 +433,7 @@ extern bool afdw_room_wanted(AfdwConn *entry);
 extern void afdw_append_xact_settings(StringInfo sql);
 
 /* remote_commands.c */
+extern bool afdw_cleanup_past_cancel(bool on);
 extern bool afdw_wait_cleanup(AfdwConn *entry, TimestampTz deadline,
 							  bool ignore_errors, char *failed_state);
 extern bool afdw_cleanup_step(AfdwConn *entry, TimestampTz deadline);

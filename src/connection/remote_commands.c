@@ -349,15 +349,41 @@ wait_readable(AfdwConn *entry, long timeout)
 }
 
 /*
+ * Whether a query cancel leaves cleanup waits to their deadline
+ * (afdw_cleanup_past_cancel).
+ */
+static bool past_cancel = false;
+
+/*
+ * afdw_cleanup_past_cancel
+ *		While ON, a query cancel no longer ends a cleanup wait early (a
+ *		termination still does); the setting before, to restore it.
+ *
+ * For the COMMIT PREPAREDs after the local commit: the commit fence is
+ * held until they have answered, and a cancel, which can no longer undo
+ * the commit, must not let readers in before.
+ */
+bool
+afdw_cleanup_past_cancel(bool on)
+{
+	bool		before = past_cancel;
+
+	past_cancel = on;
+	return before;
+}
+
+/*
  * cleanup_interrupted
  *		Whether cleanup waiting with interrupts held off (while aborting)
- *		should give up: a query cancel or a termination came meanwhile, or
- *		the backend is exiting, which ends the remote sessions anyway.
+ *		should give up: a query cancel (unless afdw_cleanup_past_cancel
+ *		says otherwise) or a termination came meanwhile, or the backend is
+ *		exiting, which ends the remote sessions anyway.
  */
 static bool
 cleanup_interrupted(void)
 {
-	return QueryCancelPending || ProcDiePending || proc_exit_inprogress;
+	return (QueryCancelPending && !past_cancel) || ProcDiePending ||
+		proc_exit_inprogress;
 }
 
 /*

@@ -665,6 +665,7 @@ afdw_twophase_end(bool committed)
 	HASH_SEQ_STATUS scan;
 	AfdwConn   *entry;
 	TimestampTz deadline;
+	bool		past_cancel;
 	const char *verb = committed ? "COMMIT PREPARED" : "ROLLBACK PREPARED";
 
 	replicated_written = InvalidOid;
@@ -678,6 +679,15 @@ afdw_twophase_end(bool committed)
 		debug_pause_at(AFDW_PAUSE_BEFORE_COMMIT_PREPARED, false);
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 										   AFDW_FINISH_TIMEOUT_MS);
+
+	/*
+	 * Committed, the fence is held until every server has answered or the
+	 * deadline has passed: a cancel, which cannot undo the commit any more,
+	 * does not cut the waits short, or a reader let in meanwhile would see
+	 * the transaction on some servers only.  A termination still does: the
+	 * backend exits, and what it left prepared waits for recovery.
+	 */
+	past_cancel = afdw_cleanup_past_cancel(committed);
 
 	/* What a PREPARE cut short still returns is read first. */
 	hash_seq_init(&scan, afdw_conn_hash);
@@ -742,6 +752,7 @@ afdw_twophase_end(bool committed)
 		entry->prepared_gid = NULL;
 	}
 	/* Every server has answered, or is left to recovery. */
+	(void) afdw_cleanup_past_cancel(past_cancel);
 	afdw_fence_leave();
 }
 

@@ -37,7 +37,7 @@ static bool abort_remote(AfdwConn *entry, const char *sql, TimestampTz deadline)
 static bool abort_send(AfdwConn *entry, const char *sql, TimestampTz deadline);
 static bool abort_wait(AfdwConn *entry, TimestampTz deadline);
 static void wait_commit(AfdwConn *entry, HASH_SEQ_STATUS *scan);
-static void check_writes_kept(void);
+static void check_remote_states(void);
 static void xact_callback(XactEvent event, void *arg);
 static void subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 							 SubTransactionId parentSubid, void *arg);
@@ -54,17 +54,24 @@ afdw_xact_callbacks_init(void)
 }
 
 /*
- * check_writes_kept
- *		Fail the commit, before any remote COMMIT or PREPARE is sent, if a
- *		remote transaction that wrote has failed: a command of it failed in
- *		a local subtransaction that caught the error (or was cancelled
- *		outside a savepoint of its own), and took the transaction's writes
- *		on that server with it; its COMMIT would be a ROLLBACK.  A failure
- *		within the savepoint of a scan's command is not one: that savepoint
- *		is rolled back before the COMMIT.
+ * check_remote_states
+ *		Fail the commit, before any remote COMMIT or PREPARE is sent, if the
+ *		state of a remote transaction is not known, or if one that wrote has
+ *		failed.
+ *
+ * Not known: a cleanup was cut short (the rollback of a savepoint whose
+ * command in flight could not be cancelled in time, a second cancel), so
+ * the remote transaction may still hold what the rollback was to undo, a
+ * write that arrived after the cancel; postgres_fdw fails the commit
+ * there too (08000).  Failed: a command of it failed in a local
+ * subtransaction that caught the error (or was cancelled outside a
+ * savepoint of its own), and took the transaction's writes on that server
+ * with it; its COMMIT would be a ROLLBACK.  A failure within the savepoint
+ * of a scan's command is not one: that savepoint is rolled back before the
+ * COMMIT.
  */
 static void
-check_writes_kept(void)
+check_remote_states(void)
 {
 	HASH_SEQ_STATUS scan;
 	AfdwConn   *entry;
@@ -72,8 +79,19 @@ check_writes_kept(void)
 	hash_seq_init(&scan, afdw_conn_hash);
 	while ((entry = (AfdwConn *) hash_seq_search(&scan)) != NULL)
 	{
-		if (entry->conn == NULL || entry->xact_depth == 0 ||
-			entry->role != AFDW_ROLE_WROTE)
+		if (entry->conn == NULL || entry->xact_depth == 0)
+			continue;
+		if (entry->xact_state != AFDW_XACT_KNOWN)
+		{
+			hash_seq_term(&scan);
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_EXCEPTION),
+					 errmsg("lost connection to server \"%s\"",
+							NameStr(entry->servername)),
+					 errdetail("A rollback of a savepoint on that server was cut short, and what the remote transaction holds is not known."),
+					 errhint("Roll back the local transaction and retry.")));
+		}
+		if (entry->role != AFDW_ROLE_WROTE)
 			continue;
 		afdw_make_idle(entry);
 		if (entry->xact_depth == 0 ||
@@ -110,7 +128,7 @@ commit_all(void)
 	ListCell   *lc;
 
 	/* Nothing is committed if a server's writes are lost already. */
-	check_writes_kept();
+	check_remote_states();
 
 	/* Two-phase commit, where it is needed, prepares the writers first. */
 	afdw_twophase_prepare();

@@ -397,6 +397,42 @@ is($coord->safe_psql('postgres', 'SELECT sum(bal), bal FROM two WHERE id IN (8) 
 is($coord->safe_psql('postgres', 'SELECT sum(bal) FROM two'), '200000',
 	'and a read of both shards sees all of it');
 
+# A cancel that reaches a committer while it waits for its COMMIT
+# PREPAREDs does not let it leave the fence before they have answered:
+# with shard 2's backend stopped after shard 1 committed, a read of both
+# shards waits its second, then, checked, fails with 40001, rather than see
+# the transfer on shard 1 only (before, the cancel ended the committer's
+# waits at once, it left the fence, and the read saw part of the transfer).
+my $victim = $coord->background_psql('postgres', on_error_stop => 0);
+$victim->query_safe("SET async_fdw.application_name = 'fence_victim'");
+$victim->query_safe("SET async_fdw.debug_two_phase_pause = 'before_commit_prepared'");
+my $vpid = $victim->query_safe('SELECT pg_backend_pid()');
+$log_at = -s $coord->logfile;
+$victim->query_until(qr/started/, q{\echo started
+BEGIN;
+UPDATE two SET bal = bal - 10 WHERE id = 9;
+UPDATE two SET bal = bal + 10 WHERE id = 109;
+COMMIT;
+});
+ok($coord->wait_for_log(qr/pausing two-phase commit \(before_commit_prepared\)/, $log_at),
+	'a transfer pauses before its COMMIT PREPAREDs');
+my @vremote = split /\n/, $shards[1]->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE application_name = 'fence_victim'");
+kill 'STOP', @vremote;
+$coord->safe_psql('postgres', "SELECT pg_cancel_backend($vpid)");
+ok($shards[0]->poll_query_until('postgres', 'SELECT bal = 990 FROM two_0 WHERE id = 9'),
+	'the cancel ends the pause; shard 1 commits');
+my ($vrc, $vout, $verr) = $coord->psql('postgres', 'SELECT sum(bal) FROM two');
+like($verr, qr/could not serialize access due to a concurrent commit on several servers/,
+	'a read of both shards while shard 2 has not answered fails with 40001');
+kill 'CONT', @vremote;
+$victim->query('SELECT 1');
+$victim->quit;
+is($coord->safe_psql('postgres', 'SELECT sum(bal), (SELECT bal FROM two WHERE id = 109) FROM two'),
+	'200000|1010', 'once shard 2 answers, a read sees the whole transfer');
+ok($shards[1]->poll_query_until('postgres', 'SELECT count(*) = 0 FROM pg_prepared_xacts'),
+	'and nothing stays prepared');
+
 for my $s (@shards)
 {
 	ok($s->poll_query_until('postgres', 'SELECT count(*) = 0 FROM pg_prepared_xacts'),

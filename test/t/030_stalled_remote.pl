@@ -4,7 +4,8 @@
 #   not waited for yields to statement_timeout and to a query cancel, and
 #   the cleanup of an abort (of the transaction or of a savepoint) waits
 #   one deadline for all its connections together (not one per connection
-#   in a row), or less when cancelled.
+#   in a row), or less when cancelled; a transaction whose savepoint
+#   rollback was cut short does not commit.
 
 use strict;
 use warnings;
@@ -155,6 +156,37 @@ $session->query('ROLLBACK');
 $session->{stderr} = '';
 is($session->query_safe($all4), '400',
 	'fresh connections work after the transaction');
+
+# 6. A savepoint whose write is sent to a stalled server, cancelled twice:
+# the rollback of the savepoint's remote work is cut short, and the write
+# may still run once the server resumes.  The COMMIT then fails (08000)
+# rather than commit it: neither the savepoint's write nor the one before
+# the savepoint stays.  (Before, the COMMIT succeeded with both.)
+$remote->safe_psql('postgres',
+	'CREATE TABLE w (id int PRIMARY KEY, v int); INSERT INTO w VALUES (1, 0), (2, 0)');
+$coord->safe_psql('postgres',
+	"CREATE FOREIGN TABLE fw (id int, v int) SERVER s1 OPTIONS (table_name 'w')");
+$session->query_safe('BEGIN; UPDATE fw SET v = v + 1 WHERE id = 1; SAVEPOINT sp');
+stop_remote();
+$session->query_until(qr/started/, "\\echo started\nUPDATE fw SET v = v + 500 WHERE id = 2;\n");
+$coord->poll_query_until('postgres',
+	"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $pid");
+$coord->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
+# The second cancel cuts the wait for the first one's remote cancel.
+$coord->poll_query_until('postgres',
+	"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $pid");
+$coord->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
+$session->query('SELECT 1');
+resume_remote();
+$session->{stderr} = '';
+$session->query('ROLLBACK TO SAVEPOINT sp');
+$session->query('COMMIT');
+like($session->{stderr}, qr/lost connection to server "s1"/,
+	'the COMMIT after a savepoint rollback cut short fails');
+$session->{stderr} = '';
+is($remote->safe_psql('postgres', q{SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM w}),
+	'1:0,2:0', 'and nothing of the transaction stays on the remote server');
+is($session->query_safe('SELECT count(*) FROM fw'), '2', 'the session goes on');
 
 $session->quit;
 done_testing();
