@@ -81,7 +81,7 @@ check_remote_states(void)
 	{
 		if (entry->conn == NULL || entry->xact_depth == 0)
 			continue;
-		if (entry->xact_state != AFDW_XACT_KNOWN)
+		if (entry->xact_state == AFDW_XACT_LOST)
 		{
 			hash_seq_term(&scan);
 			ereport(ERROR,
