@@ -88,7 +88,7 @@ check_remote_states(void)
 					(errcode(ERRCODE_CONNECTION_EXCEPTION),
 					 errmsg("lost connection to server \"%s\"",
 							NameStr(entry->servername)),
-					 errdetail("A rollback of a savepoint on that server was cut short, and what the remote transaction holds is not known."),
+					 errdetail("A change of the remote transaction's state was cut short (the rollback of a savepoint, say), or its session broke: what the remote transaction holds is not known."),
 					 errhint("Roll back the local transaction and retry.")));
 		}
 		if (entry->role != AFDW_ROLE_WROTE)
